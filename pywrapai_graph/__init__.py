@@ -1,0 +1,104 @@
+"""pywrapai-graph: assemble the complete message list and call the LLM.
+
+Every public name of the library reference is importable from here. Names load lazily
+(PEP 562): ``import pywrapai_graph`` imports no SDK, no database driver and not even numpy;
+an adapter's module is imported the first time its name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # core
+    "GraphLLM": "pywrapai_graph.composition.graph_llm",
+    "LLM": "pywrapai_graph.composition.llm",
+    "PromptRegistry": "pywrapai_graph.adapters.prompts.filesystem",
+    "LRUResponseCache": "pywrapai_graph.adapters.cache.lru",
+    "AssembleMessages": "pywrapai_graph.application.assemble_messages",
+    "TokenTracker": "pywrapai_graph.application.token_tracker",
+    "PriceTable": "pywrapai_graph.application.pricing",
+    "ModelPrice": "pywrapai_graph.application.pricing",
+    # tools
+    "Tool": "pywrapai_graph.application.tools",
+    "ToolRegistry": "pywrapai_graph.application.tools",
+    "tool": "pywrapai_graph.application.tools",
+    # domain values
+    "Message": "pywrapai_graph.domain",
+    "Role": "pywrapai_graph.domain",
+    "ToolCall": "pywrapai_graph.domain",
+    "ToolResult": "pywrapai_graph.domain",
+    "LLMResponse": "pywrapai_graph.domain",
+    "TokenUsage": "pywrapai_graph.domain",
+    "CallRecord": "pywrapai_graph.domain",
+    "Document": "pywrapai_graph.domain",
+    "Chunk": "pywrapai_graph.domain",
+    "ScoredChunk": "pywrapai_graph.domain",
+    # retrieval
+    "BaseRetriever": "pywrapai_graph.ports.retriever",
+}
+
+__all__ = [
+    "LLM",
+    "AssembleMessages",
+    "BaseRetriever",
+    "CallRecord",
+    "Chunk",
+    "Document",
+    "GraphLLM",
+    "LLMResponse",
+    "LRUResponseCache",
+    "Message",
+    "ModelPrice",
+    "PriceTable",
+    "PromptRegistry",
+    "Role",
+    "ScoredChunk",
+    "TokenTracker",
+    "TokenUsage",
+    "Tool",
+    "ToolCall",
+    "ToolRegistry",
+    "ToolResult",
+    "__version__",
+    "tool",
+]
+
+if TYPE_CHECKING:
+    from pywrapai_graph.adapters.cache.lru import LRUResponseCache
+    from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+    from pywrapai_graph.application.assemble_messages import AssembleMessages
+    from pywrapai_graph.application.pricing import ModelPrice, PriceTable
+    from pywrapai_graph.application.token_tracker import TokenTracker
+    from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
+    from pywrapai_graph.composition.graph_llm import GraphLLM
+    from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.domain import (
+        CallRecord,
+        Chunk,
+        Document,
+        LLMResponse,
+        Message,
+        Role,
+        ScoredChunk,
+        TokenUsage,
+        ToolCall,
+        ToolResult,
+    )
+    from pywrapai_graph.ports.retriever import BaseRetriever
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'pywrapai_graph' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

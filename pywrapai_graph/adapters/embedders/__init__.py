@@ -1,0 +1,1 @@
+"""embedders adapters."""

@@ -1,0 +1,1 @@
+"""Use cases and pure orchestration logic; no SDK, no database driver."""

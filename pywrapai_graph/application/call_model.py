@@ -1,0 +1,240 @@
+"""CallModel: one chat call with validation, cache, usage tracking and structured output."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    ResponseFormat,
+    StreamChunk,
+    TokenUsage,
+    ToolSpec,
+)
+from pywrapai_graph.errors import StructuredOutputError
+from pywrapai_graph.ports import ChatModel, ResponseCache
+
+__all__ = ["CallModel", "request_key"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_TOOL_CHOICES = ("auto", "required", "none")
+
+
+def _message_json(m: Message) -> dict[str, Any]:
+    return {
+        "role": m.role.value,
+        "content": m.content,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in m.tool_calls or ()],
+        "tool_result": dataclasses.astuple(m.tool_result) if m.tool_result else None,
+    }
+
+
+def request_key(provider: str, request: ChatRequest) -> str:
+    """A stable digest of everything that determines a response."""
+    body = {
+        "provider": provider,
+        "model": request.model,
+        "messages": [_message_json(m) for m in request.messages],
+        "tools": list(request.tools),
+        "tool_choice": request.tool_choice,
+        "format": dataclasses.astuple(request.response_format) if request.response_format else None,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "extra": dict(request.extra),
+    }
+    raw = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _validate_tools(
+    tools: Sequence[ToolSpec] | None, tool_choice: str | None
+) -> tuple[ToolSpec, ...]:
+    specs = tuple(tools or ())
+    names = []
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, Mapping) or not spec.get("name"):
+            raise ValueError(
+                f"tools[{i}] is not a tool definition; pass ToolRegistry.to_schema() "
+                "(dicts with 'name', 'description', 'parameters')"
+            )
+        if "function" in spec or "input_schema" in spec:
+            raise ValueError(
+                f"tools[{i}] is in a provider-specific format; pass ToolRegistry.to_schema()"
+            )
+        names.append(spec["name"])
+    if tool_choice is not None and tool_choice not in (*_TOOL_CHOICES, *names):
+        raise ValueError(
+            f"tool_choice={tool_choice!r} is neither one of {list(_TOOL_CHOICES)} nor the "
+            f"name of an offered tool {names}"
+        )
+    if tool_choice == "required" and not specs:
+        raise ValueError("tool_choice='required' needs at least one tool in tools=")
+    return specs
+
+
+class CallModel:
+    """Calls a :class:`ChatModel` and keeps the books.
+
+    Args:
+        model: the chat-model adapter.
+        tracker: where every call's usage and cost is recorded.
+        cache: optional response cache; a hit records no new cost.
+    """
+
+    def __init__(
+        self, model: ChatModel, tracker: TokenTracker, cache: ResponseCache | None = None
+    ) -> None:
+        self._model = model
+        self._tracker = tracker
+        self._cache = cache
+
+    def build_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ChatRequest:
+        """Validate the arguments and build the request the adapter receives.
+
+        Raises:
+            ValueError: for tools not in the neutral format or an impossible ``tool_choice``.
+        """
+        if not messages:
+            raise ValueError("no messages to send")
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        return ChatRequest(
+            messages=tuple(messages),
+            model=model,
+            tools=_validate_tools(tools, tool_choice),
+            tool_choice=tool_choice,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            extra=dict(extra or {}),
+        )
+
+    def _cached(self, request: ChatRequest) -> tuple[str | None, LLMResponse | None]:
+        if self._cache is None:
+            return None, None
+        key = request_key(self._model.provider, request)
+        hit = self._cache.get(key)
+        if hit is None:
+            return key, None
+        return key, dataclasses.replace(hit, cost_usd=0.0, cached=True)
+
+    def _book(
+        self, request: ChatRequest, response: LLMResponse, key: str | None, prompt_file: str | None
+    ) -> LLMResponse:
+        rec = self._tracker.record(
+            "chat",
+            self._model.provider,
+            response.model or request.model,
+            response.usage,
+            prompt_file=prompt_file,
+        )
+        booked = dataclasses.replace(
+            response,
+            provider=self._model.provider,
+            model=response.model or request.model,
+            cost_usd=rec.cost_usd,
+        )
+        if self._cache is not None and key is not None:
+            self._cache.set(key, booked)
+        return booked
+
+    def chat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
+        """Send ``request`` (or answer it from the cache) and record its cost."""
+        key, hit = self._cached(request)
+        if hit is not None:
+            return hit
+        return self._book(request, self._model.chat(request), key, prompt_file)
+
+    async def achat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
+        """Async :meth:`chat`."""
+        key, hit = self._cached(request)
+        if hit is not None:
+            return hit
+        return self._book(request, await self._model.achat(request), key, prompt_file)
+
+    def _record_stream(
+        self,
+        request: ChatRequest,
+        usage: TokenUsage | None,
+        model: str | None,
+        prompt_file: str | None,
+    ) -> None:
+        self._tracker.record(
+            "chat",
+            self._model.provider,
+            model or request.model,
+            usage or TokenUsage(),
+            prompt_file=prompt_file,
+        )
+
+    def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> Iterator[str]:
+        """Yield text pieces; usage is recorded once the stream is exhausted."""
+        usage: TokenUsage | None = None
+        model: str | None = None
+        for chunk in self._model.stream(request):
+            usage, model = _fold(chunk, usage, model)
+            if chunk.text:
+                yield chunk.text
+        self._record_stream(request, usage, model, prompt_file)
+
+    async def astream(
+        self, request: ChatRequest, *, prompt_file: str | None = None
+    ) -> AsyncIterator[str]:
+        """Async :meth:`stream`."""
+        usage: TokenUsage | None = None
+        model: str | None = None
+        async for chunk in self._model.astream(request):
+            usage, model = _fold(chunk, usage, model)
+            if chunk.text:
+                yield chunk.text
+        self._record_stream(request, usage, model, prompt_file)
+
+    @staticmethod
+    def structured_format(schema: type[BaseModel]) -> ResponseFormat:
+        """The response format asking for JSON that validates against ``schema``."""
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
+        return ResponseFormat(name=schema.__name__, json_schema=schema.model_json_schema())
+
+    @staticmethod
+    def parse_structured(response: LLMResponse, schema: type[M]) -> M:
+        """Validate the model's JSON against ``schema``.
+
+        Raises:
+            StructuredOutputError: invalid JSON or schema mismatch; ``raw`` keeps the text.
+        """
+        try:
+            return schema.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise StructuredOutputError(
+                f"the model's reply is not a valid {schema.__name__}: "
+                f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']}",
+                raw=response.content,
+            ) from exc
+
+
+def _fold(
+    chunk: StreamChunk, usage: TokenUsage | None, model: str | None
+) -> tuple[TokenUsage | None, str | None]:
+    return (chunk.usage or usage, chunk.model or model)

@@ -1,0 +1,148 @@
+"""ToolRegistry: stores tools, produces their schemas and executes the model's calls."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pywrapai_graph.application.tools.provider_schemas import (
+    anthropic_tools,
+    gemini_declarations,
+    openai_tools,
+)
+from pywrapai_graph.application.tools.tool import TOOL_ATTRIBUTE, Tool
+from pywrapai_graph.domain import ToolCall, ToolResult
+
+__all__ = ["ToolRegistry", "format_tool_output"]
+
+_log = logging.getLogger(__name__)
+
+
+def format_tool_output(value: Any) -> str:
+    """A tool's return value as the text the model receives.
+
+    str as is, None as "", JSON-serialisable values as JSON, anything else via ``str()``.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_reject)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _reject(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc) if not isinstance(exc, KeyError) else str(exc.args[0]) if exc.args else ""
+    return f"Error: {text or type(exc).__name__}"
+
+
+class ToolRegistry:
+    """The tools a model may call.
+
+    Example:
+        >>> registry = ToolRegistry()
+        >>> registry.register(get_weather)          # doctest: +SKIP
+        >>> registry.to_schema()                    # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a ``@tool``-decorated function or a :class:`Tool`; returns the Tool.
+
+        Raises:
+            TypeError: for a plain function (decorate it with ``@tool``) or any other object.
+            ValueError: when a tool with the same name is already registered.
+        """
+        if isinstance(item, Tool):
+            found = item
+        else:
+            attached = getattr(item, TOOL_ATTRIBUTE, None)
+            if not isinstance(attached, Tool):
+                what = getattr(item, "__name__", type(item).__name__)
+                raise TypeError(
+                    f"{what!r} is not a tool: decorate it with @tool or pass a Tool instance"
+                )
+            found = attached
+        if found.name in self._tools:
+            raise ValueError(f"a tool named {found.name!r} is already registered")
+        self._tools[found.name] = found
+        return found
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``.
+
+        Raises:
+            KeyError: when no such tool is registered (the message lists the registered ones).
+        """
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise KeyError(f"no tool named {name!r}; registered tools: {self.names}") from None
+
+    def execute(self, tool_call: ToolCall) -> ToolResult:
+        """Run one call. An exception inside the tool, or invalid arguments, become
+        ``ToolResult(content="Error: <message>")`` so the model can recover.
+
+        Raises:
+            KeyError: when the model named a tool that is not registered.
+        """
+        tool = self.get(tool_call.name)
+        try:
+            content = format_tool_output(tool.invoke(tool_call.arguments))
+        except Exception as exc:
+            _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
+            content = _error_text(exc)
+        return ToolResult(tool_call.id, tool.name, content)
+
+    async def aexecute(self, tool_call: ToolCall) -> ToolResult:
+        """Async :meth:`execute`: awaits ``async def`` tools, runs sync ones in a worker thread."""
+        tool = self.get(tool_call.name)
+        try:
+            content = format_tool_output(await tool.ainvoke(tool_call.arguments))
+        except Exception as exc:
+            _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
+            content = _error_text(exc)
+        return ToolResult(tool_call.id, tool.name, content)
+
+    def to_schema(self) -> list[dict[str, Any]]:
+        """Provider-neutral definitions: pass these to ``chat(tools=...)``."""
+        return [t.to_schema() for t in self._tools.values()]
+
+    def to_openai_schema(self) -> list[dict[str, Any]]:
+        """What OpenAI receives (inspection and tests only)."""
+        return openai_tools(self.to_schema())
+
+    def to_anthropic_schema(self) -> list[dict[str, Any]]:
+        """What Anthropic receives (inspection and tests only)."""
+        return anthropic_tools(self.to_schema())
+
+    def to_gemini_schema(self) -> list[dict[str, Any]]:
+        """What Gemini receives, unsupported schema keys stripped (inspection and tests only)."""
+        return gemini_declarations(self.to_schema())
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry(tools={self.names!r})"

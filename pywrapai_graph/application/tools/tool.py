@@ -1,0 +1,254 @@
+"""``Tool`` and the ``@tool`` decorator."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import inspect
+import json
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar, overload
+
+from pywrapai_graph.application.tools.docstrings import parse_docstring
+from pywrapai_graph.application.tools.type_schema import check_value, is_optional, schema_for_hint
+from pywrapai_graph.errors import ToolArgumentsError
+
+__all__ = ["TOOL_ATTRIBUTE", "Tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The attribute ``@tool`` sets on the decorated function; ``ToolRegistry.register`` reads it.
+TOOL_ATTRIBUTE = "_pywrapai_tool"
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A callable plus the schema the model sees.
+
+    Attributes:
+        name: the name the model calls the tool by.
+        description: one line shown to the model.
+        parameters: a JSON Schema object describing the arguments.
+        fn: the Python callable (sync or ``async def``).
+
+    Calling a Tool calls ``fn``: ``t("London")`` is ``t.fn("London")``.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    unchecked: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError("Tool.name must be a non-empty string")
+        if not callable(self.fn):
+            raise TypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
+        if self.parameters.get("type", "object") != "object":
+            raise ValueError(f"Tool {self.name!r}: parameters must be a JSON Schema object")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def is_async(self) -> bool:
+        """True when ``fn`` is a coroutine function."""
+        return inspect.iscoroutinefunction(self.fn)
+
+    def to_schema(self) -> dict[str, Any]:
+        """The provider-neutral definition: name, description, parameters."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": json.loads(json.dumps(self.parameters)),
+        }
+
+    def prepare_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``arguments`` against the schema and signature, and convert enum values.
+
+        Raises:
+            ToolArgumentsError: listing every missing, unknown or mistyped argument.
+        """
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentsError(
+                f"tool {self.name!r}: arguments must be an object, got {type(arguments).__name__}"
+            )
+        problems: list[str] = []
+        props: Mapping[str, Any] = self.parameters.get("properties", {})
+        for name in self.parameters.get("required", []):
+            if name not in arguments:
+                problems.append(f"missing required argument {name!r}")
+        for name, value in arguments.items():
+            if name in props and name not in self.unchecked:
+                if value is None and name not in self.parameters.get("required", []):
+                    continue
+                problems.extend(check_value(value, props[name], f"argument {name!r}"))
+        problems.extend(self._signature_problems(arguments))
+        if problems:
+            raise ToolArgumentsError(f"tool {self.name!r}: " + "; ".join(problems))
+        return _convert_enums(self.fn, dict(arguments))
+
+    def _signature_problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return []
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+            return []
+        known = {n for n, p in sig.parameters.items() if p.kind not in _VARIADIC}
+        problems = [f"unknown argument {n!r}" for n in arguments if n not in known]
+        missing = [
+            n
+            for n, p in sig.parameters.items()
+            if p.kind not in _VARIADIC and p.default is p.empty and n not in arguments
+        ]
+        required = set(self.parameters.get("required", []))
+        problems += [f"missing required argument {n!r}" for n in missing if n not in required]
+        return problems
+
+    def invoke(self, arguments: Mapping[str, Any]) -> Any:
+        """Validate ``arguments`` and call the tool synchronously.
+
+        An ``async def`` tool is run to completion with ``asyncio.run`` when no event loop is
+        running; inside a running loop use :meth:`ainvoke`.
+        """
+        kwargs = self.prepare_arguments(arguments)
+        if self.is_async:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return asyncio.run(self.fn(**kwargs))
+            raise RuntimeError(
+                f"tool {self.name!r} is async and an event loop is running; use aexecute()"
+            )
+        return self.fn(**kwargs)
+
+    async def ainvoke(self, arguments: Mapping[str, Any]) -> Any:
+        """Validate and call: ``async def`` tools are awaited, sync ones run in a worker thread."""
+        kwargs = self.prepare_arguments(arguments)
+        if self.is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+
+def _convert_enums(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Turn raw enum values from the model into the Enum members the function expects."""
+    hints = _safe_hints(fn)
+    for name, value in kwargs.items():
+        hint = hints.get(name)
+        for candidate in (hint, *typing.get_args(hint)):
+            if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
+                if not isinstance(value, candidate) and value is not None:
+                    kwargs[name] = candidate(value)
+                break
+    return kwargs
+
+
+def _safe_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # unresolvable forward references: treat as unhinted
+        return {}
+
+
+def build_tool(fn: Callable[..., Any], name: str | None, description: str | None) -> Tool:
+    """Inspect ``fn`` and build its :class:`Tool` (what ``@tool`` does)."""
+    doc = parse_docstring(inspect.getdoc(fn))
+    hints = _safe_hints(fn)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    unchecked: set[str] = set()
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in _VARIADIC:
+            continue
+        hint = hints.get(pname, inspect.Parameter.empty)
+        schema = schema_for_hint(hint)
+        if hint is inspect.Parameter.empty or (schema == {"type": "string"} and hint is not str):
+            unchecked.add(pname)  # no usable hint: the reference's "string" default, unenforced
+        if doc.params.get(pname):
+            schema.setdefault("description", doc.params[pname])
+        if param.default is not param.empty:
+            default = param.default.value if isinstance(param.default, enum.Enum) else param.default
+            if default is not None and _is_json(default):
+                schema["default"] = default
+        elif not is_optional(hint):
+            required.append(pname)
+        properties[pname] = schema
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    return Tool(
+        name=name or fn.__name__,
+        description=description if description is not None else doc.summary,
+        parameters=parameters,
+        fn=fn,
+        unchecked=frozenset(unchecked),
+    )
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Turn a function into a tool, reading its schema from type hints and docstring.
+
+    Use bare (``@tool``) or with overrides (``@tool(name="lookup", description="...")``).
+    The decorated function still works as before; its :class:`Tool` is on
+    ``fn._pywrapai_tool``.
+
+    Raises:
+        TypeError: when applied to something that is not a function.
+    """
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        if not callable(func):
+            raise TypeError(f"@tool needs a function, got {type(func).__name__}")
+        built = build_tool(func, name, description)
+        wrapper: Callable[P, R]
+        if inspect.iscoroutinefunction(func):
+            async_func = typing.cast(Callable[P, Awaitable[Any]], func)
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+                return await async_func(*args, **kwargs)
+
+            wrapper = typing.cast(Callable[P, R], async_wrapper)
+        else:
+
+            @functools.wraps(func)
+            def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+                return func(*args, **kwargs)
+
+            wrapper = sync_wrapper
+        setattr(wrapper, TOOL_ATTRIBUTE, built)
+        return wrapper
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

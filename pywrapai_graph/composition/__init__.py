@@ -1,0 +1,1 @@
+"""The composition root: turns names, paths and config into wired objects."""

@@ -1,0 +1,256 @@
+"""GraphLLM: assembles the message list (prompt, history, RAG context) and calls the LLM."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+from pywrapai_graph.application.assemble_messages import AssembleMessages
+from pywrapai_graph.application.inject_context import inject_context, query_text
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition.llm import LLM
+from pywrapai_graph.domain import InjectedChunk, LLMResponse, Message, ScoredChunk, ToolSpec
+from pywrapai_graph.ports import BaseRetriever, PromptSource, ResponseCache
+
+__all__ = ["GraphLLM"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class GraphLLM:
+    """The orchestrator: decides exactly what the LLM receives.
+
+    Message order is always: versioned system prompt (position 0), history oldest first,
+    current message — RAG-augmented with the D4 template when a retriever is set.
+
+    Args:
+        llm: the LLM to call.
+        enable_system_prompt_versioning: load ``prompt_file`` and inject it at position 0.
+        prompt_file: file name inside ``prompts_dir``; required when versioning is on.
+        prompts_dir: the prompts directory; pass an absolute path in production.
+        retriever: enables RAG context injection on every call (unless ``rag=False``).
+        rag_k: how many chunks to inject at most.
+        prompt_source: read prompts from this source instead of ``prompts_dir``.
+
+    Raises:
+        ValueError: versioning on without ``prompt_file``, or ``rag_k`` < 1.
+        FileNotFoundError: the prompt file or directory does not exist (lists what does).
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        enable_system_prompt_versioning: bool = False,
+        prompt_file: str | None = None,
+        prompts_dir: str | os.PathLike[str] = "system_prompts_registry",
+        retriever: BaseRetriever | None = None,
+        rag_k: int = 4,
+        *,
+        prompt_source: PromptSource | None = None,
+    ) -> None:
+        if enable_system_prompt_versioning and not prompt_file:
+            raise ValueError(
+                "enable_system_prompt_versioning=True requires prompt_file= "
+                "(a file name inside prompts_dir, e.g. 'support-agent-v1.txt')"
+            )
+        if isinstance(rag_k, bool) or not isinstance(rag_k, int) or rag_k < 1:
+            raise ValueError(f"rag_k must be a positive int, got {rag_k!r}")
+        self._llm = llm
+        self._versioning = enable_system_prompt_versioning
+        self._prompt_file = prompt_file if enable_system_prompt_versioning else None
+        self._prompts = prompt_source if prompt_source is not None else PromptRegistry(prompts_dir)
+        self._system_prompt: str | None = None
+        if enable_system_prompt_versioning:
+            assert prompt_file is not None
+            self._system_prompt = self._prompts.load(prompt_file)
+        self._retriever = retriever
+        self._rag_k = rag_k
+        self._assemble = AssembleMessages(self._system_prompt, versioning=self._versioning)
+
+    # ------------------------------------------------------------------ proxies
+    @property
+    def llm(self) -> LLM:
+        """The underlying LLM instance."""
+        return self._llm
+
+    @property
+    def tokens(self) -> TokenTracker:
+        """The LLM's TokenTracker (shared by every ``with_system_prompt`` copy)."""
+        return self._llm.tokens
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The LLM's response cache, or None."""
+        return self._llm.cache
+
+    @property
+    def model(self) -> str:
+        """The model name."""
+        return self._llm.model
+
+    @property
+    def provider(self) -> str:
+        """The provider name."""
+        return self._llm.provider
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt in effect: the loaded/set one, else the LLM's inline one."""
+        return self._system_prompt if self._versioning else self._llm.system_prompt
+
+    @property
+    def prompt_file(self) -> str | None:
+        """The versioned prompt file in use (recorded with every call's cost)."""
+        return self._prompt_file
+
+    @property
+    def retriever(self) -> BaseRetriever | None:
+        """The retriever used for RAG, if any."""
+        return self._retriever
+
+    @property
+    def rag_k(self) -> int:
+        """Maximum number of injected chunks."""
+        return self._rag_k
+
+    # ------------------------------------------------------------------ assembly
+    def assemble(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+    ) -> tuple[list[Message], list[ScoredChunk]]:
+        """The exact message list the LLM would receive, and the chunks injected into it.
+
+        The caller's ``input`` and ``history`` are never modified (D5: save the original).
+        """
+        head, current = self._assemble.split(input, history)
+        if not (rag and self._retriever is not None):
+            return head + current, []
+        found = query_text(current)
+        if found is None:
+            return head + current, []
+        hits = self._retriever.retrieve(found[1], k=self._rag_k)[: self._rag_k]
+        return head + inject_context(current, hits), hits
+
+    @staticmethod
+    def _with_context(response: LLMResponse, hits: list[ScoredChunk]) -> LLMResponse:
+        if not hits:
+            return response
+        injected = tuple(InjectedChunk(h.chunk.id, h.score) for h in hits)
+        return dataclasses.replace(response, context=injected)
+
+    # ------------------------------------------------------------------ calls
+    def chat(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+    ) -> LLMResponse:
+        """Assemble and send; ``response.context`` lists the injected chunks (ids, scores)."""
+        messages, hits = self.assemble(input, history, rag)
+        response = self._llm.chat(
+            messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
+        )
+        return self._with_context(response, hits)
+
+    async def achat(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+    ) -> LLMResponse:
+        """Async :meth:`chat`."""
+        messages, hits = self.assemble(input, history, rag)
+        response = await self._llm.achat(
+            messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
+        )
+        return self._with_context(response, hits)
+
+    def stream(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        rag: bool = True,
+    ) -> Iterator[str]:
+        """Same assembly as :meth:`chat`, streamed.
+
+        Raises:
+            ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
+        """
+        if tools is not None:
+            raise ValueError("GraphLLM.stream() does not accept tools=; use chat() for tools")
+        messages, _ = self.assemble(input, history, rag)
+        return self._llm.stream(messages, prompt_file=self._prompt_file)
+
+    def astream(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        rag: bool = True,
+    ) -> AsyncIterator[str]:
+        """Async :meth:`stream`.
+
+        Raises:
+            ValueError: when ``tools`` is passed.
+        """
+        if tools is not None:
+            raise ValueError("GraphLLM.astream() does not accept tools=; use achat() for tools")
+        messages, _ = self.assemble(input, history, rag)
+        return self._llm.astream(messages, prompt_file=self._prompt_file)
+
+    def chat_structured(
+        self,
+        input: str | Sequence[Message],
+        schema: type[M],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+    ) -> M:
+        """:meth:`LLM.chat_structured` with prompt, history and RAG assembly."""
+        messages, _ = self.assemble(input, history, rag)
+        return self._llm.chat_structured(messages, schema, prompt_file=self._prompt_file)
+
+    async def achat_structured(
+        self,
+        input: str | Sequence[Message],
+        schema: type[M],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+    ) -> M:
+        """Async :meth:`chat_structured`."""
+        messages, _ = self.assemble(input, history, rag)
+        return await self._llm.achat_structured(messages, schema, prompt_file=self._prompt_file)
+
+    # ------------------------------------------------------------------ copies
+    def with_system_prompt(self, text: str) -> GraphLLM:
+        """A shallow copy whose system prompt is ``text``; shares the LLM, cache and tracker.
+
+        Raises:
+            TypeError: when ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"system prompt must be str, got {type(text).__name__}")
+        clone = copy.copy(self)
+        clone._system_prompt = text
+        clone._versioning = True
+        clone._prompt_file = None
+        clone._assemble = AssembleMessages(text, versioning=True)
+        return clone
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphLLM(provider={self.provider!r}, model={self.model!r}, "
+            f"prompt_file={self._prompt_file!r}, rag={'on' if self._retriever else 'off'})"
+        )

@@ -1,0 +1,247 @@
+"""LLM: the engine facade — one provider, one model, a tracker and an optional cache."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from pywrapai_graph.adapters.cache.lru import LRUResponseCache
+from pywrapai_graph.application.assemble_messages import as_messages
+from pywrapai_graph.application.call_model import CallModel
+from pywrapai_graph.application.pricing import PriceTable
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition.providers import make_chat_model
+from pywrapai_graph.domain import ChatRequest, LLMResponse, Message, Role, ToolSpec
+from pywrapai_graph.ports import ChatModel, ResponseCache
+
+__all__ = ["LLM"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_STREAM_TOOLS = (
+    "stream() does not accept tools=: streamed tool-call deltas are not assembled. "
+    "Use chat()/achat() for tool calling (or Agent for a full loop)."
+)
+
+
+class LLM:
+    """Calls one provider's chat API.
+
+    Args:
+        provider: a provider name ("openai", "anthropic", "gemini", "ollama") resolved lazily
+            to its adapter, or a :class:`~pywrapai_graph.ports.ChatModel` instance
+            (e.g. ``pywrapai_graph.testing.ScriptedChatModel``).
+        model: the model; defaults to the adapter's default model.
+        system_prompt: prepended as a SYSTEM message unless the messages already start with one.
+        cache: True for an in-memory LRU cache, or any ResponseCache; None/False for none.
+        tracker: share a TokenTracker between instances; a new one by default.
+        prices: the price table for a new tracker.
+        **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
+            ``max_retries`` (never shown in reprs or errors).
+
+    Raises:
+        UnknownProviderError: for an unknown provider name.
+        MissingExtraError: when the provider's SDK is not installed.
+    """
+
+    def __init__(
+        self,
+        provider: str | ChatModel = "openai",
+        model: str | None = None,
+        *,
+        system_prompt: str | None = None,
+        cache: bool | ResponseCache | None = None,
+        tracker: TokenTracker | None = None,
+        prices: PriceTable | None = None,
+        **options: Any,
+    ) -> None:
+        if isinstance(provider, str):
+            self._chat_model = make_chat_model(provider, model, options)
+        else:
+            if options:
+                raise TypeError(
+                    f"adapter options {sorted(options)} only apply when provider is a name"
+                )
+            self._chat_model = provider
+        self._model = model or self._chat_model.default_model
+        self._system_prompt = system_prompt
+        self._cache: ResponseCache | None = (
+            LRUResponseCache() if cache is True else None if cache is False else cache
+        )
+        self._tracker = tracker if tracker is not None else TokenTracker(prices)
+        self._calls = CallModel(self._chat_model, self._tracker, self._cache)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def provider(self) -> str:
+        """The provider name, e.g. "openai"."""
+        return self._chat_model.provider
+
+    @property
+    def model(self) -> str:
+        """The model every call uses."""
+        return self._model
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The inline system prompt, if any."""
+        return self._system_prompt
+
+    @property
+    def tokens(self) -> TokenTracker:
+        """The tracker recording every call's usage and cost."""
+        return self._tracker
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache, or None."""
+        return self._cache
+
+    @property
+    def chat_model(self) -> ChatModel:
+        """The adapter behind this facade."""
+        return self._chat_model
+
+    # ------------------------------------------------------------------ helpers
+    def _messages(self, input: str | Sequence[Message]) -> list[Message]:
+        messages = as_messages(input)
+        if self._system_prompt and not (messages and messages[0].role is Role.SYSTEM):
+            messages.insert(0, Message(Role.SYSTEM, self._system_prompt))
+        return messages
+
+    def _request(
+        self,
+        input: str | Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        schema: type[BaseModel] | None = None,
+    ) -> ChatRequest:
+        return self._calls.build_request(
+            self._messages(input),
+            model=self._model,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=CallModel.structured_format(schema) if schema else None,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            extra=extra,
+        )
+
+    # ------------------------------------------------------------------ calls
+    def chat(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> LLMResponse:
+        """Send the messages; returns the response with its usage and cost.
+
+        Raises:
+            ValueError: tools not in the neutral format, or an impossible ``tool_choice``.
+            ProviderError: (subclasses) when the provider fails.
+        """
+        request = self._request(input, tools, tool_choice, temperature, max_tokens, extra)
+        return self._calls.chat(request, prompt_file=prompt_file)
+
+    async def achat(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> LLMResponse:
+        """Async :meth:`chat`."""
+        request = self._request(input, tools, tool_choice, temperature, max_tokens, extra)
+        return await self._calls.achat(request, prompt_file=prompt_file)
+
+    def stream(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> Iterator[str]:
+        """Yield the reply's text as it arrives; usage is recorded when the stream ends.
+
+        Raises:
+            ValueError: when ``tools`` is given (streamed tool calls are not supported).
+        """
+        if tools:
+            raise ValueError(_STREAM_TOOLS)
+        request = self._request(input, None, None, temperature, max_tokens, extra)
+        return self._calls.stream(request, prompt_file=prompt_file)
+
+    def astream(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> AsyncIterator[str]:
+        """Async :meth:`stream`.
+
+        Raises:
+            ValueError: when ``tools`` is given.
+        """
+        if tools:
+            raise ValueError(_STREAM_TOOLS)
+        request = self._request(input, None, None, temperature, max_tokens, extra)
+        return self._calls.astream(request, prompt_file=prompt_file)
+
+    def chat_structured(
+        self,
+        input: str | Sequence[Message],
+        schema: type[M],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> M:
+        """Ask for JSON matching the pydantic ``schema`` and return a validated instance.
+
+        Raises:
+            StructuredOutputError: the reply is not valid JSON for ``schema`` (``raw`` keeps it).
+        """
+        request = self._request(input, None, None, temperature, max_tokens, extra, schema)
+        return CallModel.parse_structured(
+            self._calls.chat(request, prompt_file=prompt_file), schema
+        )
+
+    async def achat_structured(
+        self,
+        input: str | Sequence[Message],
+        schema: type[M],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+        prompt_file: str | None = None,
+    ) -> M:
+        """Async :meth:`chat_structured`."""
+        request = self._request(input, None, None, temperature, max_tokens, extra, schema)
+        response = await self._calls.achat(request, prompt_file=prompt_file)
+        return CallModel.parse_structured(response, schema)
+
+    def __repr__(self) -> str:
+        return f"LLM(provider={self.provider!r}, model={self.model!r})"

@@ -1,0 +1,57 @@
+"""What a chat model returns, whole or streamed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pywrapai_graph.domain.messages import ToolCall
+from pywrapai_graph.domain.usage import TokenUsage
+
+__all__ = ["InjectedChunk", "LLMResponse", "StreamChunk"]
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedChunk:
+    """A retrieved chunk that was injected as RAG context into the request."""
+
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    """A complete chat response.
+
+    Attributes:
+        content: the text ("" when the model only calls tools).
+        tool_calls: the tools the model asked for; empty when it answered in text.
+        usage: tokens consumed by this call.
+        model: the model that answered.
+        provider: the provider name, e.g. "openai".
+        cost_usd: what this call cost, from the tracker's price table (0.0 when served
+            from the response cache).
+        cached: True when the response came from the response cache.
+        context: the RAG chunks injected into this request (ids and scores), if any.
+    """
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model: str = ""
+    provider: str = ""
+    cost_usd: float = 0.0
+    cached: bool = False
+    context: tuple[InjectedChunk, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """One event of a streamed response.
+
+    Text arrives in ``text`` pieces; the provider's final event carries ``usage`` (and the
+    model name), which the facade records once the stream is exhausted.
+    """
+
+    text: str = ""
+    usage: TokenUsage | None = None
+    model: str | None = None

@@ -1,0 +1,76 @@
+"""Token usage and the record of one billed call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["CallKind", "CallRecord", "TokenUsage"]
+
+CallKind = Literal["chat", "embedding"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens one call consumed, as the provider reported them.
+
+    ``input_tokens`` counts every input token, including those read from or written to a
+    prompt cache; ``cache_read_tokens`` and ``cache_write_tokens`` say how many of them were
+    billed at the cache rates. ``reasoning_tokens`` are part of ``output_tokens`` (providers
+    bill them as output) and are reported for information.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"TokenUsage.{name} must be a non-negative int, got {value!r}")
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        if not isinstance(other, TokenUsage):
+            return NotImplemented
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One call recorded by a :class:`~pywrapai_graph.TokenTracker`.
+
+    Attributes:
+        kind: "chat" or "embedding".
+        provider: e.g. "openai".
+        model: the model the provider reported (or was asked for).
+        usage: tokens consumed.
+        cost_usd: cost from the tracker's price table (0.0 for unknown models).
+        prompt_file: the versioned prompt file in use, when the call came through GraphLLM.
+    """
+
+    kind: CallKind
+    provider: str
+    model: str
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    prompt_file: str | None = None

@@ -1,0 +1,145 @@
+"""The one exception tree of pywrapai-graph.
+
+Two families, so callers can tell a bug in their own code from a failure of the world:
+
+* :class:`UsageError` — misuse: a bad argument, an unknown provider or backend, a missing
+  optional extra, a hostile name. Raised early, before any side effect, with a message that
+  says what to do. Each also subclasses the builtin the reference promises (``ValueError``,
+  ``TypeError``, ``ImportError``, ``FileNotFoundError``) so ``except ValueError`` keeps working.
+* :class:`RuntimeFailure` — something outside the caller's control failed: the provider
+  refused, timed out or answered garbage. The original exception is kept as ``__cause__``.
+
+Messages never contain API keys or file contents.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "MissingExtraError",
+    "PromptNotFoundError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "ProviderUnavailableError",
+    "PyWrapAIError",
+    "RateLimitError",
+    "ResponseFormatError",
+    "RuntimeFailure",
+    "StructuredOutputError",
+    "ToolArgumentsError",
+    "UnknownProviderError",
+    "UnsafePromptNameError",
+    "UsageError",
+    "VectorStoreError",
+]
+
+
+class PyWrapAIError(Exception):
+    """Base of every exception raised by pywrapai-graph."""
+
+
+# --------------------------------------------------------------------------- misuse
+
+
+class UsageError(PyWrapAIError):
+    """The caller used the library wrongly; fix the call, retrying will not help."""
+
+
+class ConfigurationError(UsageError, ValueError):
+    """A constructor argument or configuration value is invalid."""
+
+
+class UnknownProviderError(ConfigurationError):
+    """A provider or backend name that the library does not know."""
+
+
+class MissingExtraError(UsageError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"{package!r} is not installed. Install it with: pip install 'pywrapai-graph[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class UnsafePromptNameError(UsageError, ValueError):
+    """A prompt name that would leave the prompts directory (``..``, absolute, symlink out)."""
+
+
+class PromptNotFoundError(UsageError, FileNotFoundError):
+    """The prompts directory or the named prompt file does not exist."""
+
+
+class ToolArgumentsError(UsageError, TypeError):
+    """Arguments for a tool call do not match the tool's signature or schema."""
+
+
+# --------------------------------------------------------------------------- runtime failures
+
+
+class RuntimeFailure(PyWrapAIError):
+    """Something outside the caller's code failed; ``__cause__`` holds the original error."""
+
+
+class ProviderError(RuntimeFailure):
+    """The LLM or embedding provider failed to answer usefully."""
+
+    def __init__(self, message: str, *, provider: str = "", status_code: int | None = None):
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the credentials (HTTP 401/403)."""
+
+
+class RateLimitError(ProviderError):
+    """The provider is rate limiting (HTTP 429); ``retry_after`` is in seconds when given."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status_code: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class ProviderTimeoutError(ProviderError, TimeoutError):
+    """The request did not complete within the configured timeout."""
+
+
+class BadRequestError(ProviderError):
+    """The provider rejected the request as malformed (HTTP 400/404/422)."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider could not be reached or failed on its side (connection error, HTTP 5xx)."""
+
+
+class ResponseFormatError(RuntimeFailure, ValueError):
+    """The provider's answer could not be decoded (e.g. malformed tool-call arguments).
+
+    Attributes:
+        raw: the undecodable text, kept for inspection.
+    """
+
+    def __init__(self, message: str, *, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class StructuredOutputError(ResponseFormatError):
+    """The model's structured output is not valid JSON or does not match the schema."""
+
+
+class VectorStoreError(RuntimeFailure):
+    """A vector-store backend failed (connection lost, corrupt file, engine error)."""

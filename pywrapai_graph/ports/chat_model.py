@@ -1,0 +1,56 @@
+"""The chat-model port: what every LLM provider adapter implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Protocol, runtime_checkable
+
+from pywrapai_graph.domain import ChatRequest, LLMResponse, StreamChunk
+
+__all__ = ["ChatModel"]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A provider's chat API, in domain terms.
+
+    Adapters receive a fully assembled :class:`ChatRequest` (system prompt first, neutral
+    tool specs) and translate it to their wire format; they never reorder messages.
+
+    Structured output: when ``request.response_format`` is set, the adapter returns the JSON
+    document as ``LLMResponse.content`` (the facade validates it).
+
+    Streaming: ``stream``/``astream`` yield text pieces; the last chunk carries the usage the
+    provider reported for the whole stream.
+
+    Raises:
+        pywrapai_graph.errors.ProviderError: (and subclasses) on any provider failure, with
+            the SDK's exception as ``__cause__``.
+        pywrapai_graph.errors.ResponseFormatError: when the provider's answer cannot be decoded.
+    """
+
+    @property
+    def provider(self) -> str:
+        """Short provider name, e.g. "openai"."""
+        ...
+
+    @property
+    def default_model(self) -> str:
+        """The model used when the caller names none."""
+        ...
+
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        """Send one request and return the complete response."""
+        ...
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        """Async :meth:`chat`, on the provider's native async client."""
+        ...
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        """Stream the response's text; the final chunk carries usage."""
+        ...
+
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Async :meth:`stream`."""
+        ...

@@ -1,0 +1,1 @@
+"""Contract suites: one pytest base class per port, run against every adapter."""
