@@ -62,14 +62,14 @@ def _validate_tools(
     specs = tuple(tools or ())
     names = []
     for i, spec in enumerate(specs):
+        if isinstance(spec, Mapping) and ("function" in spec or "input_schema" in spec):
+            raise ValueError(
+                f"tools[{i}] is in a provider-specific format; pass ToolRegistry.to_schema()"
+            )
         if not isinstance(spec, Mapping) or not spec.get("name"):
             raise ValueError(
                 f"tools[{i}] is not a tool definition; pass ToolRegistry.to_schema() "
                 "(dicts with 'name', 'description', 'parameters')"
-            )
-        if "function" in spec or "input_schema" in spec:
-            raise ValueError(
-                f"tools[{i}] is in a provider-specific format; pass ToolRegistry.to_schema()"
             )
         names.append(spec["name"])
     if tool_choice is not None and tool_choice not in (*_TOOL_CHOICES, *names):
