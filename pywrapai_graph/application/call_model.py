@@ -6,9 +6,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
@@ -25,7 +23,10 @@ from pywrapai_graph.ports import ChatModel, ResponseCache
 
 __all__ = ["CallModel", "request_key"]
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic loads only when structured output is used
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 _TOOL_CHOICES = ("auto", "required", "none")
 
@@ -213,6 +214,8 @@ class CallModel:
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:
         """The response format asking for JSON that validates against ``schema``."""
+        from pydantic import BaseModel
+
         if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise TypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
         return ResponseFormat(name=schema.__name__, json_schema=schema.model_json_schema())
@@ -224,6 +227,8 @@ class CallModel:
         Raises:
             StructuredOutputError: invalid JSON or schema mismatch; ``raw`` keeps the text.
         """
+        from pydantic import ValidationError
+
         try:
             return schema.model_validate_json(response.content)
         except ValidationError as exc:

@@ -6,9 +6,7 @@ import copy
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, TypeVar
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
 from pywrapai_graph.application.assemble_messages import AssembleMessages
@@ -20,7 +18,10 @@ from pywrapai_graph.ports import BaseRetriever, PromptSource, ResponseCache
 
 __all__ = ["GraphLLM"]
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic loads only when structured output is used
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 class GraphLLM:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.application.assemble_messages import as_messages
@@ -18,7 +16,10 @@ from pywrapai_graph.ports import ChatModel, ResponseCache
 
 __all__ = ["LLM"]
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic loads only when structured output is used
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 _STREAM_TOOLS = (
     "stream() does not accept tools=: streamed tool-call deltas are not assembled. "
