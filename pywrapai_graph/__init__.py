@@ -37,18 +37,30 @@ _EXPORTS: dict[str, str] = {
     "Document": "pywrapai_graph.domain",
     "Chunk": "pywrapai_graph.domain",
     "ScoredChunk": "pywrapai_graph.domain",
+    # RAG
+    "Chunker": "pywrapai_graph.application.chunker",
+    "HashingEmbedder": "pywrapai_graph.application.hashing_embedder",
+    "BaseVectorStore": "pywrapai_graph.ports.vector_store",
+    "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
+    "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
     # retrieval
     "BaseRetriever": "pywrapai_graph.ports.retriever",
+    "VectorRetriever": "pywrapai_graph.application.vector_retriever",
+    "retrieval_tool": "pywrapai_graph.application.retrieval_tool",
 }
 
 __all__ = [
     "LLM",
     "AssembleMessages",
     "BaseRetriever",
+    "BaseVectorStore",
     "CallRecord",
     "Chunk",
+    "Chunker",
     "Document",
     "GraphLLM",
+    "HashingEmbedder",
+    "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
     "Message",
@@ -56,6 +68,7 @@ __all__ = [
     "PriceTable",
     "PromptRegistry",
     "Role",
+    "SQLiteVectorStore",
     "ScoredChunk",
     "TokenTracker",
     "TokenUsage",
@@ -63,17 +76,25 @@ __all__ = [
     "ToolCall",
     "ToolRegistry",
     "ToolResult",
+    "VectorRetriever",
     "__version__",
+    "retrieval_tool",
     "tool",
 ]
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
+    from pywrapai_graph.application.chunker import Chunker
+    from pywrapai_graph.application.hashing_embedder import HashingEmbedder
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
+    from pywrapai_graph.application.retrieval_tool import retrieval_tool
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
+    from pywrapai_graph.application.vector_retriever import VectorRetriever
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
     from pywrapai_graph.domain import (
@@ -89,6 +110,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from pywrapai_graph.ports.retriever import BaseRetriever
+    from pywrapai_graph.ports.vector_store import BaseVectorStore
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,86 @@
+"""InMemoryVectorStore: exact cosine search over a float32 matrix, no extra dependencies."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from pywrapai_graph.application.vector_index import (
+    ExactIndex,
+    check_k,
+    prepare_batch,
+    prepare_query,
+)
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+
+__all__ = ["InMemoryVectorStore"]
+
+
+class InMemoryVectorStore(BaseVectorStore):
+    """Keeps vectors in process memory; thread-safe; good to ~100k chunks per GB of RAM at 1536d.
+
+    Args:
+        dimension: fix the dimension up front (otherwise the first add decides).
+
+    Example:
+        >>> store = InMemoryVectorStore()
+        >>> store.add([Chunk("Paris is the capital of France.", embedding=[1.0, 0.0])])
+        >>> store.search([1.0, 0.1], k=1)[0].chunk.text
+        'Paris is the capital of France.'
+    """
+
+    def __init__(self, dimension: int | None = None) -> None:
+        self._index = ExactIndex(dimension)
+        self._lock = threading.RLock()
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, or None before the first add."""
+        return self._index.dimension
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        with self._lock:
+            batch = prepare_batch(chunks, self._index.dimension)
+            self._index.upsert(batch)
+
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        check_k(k)
+        with self._lock:
+            if len(self._index) == 0:
+                return []
+            query = prepare_query(query_vector, self._index.dimension)
+            return self._index.search(query, k, filter)
+
+    def search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+    ) -> list[list[ScoredChunk]]:
+        """Search a batch of queries with one matrix product."""
+        check_k(k)
+        with self._lock:
+            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
+            if not queries:
+                return []
+            return self._index.search_many(np.stack(queries), k)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        with self._lock:
+            return self._index.remove(list(ids))
+
+    def delete_by_doc(self, doc_id: str) -> int:
+        with self._lock:
+            return self._index.remove(self._index.ids_of_doc(doc_id))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._index.clear()
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"InMemoryVectorStore(chunks={len(self)}, dimension={self.dimension})"

@@ -1,0 +1,99 @@
+"""HashingEmbedder: an offline, deterministic embedder (feature hashing of words and n-grams).
+
+It is *lexical*, not semantic: texts that share words (or word fragments) get similar
+vectors; synonyms and paraphrases do not. Use it for tests, demos and air-gapped
+pipelines; use a provider's embedding model for real semantic retrieval.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.domain import TokenUsage
+
+__all__ = ["HashingEmbedder", "estimate_tokens"]
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_SIGN_BIT = 1 << 31
+
+
+def estimate_tokens(texts: Sequence[str]) -> int:
+    """The 4-characters-per-token heuristic (reference D6)."""
+    return sum(max(1, len(t) // 4) for t in texts if t)
+
+
+class HashingEmbedder:
+    """Maps text to a fixed-size, L2-normalised vector by hashing its features.
+
+    Features: each lower-cased word (weight 1.0) and its character n-grams with boundary
+    markers (weight 0.5 in total per word), hashed with CRC-32 into ``dimension`` signed
+    buckets. Identical text always gives the identical vector, in every process.
+
+    Args:
+        dimension: vector size.
+        ngram: character n-gram length (0 disables n-grams).
+
+    Raises:
+        ValueError: for a non-positive dimension or negative n-gram length.
+    """
+
+    provider = "hashing"
+
+    def __init__(self, dimension: int = 384, ngram: int = 3) -> None:
+        if dimension <= 0:
+            raise ValueError(f"dimension must be positive, got {dimension}")
+        if ngram < 0:
+            raise ValueError(f"ngram must be >= 0, got {ngram}")
+        self.dimension = dimension
+        self.ngram = ngram
+        self.model = f"hashing-{dimension}"
+        self.tokens = TokenTracker()
+
+    def _features(self, text: str) -> dict[int, float]:
+        weights: dict[int, float] = {}
+        n = self.ngram
+        for word in _WORDS.findall(text.lower()):
+            feats = [(word, 1.0)]
+            if n:
+                marked = f"<{word}>"
+                grams = [marked[i : i + n] for i in range(max(1, len(marked) - n + 1))]
+                feats += [(g, 0.5 / len(grams)) for g in grams]
+            for feat, weight in feats:
+                h = zlib.crc32(feat.encode("utf-8"))
+                bucket = h % self.dimension
+                weights[bucket] = weights.get(bucket, 0.0) + (weight if h & _SIGN_BIT else -weight)
+        return weights
+
+    def _vector(self, text: str) -> list[float]:
+        vec = np.zeros(self.dimension, dtype=np.float64)
+        for bucket, weight in self._features(text).items():
+            vec[bucket] = weight
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            # No word characters at all: a fixed unit vector keeps the result usable.
+            vec[0] = 1.0
+            norm = 1.0
+        unit: list[float] = (vec / norm).tolist()
+        return unit
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+        vectors = [self._vector(t) for t in texts]
+        self.tokens.record(
+            "embedding", self.provider, self.model, TokenUsage(estimate_tokens(texts))
+        )
+        return vectors
+
+    def embed_one(self, text: str) -> list[float]:
+        """The vector of one text."""
+        return self.embed([text])[0]
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dimension={self.dimension}, ngram={self.ngram})"

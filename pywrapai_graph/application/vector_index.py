@@ -1,0 +1,254 @@
+"""ExactIndex: the exact cosine search shared by the in-memory and SQLite stores.
+
+Rows are L2-normalised once at insert and kept in one float32 matrix that grows by doubling
+(amortised O(1) per row, never a copy of the whole matrix per add). A search is one
+matrix-vector product over the used rows plus ``argpartition`` for the top k.
+Not thread-safe on its own: the stores that use it hold a lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pywrapai_graph.domain import Chunk, ScoredChunk
+
+__all__ = [
+    "ExactIndex",
+    "PreparedBatch",
+    "check_k",
+    "matches_filter",
+    "prepare_batch",
+    "prepare_query",
+]
+
+Matrix = npt.NDArray[np.float32]
+
+
+def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """True when ``metadata`` has every key of ``filter`` with an equal value."""
+    if not filter:
+        return True
+    return all(key in metadata and metadata[key] == value for key, value in filter.items())
+
+
+def _bare(chunk: Chunk) -> Chunk:
+    """A copy without the embedding (the store keeps the vector in its matrix)."""
+    return Chunk(text=chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id)
+
+
+class PreparedBatch:
+    """A validated batch: unique ids (last one wins), normalised vectors, bare chunks."""
+
+    __slots__ = ("chunks", "ids", "vectors")
+
+    def __init__(self, ids: list[str], vectors: Matrix, chunks: list[Chunk]) -> None:
+        self.ids = ids
+        self.vectors = vectors
+        self.chunks = chunks
+
+
+def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBatch:
+    """Validate and normalise a batch before anything is written.
+
+    Raises:
+        ValueError: naming the first bad chunk: embedding missing, wrong dimension,
+            NaN/inf (also after float32 conversion), or zero norm.
+    """
+    if isinstance(chunks, Chunk):
+        raise TypeError("add() takes a list of chunks, not a single Chunk")
+    latest: dict[str, Chunk] = {}
+    for c in chunks:
+        if not isinstance(c, Chunk):
+            raise TypeError(f"expected Chunk objects, got {type(c).__name__}")
+        latest[c.id] = c  # an id repeated in one batch: the last one wins (upsert)
+    unique = list(latest.values())
+    if not unique:
+        return PreparedBatch([], np.empty((0, dimension or 0), np.float32), [])
+    expected = dimension
+    for c in unique:
+        if c.embedding is None:
+            raise ValueError(f"chunk {c.id!r} has no embedding; embed chunks before adding them")
+        size = len(c.embedding)
+        expected = size if expected is None else expected
+        if size != expected or size == 0:
+            raise ValueError(
+                f"chunk {c.id!r} has dimension {size}, but the store expects {expected}"
+            )
+    with np.errstate(over="ignore"):  # values beyond float32 become inf, reported below
+        vectors = np.asarray([c.embedding for c in unique], dtype=np.float32)
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        bad = unique[int(np.argmin(finite))]
+        raise ValueError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
+    norms = np.linalg.norm(vectors, axis=1)
+    if not (norms > 0).all():
+        bad = unique[int(np.argmin(norms > 0))]
+        raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
+    vectors /= norms[:, None]
+    return PreparedBatch([c.id for c in unique], vectors, [_bare(c) for c in unique])
+
+
+def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
+    """The normalised float32 query.
+
+    Raises:
+        ValueError: wrong dimension, NaN/inf or zero norm.
+    """
+    with np.errstate(over="ignore"):
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if dimension is not None and q.shape[0] != dimension:
+        raise ValueError(f"query has dimension {q.shape[0]}, but the store holds {dimension}")
+    if not np.isfinite(q).all():
+        raise ValueError("query vector has NaN or infinite values")
+    norm = float(np.linalg.norm(q))
+    if norm == 0.0:
+        raise ValueError("query vector has zero norm; cosine similarity is undefined")
+    return q / np.float32(norm)
+
+
+def check_k(k: int) -> None:
+    """Raises ValueError unless ``k`` is a positive int."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+
+
+class ExactIndex:
+    """Normalised rows, id ↔ row maps, exact top-k cosine search."""
+
+    def __init__(self, dimension: int | None = None) -> None:
+        self._fixed_dim = dimension
+        self._reset()
+
+    def _reset(self) -> None:
+        dimension = self._dim = self._fixed_dim
+        self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
+        self._n = 0
+        self._ids: list[str] = []
+        self._chunks: list[Chunk] = []
+        self._rows: dict[str, int] = {}
+        self._by_doc: dict[str, set[str]] = {}
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, fixed by the first insert (or given)."""
+        return self._dim
+
+    @property
+    def matrix(self) -> Matrix:
+        """The used rows (a view, no copy)."""
+        return self._matrix[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._rows
+
+    def ids_of_doc(self, doc_id: str) -> list[str]:
+        """Ids of the chunks of one document."""
+        return sorted(self._by_doc.get(doc_id, ()))
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._n + extra
+        if needed <= self._matrix.shape[0]:
+            return
+        capacity = max(needed, 2 * self._matrix.shape[0], 64)
+        grown = np.empty((capacity, self._dim or 0), dtype=np.float32)
+        grown[: self._n] = self._matrix[: self._n]
+        self._matrix = grown
+
+    def upsert(self, batch: PreparedBatch) -> None:
+        """Insert new ids, overwrite existing ones (the batch must be validated)."""
+        if not batch.ids:
+            return
+        if self._dim is None:
+            self._dim = int(batch.vectors.shape[1])
+            self._matrix = np.empty((0, self._dim), dtype=np.float32)
+        self._reserve(len(batch.ids))
+        for chunk_id, vector, chunk in zip(batch.ids, batch.vectors, batch.chunks, strict=True):
+            row = self._rows.get(chunk_id)
+            if row is None:
+                row = self._n
+                self._n += 1
+                self._rows[chunk_id] = row
+                self._ids.append(chunk_id)
+                self._chunks.append(chunk)
+            else:
+                self._forget_doc(self._chunks[row])
+                self._chunks[row] = chunk
+            self._matrix[row] = vector
+            self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
+
+    def _forget_doc(self, chunk: Chunk) -> None:
+        members = self._by_doc.get(chunk.doc_id)
+        if members is not None:
+            members.discard(chunk.id)
+            if not members:
+                del self._by_doc[chunk.doc_id]
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
+        removed = 0
+        for chunk_id in ids:
+            row = self._rows.pop(chunk_id, None)
+            if row is None:
+                continue
+            self._forget_doc(self._chunks[row])
+            last = self._n - 1
+            if row != last:
+                self._matrix[row] = self._matrix[last]
+                self._ids[row] = self._ids[last]
+                self._chunks[row] = self._chunks[last]
+                self._rows[self._ids[row]] = row
+            self._ids.pop()
+            self._chunks.pop()
+            self._n -= 1
+            removed += 1
+        return removed
+
+    def clear(self) -> None:
+        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
+        self._reset()
+
+    def search(
+        self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``k`` rows by cosine similarity to the normalised ``query``, best first."""
+        n = self._n
+        if n == 0:
+            return []
+        scores = self._matrix[:n] @ query
+        if filter:
+            mask = np.fromiter(
+                (matches_filter(c.metadata, filter) for c in self._chunks), dtype=bool, count=n
+            )
+            candidates = int(mask.sum())
+            if candidates == 0:
+                return []
+            scores = np.where(mask, scores, np.float32(-np.inf))
+            k = min(k, candidates)
+        return self._top(scores, k)
+
+    def _top(self, scores: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
+        n = scores.shape[0]
+        if k >= n:
+            order = np.argsort(scores)[::-1][:n]
+        else:
+            part = np.argpartition(scores, n - k)[n - k :]
+            order = part[np.argsort(scores[part])[::-1]]
+        return [
+            ScoredChunk(chunk=_bare(self._chunks[i]), score=min(float(scores[i]), 1.0))
+            for i in order
+            if scores[i] != -np.inf
+        ]
+
+    def search_many(self, queries: Matrix, k: int) -> list[list[ScoredChunk]]:
+        """Top ``k`` for each row of the normalised ``queries`` matrix (one matrix product)."""
+        if self._n == 0:
+            return [[] for _ in range(queries.shape[0])]
+        all_scores = queries @ self._matrix[: self._n].T
+        return [self._top(row, k) for row in all_scores]

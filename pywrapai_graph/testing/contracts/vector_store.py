@@ -1,0 +1,283 @@
+"""The contract every vector store must pass.
+
+Subclass :class:`VectorStoreContract` in a test module and implement ``new_store``::
+
+    class TestMyStore(VectorStoreContract):
+        def new_store(self, location: Path) -> BaseVectorStore:
+            return MyStore(path=location / "db")
+
+``new_store`` is called again with the same location to test reopening: a store declaring
+``persistent = True`` must show the same data; a non-persistent one must start empty.
+Approximate backends (``exact = False``) are held to recall instead of identical ids.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.ports import BaseVectorStore
+
+__all__ = ["VectorStoreContract", "make_chunks"]
+
+
+def make_chunks(
+    n: int, dim: int, seed: int = 0, *, docs: int = 1, prefix: str = "c"
+) -> list[Chunk]:
+    """``n`` chunks with random unit-scale embeddings, spread over ``docs`` documents."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return [
+        Chunk(
+            text=f"chunk {prefix}{i}",
+            doc_id=f"doc-{i % docs}",
+            metadata={"n": i, "parity": "even" if i % 2 == 0 else "odd", "doc": f"doc-{i % docs}"},
+            id=f"{prefix}{i}",
+            embedding=vectors[i].tolist(),
+        )
+        for i in range(n)
+    ]
+
+
+def _exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    m = np.array([c.embedding for c in chunks], dtype=np.float64)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    q = query / np.linalg.norm(query)
+    scores = m @ q
+    order = np.argsort(-scores)[:k]
+    return [(chunks[i].id, float(scores[i])) for i in order]
+
+
+class VectorStoreContract(ABC):
+    """The behaviour every :class:`BaseVectorStore` promises."""
+
+    dim: ClassVar[int] = 16
+
+    @abstractmethod
+    def new_store(self, location: Path) -> BaseVectorStore:
+        """A store whose data lives under ``location`` (called twice to test reopening)."""
+
+    @pytest.fixture
+    def location(self, tmp_path: Path) -> Path:
+        return tmp_path
+
+    @pytest.fixture
+    def store(self, location: Path) -> Iterator[BaseVectorStore]:
+        s = self.new_store(location)
+        yield s
+        s.close()
+
+    # ------------------------------------------------------------------ basics
+    def test_empty_store(self, store: BaseVectorStore) -> None:
+        assert len(store) == 0
+        assert store.search([1.0] * self.dim, k=3) == []
+
+    def test_add_len_clear(self, store: BaseVectorStore) -> None:
+        store.add(make_chunks(10, self.dim))
+        assert len(store) == 10
+        store.clear()
+        assert len(store) == 0
+        assert store.search([1.0] * self.dim, k=3) == []
+        store.add(make_chunks(3, self.dim, seed=1))
+        assert len(store) == 3
+
+    def test_add_empty_batch_is_a_no_op(self, store: BaseVectorStore) -> None:
+        store.add([])
+        assert len(store) == 0
+
+    def test_results_ordered_and_at_most_k(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(30, self.dim)
+        store.add(chunks)
+        hits = store.search(chunks[0].embedding or [], k=5)
+        assert len(hits) == 5
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        assert len(store.search(chunks[0].embedding or [], k=100)) == 30
+
+    def test_self_match_scores_one(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(20, self.dim)
+        store.add(chunks)
+        for c in chunks[:5]:
+            top = store.search(c.embedding or [], k=1)[0]
+            assert top.chunk.id == c.id
+            assert top.score == pytest.approx(1.0, abs=1e-4)
+
+    def test_scores_equal_exact_numpy_cosine(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(300, self.dim, seed=7)
+        store.add(chunks)
+        rng = np.random.default_rng(99)
+        recall_hits = 0
+        for _ in range(10):
+            q = rng.standard_normal(self.dim)
+            expected = _exact_top(chunks, q, 5)
+            got = store.search(q.tolist(), k=5)
+            exact_scores = dict(_exact_top(chunks, q, len(chunks)))
+            for hit in got:  # whatever it returns, the score is the true cosine
+                assert hit.score == pytest.approx(exact_scores[hit.chunk.id], abs=1e-4)
+            if type(store).exact:
+                assert [h.chunk.id for h in got] == [i for i, _ in expected]
+            recall_hits += len({h.chunk.id for h in got} & {i for i, _ in expected})
+        assert recall_hits / 50 >= (1.0 if type(store).exact else 0.9)
+
+    def test_returned_chunks_carry_text_doc_and_metadata(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(5, self.dim, docs=2)
+        store.add(chunks)
+        hit = store.search(chunks[3].embedding or [], k=1)[0].chunk
+        assert (hit.id, hit.text, hit.doc_id) == (chunks[3].id, chunks[3].text, chunks[3].doc_id)
+        assert hit.metadata == chunks[3].metadata
+        assert hit.embedding is None
+
+    def test_query_vector_length_is_not_mutated(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(5, self.dim)
+        store.add(chunks)
+        q = list(chunks[0].embedding or [])
+        snapshot = list(q)
+        store.search(q, k=2)
+        assert q == snapshot
+
+    # ------------------------------------------------------------------ upsert / delete
+    def test_upsert_replaces_same_id(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(5, self.dim)
+        store.add(chunks)
+        replacement = make_chunks(1, self.dim, seed=42)[0]
+        replacement.id = chunks[2].id
+        replacement.text = "replaced text"
+        store.add([replacement])
+        assert len(store) == 5
+        top = store.search(replacement.embedding or [], k=1)[0]
+        assert (top.chunk.id, top.chunk.text) == (chunks[2].id, "replaced text")
+        assert top.score == pytest.approx(1.0, abs=1e-4)
+
+    def test_duplicate_ids_in_one_batch_keep_the_last(self, store: BaseVectorStore) -> None:
+        a, b = make_chunks(2, self.dim)
+        b.id = a.id
+        store.add([a, b])
+        assert len(store) == 1
+        assert store.search(b.embedding or [], k=1)[0].chunk.text == b.text
+
+    def test_delete_by_ids(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(10, self.dim)
+        store.add(chunks)
+        assert store.delete([chunks[0].id, chunks[5].id, "no-such-id"]) == 2
+        assert len(store) == 8
+        ids = {h.chunk.id for h in store.search(chunks[0].embedding or [], k=10)}
+        assert chunks[0].id not in ids
+        assert chunks[5].id not in ids
+        assert len(ids) == 8
+
+    def test_delete_by_doc(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(12, self.dim, docs=3)
+        store.add(chunks)
+        assert store.delete_by_doc("doc-1") == 4
+        assert len(store) == 8
+        remaining = store.search(chunks[1].embedding or [], k=12)
+        assert all(h.chunk.doc_id != "doc-1" for h in remaining)
+        assert store.delete_by_doc("doc-1") == 0
+
+    # ------------------------------------------------------------------ filter
+    def test_metadata_filter(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(20, self.dim, docs=4)
+        store.add(chunks)
+        hits = store.search(chunks[1].embedding or [], k=20, filter={"parity": "even"})
+        assert len(hits) == 10
+        assert all(h.chunk.metadata["parity"] == "even" for h in hits)
+        both = store.search(
+            chunks[0].embedding or [], k=20, filter={"parity": "even", "doc": "doc-0"}
+        )
+        assert {h.chunk.id for h in both} == {c.id for c in chunks if c.metadata["n"] % 4 == 0}
+        assert both[0].chunk.id == chunks[0].id
+        assert store.search(chunks[0].embedding or [], k=5, filter={"parity": "none"}) == []
+
+    # ------------------------------------------------------------------ bad input
+    def _assert_rejected_unchanged(self, store: BaseVectorStore, bad: Chunk, match: str) -> None:
+        good = make_chunks(5, self.dim)
+        store.add(good)
+        before = [
+            (h.chunk.id, round(h.score, 5)) for h in store.search(good[0].embedding or [], k=5)
+        ]
+        batch = [*make_chunks(3, self.dim, seed=3, prefix="new"), bad]
+        with pytest.raises(ValueError, match=match) as info:
+            store.add(batch)
+        assert bad.id in str(info.value)
+        assert len(store) == 5
+        after = [
+            (h.chunk.id, round(h.score, 5)) for h in store.search(good[0].embedding or [], k=5)
+        ]
+        assert after == before
+
+    def test_missing_embedding_rejected(self, store: BaseVectorStore) -> None:
+        bad = Chunk("no vector", doc_id="d", id="bad-none")
+        self._assert_rejected_unchanged(store, bad, "no embedding")
+
+    def test_wrong_dimension_rejected(self, store: BaseVectorStore) -> None:
+        bad = Chunk("short", doc_id="d", id="bad-dim", embedding=[1.0] * (self.dim - 1))
+        self._assert_rejected_unchanged(store, bad, "dimension")
+
+    def test_nan_rejected(self, store: BaseVectorStore) -> None:
+        vec = [1.0] * self.dim
+        vec[3] = float("nan")
+        self._assert_rejected_unchanged(store, Chunk("nan", id="bad-nan", embedding=vec), "NaN")
+
+    def test_infinite_rejected(self, store: BaseVectorStore) -> None:
+        vec = [1.0] * self.dim
+        vec[0] = 1e39  # finite in float64, infinite in float32
+        self._assert_rejected_unchanged(
+            store, Chunk("inf", id="bad-inf", embedding=vec), "infinite"
+        )
+
+    def test_zero_norm_rejected(self, store: BaseVectorStore) -> None:
+        bad = Chunk("zero", id="bad-zero", embedding=[0.0] * self.dim)
+        self._assert_rejected_unchanged(store, bad, "zero")
+
+    def test_bad_queries_rejected(self, store: BaseVectorStore) -> None:
+        store.add(make_chunks(3, self.dim))
+        with pytest.raises(ValueError, match="dimension"):
+            store.search([1.0] * (self.dim + 1), k=1)
+        with pytest.raises(ValueError, match="zero"):
+            store.search([0.0] * self.dim, k=1)
+        with pytest.raises(ValueError, match="k must be"):
+            store.search([1.0] * self.dim, k=0)
+
+    # ------------------------------------------------------------------ lifecycle
+    def test_reopen_matches_persistence_capability(self, location: Path) -> None:
+        chunks = make_chunks(25, self.dim, docs=5)
+        first = self.new_store(location)
+        first.add(chunks)
+        first.close()
+        second = self.new_store(location)
+        try:
+            if type(second).persistent:
+                assert len(second) == 25
+                top = second.search(chunks[4].embedding or [], k=1)[0]
+                assert top.chunk.id == chunks[4].id
+                assert top.chunk.metadata == chunks[4].metadata
+                assert second.delete_by_doc("doc-0") == 5
+            else:
+                assert len(second) == 0
+        finally:
+            second.close()
+
+    def test_concurrent_adds_from_threads(self, store: BaseVectorStore) -> None:
+        errors: list[BaseException] = []
+
+        def work(t: int) -> None:
+            try:
+                for j in range(5):
+                    store.add(make_chunks(10, self.dim, seed=t * 100 + j, prefix=f"t{t}-{j}-"))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        assert len(store) == 200

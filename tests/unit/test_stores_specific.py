@@ -1,0 +1,147 @@
+"""Backend-specific behaviour of the built-in stores (the shared contract is in tests/contract)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pywrapai_graph import Chunk, InMemoryVectorStore, SQLiteVectorStore
+from pywrapai_graph.application.vector_index import ExactIndex, prepare_batch
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.testing.contracts.vector_store import make_chunks
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["chunks; DROP TABLE x", 'a"b', "1abc", "", "a b", "x" * 64, "ta-ble", "t\x00"],
+)
+def test_sqlite_refuses_hostile_table_names(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="not a valid identifier"):
+        SQLiteVectorStore(tmp_path / "s.db", table_name=name)
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_sqlite_uses_wal_and_float32_blobs(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SQLiteVectorStore(path, table_name="kb") as store:
+        store.add(make_chunks(3, 8))
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    blob, dim = conn.execute("SELECT embedding, dim FROM kb LIMIT 1").fetchone()
+    assert dim == 8
+    assert len(blob) == 8 * 4
+    assert np.linalg.norm(np.frombuffer(blob, np.float32)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_sqlite_two_tables_in_one_file_are_independent(tmp_path: Path) -> None:
+    a = SQLiteVectorStore(tmp_path / "s.db", table_name="a")
+    b = SQLiteVectorStore(tmp_path / "s.db", table_name="b")
+    a.add(make_chunks(3, 8))
+    assert (len(a), len(b)) == (3, 0)
+
+
+def test_sqlite_rejects_non_json_metadata_whole_batch(tmp_path: Path) -> None:
+    store = SQLiteVectorStore(tmp_path / "s.db")
+    chunks = make_chunks(3, 8)
+    chunks[2].metadata = {"when": object()}
+    with pytest.raises(ValueError, match="JSON"):
+        store.add(chunks)
+    assert len(store) == 0
+    assert len(SQLiteVectorStore(tmp_path / "s.db")) == 0
+
+
+def test_sqlite_sees_writes_of_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    store = SQLiteVectorStore(path)
+    store.add(make_chunks(5, 8, prefix="mine"))
+    code = (
+        "from pywrapai_graph import SQLiteVectorStore\n"
+        "from pywrapai_graph.testing.contracts.vector_store import make_chunks\n"
+        f"s = SQLiteVectorStore({str(path)!r})\n"
+        "s.add(make_chunks(7, 8, seed=5, prefix='theirs'))\n"
+        "s.delete(['mine0'])\n"
+        "s.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert len(store) == 11
+    theirs = make_chunks(7, 8, seed=5, prefix="theirs")
+    assert store.search(theirs[3].embedding or [], k=1)[0].chunk.id == "theirs3"
+    # and our own next write lands on top of theirs, not over a stale copy
+    store.add(make_chunks(1, 8, seed=9, prefix="later"))
+    assert len(SQLiteVectorStore(path)) == 12
+
+
+def test_sqlite_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(VectorStoreError, match="cannot open"):
+        SQLiteVectorStore(path)
+
+
+def test_sqlite_concurrent_readers_and_writer(tmp_path: Path) -> None:
+    store = SQLiteVectorStore(tmp_path / "s.db")
+    store.add(make_chunks(50, 8))
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(50):
+                assert len(store.search([1.0] * 8, k=5)) == 5
+        except BaseException as exc:
+            errors.append(exc)
+
+    def write() -> None:
+        try:
+            for j in range(20):
+                store.add(make_chunks(5, 8, seed=100 + j, prefix=f"w{j}-"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(3)] + [threading.Thread(target=write)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store) == 150
+
+
+def test_in_memory_growth_is_amortised() -> None:
+    index = ExactIndex()
+    reallocations = 0
+    last = None
+    for i in range(200):
+        index.upsert(prepare_batch(make_chunks(10, 4, seed=i, prefix=f"b{i}-"), index.dimension))
+        base = index.matrix.base if index.matrix.base is not None else index.matrix
+        if base is not last:
+            reallocations += 1
+            last = base
+    assert len(index) == 2000
+    assert reallocations <= 8  # doubling: log2(2000 / 64) + 1, not one per add
+
+
+def test_in_memory_search_many_matches_single_searches() -> None:
+    store = InMemoryVectorStore()
+    chunks = make_chunks(100, 8)
+    store.add(chunks)
+    queries = [c.embedding or [] for c in chunks[:4]]
+    batched = store.search_many(queries, k=3)
+    single = [store.search(q, k=3) for q in queries]
+    assert [[h.chunk.id for h in r] for r in batched] == [[h.chunk.id for h in r] for r in single]
+
+
+def test_in_memory_fixed_dimension() -> None:
+    store = InMemoryVectorStore(dimension=4)
+    with pytest.raises(ValueError, match="expects 4"):
+        store.add([Chunk("x", id="x", embedding=[1.0, 2.0])])
+
+
+def test_add_single_chunk_instead_of_list_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="list of chunks"):
+        InMemoryVectorStore().add(make_chunks(1, 4)[0])  # type: ignore[arg-type]
