@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Iterator
@@ -23,8 +24,23 @@ _CHUNK_NAMESPACE = uuid.UUID("6f1c1f0e-8d5e-4b43-9a57-3f1f2f7d9c11")
 
 
 def chunk_id(doc_id: str, index: int) -> str:
-    """The stable id of a document's ``index``-th chunk (a UUID)."""
-    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{doc_id}\x00{index}"))
+    """The stable id of a document's ``index``-th chunk: ``uuid5(namespace, doc_id/index)``."""
+    return _chunk_ids(doc_id, [index])[0]
+
+
+def _chunk_ids(doc_id: str, indexes: list[int]) -> list[str]:
+    # uuid.uuid5 computed by hand: the document prefix is hashed once, not once per chunk.
+    prefix = hashlib.sha1(_CHUNK_NAMESPACE.bytes + doc_id.encode() + b"\x00", usedforsecurity=False)
+    out = []
+    for index in indexes:
+        h = prefix.copy()
+        h.update(str(index).encode())
+        raw = bytearray(h.digest()[:16])
+        raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+        raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+        x = raw.hex()
+        out.append(f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}")
+    return out
 
 
 def _hard_cut(text: str, budget: int, min_head: int = 1) -> tuple[str, str]:
@@ -34,9 +50,10 @@ def _hard_cut(text: str, budget: int, min_head: int = 1) -> tuple[str, str]:
     """
     window = text[: budget + 1]
     cut = max(window.rfind(" "), window.rfind("\n"), window.rfind("\t"))
-    if cut < min_head:
+    head = text[:cut].rstrip() if cut > 0 else ""
+    if len(head) < min_head or not head:
         return text[:budget], text[budget:].lstrip()
-    return text[:cut].rstrip(), text[cut:].lstrip()
+    return head, text[cut:].lstrip()
 
 
 class Chunker:
@@ -142,12 +159,9 @@ class Chunker:
                 texts.append(prefix + joiner + body)
             else:
                 texts.append(body)
+        kept = [t for t in texts if len(t) >= MIN_CHUNK_CHARS]
+        ids = _chunk_ids(doc.id, list(range(len(kept))))
         return [
-            Chunk(
-                text=text,
-                doc_id=doc.id,
-                metadata=dict(doc.metadata),
-                id=chunk_id(doc.id, i),
-            )
-            for i, text in enumerate(t for t in texts if len(t) >= MIN_CHUNK_CHARS)
+            Chunk(text=text, doc_id=doc.id, metadata=dict(doc.metadata), id=chunk_ids)
+            for text, chunk_ids in zip(kept, ids, strict=True)
         ]

@@ -35,13 +35,8 @@ def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None
     return all(key in metadata and metadata[key] == value for key, value in filter.items())
 
 
-def _bare(chunk: Chunk) -> Chunk:
-    """A copy without the embedding (the store keeps the vector in its matrix)."""
-    return Chunk(text=chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id)
-
-
 class PreparedBatch:
-    """A validated batch: unique ids (last one wins), normalised vectors, bare chunks."""
+    """A validated batch: unique ids (last one wins), normalised vectors, their chunks."""
 
     __slots__ = ("chunks", "ids", "vectors")
 
@@ -89,7 +84,7 @@ def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBat
         bad = unique[int(np.argmin(norms > 0))]
         raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
     vectors /= norms[:, None]
-    return PreparedBatch([c.id for c in unique], vectors, [_bare(c) for c in unique])
+    return PreparedBatch([c.id for c in unique], vectors, unique)
 
 
 def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
@@ -128,7 +123,8 @@ class ExactIndex:
         self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
         self._n = 0
         self._ids: list[str] = []
-        self._chunks: list[Chunk] = []
+        # (text, doc_id, metadata) per row: our own copy, so callers' later edits do not leak in
+        self._records: list[tuple[str, str, dict[str, Any]]] = []
         self._rows: dict[str, int] = {}
         self._by_doc: dict[str, set[str]] = {}
 
@@ -169,46 +165,77 @@ class ExactIndex:
             self._dim = int(batch.vectors.shape[1])
             self._matrix = np.empty((0, self._dim), dtype=np.float32)
         self._reserve(len(batch.ids))
-        for chunk_id, vector, chunk in zip(batch.ids, batch.vectors, batch.chunks, strict=True):
+        rows = np.empty(len(batch.ids), dtype=np.intp)
+        for i, (chunk_id, chunk) in enumerate(zip(batch.ids, batch.chunks, strict=True)):
+            record = (chunk.text, chunk.doc_id, dict(chunk.metadata))
             row = self._rows.get(chunk_id)
             if row is None:
                 row = self._n
                 self._n += 1
                 self._rows[chunk_id] = row
                 self._ids.append(chunk_id)
-                self._chunks.append(chunk)
+                self._records.append(record)
             else:
-                self._forget_doc(self._chunks[row])
-                self._chunks[row] = chunk
-            self._matrix[row] = vector
+                self._forget_doc(row)
+                self._records[row] = record
+            rows[i] = row
             self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
+        self._matrix[rows] = batch.vectors
 
-    def _forget_doc(self, chunk: Chunk) -> None:
-        members = self._by_doc.get(chunk.doc_id)
+    def load(
+        self,
+        ids: list[str],
+        vectors: Matrix,
+        records: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Fill an empty index in one step (vectors already normalised, ids unique).
+
+        The matrix is adopted as is (no copy): the caller must not keep using it.
+        """
+        if self._n:
+            raise RuntimeError("load() needs an empty index")
+        self._dim = int(vectors.shape[1])
+        self._matrix = vectors
+        self._n = len(ids)
+        self._ids = list(ids)
+        self._records = records
+        self._rows = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        for chunk_id, (_, doc_id, _) in zip(ids, records, strict=True):
+            self._by_doc.setdefault(doc_id, set()).add(chunk_id)
+
+    def _forget_doc(self, row: int) -> None:
+        doc_id = self._records[row][1]
+        members = self._by_doc.get(doc_id)
         if members is not None:
-            members.discard(chunk.id)
+            members.discard(self._ids[row])
             if not members:
-                del self._by_doc[chunk.doc_id]
+                del self._by_doc[doc_id]
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
         removed = 0
         for chunk_id in ids:
-            row = self._rows.pop(chunk_id, None)
+            row = self._rows.get(chunk_id)
             if row is None:
                 continue
-            self._forget_doc(self._chunks[row])
+            self._forget_doc(row)
+            del self._rows[chunk_id]
             last = self._n - 1
             if row != last:
                 self._matrix[row] = self._matrix[last]
                 self._ids[row] = self._ids[last]
-                self._chunks[row] = self._chunks[last]
+                self._records[row] = self._records[last]
                 self._rows[self._ids[row]] = row
             self._ids.pop()
-            self._chunks.pop()
+            self._records.pop()
             self._n -= 1
             removed += 1
         return removed
+
+    def chunk_at(self, row: int) -> Chunk:
+        """A fresh Chunk (without embedding) for one row."""
+        text, doc_id, metadata = self._records[row]
+        return Chunk(text=text, doc_id=doc_id, metadata=dict(metadata), id=self._ids[row])
 
     def clear(self) -> None:
         """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
@@ -224,7 +251,7 @@ class ExactIndex:
         scores = self._matrix[:n] @ query
         if filter:
             mask = np.fromiter(
-                (matches_filter(c.metadata, filter) for c in self._chunks), dtype=bool, count=n
+                (matches_filter(r[2], filter) for r in self._records), dtype=bool, count=n
             )
             candidates = int(mask.sum())
             if candidates == 0:
@@ -236,19 +263,34 @@ class ExactIndex:
     def _top(self, scores: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
         n = scores.shape[0]
         if k >= n:
-            order = np.argsort(scores)[::-1][:n]
+            order = np.argsort(scores)[::-1]
         else:
             part = np.argpartition(scores, n - k)[n - k :]
             order = part[np.argsort(scores[part])[::-1]]
+        return self._hits(scores, order)
+
+    def _hits(
+        self, scores: npt.NDArray[np.float32], order: npt.NDArray[np.intp]
+    ) -> list[ScoredChunk]:
         return [
-            ScoredChunk(chunk=_bare(self._chunks[i]), score=min(float(scores[i]), 1.0))
+            ScoredChunk(chunk=self.chunk_at(int(i)), score=min(float(scores[i]), 1.0))
             for i in order
             if scores[i] != -np.inf
         ]
 
     def search_many(self, queries: Matrix, k: int) -> list[list[ScoredChunk]]:
-        """Top ``k`` for each row of the normalised ``queries`` matrix (one matrix product)."""
-        if self._n == 0:
+        """Top ``k`` for each row of the normalised ``queries`` matrix.
+
+        One matrix product and one row-wise ``argpartition`` for the whole batch.
+        """
+        n = self._n
+        if n == 0:
             return [[] for _ in range(queries.shape[0])]
-        all_scores = queries @ self._matrix[: self._n].T
-        return [self._top(row, k) for row in all_scores]
+        all_scores = queries @ self._matrix[:n].T
+        if k >= n:
+            return [self._top(row, k) for row in all_scores]
+        parts = np.argpartition(all_scores, n - k, axis=1)[:, n - k :]
+        results = []
+        for row, part in zip(all_scores, parts, strict=True):
+            results.append(self._hits(row, part[np.argsort(row[part])[::-1]]))
+        return results

@@ -133,3 +133,12 @@ def test_property_chunker_invariants(text: str, size: int, overlap_ratio: float)
     # only a final piece under 10 characters may be lost
     assert source.startswith(rebuilt)
     assert len(source) - len(rebuilt) < MIN_CHUNK_CHARS
+
+
+def test_chunk_ids_are_rfc4122_uuid5() -> None:
+    import uuid
+
+    from pywrapai_graph.application.chunker import _CHUNK_NAMESPACE, chunk_id
+
+    for doc_id, index in [("doc", 0), ("ünïcode", 7), ("", 123)]:
+        assert chunk_id(doc_id, index) == str(uuid.uuid5(_CHUNK_NAMESPACE, f"{doc_id}\x00{index}"))

@@ -14,7 +14,6 @@ import numpy as np
 
 from pywrapai_graph.application.vector_index import (
     ExactIndex,
-    PreparedBatch,
     check_k,
     prepare_batch,
     prepare_query,
@@ -113,12 +112,12 @@ class SQLiteVectorStore(BaseVectorStore):
                     f"table {self._table!r} holds vectors of different dimensions {sorted(dims)}"
                 )
             dim = dims.pop()
-            vectors = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32)
-            vectors = vectors.reshape(len(rows), dim).copy()
-            chunks = [
-                Chunk(text=r[2], doc_id=r[1], metadata=json.loads(r[3]), id=r[0]) for r in rows
-            ]
-            index.upsert(PreparedBatch([r[0] for r in rows], vectors, chunks))
+            vectors = np.frombuffer(b"".join([r[5] for r in rows]), dtype=np.float32)
+            index.load(
+                [r[0] for r in rows],
+                vectors.reshape(len(rows), dim).copy(),
+                [(r[2], r[1], json.loads(r[3])) for r in rows],
+            )
         self._index = index
         self._version = version
 
