@@ -37,6 +37,14 @@ _EXPORTS: dict[str, str] = {
     "Document": "pywrapai_graph.domain",
     "Chunk": "pywrapai_graph.domain",
     "ScoredChunk": "pywrapai_graph.domain",
+    # agent
+    "Agent": "pywrapai_graph.application.run_agent",
+    "AgentConfig": "pywrapai_graph.domain.agent",
+    "AgentStep": "pywrapai_graph.domain.agent",
+    "AgentResult": "pywrapai_graph.domain.agent",
+    "AgentMaxTurnsError": "pywrapai_graph.domain.agent",
+    "AgentBudgetExceededError": "pywrapai_graph.domain.agent",
+    "ToolTiming": "pywrapai_graph.domain.agent",
     # RAG
     "Chunker": "pywrapai_graph.application.chunker",
     "HashingEmbedder": "pywrapai_graph.application.hashing_embedder",
@@ -51,6 +59,12 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "LLM",
+    "Agent",
+    "AgentBudgetExceededError",
+    "AgentConfig",
+    "AgentMaxTurnsError",
+    "AgentResult",
+    "AgentStep",
     "AssembleMessages",
     "BaseRetriever",
     "BaseVectorStore",
@@ -76,6 +90,7 @@ __all__ = [
     "ToolCall",
     "ToolRegistry",
     "ToolResult",
+    "ToolTiming",
     "VectorRetriever",
     "__version__",
     "retrieval_tool",
@@ -92,6 +107,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.application.hashing_embedder import HashingEmbedder
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool
+    from pywrapai_graph.application.run_agent import Agent
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
     from pywrapai_graph.application.vector_retriever import VectorRetriever
@@ -108,6 +124,14 @@ if TYPE_CHECKING:
         TokenUsage,
         ToolCall,
         ToolResult,
+    )
+    from pywrapai_graph.domain.agent import (
+        AgentBudgetExceededError,
+        AgentConfig,
+        AgentMaxTurnsError,
+        AgentResult,
+        AgentStep,
+        ToolTiming,
     )
     from pywrapai_graph.ports.retriever import BaseRetriever
     from pywrapai_graph.ports.vector_store import BaseVectorStore

@@ -34,3 +34,16 @@ def test_main_job_ingests_and_shows_assembled_messages(tmp_path: Path) -> None:
     stored = first.splitlines()[0]
     # idempotent: the same documents again add nothing new
     assert run_main_job(store).splitlines()[0] == stored
+
+
+def test_agent_example_runs_offline() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "agent_example.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "[1] search_knowledge_base({'query': 'warehouse'})" in out
+    assert "[2] get_weather({'city': 'Lyon'})" in out
+    assert "Lyon warehouse" in out
+    assert "turns=3 steps=2" in out

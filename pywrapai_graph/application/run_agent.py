@@ -1,0 +1,206 @@
+"""Agent: the ReAct loop — call the model with tools, run what it asks for, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pywrapai_graph.application.assemble_messages import as_messages
+from pywrapai_graph.application.tools import Tool, ToolRegistry, format_tool_output
+from pywrapai_graph.domain import LLMResponse, Message, Role, TokenUsage, ToolCall, ToolResult
+from pywrapai_graph.domain.agent import (
+    AgentBudgetExceededError,
+    AgentConfig,
+    AgentMaxTurnsError,
+    AgentResult,
+    AgentStep,
+    ToolTiming,
+)
+from pywrapai_graph.ports.conversation import Conversation
+
+__all__ = ["Agent"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Outcome:
+    """One tool call's result or failure, with its timing."""
+
+    call: ToolCall
+    timing: ToolTiming
+    value: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Run:
+    """The books of one run."""
+
+    messages: list[Message]
+    steps: list[AgentStep] = field(default_factory=list)
+    turns: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost: float = 0.0
+    last_cost: float = 0.0
+
+    def book(self, response: LLMResponse) -> None:
+        self.turns += 1
+        self.usage = self.usage + response.usage
+        self.cost += response.cost_usd
+        self.last_cost = response.cost_usd
+
+    def result(self, content: str = "") -> AgentResult:
+        return AgentResult(
+            content=content,
+            steps=list(self.steps),
+            total_turns=self.turns,
+            total_usage=self.usage,
+            total_cost_usd=self.cost,
+            messages=list(self.messages),
+        )
+
+
+class Agent:
+    """Drives the tool-calling loop until the model answers in plain text.
+
+    Every call passes ``rag=False`` (give the agent a ``retrieval_tool`` instead) and the
+    registry's neutral schemas. ``run`` executes a turn's tools one after another; ``arun``
+    runs them concurrently (``async def`` tools awaited, sync tools in worker threads),
+    keeping results in call order.
+
+    Args:
+        graph: the conversation to drive (a ``GraphLLM``).
+        registry: the tools the model may call.
+        config: loop configuration; defaults to ``AgentConfig()``.
+
+    Raises:
+        KeyError: (from run/arun) the model called a tool that is not registered —
+            regardless of ``tool_error_policy``, as it is a programming error.
+        AgentMaxTurnsError: no final answer within ``max_turns``.
+        AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
+    """
+
+    def __init__(
+        self, graph: Conversation, registry: ToolRegistry, config: AgentConfig | None = None
+    ) -> None:
+        self.graph = graph
+        self.registry = registry
+        self.config = config if config is not None else AgentConfig()
+
+    # ------------------------------------------------------------------ shared steps
+    def _check_budget(self, run: _Run) -> None:
+        budget = self.config.max_cost_usd
+        if budget is None:
+            return
+        # The next call sends at least the previous call's input: it costs about as much.
+        if run.cost > budget or (run.turns and run.cost + run.last_cost > budget):
+            raise AgentBudgetExceededError(run.cost, budget, run.result())
+
+    def _lookup(self, calls: Sequence[ToolCall]) -> list[Tool]:
+        return [self.registry.get(c.name) for c in calls]  # KeyError always propagates
+
+    def _finish_turn(self, run: _Run, response: LLMResponse, outcomes: list[_Outcome]) -> None:
+        policy = self.config.tool_error_policy
+        results: list[ToolResult] = []
+        for o in outcomes:
+            if o.error is None:
+                results.append(ToolResult(o.call.id, o.call.name, format_tool_output(o.value)))
+            elif policy == "raise":
+                raise o.error
+            elif policy == "return_to_model":
+                results.append(ToolResult(o.call.id, o.call.name, f"Error: {_describe(o.error)}"))
+            else:
+                _log.warning("tool %r failed; skipped by policy", o.call.name)
+        calls = list(response.tool_calls)
+        run.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=calls))
+        run.messages.extend(Message(Role.TOOL, r.content, tool_result=r) for r in results)
+        step = AgentStep(
+            turn_num=run.turns,
+            tool_calls=calls,
+            tool_results=results,
+            usage=response.usage,
+            cost_usd=response.cost_usd,
+            timings=[o.timing for o in outcomes],
+        )
+        if self.config.on_step is not None:
+            self.config.on_step(step)
+        run.steps.append(step)
+
+    def _final(self, run: _Run, response: LLMResponse) -> AgentResult:
+        run.messages.append(Message(Role.ASSISTANT, response.content))
+        return run.result(response.content)
+
+    # ------------------------------------------------------------------ sync
+    def run(
+        self, input: str | Sequence[Message], history: Sequence[Message] | None = None
+    ) -> AgentResult:
+        """Run the loop synchronously; returns the final answer with steps, usage and cost."""
+        run = _Run(as_messages(input))
+        tools = self.registry.to_schema()
+        for _ in range(self.config.max_turns):
+            self._check_budget(run)
+            response = self.graph.chat(run.messages, history=history, tools=tools, rag=False)
+            run.book(response)
+            if not response.tool_calls:
+                return self._final(run, response)
+            tools_used = self._lookup(response.tool_calls)
+            outcomes = [
+                _call_sync(t, c) for t, c in zip(tools_used, response.tool_calls, strict=True)
+            ]
+            self._finish_turn(run, response, outcomes)
+        raise AgentMaxTurnsError(run.turns, run.result())
+
+    # ------------------------------------------------------------------ async
+    async def arun(
+        self, input: str | Sequence[Message], history: Sequence[Message] | None = None
+    ) -> AgentResult:
+        """Async :meth:`run`; a turn's tool calls run concurrently."""
+        run = _Run(as_messages(input))
+        tools = self.registry.to_schema()
+        for _ in range(self.config.max_turns):
+            self._check_budget(run)
+            response = await self.graph.achat(run.messages, history=history, tools=tools, rag=False)
+            run.book(response)
+            if not response.tool_calls:
+                return self._final(run, response)
+            tools_used = self._lookup(response.tool_calls)
+            outcomes = await asyncio.gather(
+                *(_call_async(t, c) for t, c in zip(tools_used, response.tool_calls, strict=True))
+            )
+            self._finish_turn(run, response, list(outcomes))
+        raise AgentMaxTurnsError(run.turns, run.result())
+
+    def __repr__(self) -> str:
+        return f"Agent(tools={self.registry.names!r}, config={self.config!r})"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return text or type(exc).__name__
+
+
+def _call_sync(tool: Tool, call: ToolCall) -> _Outcome:
+    started = time.perf_counter()
+    try:
+        value = tool.invoke(call.arguments)
+        error = None
+    except Exception as exc:
+        value, error = None, exc
+    timing = ToolTiming(call.id, call.name, started, time.perf_counter())
+    return _Outcome(call, timing, value, error)
+
+
+async def _call_async(tool: Tool, call: ToolCall) -> _Outcome:
+    started = time.perf_counter()
+    try:
+        value = await tool.ainvoke(call.arguments)
+        error = None
+    except Exception as exc:
+        value, error = None, exc
+    timing = ToolTiming(call.id, call.name, started, time.perf_counter())
+    return _Outcome(call, timing, value, error)

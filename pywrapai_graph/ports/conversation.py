@@ -1,0 +1,37 @@
+"""The conversation port: what the agent needs from ``GraphLLM``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pywrapai_graph.domain import LLMResponse, Message, ToolSpec
+
+__all__ = ["Conversation"]
+
+
+@runtime_checkable
+class Conversation(Protocol):
+    """Assembles and sends messages (``GraphLLM`` is the implementation)."""
+
+    def chat(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+    ) -> LLMResponse:
+        """One call."""
+        ...
+
+    async def achat(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+    ) -> LLMResponse:
+        """One call on the provider's async client."""
+        ...
