@@ -11,6 +11,7 @@ import pywrapai_graph
 
 _NAMES = (
     "LLM",
+    "Embedder",
     "Message",
     "Role",
     "ToolCall",
@@ -26,6 +27,7 @@ _NAMES = (
 __all__ = [
     "LLM",
     "CallRecord",
+    "Embedder",
     "LLMResponse",
     "Message",
     "ModelPrice",
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from pywrapai_graph import (
         LLM,
         CallRecord,
+        Embedder,
         LLMResponse,
         Message,
         ModelPrice,

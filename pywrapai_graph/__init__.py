@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     # core
     "GraphLLM": "pywrapai_graph.composition.graph_llm",
     "LLM": "pywrapai_graph.composition.llm",
+    "Embedder": "pywrapai_graph.composition.embedder",
     "PromptRegistry": "pywrapai_graph.adapters.prompts.filesystem",
     "LRUResponseCache": "pywrapai_graph.adapters.cache.lru",
     "AssembleMessages": "pywrapai_graph.application.assemble_messages",
@@ -72,6 +73,7 @@ __all__ = [
     "Chunk",
     "Chunker",
     "Document",
+    "Embedder",
     "GraphLLM",
     "HashingEmbedder",
     "InMemoryVectorStore",
@@ -111,6 +113,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
     from pywrapai_graph.application.vector_retriever import VectorRetriever
+    from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
     from pywrapai_graph.domain import (

@@ -81,11 +81,15 @@ class HashingEmbedder:
         unit: list[float] = (vec / norm).tolist()
         return unit
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit vector per text."""
+    def vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text, without recording usage."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a list of texts; use embed_one() for one text")
-        vectors = [self._vector(t) for t in texts]
+        return [self._vector(t) for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text."""
+        vectors = self.vectors(texts)
         self.tokens.record(
             "embedding", self.provider, self.model, TokenUsage(estimate_tokens(texts))
         )

@@ -12,7 +12,12 @@ from pywrapai_graph.ports import ChatModel
 __all__ = ["CHAT_PROVIDERS", "make_chat_model"]
 
 #: provider name → "module:factory". The factory takes ``model`` and the adapter options.
-CHAT_PROVIDERS: dict[str, str] = {}
+CHAT_PROVIDERS: dict[str, str] = {
+    "openai": "pywrapai_graph.adapters.llm.openai:create",
+    "anthropic": "pywrapai_graph.adapters.llm.anthropic:create",
+    "gemini": "pywrapai_graph.adapters.llm.gemini:create",
+    "ollama": "pywrapai_graph.adapters.llm.ollama:create",
+}
 
 
 def make_chat_model(provider: str, model: str | None, options: dict[str, Any]) -> ChatModel:

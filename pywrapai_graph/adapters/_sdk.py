@@ -1,0 +1,100 @@
+"""Helpers every SDK adapter shares: optional imports, error translation, redaction."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from pywrapai_graph.errors import (
+    AuthenticationError,
+    BadRequestError,
+    MissingExtraError,
+    ProviderError,
+    ProviderUnavailableError,
+    RateLimitError,
+    ResponseFormatError,
+)
+
+__all__ = ["error_for_status", "parse_arguments", "redact", "require", "retry_after_seconds"]
+
+# Anything shaped like an API key (OpenAI "sk-...", Anthropic "sk-ant-...", Google "AIza...").
+_KEY_SHAPES = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
+
+
+def require(module: str, extra: str, package: str | None = None) -> ModuleType:
+    """Import an optional SDK, or raise MissingExtraError naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(package or module, extra) from exc
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with known secrets and anything key-shaped replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_SHAPES.sub("***", text)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The ``retry-after`` (or ``retry-after-ms``) header in seconds, when present."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return float(ms) / 1000.0
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def error_for_status(
+    status: int | None,
+    message: str,
+    *,
+    provider: str,
+    retry_after: float | None = None,
+    secrets: Iterable[str | None] = (),
+) -> ProviderError:
+    """Our exception for an HTTP status from ``provider`` (message redacted)."""
+    text = f"{provider}: {redact(message, secrets)}"
+    if status in (401, 403):
+        return AuthenticationError(
+            f"{text} (check the API key for {provider})", provider=provider, status_code=status
+        )
+    if status == 429:
+        return RateLimitError(text, provider=provider, status_code=status, retry_after=retry_after)
+    if status is not None and 400 <= status < 500:
+        return BadRequestError(text, provider=provider, status_code=status)
+    return ProviderUnavailableError(text, provider=provider, status_code=status)
+
+
+def parse_arguments(raw: str | None, tool_name: str) -> dict[str, Any]:
+    """Decode a tool call's JSON arguments.
+
+    Raises:
+        ResponseFormatError: the text is not a JSON object (``raw`` keeps it).
+    """
+    if raw is None or raw.strip() == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ResponseFormatError(
+            f"the model sent malformed JSON arguments for tool {tool_name!r}: {exc.msg} "
+            f"at position {exc.pos}",
+            raw=raw,
+        ) from exc
+    if not isinstance(value, dict):
+        raise ResponseFormatError(
+            f"the model sent arguments for tool {tool_name!r} that are not a JSON object",
+            raw=raw,
+        )
+    return value

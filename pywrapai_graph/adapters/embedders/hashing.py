@@ -1,0 +1,33 @@
+"""The offline hashing embedder as an embedding provider (``Embedder(provider="hashing")``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pywrapai_graph.application.hashing_embedder import HashingEmbedder
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+
+__all__ = ["HashingEmbeddings", "create"]
+
+
+class HashingEmbeddings(EmbeddingProvider):
+    """Feature hashing of words and character n-grams: offline, deterministic, lexical."""
+
+    provider = "hashing"
+    max_batch = 4096
+
+    def __init__(self, *, dimension: int = 384, ngram: int = 3) -> None:
+        self._hasher = HashingEmbedder(dimension, ngram)
+        self.default_model = self._hasher.model
+
+    def __repr__(self) -> str:
+        return f"HashingEmbeddings(dimension={self._hasher.dimension})"
+
+    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        return EmbeddingBatch(self._hasher.vectors(texts), None, self._hasher.model)
+
+
+def create(**options: Any) -> HashingEmbeddings:
+    """Factory used by ``Embedder(provider="hashing")``."""
+    return HashingEmbeddings(**options)

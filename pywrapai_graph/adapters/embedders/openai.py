@@ -1,0 +1,86 @@
+"""OpenAI embeddings through the official ``openai`` SDK (exact token counts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import error_for_status, require, retry_after_seconds
+from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+
+__all__ = ["OpenAIEmbeddings", "create"]
+
+
+class OpenAIEmbeddings(EmbeddingProvider):
+    """``client.embeddings.create`` with up to 2,048 inputs per request."""
+
+    provider = "openai"
+    default_model = "text-embedding-3-small"
+    max_batch = 2048
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        sdk = require("openai", "openai")
+        self._sdk = sdk
+        options = {
+            k: v
+            for k, v in {
+                "api_key": api_key,
+                "base_url": base_url,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            }.items()
+            if v is not None
+        }
+        try:
+            self._client = sdk.OpenAI(**options)
+        except sdk.OpenAIError as exc:
+            raise ConfigurationError(
+                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
+            ) from exc
+        self._secret = self._client.api_key
+
+    def __repr__(self) -> str:
+        return "OpenAIEmbeddings()"
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APITimeoutError as exc:
+            raise ProviderTimeoutError(
+                "openai: embedding request timed out", provider="openai"
+            ) from exc
+        except sdk.APIStatusError as exc:
+            raise error_for_status(
+                exc.status_code,
+                str(exc.message),
+                provider="openai",
+                retry_after=retry_after_seconds(exc.response.headers),
+                secrets=[self._secret],
+            ) from exc
+        except sdk.APIConnectionError as exc:
+            raise ProviderUnavailableError(
+                "openai: cannot reach the API", provider="openai"
+            ) from exc
+
+    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        with self._errors():
+            raw = self._client.embeddings.create(model=model, input=list(texts))
+        data = sorted(raw.data, key=lambda d: d.index)
+        tokens = raw.usage.prompt_tokens if raw.usage is not None else None
+        return EmbeddingBatch([list(d.embedding) for d in data], tokens, raw.model)
+
+
+def create(**options: Any) -> OpenAIEmbeddings:
+    """Factory used by ``Embedder(provider="openai")``."""
+    return OpenAIEmbeddings(**options)

@@ -1,0 +1,280 @@
+"""Anthropic Claude through the official ``anthropic`` SDK (Messages API)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import error_for_status, redact, require, retry_after_seconds
+from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    Role,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+)
+from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.ports import ChatModel
+
+__all__ = ["AnthropicChatModel", "create"]
+
+DEFAULT_MODEL = "claude-haiku-4-5-20251001"
+DEFAULT_MAX_TOKENS = 4096
+_PROVIDER = "anthropic"
+
+
+def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
+    """(system text, Messages API turns); consecutive tool results merge into one user turn."""
+    system = [m.content for m in messages if m.role is Role.SYSTEM]
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role is Role.SYSTEM:
+            continue
+        if m.role is Role.TOOL:
+            if m.tool_result is None:
+                raise ValueError(
+                    "a TOOL message needs tool_result=ToolResult(...) to name its call"
+                )
+            block = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_result.tool_call_id,
+                "content": m.content,
+            }
+            last = turns[-1] if turns else None
+            if (
+                last
+                and last["role"] == "user"
+                and isinstance(last["content"], list)
+                and all(b.get("type") == "tool_result" for b in last["content"])
+            ):
+                last["content"].append(block)
+            else:
+                turns.append({"role": "user", "content": [block]})
+        elif m.role is Role.ASSISTANT:
+            blocks: list[dict[str, Any]] = []
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                for c in m.tool_calls or ()
+            ]
+            turns.append({"role": "assistant", "content": blocks or m.content})
+        else:
+            turns.append({"role": "user", "content": m.content})
+    return ("\n\n".join(system) if system else None), turns
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    named = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+    return named.get(choice, {"type": "tool", "name": choice})
+
+
+def _usage(usage: Any) -> TokenUsage:
+    if usage is None:
+        return TokenUsage()
+    read = getattr(usage, "cache_read_input_tokens", None) or 0
+    write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    return TokenUsage(
+        input_tokens=(getattr(usage, "input_tokens", None) or 0) + read + write,
+        output_tokens=getattr(usage, "output_tokens", None) or 0,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+class AnthropicChatModel(ChatModel):
+    """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
+
+    ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
+    go to the ``system=`` parameter; tool results become ``tool_result`` blocks; structured
+    output is a forced tool call whose input is returned as the JSON content.
+
+    Raises:
+        MissingExtraError: the ``anthropic`` package is not installed.
+        ConfigurationError: no API key is available.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        sdk = require("anthropic", "anthropic")
+        self._sdk = sdk
+        self._model = model or DEFAULT_MODEL
+        self._default_max_tokens = default_max_tokens
+        options = {
+            k: v
+            for k, v in {
+                "api_key": api_key,
+                "base_url": base_url,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            }.items()
+            if v is not None
+        }
+        self._client = sdk.Anthropic(**options)
+        self._aclient = sdk.AsyncAnthropic(**options)
+        self._secret: str | None = self._client.api_key
+        if not self._secret:
+            raise ConfigurationError(
+                "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
+            )
+
+    @property
+    def provider(self) -> str:
+        return _PROVIDER
+
+    @property
+    def default_model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"AnthropicChatModel(model={self._model!r})"
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        system, turns = _turns(request.messages)
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": turns,
+            "max_tokens": request.max_tokens or self._default_max_tokens,
+        }
+        if system is not None:
+            params["system"] = system
+        tools = anthropic_tools(request.tools)
+        if request.response_format is not None:
+            fmt = request.response_format
+            tools.append(
+                {
+                    "name": fmt.name,
+                    "description": f"Return the answer as a {fmt.name} object.",
+                    "input_schema": dict(fmt.json_schema),
+                }
+            )
+            params["tool_choice"] = {"type": "tool", "name": fmt.name}
+        elif request.tool_choice is not None:
+            params["tool_choice"] = _tool_choice(request.tool_choice)
+        if tools:
+            params["tools"] = tools
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        params.update(request.extra)
+        return params
+
+    @staticmethod
+    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        fmt = request.response_format
+        for block in raw.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                if fmt is not None and block.name == fmt.name:
+                    texts = [json.dumps(block.input)]
+                else:
+                    calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+        return LLMResponse(
+            content="".join(texts),
+            tool_calls=[] if fmt is not None else calls,
+            usage=_usage(raw.usage),
+            model=raw.model or "",
+            provider=_PROVIDER,
+        )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APITimeoutError as exc:
+            raise ProviderTimeoutError(
+                "anthropic: the request timed out", provider=_PROVIDER
+            ) from exc
+        except sdk.APIStatusError as exc:
+            raise error_for_status(
+                exc.status_code,
+                str(exc.message),
+                provider=_PROVIDER,
+                retry_after=retry_after_seconds(exc.response.headers),
+                secrets=[self._secret],
+            ) from exc
+        except sdk.APIConnectionError as exc:
+            raise ProviderUnavailableError(
+                f"anthropic: cannot reach the API: {redact(str(exc), [self._secret])}",
+                provider=_PROVIDER,
+            ) from exc
+
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = self._client.messages.create(**self._params(request))
+        return self._response(raw, request)
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = await self._aclient.messages.create(**self._params(request))
+        return self._response(raw, request)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        tally = _StreamTally()
+        with self._errors():
+            for event in self._client.messages.create(**self._params(request), stream=True):
+                text = tally.feed(event)
+                if text:
+                    yield StreamChunk(text=text)
+        yield tally.final()
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        tally = _StreamTally()
+        with self._errors():
+            events = await self._aclient.messages.create(**self._params(request), stream=True)
+            async for event in events:
+                text = tally.feed(event)
+                if text:
+                    yield StreamChunk(text=text)
+        yield tally.final()
+
+
+class _StreamTally:
+    """Follows a Messages stream: text deltas out; usage from message_start + message_delta."""
+
+    def __init__(self) -> None:
+        self.start_usage: Any = None
+        self.output_tokens = 0
+        self.model: str | None = None
+
+    def feed(self, event: Any) -> str:
+        kind = event.type
+        if kind == "message_start":
+            self.start_usage = event.message.usage
+            self.model = event.message.model
+        elif kind == "message_delta" and event.usage is not None:
+            self.output_tokens = event.usage.output_tokens or self.output_tokens
+        elif kind == "content_block_delta" and event.delta.type == "text_delta":
+            return str(event.delta.text)
+        return ""
+
+    def final(self) -> StreamChunk:
+        usage = _usage(self.start_usage)
+        usage = TokenUsage(
+            input_tokens=usage.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+        )
+        return StreamChunk(usage=usage, model=self.model)
+
+
+def create(model: str | None = None, **options: Any) -> AnthropicChatModel:
+    """Factory used by ``LLM(provider="anthropic")``."""
+    return AnthropicChatModel(model, **options)

@@ -1,0 +1,253 @@
+"""Google Gemini through the official ``google-genai`` SDK (Gemini Developer API)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import error_for_status, redact, require
+from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    Role,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+)
+from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.ports import ChatModel
+
+__all__ = ["GeminiChatModel", "create"]
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+_PROVIDER = "gemini"
+_MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+
+
+def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
+    """(system instruction, contents); consecutive tool results merge into one user turn."""
+    system = [m.content for m in messages if m.role is Role.SYSTEM]
+    contents: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role is Role.SYSTEM:
+            continue
+        if m.role is Role.TOOL:
+            if m.tool_result is None:
+                raise ValueError(
+                    "a TOOL message needs tool_result=ToolResult(...) to name its call"
+                )
+            part = {
+                "function_response": {
+                    "id": m.tool_result.tool_call_id,
+                    "name": m.tool_result.name,
+                    "response": {"result": m.content},
+                }
+            }
+            last = contents[-1] if contents else None
+            if (
+                last
+                and last["role"] == "user"
+                and all("function_response" in p for p in last["parts"])
+            ):
+                last["parts"].append(part)
+            else:
+                contents.append({"role": "user", "parts": [part]})
+        elif m.role is Role.ASSISTANT:
+            parts: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
+            parts += [
+                {"function_call": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
+                for c in m.tool_calls or ()
+            ]
+            contents.append({"role": "model", "parts": parts or [{"text": ""}]})
+        else:
+            contents.append({"role": "user", "parts": [{"text": m.content}]})
+    return ("\n\n".join(system) if system else None), contents
+
+
+def _usage(meta: Any) -> TokenUsage:
+    if meta is None:
+        return TokenUsage()
+    thoughts = meta.thoughts_token_count or 0
+    return TokenUsage(
+        input_tokens=meta.prompt_token_count or 0,
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
+        cache_read_tokens=meta.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
+    )
+
+
+def _parts(raw: Any) -> list[Any]:
+    if not raw.candidates or raw.candidates[0].content is None:
+        return []
+    return list(raw.candidates[0].content.parts or [])
+
+
+class GeminiChatModel(ChatModel):
+    """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
+
+    ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and ``GOOGLE_GEMINI_BASE_URL`` work as with the
+    SDK. SYSTEM messages become ``system_instruction``; tools become function declarations
+    with the schema keys Gemini rejects stripped.
+
+    Raises:
+        MissingExtraError: the ``google-genai`` package is not installed.
+        ConfigurationError: no API key is available.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        require("google.genai", "gemini", "google-genai")
+        from google import genai
+        from google.genai import errors, types
+
+        self._errors_mod = errors
+        self._types = types
+        self._model = model or DEFAULT_MODEL
+        http: dict[str, Any] = {}
+        if base_url:
+            http["base_url"] = base_url
+        if timeout is not None:
+            http["timeout"] = int(timeout * 1000)
+        if max_retries is not None:
+            http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
+        try:
+            self._client = genai.Client(
+                api_key=api_key, http_options=types.HttpOptions(**http) if http else None
+            )
+        except ValueError as exc:
+            raise ConfigurationError(
+                "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
+            ) from exc
+        self._secret = api_key or getattr(self._client._api_client, "api_key", None)
+
+    @property
+    def provider(self) -> str:
+        return _PROVIDER
+
+    @property
+    def default_model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"GeminiChatModel(model={self._model!r})"
+
+    def _config(self, request: ChatRequest) -> Any:
+        t = self._types
+        system, _ = _contents(request.messages)
+        config: dict[str, Any] = {}
+        if system is not None:
+            config["system_instruction"] = system
+        if request.tools:
+            config["tools"] = [
+                t.Tool(
+                    function_declarations=[
+                        t.FunctionDeclaration(**d) for d in gemini_declarations(request.tools)
+                    ]
+                )
+            ]
+            config["automatic_function_calling"] = t.AutomaticFunctionCallingConfig(disable=True)
+        if request.tool_choice is not None and request.tools:
+            mode = _MODES.get(request.tool_choice, "ANY")
+            names = None if request.tool_choice in _MODES else [request.tool_choice]
+            config["tool_config"] = t.ToolConfig(
+                function_calling_config=t.FunctionCallingConfig(
+                    mode=mode, allowed_function_names=names
+                )
+            )
+        if request.response_format is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_schema"] = gemini_schema(request.response_format.json_schema)
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            config["max_output_tokens"] = request.max_tokens
+        config.update(request.extra)
+        return t.GenerateContentConfig(**config)
+
+    def _call(self, request: ChatRequest) -> dict[str, Any]:
+        _, contents = _contents(request.messages)
+        return {"model": request.model, "contents": contents, "config": self._config(request)}
+
+    @staticmethod
+    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for i, part in enumerate(_parts(raw)):
+            if part.function_call is not None:
+                fc = part.function_call
+                calls.append(ToolCall(fc.id or f"call_{i}", fc.name or "", dict(fc.args or {})))
+            elif part.text and not part.thought:
+                texts.append(part.text)
+        return LLMResponse(
+            content="".join(texts),
+            tool_calls=calls,
+            usage=_usage(raw.usage_metadata),
+            model=raw.model_version or request.model,
+            provider=_PROVIDER,
+        )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        import httpx
+
+        try:
+            yield
+        except self._errors_mod.APIError as exc:
+            raise error_for_status(
+                exc.code, str(exc.message or exc), provider=_PROVIDER, secrets=[self._secret]
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise ProviderTimeoutError("gemini: the request timed out", provider=_PROVIDER) from exc
+        except httpx.TransportError as exc:
+            raise ProviderUnavailableError(
+                f"gemini: cannot reach the API: {redact(str(exc), [self._secret])}",
+                provider=_PROVIDER,
+            ) from exc
+
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = self._client.models.generate_content(**self._call(request))
+        return self._response(raw, request)
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = await self._client.aio.models.generate_content(**self._call(request))
+        return self._response(raw, request)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            for raw in self._client.models.generate_content_stream(**self._call(request)):
+                usage = _usage(raw.usage_metadata) if raw.usage_metadata else usage
+                model = raw.model_version or model
+                text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
+                if text:
+                    yield StreamChunk(text=text)
+        yield StreamChunk(usage=usage, model=model)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            stream = await self._client.aio.models.generate_content_stream(**self._call(request))
+            async for raw in stream:
+                usage = _usage(raw.usage_metadata) if raw.usage_metadata else usage
+                model = raw.model_version or model
+                text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
+                if text:
+                    yield StreamChunk(text=text)
+        yield StreamChunk(usage=usage, model=model)
+
+
+def create(model: str | None = None, **options: Any) -> GeminiChatModel:
+    """Factory used by ``LLM(provider="gemini")``."""
+    return GeminiChatModel(model, **options)

@@ -1,0 +1,176 @@
+"""Ollama through the official ``ollama`` Python client (``/api/chat``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import error_for_status, require
+from pywrapai_graph.application.tools.provider_schemas import openai_tools
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    Role,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+)
+from pywrapai_graph.errors import ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.ports import ChatModel
+
+__all__ = ["OllamaChatModel", "create"]
+
+DEFAULT_MODEL = "llama3.2"
+_PROVIDER = "ollama"
+_log = logging.getLogger(__name__)
+
+
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role.value, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in m.tool_calls
+        ]
+    if m.role is Role.TOOL and m.tool_result is not None:
+        out["tool_name"] = m.tool_result.name
+    return out
+
+
+def _usage(raw: Any) -> TokenUsage:
+    return TokenUsage(
+        input_tokens=getattr(raw, "prompt_eval_count", None) or 0,
+        output_tokens=getattr(raw, "eval_count", None) or 0,
+    )
+
+
+class OllamaChatModel(ChatModel):
+    """A local Ollama server through ``ollama.Client`` / ``ollama.AsyncClient``.
+
+    ``OLLAMA_HOST`` works as with the client; ``base_url=`` wins. Ollama follows OpenAI's
+    tool format; ``tool_choice`` is not supported by Ollama and is ignored with a warning.
+    Tool calls carry no ids on the wire, so ids ``call_0``, ``call_1``... are assigned.
+
+    Raises:
+        MissingExtraError: the ``ollama`` package is not installed.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        api_key: str | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        sdk = require("ollama", "ollama")
+        self._sdk = sdk
+        self._model = model or DEFAULT_MODEL
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._secret = api_key
+        self._client = sdk.Client(host=base_url, timeout=timeout, headers=headers)
+        self._aclient = sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers)
+
+    @property
+    def provider(self) -> str:
+        return _PROVIDER
+
+    @property
+    def default_model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"OllamaChatModel(model={self._model!r})"
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": [_message(m) for m in request.messages],
+        }
+        if request.tools:
+            params["tools"] = openai_tools(request.tools)
+        if request.tool_choice not in (None, "auto"):
+            _log.warning("Ollama does not support tool_choice=%r; ignoring it", request.tool_choice)
+        if request.response_format is not None:
+            params["format"] = dict(request.response_format.json_schema)
+        options: dict[str, Any] = {}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if options:
+            params["options"] = options
+        params.update(request.extra)
+        return params
+
+    @staticmethod
+    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+        message = raw.message
+        calls = [
+            ToolCall(f"call_{i}", c.function.name, dict(c.function.arguments or {}))
+            for i, c in enumerate(message.tool_calls or ())
+        ]
+        return LLMResponse(
+            content=message.content or "",
+            tool_calls=calls,
+            usage=_usage(raw),
+            model=raw.model or request.model,
+            provider=_PROVIDER,
+        )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        import httpx
+
+        try:
+            yield
+        except self._sdk.ResponseError as exc:
+            raise error_for_status(
+                exc.status_code, str(exc.error), provider=_PROVIDER, secrets=[self._secret]
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise ProviderTimeoutError("ollama: the request timed out", provider=_PROVIDER) from exc
+        except (httpx.TransportError, ConnectionError) as exc:
+            raise ProviderUnavailableError(
+                f"ollama: cannot reach the server ({type(exc).__name__}); "
+                "is `ollama serve` running?",
+                provider=_PROVIDER,
+            ) from exc
+
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = self._client.chat(**self._params(request))
+        return self._response(raw, request)
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = await self._aclient.chat(**self._params(request))
+        return self._response(raw, request)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            for part in self._client.chat(**self._params(request), stream=True):
+                if part.message and part.message.content:
+                    yield StreamChunk(text=part.message.content)
+                if part.done:
+                    usage, model = _usage(part), part.model
+        yield StreamChunk(usage=usage, model=model)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            async for part in await self._aclient.chat(**self._params(request), stream=True):
+                if part.message and part.message.content:
+                    yield StreamChunk(text=part.message.content)
+                if part.done:
+                    usage, model = _usage(part), part.model
+        yield StreamChunk(usage=usage, model=model)
+
+
+def create(model: str | None = None, **options: Any) -> OllamaChatModel:
+    """Factory used by ``LLM(provider="ollama")``."""
+    return OllamaChatModel(model, **options)

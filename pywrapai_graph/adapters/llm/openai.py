@@ -1,0 +1,242 @@
+"""OpenAI and OpenAI-compatible servers through the official ``openai`` SDK (Chat Completions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import (
+    error_for_status,
+    parse_arguments,
+    redact,
+    require,
+    retry_after_seconds,
+)
+from pywrapai_graph.application.tools.provider_schemas import openai_tools
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    Role,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+)
+from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.ports import ChatModel
+
+__all__ = ["OpenAIChatModel", "create"]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+_PROVIDER = "openai"
+
+
+def _message(m: Message) -> dict[str, Any]:
+    if m.role is Role.TOOL:
+        if m.tool_result is None:
+            raise ValueError("a TOOL message needs tool_result=ToolResult(...) to name its call")
+        return {"role": "tool", "tool_call_id": m.tool_result.tool_call_id, "content": m.content}
+    out: dict[str, Any] = {"role": m.role.value, "content": m.content}
+    if m.tool_calls:
+        out["content"] = m.content or None
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in m.tool_calls
+        ]
+    return out
+
+
+def _tool_choice(choice: str | None) -> Any:
+    if choice is None or choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _usage(usage: Any) -> TokenUsage:
+    if usage is None:
+        return TokenUsage()
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return TokenUsage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+    )
+
+
+class OpenAIChatModel(ChatModel):
+    """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
+
+    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
+
+    Args:
+        model: default model (``gpt-4o-mini``).
+        api_key, base_url, timeout, max_retries: passed to the SDK clients.
+        default_max_tokens: output cap sent when a request sets none (None: provider default).
+
+    Raises:
+        MissingExtraError: the ``openai`` package is not installed.
+        ConfigurationError: no API key is available.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        default_max_tokens: int | None = None,
+    ) -> None:
+        sdk = require("openai", "openai")
+        self._sdk = sdk
+        self._model = model or DEFAULT_MODEL
+        self._secret = api_key
+        self._default_max_tokens = default_max_tokens
+        options = {
+            k: v
+            for k, v in {
+                "api_key": api_key,
+                "base_url": base_url,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            }.items()
+            if v is not None
+        }
+        try:
+            self._client = sdk.OpenAI(**options)
+            self._aclient = sdk.AsyncOpenAI(**options)
+        except sdk.OpenAIError as exc:
+            raise ConfigurationError(
+                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
+            ) from exc
+        self._secret = self._client.api_key
+
+    @property
+    def provider(self) -> str:
+        return _PROVIDER
+
+    @property
+    def default_model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self._model!r})"
+
+    # ------------------------------------------------------------------ translation
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": [_message(m) for m in request.messages],
+        }
+        if request.tools:
+            params["tools"] = openai_tools(request.tools)
+        if request.tool_choice is not None:
+            params["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.response_format is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.response_format.name,
+                    "schema": dict(request.response_format.json_schema),
+                },
+            }
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        max_tokens = request.max_tokens or self._default_max_tokens
+        if max_tokens is not None:
+            params["max_completion_tokens"] = max_tokens
+        params.update(request.extra)
+        return params
+
+    @staticmethod
+    def _response(raw: Any) -> LLMResponse:
+        if not raw.choices:
+            raise ProviderUnavailableError(
+                "openai: the response has no choices", provider=_PROVIDER
+            )
+        message = raw.choices[0].message
+        calls = [
+            ToolCall(c.id, c.function.name, parse_arguments(c.function.arguments, c.function.name))
+            for c in message.tool_calls or ()
+        ]
+        return LLMResponse(
+            content=message.content or "",
+            tool_calls=calls,
+            usage=_usage(raw.usage),
+            model=raw.model or "",
+            provider=_PROVIDER,
+        )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APITimeoutError as exc:
+            raise ProviderTimeoutError("openai: the request timed out", provider=_PROVIDER) from exc
+        except sdk.APIStatusError as exc:
+            raise error_for_status(
+                exc.status_code,
+                str(exc.message),
+                provider=_PROVIDER,
+                retry_after=retry_after_seconds(exc.response.headers),
+                secrets=[self._secret],
+            ) from exc
+        except sdk.APIConnectionError as exc:
+            raise ProviderUnavailableError(
+                f"openai: cannot reach the API: {redact(str(exc), [self._secret])}",
+                provider=_PROVIDER,
+            ) from exc
+
+    # ------------------------------------------------------------------ port
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = self._client.chat.completions.create(**self._params(request))
+        return self._response(raw)
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        with self._errors():
+            raw = await self._aclient.chat.completions.create(**self._params(request))
+        return self._response(raw)
+
+    def _stream_params(self, request: ChatRequest) -> dict[str, Any]:
+        return {**self._params(request), "stream": True, "stream_options": {"include_usage": True}}
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            for event in self._client.chat.completions.create(**self._stream_params(request)):
+                model = event.model or model
+                if event.usage is not None:
+                    usage = _usage(event.usage)
+                for choice in event.choices:
+                    if choice.delta.content:
+                        yield StreamChunk(text=choice.delta.content)
+        yield StreamChunk(usage=usage, model=model)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        usage, model = TokenUsage(), None
+        with self._errors():
+            events = await self._aclient.chat.completions.create(**self._stream_params(request))
+            async for event in events:
+                model = event.model or model
+                if event.usage is not None:
+                    usage = _usage(event.usage)
+                for choice in event.choices:
+                    if choice.delta.content:
+                        yield StreamChunk(text=choice.delta.content)
+        yield StreamChunk(usage=usage, model=model)
+
+
+def create(model: str | None = None, **options: Any) -> OpenAIChatModel:
+    """Factory used by ``LLM(provider="openai")``."""
+    return OpenAIChatModel(model, **options)

@@ -1,0 +1,124 @@
+"""Embedder: the embedding facade — one provider, one model, its own TokenTracker (D7)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pywrapai_graph.application.hashing_embedder import estimate_tokens
+from pywrapai_graph.application.pricing import PriceTable
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.domain import TokenUsage
+from pywrapai_graph.errors import ProviderError, UnknownProviderError
+from pywrapai_graph.ports.embedder import EmbeddingModel
+from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
+
+__all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
+
+#: provider name → "module:factory"; the factory takes the adapter options.
+EMBEDDING_PROVIDERS: dict[str, str] = {
+    "openai": "pywrapai_graph.adapters.embedders.openai:create",
+    "gemini": "pywrapai_graph.adapters.embedders.gemini:create",
+    "ollama": "pywrapai_graph.adapters.embedders.ollama:create",
+    "hashing": "pywrapai_graph.adapters.embedders.hashing:create",
+}
+
+
+def _make(provider: str, options: dict[str, Any]) -> EmbeddingProvider:
+    target = EMBEDDING_PROVIDERS.get(provider)
+    if target is None:
+        raise UnknownProviderError(
+            f"unknown embedding provider {provider!r}; known providers: "
+            f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
+        )
+    module_name, _, attr = target.partition(":")
+    factory: Callable[..., EmbeddingProvider] = getattr(importlib.import_module(module_name), attr)
+    return factory(**options)
+
+
+class Embedder(EmbeddingModel):
+    """Turns texts into vectors through a provider, splitting large inputs into batches.
+
+    Token counts are the provider's when it reports them (OpenAI), otherwise estimated at
+    4 characters per token (Gemini, Ollama: reference D6). Every request is recorded as a
+    ``CallRecord(kind="embedding")`` in ``embedder.tokens`` (D7).
+
+    Args:
+        provider: "openai", "gemini", "ollama", "hashing" (offline, lexical), or an
+            :class:`EmbeddingProvider` instance.
+        model: the embedding model; the provider's default otherwise.
+        batch_size: at most this many texts per request (capped by the provider's limit).
+        tracker: share a TokenTracker; a new one by default.
+        **options: adapter options (``api_key``, ``base_url``, ``timeout``, ...).
+
+    Raises:
+        UnknownProviderError: for an unknown provider name.
+        MissingExtraError: when the provider's SDK is not installed.
+    """
+
+    def __init__(
+        self,
+        provider: str | EmbeddingProvider = "openai",
+        model: str | None = None,
+        *,
+        batch_size: int | None = None,
+        tracker: TokenTracker | None = None,
+        prices: PriceTable | None = None,
+        **options: Any,
+    ) -> None:
+        self._adapter = _make(provider, options) if isinstance(provider, str) else provider
+        self._model = model or self._adapter.default_model
+        limit = self._adapter.max_batch
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._batch = min(batch_size or limit, limit)
+        self._tracker = tracker if tracker is not None else TokenTracker(prices)
+
+    @property
+    def provider(self) -> str:
+        """The provider name."""
+        return self._adapter.provider
+
+    @property
+    def model(self) -> str:
+        """The embedding model."""
+        return self._model
+
+    @property
+    def tokens(self) -> TokenTracker:
+        """Usage and cost of every embedding request."""
+        return self._tracker
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; large inputs are split into provider-sized batches.
+
+        Raises:
+            TypeError: when given a single string.
+            ProviderError: when the provider fails or returns the wrong number of vectors.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+        items = list(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(items), self._batch):
+            part = items[start : start + self._batch]
+            batch = self._adapter.embed_batch(part, self._model)
+            if len(batch.vectors) != len(part):
+                raise ProviderError(
+                    f"{self.provider}: {len(batch.vectors)} vectors for {len(part)} texts",
+                    provider=self.provider,
+                )
+            tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
+            self._tracker.record(
+                "embedding", self.provider, batch.model or self._model, TokenUsage(tokens)
+            )
+            vectors.extend(batch.vectors)
+        return vectors
+
+    def embed_one(self, text: str) -> list[float]:
+        """The vector of one text."""
+        return self.embed([text])[0]
+
+    def __repr__(self) -> str:
+        return f"Embedder(provider={self.provider!r}, model={self.model!r})"

@@ -1,0 +1,41 @@
+"""The embedding-provider port: what each embedding API adapter implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["EmbeddingBatch", "EmbeddingProvider"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingBatch:
+    """Vectors for one request, and the token count when the provider reports one."""
+
+    vectors: list[list[float]]
+    input_tokens: int | None = None
+    model: str | None = None
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """One provider's embedding API.
+
+    Attributes:
+        provider: short name, e.g. "openai".
+        default_model: the model used when none is named.
+        max_batch: the most texts one request may carry.
+    """
+
+    provider: str
+    default_model: str
+    max_batch: int
+
+    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        """Embed at most ``max_batch`` texts in one request.
+
+        Raises:
+            pywrapai_graph.errors.ProviderError: when the provider fails.
+        """
+        ...

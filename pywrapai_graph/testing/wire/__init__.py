@@ -1,0 +1,14 @@
+"""Local HTTP servers that speak each LLM provider's wire format, for offline SDK tests."""
+
+from pywrapai_graph.testing.wire.providers import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
+from pywrapai_graph.testing.wire.server import RecordedRequest, WireResponse, WireServer
+
+__all__ = [
+    "AnthropicWire",
+    "GeminiWire",
+    "OllamaWire",
+    "OpenAIWire",
+    "RecordedRequest",
+    "WireResponse",
+    "WireServer",
+]

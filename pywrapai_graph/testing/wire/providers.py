@@ -1,0 +1,472 @@
+"""The four providers' wire formats, written from their public API references.
+
+* OpenAI Chat Completions: ``POST /v1/chat/completions`` (JSON; SSE ``data:`` chunks ending
+  with ``data: [DONE]``; usage in a final chunk with empty ``choices`` when
+  ``stream_options.include_usage`` is set; tool-call deltas keyed by ``index``, arguments
+  split across chunks); ``POST /v1/embeddings``.
+* Anthropic Messages: ``POST /v1/messages`` (JSON; SSE named events ``message_start``,
+  ``content_block_start/delta/stop``, ``message_delta`` with output usage, ``message_stop``;
+  ``input_json_delta`` fragments for tool input).
+* Gemini: ``POST /v1[beta]/models/{model}:generateContent`` and
+  ``:streamGenerateContent?alt=sse`` (SSE of GenerateContentResponse; ``usageMetadata``);
+  ``:batchEmbedContents``.
+* Ollama: ``POST /api/chat`` (JSON; NDJSON lines, the last with ``done: true`` and eval
+  counts); ``POST /api/embed``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pywrapai_graph.application.hashing_embedder import HashingEmbedder
+from pywrapai_graph.testing.scripted import ScriptedReply
+from pywrapai_graph.testing.wire.server import WireResponse, WireServer, split_text, sse
+
+__all__ = ["AnthropicWire", "GeminiWire", "OllamaWire", "OpenAIWire"]
+
+_CREATED = 1_700_000_000
+_EMBED_DIM = 32
+
+
+def _model(body: Any, default: str) -> str:
+    return str(body.get("model", default)) if isinstance(body, dict) else default
+
+
+def _vectors(texts: list[str]) -> list[list[float]]:
+    return HashingEmbedder(_EMBED_DIM).vectors(texts)
+
+
+def _split_json(value: Any, pieces: int = 3) -> list[str]:
+    return split_text(json.dumps(value), pieces)
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj).encode()
+
+
+# ====================================================================== OpenAI
+class OpenAIWire(WireServer):
+    """Chat Completions and Embeddings, as api.openai.com/v1 speaks them."""
+
+    base_path = "/v1"
+
+    def route(self, method: str, path: str) -> str | None:
+        if method == "POST" and path.startswith("/v1/chat/completions"):
+            return "chat"
+        if method == "POST" and path.startswith("/v1/embeddings"):
+            return "embeddings"
+        return None
+
+    @staticmethod
+    def usage(reply: ScriptedReply) -> dict[str, Any]:
+        u = reply.usage
+        return {
+            "prompt_tokens": u.input_tokens,
+            "completion_tokens": u.output_tokens,
+            "total_tokens": u.input_tokens + u.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+            "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
+        }
+
+    def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        model = reply.model or _model(body, "gpt-4o-mini")
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+            if reply.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in reply.tool_calls
+                ]
+            return WireResponse(
+                body=_json(
+                    {
+                        "id": "chatcmpl-wire",
+                        "object": "chat.completion",
+                        "created": _CREATED,
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": message,
+                                "finish_reason": finish,
+                                "logprobs": None,
+                            }
+                        ],
+                        "usage": self.usage(reply),
+                    }
+                )
+            )
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-wire",
+                "object": "chat.completion.chunk",
+                "created": _CREATED,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
+
+        events: list[Any] = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": piece}) for piece in split_text(reply.content)]
+        for i, call in enumerate(reply.tool_calls):
+            events.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            events += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
+                for part in _split_json(call.arguments)
+            ]
+        events.append(chunk({}, finish))
+        if isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage"):
+            events.append(
+                {
+                    "id": "chatcmpl-wire",
+                    "object": "chat.completion.chunk",
+                    "created": _CREATED,
+                    "model": model,
+                    "choices": [],
+                    "usage": self.usage(reply),
+                }
+            )
+        events.append("[DONE]")
+        return WireResponse(content_type="text/event-stream", chunks=sse(events))
+
+    def render_embeddings(self, body: Any, path: str) -> WireResponse:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return WireResponse(
+            body=_json(
+                {
+                    "object": "list",
+                    "data": [
+                        {"object": "embedding", "index": i, "embedding": v}
+                        for i, v in enumerate(_vectors(texts))
+                    ],
+                    "model": _model(body, "text-embedding-3-small"),
+                    "usage": {
+                        "prompt_tokens": sum(len(t.split()) for t in texts),
+                        "total_tokens": sum(len(t.split()) for t in texts),
+                    },
+                }
+            )
+        )
+
+    def render_error(self, status: int, message: str) -> bytes:
+        kinds = {401: "invalid_request_error", 429: "rate_limit_exceeded", 500: "server_error"}
+        return _json(
+            {
+                "error": {
+                    "message": message,
+                    "type": kinds.get(status, "invalid_request_error"),
+                    "param": None,
+                    "code": None,
+                }
+            }
+        )
+
+
+# ====================================================================== Anthropic
+class AnthropicWire(WireServer):
+    """The Messages API, as api.anthropic.com speaks it."""
+
+    def route(self, method: str, path: str) -> str | None:
+        return "chat" if method == "POST" and path.startswith("/v1/messages") else None
+
+    @staticmethod
+    def _blocks(reply: ScriptedReply) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if reply.content:
+            blocks.append({"type": "text", "text": reply.content})
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+            for c in reply.tool_calls
+        ]
+        return blocks
+
+    @staticmethod
+    def _input_usage(reply: ScriptedReply) -> dict[str, int]:
+        u = reply.usage
+        return {
+            "input_tokens": u.input_tokens - u.cache_read_tokens - u.cache_write_tokens,
+            "cache_creation_input_tokens": u.cache_write_tokens,
+            "cache_read_input_tokens": u.cache_read_tokens,
+        }
+
+    def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        model = reply.model or _model(body, "claude-haiku-4-5-20251001")
+        stop = "tool_use" if reply.tool_calls else "end_turn"
+        message = {
+            "id": "msg_wire",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "stop_reason": stop,
+            "stop_sequence": None,
+        }
+        if not stream:
+            usage = {**self._input_usage(reply), "output_tokens": reply.usage.output_tokens}
+            return WireResponse(
+                body=_json({**message, "content": self._blocks(reply), "usage": usage})
+            )
+        events: list[tuple[str, dict[str, Any]]] = [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        **message,
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {**self._input_usage(reply), "output_tokens": 1},
+                    },
+                },
+            )
+        ]
+        index = 0
+        if reply.content:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            events += [
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+                for piece in split_text(reply.content)
+            ]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        for call in reply.tool_calls:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": call.id,
+                            "name": call.name,
+                            "input": {},
+                        },
+                    },
+                )
+            )
+            events += [
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": part},
+                    },
+                )
+                for part in _split_json(call.arguments)
+            ]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": reply.usage.output_tokens},
+                },
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return WireResponse(
+            content_type="text/event-stream",
+            chunks=sse([e for _, e in events], event_names=[n for n, _ in events]),
+        )
+
+    def render_error(self, status: int, message: str) -> bytes:
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            429: "rate_limit_error",
+            500: "api_error",
+            529: "overloaded_error",
+        }
+        return _json(
+            {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+        )
+
+
+# ====================================================================== Gemini
+_GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/([^:/?]+):(\w+)")
+
+
+class GeminiWire(WireServer):
+    """generateContent / streamGenerateContent / batchEmbedContents of the Gemini API."""
+
+    def route(self, method: str, path: str) -> str | None:
+        m = _GEMINI_PATH.match(path)
+        if method != "POST" or m is None:
+            return None
+        if m.group(2) in ("generateContent", "streamGenerateContent"):
+            return "chat"
+        if m.group(2) in ("batchEmbedContents", "embedContent"):
+            return "embeddings"
+        return None
+
+    def wants_stream(self, path: str, body: Any) -> bool:
+        return ":streamGenerateContent" in path
+
+    @staticmethod
+    def usage(reply: ScriptedReply) -> dict[str, int]:
+        u = reply.usage
+        return {
+            "promptTokenCount": u.input_tokens,
+            "candidatesTokenCount": u.output_tokens - u.reasoning_tokens,
+            "totalTokenCount": u.input_tokens + u.output_tokens,
+            "cachedContentTokenCount": u.cache_read_tokens,
+            "thoughtsTokenCount": u.reasoning_tokens,
+        }
+
+    @staticmethod
+    def _candidate(parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
+        cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            cand["finishReason"] = finish
+        return cand
+
+    def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        model = reply.model or "gemini-2.5-flash"
+        calls = [
+            {"functionCall": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
+            for c in reply.tool_calls
+        ]
+        if not stream:
+            parts = ([{"text": reply.content}] if reply.content else []) + calls
+            return WireResponse(
+                body=_json(
+                    {
+                        "candidates": [self._candidate(parts, "STOP")],
+                        "usageMetadata": self.usage(reply),
+                        "modelVersion": model,
+                    }
+                )
+            )
+        pieces = split_text(reply.content)
+        events: list[dict[str, Any]] = [
+            {"candidates": [self._candidate([{"text": p}], None)], "modelVersion": model}
+            for p in pieces
+        ]
+        if calls:
+            events.append({"candidates": [self._candidate(calls, None)], "modelVersion": model})
+        events.append(
+            {
+                "candidates": [self._candidate([{"text": ""}], "STOP")],
+                "usageMetadata": self.usage(reply),
+                "modelVersion": model,
+            }
+        )
+        return WireResponse(content_type="text/event-stream", chunks=sse(events))
+
+    def render_embeddings(self, body: Any, path: str) -> WireResponse:
+        requests = body.get("requests") or [body]
+        texts = ["".join(p.get("text", "") for p in r["content"]["parts"]) for r in requests]
+        return WireResponse(body=_json({"embeddings": [{"values": v} for v in _vectors(texts)]}))
+
+    def render_error(self, status: int, message: str) -> bytes:
+        names = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+            503: "UNAVAILABLE",
+        }
+        return _json(
+            {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
+        )
+
+
+# ====================================================================== Ollama
+class OllamaWire(WireServer):
+    """``/api/chat`` and ``/api/embed`` of an Ollama server."""
+
+    def route(self, method: str, path: str) -> str | None:
+        if method == "POST" and path.startswith("/api/chat"):
+            return "chat"
+        if method == "POST" and path.startswith("/api/embed"):
+            return "embeddings"
+        return None
+
+    def wants_stream(self, path: str, body: Any) -> bool:
+        return bool(isinstance(body, dict) and body.get("stream", True))
+
+    def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        model = reply.model or _model(body, "llama3.2")
+        base = {"model": model, "created_at": "2026-11-30T00:00:00Z"}
+        calls = [
+            {"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in reply.tool_calls
+        ]
+        final = {
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 1000,
+            "prompt_eval_count": reply.usage.input_tokens,
+            "eval_count": reply.usage.output_tokens,
+        }
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+            if calls:
+                message["tool_calls"] = calls
+            return WireResponse(body=_json({**base, "message": message, **final}))
+        lines = [
+            {**base, "message": {"role": "assistant", "content": p}, "done": False}
+            for p in split_text(reply.content)
+        ]
+        if calls:
+            lines.append(
+                {
+                    **base,
+                    "message": {"role": "assistant", "content": "", "tool_calls": calls},
+                    "done": False,
+                }
+            )
+        lines.append({**base, "message": {"role": "assistant", "content": ""}, **final})
+        return WireResponse(
+            content_type="application/x-ndjson",
+            chunks=[(json.dumps(x) + "\n").encode() for x in lines],
+        )
+
+    def render_embeddings(self, body: Any, path: str) -> WireResponse:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return WireResponse(
+            body=_json({"model": _model(body, "nomic-embed-text"), "embeddings": _vectors(texts)})
+        )
+
+    def render_error(self, status: int, message: str) -> bytes:
+        return _json({"error": message})
