@@ -19,7 +19,14 @@ from pywrapai_graph.errors import (
     ResponseFormatError,
 )
 
-__all__ = ["error_for_status", "parse_arguments", "redact", "require", "retry_after_seconds"]
+__all__ = [
+    "error_for_status",
+    "http_errors",
+    "parse_arguments",
+    "redact",
+    "require",
+    "retry_after_seconds",
+]
 
 # Anything shaped like an API key (OpenAI "sk-...", Anthropic "sk-ant-...", Google "AIza...").
 _KEY_SHAPES = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
@@ -31,6 +38,23 @@ def require(module: str, extra: str, package: str | None = None) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(package or module, extra) from exc
+
+
+def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(timeout exception types, transport exception types) of the HTTP stacks installed.
+
+    SDKs raise them raw: ``httpx`` (ollama) or its fork ``httpx2`` (recent google-genai).
+    """
+    timeouts: list[type[Exception]] = []
+    transports: list[type[Exception]] = [ConnectionError]
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        transports.append(module.TransportError)
+    return tuple(timeouts), tuple(transports)
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:

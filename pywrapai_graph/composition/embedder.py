@@ -120,5 +120,15 @@ class Embedder(EmbeddingModel):
         """The vector of one text."""
         return self.embed([text])[0]
 
+    def close(self) -> None:
+        """Release the provider client's connections."""
+        self._adapter.close()
+
+    def __enter__(self) -> Embedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"Embedder(provider={self.provider!r}, model={self.model!r})"

@@ -244,5 +244,26 @@ class LLM:
         response = await self._calls.achat(request, prompt_file=prompt_file)
         return CallModel.parse_structured(response, schema)
 
+    def close(self) -> None:
+        """Release the adapter's HTTP connections."""
+        self._chat_model.close()
+
+    async def aclose(self) -> None:
+        """Release the adapter's async HTTP connections (on the loop that used them)."""
+        await self._chat_model.aclose()
+
+    def __enter__(self) -> LLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> LLM:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+        self.close()
+
     def __repr__(self) -> str:
         return f"LLM(provider={self.provider!r}, model={self.model!r})"

@@ -54,3 +54,11 @@ class ChatModel(Protocol):
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Async :meth:`stream`."""
         ...
+
+    def close(self) -> None:
+        """Release the synchronous client's connections."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the async client's connections (call it on the loop that used them)."""
+        ...

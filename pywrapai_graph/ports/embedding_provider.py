@@ -39,3 +39,7 @@ class EmbeddingProvider(Protocol):
             pywrapai_graph.errors.ProviderError: when the provider fails.
         """
         ...
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        ...

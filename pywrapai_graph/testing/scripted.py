@@ -76,6 +76,12 @@ class ScriptedChatModel(ChatModel):
     def default_model(self) -> str:
         return self._model
 
+    def close(self) -> None:
+        """Nothing to release."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
     def add(self, *replies: ScriptedReply | str) -> None:
         """Queue more replies."""
         with self._lock:

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, require
+from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
 from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
@@ -58,22 +58,25 @@ class GeminiEmbeddings(EmbeddingProvider):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import httpx
-
+        timeouts, transports = http_errors()
         try:
             yield
         except self._errors_mod.APIError as exc:
             raise error_for_status(
                 exc.code, str(exc.message or exc), provider="gemini", secrets=[self._secret]
             ) from exc
-        except httpx.TimeoutException as exc:
+        except timeouts as exc:
             raise ProviderTimeoutError(
                 "gemini: embedding request timed out", provider="gemini"
             ) from exc
-        except httpx.TransportError as exc:
+        except transports as exc:
             raise ProviderUnavailableError(
                 "gemini: cannot reach the API", provider="gemini"
             ) from exc
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self._client.close()
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():

@@ -24,6 +24,9 @@ class HashingEmbeddings(EmbeddingProvider):
     def __repr__(self) -> str:
         return f"HashingEmbeddings(dimension={self._hasher.dimension})"
 
+    def close(self) -> None:
+        """Nothing to release."""
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         return EmbeddingBatch(self._hasher.vectors(texts), None, self._hasher.model)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, require
+from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
 from pywrapai_graph.errors import ProviderTimeoutError, ProviderUnavailableError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
@@ -30,20 +30,23 @@ class OllamaEmbeddings(EmbeddingProvider):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import httpx
-
+        timeouts, transports = http_errors()
         try:
             yield
         except self._sdk.ResponseError as exc:
             raise error_for_status(exc.status_code, str(exc.error), provider="ollama") from exc
-        except httpx.TimeoutException as exc:
+        except timeouts as exc:
             raise ProviderTimeoutError(
                 "ollama: embedding request timed out", provider="ollama"
             ) from exc
-        except (httpx.TransportError, ConnectionError) as exc:
+        except transports as exc:
             raise ProviderUnavailableError(
                 "ollama: cannot reach the server", provider="ollama"
             ) from exc
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self._client.close()
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():

@@ -73,6 +73,10 @@ class OpenAIEmbeddings(EmbeddingProvider):
                 "openai: cannot reach the API", provider="openai"
             ) from exc
 
+    def close(self) -> None:
+        """Release the client's connections."""
+        self._client.close()
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
             raw = self._client.embeddings.create(model=model, input=list(texts))

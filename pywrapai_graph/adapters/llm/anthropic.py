@@ -131,6 +131,12 @@ class AnthropicChatModel(ChatModel):
                 "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
             )
 
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        await self._aclient.close()
+
     @property
     def provider(self) -> str:
         return _PROVIDER

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, redact, require
+from pywrapai_graph.adapters._sdk import error_for_status, http_errors, redact, require
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -130,6 +130,12 @@ class GeminiChatModel(ChatModel):
             ) from exc
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+
     @property
     def provider(self) -> str:
         return _PROVIDER
@@ -198,17 +204,16 @@ class GeminiChatModel(ChatModel):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import httpx
-
+        timeouts, transports = http_errors()
         try:
             yield
         except self._errors_mod.APIError as exc:
             raise error_for_status(
                 exc.code, str(exc.message or exc), provider=_PROVIDER, secrets=[self._secret]
             ) from exc
-        except httpx.TimeoutException as exc:
+        except timeouts as exc:
             raise ProviderTimeoutError("gemini: the request timed out", provider=_PROVIDER) from exc
-        except httpx.TransportError as exc:
+        except transports as exc:
             raise ProviderUnavailableError(
                 f"gemini: cannot reach the API: {redact(str(exc), [self._secret])}",
                 provider=_PROVIDER,

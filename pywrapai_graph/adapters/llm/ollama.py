@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, require
+from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -74,6 +74,12 @@ class OllamaChatModel(ChatModel):
         self._client = sdk.Client(host=base_url, timeout=timeout, headers=headers)
         self._aclient = sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers)
 
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        await self._aclient.close()
+
     @property
     def provider(self) -> str:
         return _PROVIDER
@@ -123,17 +129,16 @@ class OllamaChatModel(ChatModel):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import httpx
-
+        timeouts, transports = http_errors()
         try:
             yield
         except self._sdk.ResponseError as exc:
             raise error_for_status(
                 exc.status_code, str(exc.error), provider=_PROVIDER, secrets=[self._secret]
             ) from exc
-        except httpx.TimeoutException as exc:
+        except timeouts as exc:
             raise ProviderTimeoutError("ollama: the request timed out", provider=_PROVIDER) from exc
-        except (httpx.TransportError, ConnectionError) as exc:
+        except transports as exc:
             raise ProviderUnavailableError(
                 f"ollama: cannot reach the server ({type(exc).__name__}); "
                 "is `ollama serve` running?",

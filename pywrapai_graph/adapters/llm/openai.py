@@ -120,6 +120,12 @@ class OpenAIChatModel(ChatModel):
             ) from exc
         self._secret = self._client.api_key
 
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        await self._aclient.close()
+
     @property
     def provider(self) -> str:
         return _PROVIDER

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from pywrapai_graph.testing.scripted import ScriptedReply
 
@@ -109,7 +109,7 @@ class WireServer:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ script
-    def reply(self, *replies: ScriptedReply | str) -> WireServer:
+    def reply(self, *replies: ScriptedReply | str) -> Self:
         """Queue chat replies (a plain string is a text reply)."""
         with self._lock:
             self._queue.extend(ScriptedReply(r) if isinstance(r, str) else r for r in replies)
@@ -117,13 +117,13 @@ class WireServer:
 
     def fail(
         self, status: int, message: str = "error", headers: dict[str, str] | None = None
-    ) -> WireServer:
+    ) -> Self:
         """Queue an error response in the provider's error format."""
         with self._lock:
             self._queue.append(_Failure(status, message, dict(headers or {})))
         return self
 
-    def stall(self, seconds: float, then: ScriptedReply | str = "late") -> WireServer:
+    def stall(self, seconds: float, then: ScriptedReply | str = "late") -> Self:
         """Queue a reply sent only after ``seconds`` (to trigger client timeouts)."""
         reply = ScriptedReply(then) if isinstance(then, str) else then
         with self._lock:
@@ -135,7 +135,7 @@ class WireServer:
         body: bytes | str | dict[str, Any],
         status: int = 200,
         content_type: str = "application/json",
-    ) -> WireServer:
+    ) -> Self:
         """Queue an arbitrary response body (e.g. malformed tool-call arguments)."""
         data = (
             json.dumps(body).encode()
@@ -184,7 +184,11 @@ class WireServer:
         if kind is None:
             return WireResponse(404, self.render_error(404, f"no route for {method} {path}"))
         if kind == "embeddings":
-            return self.render_embeddings(body, path)
+            # Embeddings need no script, but a queued failure, stall or raw body applies.
+            with self._lock:
+                special = bool(self._queue) and not isinstance(self._queue[0], ScriptedReply)
+            if not special:
+                return self.render_embeddings(body, path)
         item = self._next()
         if item is None:
             return WireResponse(500, self.render_error(500, "the wire script has no reply left"))
@@ -195,7 +199,11 @@ class WireServer:
         if isinstance(item, _Raw):
             return item.response
         if isinstance(item, _Stall):
-            response = self.render_chat(item.then, body, self.wants_stream(path, body))
+            response = (
+                self.render_embeddings(body, path)
+                if kind == "embeddings"
+                else self.render_chat(item.then, body, self.wants_stream(path, body))
+            )
             response.delay = item.seconds
             return response
         return self.render_chat(item, body, self.wants_stream(path, body))
@@ -218,7 +226,7 @@ class WireServer:
         """The URL to give the SDK as its base URL."""
         return self.url + self.base_path
 
-    def start(self) -> WireServer:
+    def start(self) -> Self:
         """Listen on a free port of 127.0.0.1 in a background thread."""
         server = self
 
@@ -259,7 +267,7 @@ class WireServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -270,7 +278,7 @@ class WireServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> WireServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
