@@ -52,6 +52,10 @@ _EXPORTS: dict[str, str] = {
     "BaseVectorStore": "pywrapai_graph.ports.vector_store",
     "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
     "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
+    "FAISSVectorStore": "pywrapai_graph.adapters.vectorstores.faiss",
+    "ChromaVectorStore": "pywrapai_graph.adapters.vectorstores.chroma",
+    "PGVectorStore": "pywrapai_graph.adapters.vectorstores.pgvector",
+    "QdrantVectorStore": "pywrapai_graph.adapters.vectorstores.qdrant",
     # retrieval
     "BaseRetriever": "pywrapai_graph.ports.retriever",
     "VectorRetriever": "pywrapai_graph.application.vector_retriever",
@@ -70,10 +74,12 @@ __all__ = [
     "BaseRetriever",
     "BaseVectorStore",
     "CallRecord",
+    "ChromaVectorStore",
     "Chunk",
     "Chunker",
     "Document",
     "Embedder",
+    "FAISSVectorStore",
     "GraphLLM",
     "HashingEmbedder",
     "InMemoryVectorStore",
@@ -81,8 +87,10 @@ __all__ = [
     "LRUResponseCache",
     "Message",
     "ModelPrice",
+    "PGVectorStore",
     "PriceTable",
     "PromptRegistry",
+    "QdrantVectorStore",
     "Role",
     "SQLiteVectorStore",
     "ScoredChunk",
@@ -102,7 +110,11 @@ __all__ = [
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
     from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
     from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
     from pywrapai_graph.application.chunker import Chunker

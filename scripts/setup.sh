@@ -7,5 +7,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[openai,anthropic,gemini,ollama,dev]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all,dev,integration]"
 echo "setup: installed pywrapai-graph with its test extras into .venv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, Self
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
 
@@ -27,15 +27,20 @@ class BaseVectorStore(ABC):
       embedding (``chunk.embedding is None``).
     * ``filter`` keeps chunks whose metadata has every given key with an equal value.
 
-    Capability flags let the contract suite know what a backend promises:
-
-    Attributes:
-        persistent: data survives closing and reopening the store.
-        exact: search is exhaustive (not approximate).
+    Capability flags (properties, as some depend on the mode a store was opened in) tell
+    the contract suite what a backend promises: ``persistent`` (data survives closing and
+    reopening) and ``exact`` (exhaustive, not approximate, search).
     """
 
-    persistent: ClassVar[bool] = False
-    exact: ClassVar[bool] = True
+    @property
+    def persistent(self) -> bool:
+        """Data survives closing and reopening the store."""
+        return False
+
+    @property
+    def exact(self) -> bool:
+        """Search is exhaustive, not approximate."""
+        return True
 
     @abstractmethod
     def add(self, chunks: Sequence[Chunk]) -> None:
@@ -74,7 +79,7 @@ class BaseVectorStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections and file locks (no-op for stores that hold none)."""
 
-    def __enter__(self) -> BaseVectorStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -64,7 +64,9 @@ class SQLiteVectorStore(BaseVectorStore):
         VectorStoreError: the file is not a SQLite database or the table is inconsistent.
     """
 
-    persistent = True
+    @property
+    def persistent(self) -> bool:
+        return True
 
     def __init__(
         self, db_path: str | os.PathLike[str] = "vector_store.db", table_name: str = "vector_chunks"

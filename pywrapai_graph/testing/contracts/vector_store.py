@@ -6,9 +6,9 @@ Subclass :class:`VectorStoreContract` in a test module and implement ``new_store
         def new_store(self, location: Path) -> BaseVectorStore:
             return MyStore(path=location / "db")
 
-``new_store`` is called again with the same location to test reopening: a store declaring
-``persistent = True`` must show the same data; a non-persistent one must start empty.
-Approximate backends (``exact = False``) are held to recall instead of identical ids.
+``new_store`` is called again with the same location to test reopening: a store whose
+``persistent`` is True must show the same data; a non-persistent one must start empty.
+Approximate backends (``exact`` is False) are held to recall instead of identical ids.
 """
 
 from __future__ import annotations
@@ -121,10 +121,10 @@ class VectorStoreContract(ABC):
             exact_scores = dict(_exact_top(chunks, q, len(chunks)))
             for hit in got:  # whatever it returns, the score is the true cosine
                 assert hit.score == pytest.approx(exact_scores[hit.chunk.id], abs=1e-4)
-            if type(store).exact:
+            if store.exact:
                 assert [h.chunk.id for h in got] == [i for i, _ in expected]
             recall_hits += len({h.chunk.id for h in got} & {i for i, _ in expected})
-        assert recall_hits / 50 >= (1.0 if type(store).exact else 0.9)
+        assert recall_hits / 50 >= (1.0 if store.exact else 0.9)
 
     def test_returned_chunks_carry_text_doc_and_metadata(self, store: BaseVectorStore) -> None:
         chunks = make_chunks(5, self.dim, docs=2)
@@ -253,7 +253,7 @@ class VectorStoreContract(ABC):
         first.close()
         second = self.new_store(location)
         try:
-            if type(second).persistent:
+            if second.persistent:
                 assert len(second) == 25
                 top = second.search(chunks[4].embedding or [], k=1)[0]
                 assert top.chunk.id == chunks[4].id

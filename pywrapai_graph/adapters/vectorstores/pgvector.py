@@ -1,0 +1,284 @@
+"""PGVectorStore: PostgreSQL + pgvector, HNSW cosine index, server-side filtering."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pywrapai_graph.adapters._sdk import redact, require
+from pywrapai_graph.application.vector_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+
+__all__ = ["PGVectorStore"]
+
+T = TypeVar("T")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
+_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")
+#: HNSW search breadth for this session: pgvector's default (40) loses recall.
+DEFAULT_EF_SEARCH = 200
+
+
+def _safe_dsn(dsn: str) -> str:
+    return _PASSWORD.sub(r"\1***@", dsn)
+
+
+class PGVectorStore(BaseVectorStore):
+    """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
+
+    On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
+    an HNSW index (``vector_cosine_ops``), a ``doc_id`` index and a GIN index on the JSONB
+    metadata. The table name is validated and always passed as an identifier, never
+    formatted into SQL. Each batch is one round trip (``execute_values``). A dropped
+    connection is re-established once before an error is raised.
+
+    Args:
+        connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
+        table_name: a plain identifier (letters, digits, underscores).
+        dimension: must match the embedding model, and an existing table.
+        ef_search: HNSW search breadth for this store's session.
+
+    Raises:
+        ConfigurationError: invalid table name, or a dimension that disagrees with the table.
+        MissingExtraError: ``psycopg2-binary``/``pgvector`` are not installed.
+        VectorStoreError: the server cannot be reached or refuses the setup.
+    """
+
+    def __init__(
+        self,
+        connection_string: str,
+        table_name: str = "vector_chunks",
+        dimension: int = 1536,
+        *,
+        ef_search: int = DEFAULT_EF_SEARCH,
+    ) -> None:
+        if not isinstance(table_name, str) or not _IDENTIFIER.match(table_name):
+            raise ConfigurationError(
+                f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
+                "underscores, starting with a letter or underscore (at most 51 characters)"
+            )
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
+        self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
+        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
+        self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
+        self._dsn = connection_string
+        self._table = table_name
+        self._dim = dimension
+        self._ef_search = ef_search
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        with self._lock:
+            self._connect()
+            self._setup()
+
+    # ------------------------------------------------------------------ connection
+    def _connect(self) -> None:
+        try:
+            self._conn = self._pg.connect(self._dsn, connect_timeout=10)
+            self._conn.autocommit = True
+            with self._conn.cursor() as cur:
+                cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+                with contextlib.suppress(self._pg.Error):
+                    # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                    cur.execute("SET hnsw.iterative_scan = relaxed_order")
+            self._register(self._conn)
+        except self._pg.Error as exc:
+            raise VectorStoreError(
+                f"cannot connect to PostgreSQL at {_safe_dsn(self._dsn)!r}: "
+                f"{redact(str(exc).strip(), [self._dsn])}"
+            ) from exc
+
+    def _ident(self, suffix: str = "") -> Any:
+        return self._sql.Identifier(self._table + suffix)
+
+    def _setup(self) -> None:
+        sql = self._sql
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT atttypmod FROM pg_attribute "
+                "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+                (self._sql.Identifier(self._table).as_string(self._conn),),
+            )
+            row = cur.fetchone()
+            if row is not None and row[0] != self._dim:
+                raise ConfigurationError(
+                    f"table {self._table!r} stores vectors of dimension {row[0]}, but "
+                    f"dimension={self._dim} was given; use another table or the matching model"
+                )
+            cur.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+                    "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
+                    "embedding vector({d}) NOT NULL)"
+                ).format(t=self._ident(), d=sql.Literal(self._dim))
+            )
+            cur.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+                ).format(i=self._ident("_hnsw"), t=self._ident())
+            )
+            cur.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
+                    i=self._ident("_doc"), t=self._ident()
+                )
+            )
+            cur.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
+                    i=self._ident("_meta"), t=self._ident()
+                )
+            )
+
+    def _run(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(cursor)`` in a transaction; reconnect once if the connection dropped."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._connect()
+                    with self._conn.cursor() as cur:
+                        cur.execute("BEGIN")
+                        try:
+                            result = work(cur)
+                            cur.execute("COMMIT")
+                        except BaseException:
+                            if not self._conn.closed:
+                                cur.execute("ROLLBACK")
+                            raise
+                        return result
+                except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                    self._conn = None
+                    if attempt == 2:
+                        raise VectorStoreError(
+                            f"lost the PostgreSQL connection to {_safe_dsn(self._dsn)!r}: "
+                            f"{redact(str(exc).strip(), [self._dsn])}"
+                        ) from exc
+                except self._pg.Error as exc:
+                    raise VectorStoreError(
+                        f"PostgreSQL error on table {self._table!r}: {str(exc).strip()}"
+                    ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ------------------------------------------------------------------ port
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def exact(self) -> bool:
+        return False  # HNSW
+
+    @property
+    def dimension(self) -> int:
+        """The table's vector dimension."""
+        return self._dim
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._dim)
+        if not batch.ids:
+            return
+        rows = []
+        for c, v in zip(batch.chunks, batch.vectors, strict=True):
+            try:
+                meta = json.dumps(c.metadata, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"chunk {c.id!r} has metadata that is not JSON-serialisable ({exc})"
+                ) from None
+            rows.append((c.id, c.doc_id, c.text, meta, v))
+        query = self._sql.SQL(
+            "INSERT INTO {t} (id, doc_id, text, metadata, embedding) VALUES %s "
+            "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
+            "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding"
+        ).format(t=self._ident())
+
+        def work(cur: Any) -> None:
+            self._extras.execute_values(
+                cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s)", page_size=len(rows)
+            )
+
+        self._run(work)
+
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        check_k(k)
+        query = prepare_query(query_vector, self._dim)
+        sql = self._sql
+        where = sql.SQL("WHERE metadata @> %s::jsonb") if filter else sql.SQL("")
+        statement = sql.SQL(
+            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score FROM {t} "
+            "{w} ORDER BY embedding <=> %s LIMIT %s"
+        ).format(t=self._ident(), w=where)
+        params: list[Any] = [query]
+        if filter:
+            params.append(json.dumps(dict(filter)))
+        params += [query, k]
+
+        def work(cur: Any) -> list[Any]:
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+        rows = self._run(work)
+        hits = [
+            ScoredChunk(
+                Chunk(text=r[2], doc_id=r[1], metadata=dict(r[3]), id=r[0]), min(float(r[4]), 1.0)
+            )
+            for r in rows
+        ]
+        hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
+        return hits
+
+    def delete(self, ids: Sequence[str]) -> int:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return 0
+        statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=self._ident())
+
+        def work(cur: Any) -> int:
+            cur.execute(statement, (wanted,))
+            return int(cur.rowcount)
+
+        return self._run(work)
+
+    def delete_by_doc(self, doc_id: str) -> int:
+        statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
+
+        def work(cur: Any) -> int:
+            cur.execute(statement, (doc_id,))
+            return int(cur.rowcount)
+
+        return self._run(work)
+
+    def clear(self) -> None:
+        statement = self._sql.SQL("TRUNCATE {t}").format(t=self._ident())
+        self._run(lambda cur: cur.execute(statement))
+
+    def __len__(self) -> int:
+        statement = self._sql.SQL("SELECT count(*) FROM {t}").format(t=self._ident())
+
+        def work(cur: Any) -> int:
+            cur.execute(statement)
+            return int(cur.fetchone()[0])
+
+        return self._run(work)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.close()
+            self._conn = None
+
+    def __repr__(self) -> str:
+        return (
+            f"PGVectorStore(connection={_safe_dsn(self._dsn)!r}, table_name={self._table!r}, "
+            f"dimension={self._dim})"
+        )

@@ -1,0 +1,262 @@
+"""QdrantVectorStore: Qdrant in-process (``:memory:`` or a local path) or a server/Cloud."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pywrapai_graph.adapters._sdk import http_errors, require
+from pywrapai_graph.application.vector_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+
+__all__ = ["QdrantVectorStore"]
+
+# Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
+_ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
+_UPSERT_BATCH = 512
+
+
+def point_id(chunk_id: str) -> str:
+    """The Qdrant point id of a chunk id (the id itself when it is a UUID)."""
+    try:
+        return str(uuid.UUID(chunk_id))
+    except ValueError:
+        return str(uuid.uuid5(_ID_NAMESPACE, chunk_id))
+
+
+class QdrantVectorStore(BaseVectorStore):
+    """Cosine search in a Qdrant collection.
+
+    Args:
+        collection: the collection name.
+        location: ":memory:" (in-process, not persistent) or a directory (local mode,
+            persistent). Local mode holds an exclusive file lock: :meth:`close` releases it.
+        url: a Qdrant server or Cloud URL (instead of ``location``).
+        api_key: for Qdrant Cloud; never shown in reprs or errors.
+        dimension: create the collection up front; otherwise the first add decides.
+        path: alias of ``location`` for a local directory.
+
+    Raises:
+        MissingExtraError: ``qdrant-client`` is not installed.
+        ConfigurationError: both or neither of a location and a url.
+    """
+
+    def __init__(
+        self,
+        collection: str,
+        location: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        dimension: int | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
+        if path is not None and location is not None:
+            raise ConfigurationError("pass either location= or path=, not both")
+        where = location if location is not None else path
+        if url is not None and where is not None:
+            raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
+        if url is None and where is None:
+            where = ":memory:"
+        if not collection or not isinstance(collection, str):
+            raise ConfigurationError("collection must be a non-empty string")
+        self._collection = collection
+        self._lock = threading.RLock()
+        self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
+        try:
+            if url is not None:
+                self._client = qc.QdrantClient(url=url, api_key=api_key)
+            elif self._mode == "memory":
+                self._client = qc.QdrantClient(location=":memory:")
+            else:
+                self._client = qc.QdrantClient(path=os.fspath(where))  # type: ignore[arg-type]
+        except RuntimeError as exc:  # local mode: another client holds the lock
+            raise VectorStoreError(
+                f"cannot open the Qdrant storage at {os.fspath(where)!r}: {exc}. "  # type: ignore[arg-type]
+                "Close the other QdrantVectorStore first (close() releases the lock)."
+            ) from exc
+        self._where = url or os.fspath(where)  # type: ignore[arg-type]
+        with self._errors():
+            self._dim = self._existing_dimension()
+        if self._dim is None and dimension is not None:
+            self._create(dimension)
+        elif dimension is not None and self._dim != dimension:
+            raise ValueError(
+                f"collection {collection!r} has dimension {self._dim}, not {dimension}"
+            )
+
+    # ------------------------------------------------------------------ collection
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+        timeouts, transports = http_errors()
+        failures = (
+            exc_mod.UnexpectedResponse,
+            exc_mod.ResponseHandlingException,
+            *timeouts,
+            *transports,
+        )
+        try:
+            yield
+        except failures as exc:
+            where = "<server>" if self._mode == "server" else self._where
+            raise VectorStoreError(f"Qdrant at {where!r} failed: {type(exc).__name__}") from exc
+
+    def _existing_dimension(self) -> int | None:
+        if not self._client.collection_exists(self._collection):
+            return None
+        info = self._client.get_collection(self._collection)
+        vectors = info.config.params.vectors
+        return int(vectors.size)
+
+    def _create(self, dim: int) -> None:
+        m = self._models
+        self._client.create_collection(
+            self._collection,
+            vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
+        )
+        self._dim = dim
+
+    def _filter(self, filter: MetadataFilter | None, doc_id: str | None = None) -> Any:
+        m = self._models
+        conditions = []
+        if doc_id is not None:
+            conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
+        for key, value in (filter or {}).items():
+            field = f"metadata.{key}"
+            if isinstance(value, bool | int | str):
+                conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=value)))
+            elif isinstance(value, float):
+                conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
+            else:
+                raise ValueError(
+                    f"Qdrant filters match str, int, float or bool values; {key!r} is "
+                    f"{type(value).__name__}"
+                )
+        return m.Filter(must=conditions) if conditions else None
+
+    # ------------------------------------------------------------------ port
+    @property
+    def persistent(self) -> bool:
+        return self._mode != "memory"
+
+    @property
+    def exact(self) -> bool:
+        return self._mode != "server"  # local mode searches exhaustively; servers use HNSW
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, or None before the collection exists."""
+        return self._dim
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        m = self._models
+        with self._lock, self._errors():
+            batch = prepare_batch(chunks, self._dim)
+            if not batch.ids:
+                return
+            if self._dim is None:
+                self._create(int(batch.vectors.shape[1]))
+            points = [
+                m.PointStruct(
+                    id=point_id(c.id),
+                    vector=v.tolist(),
+                    payload={
+                        "id": c.id,
+                        "doc_id": c.doc_id,
+                        "text": c.text,
+                        "metadata": dict(c.metadata),
+                    },
+                )
+                for c, v in zip(batch.chunks, batch.vectors, strict=True)
+            ]
+            for start in range(0, len(points), _UPSERT_BATCH):
+                self._client.upsert(
+                    self._collection, points[start : start + _UPSERT_BATCH], wait=True
+                )
+
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        check_k(k)
+        with self._lock, self._errors():
+            if self._dim is None:
+                return []
+            query = prepare_query(query_vector, self._dim)
+            result = self._client.query_points(
+                self._collection,
+                query=query.tolist(),
+                limit=k,
+                query_filter=self._filter(filter),
+                with_payload=True,
+            )
+            return [
+                ScoredChunk(
+                    Chunk(
+                        text=p.payload["text"],
+                        doc_id=p.payload["doc_id"],
+                        metadata=dict(p.payload.get("metadata") or {}),
+                        id=p.payload["id"],
+                    ),
+                    min(float(p.score), 1.0),
+                )
+                for p in result.points
+            ]
+
+    def _count(self, selector_filter: Any = None) -> int:
+        if self._dim is None:
+            return 0
+        return int(
+            self._client.count(self._collection, count_filter=selector_filter, exact=True).count
+        )
+
+    def delete(self, ids: Sequence[str]) -> int:
+        m = self._models
+        with self._lock, self._errors():
+            if self._dim is None or not ids:
+                return 0
+            pids = list(dict.fromkeys(point_id(i) for i in ids))
+            present = [
+                p.id for p in self._client.retrieve(self._collection, pids, with_payload=False)
+            ]
+            if present:
+                self._client.delete(self._collection, m.PointIdsList(points=present), wait=True)
+            return len(present)
+
+    def delete_by_doc(self, doc_id: str) -> int:
+        m = self._models
+        with self._lock, self._errors():
+            selector = self._filter(None, doc_id=doc_id)
+            n = self._count(selector)
+            if n:
+                self._client.delete(self._collection, m.FilterSelector(filter=selector), wait=True)
+            return n
+
+    def clear(self) -> None:
+        with self._lock, self._errors():
+            if self._dim is None:
+                return
+            dim = self._dim
+            self._client.delete_collection(self._collection)
+            self._create(dim)
+
+    def __len__(self) -> int:
+        with self._lock, self._errors():
+            return self._count()
+
+    def close(self) -> None:
+        """Close the client (releases the local-mode file lock)."""
+        with self._lock, self._errors():
+            self._client.close()
+
+    def __repr__(self) -> str:
+        location = self._where if self._mode != "server" else "<server>"
+        return f"QdrantVectorStore(collection={self._collection!r}, location={location!r})"

@@ -1,0 +1,84 @@
+"""FAISSVectorStore: the contract against real FAISS, and its file-safety guarantees."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pywrapai_graph import FAISSVectorStore
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
+
+
+class TestFAISSVectorStore(VectorStoreContract):
+    def new_store(self, location: Path) -> BaseVectorStore:
+        return FAISSVectorStore(location / "docs.faiss", location / "docs_meta.pkl")
+
+
+def test_pickle_metadata_is_refused_and_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.system, (f"touch {marker}",))
+
+    meta = tmp_path / "docs_meta.pkl"
+    meta.write_bytes(pickle.dumps(Exploit()))
+    with pytest.raises(VectorStoreError, match="never loaded"):
+        FAISSVectorStore(tmp_path / "docs.faiss", meta)
+    assert not marker.exists()
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+    meta = tmp_path / "other.db"
+    sqlite3.connect(meta).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(VectorStoreError, match="not a pywrapai"):
+        FAISSVectorStore(tmp_path / "docs.faiss", meta)
+
+
+def test_tampered_or_mismatched_files_are_detected(tmp_path: Path) -> None:
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(10, 8))
+    store.close()
+    # another store's index (or a crash between the two writes) leaves them disagreeing
+    other = FAISSVectorStore(tmp_path / "b.faiss", tmp_path / "b.meta")
+    other.add(make_chunks(3, 8, seed=4))
+    other.close()
+    os.replace(tmp_path / "b.faiss", index)
+    with pytest.raises(VectorStoreError, match="disagree"):
+        FAISSVectorStore(index, meta)
+
+
+def test_one_file_without_the_other_is_an_error(tmp_path: Path) -> None:
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(3, 8))
+    store.close()
+    index.unlink()
+    with pytest.raises(VectorStoreError, match="missing"):
+        FAISSVectorStore(index, meta)
+
+
+def test_dimension_given_and_conflicting(tmp_path: Path) -> None:
+    store = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta", dimension=8)
+    with pytest.raises(ValueError, match="expects 8"):
+        store.add(make_chunks(2, 4))
+    store.add(make_chunks(2, 8))
+    store.close()
+    with pytest.raises(ValueError, match="dimension"):
+        FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta", dimension=16)
+
+
+def test_no_temp_files_left_behind(tmp_path: Path) -> None:
+    store = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta", threads=1)
+    for i in range(3):
+        store.add(make_chunks(5, 8, seed=i, prefix=f"b{i}-"))
+    store.delete(["b0-1"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.meta"]
+    assert len(store) == 14

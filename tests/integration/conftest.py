@@ -1,0 +1,95 @@
+"""Real servers for the integration tests.
+
+Each fixture picks, in order: an explicit URL from the environment
+(``PYWRAPAI_TEST_PG_URL``, ``PYWRAPAI_TEST_CHROMA_URL``, ``PYWRAPAI_TEST_QDRANT_URL``), the
+embedded server started here on 127.0.0.1, then testcontainers when a Docker engine answers.
+In CI (``CI=true``) PostgreSQL and Chroma must start: a failure is a test error, not a skip.
+Only the Qdrant *server* needs Docker; without it those tests skip with the reason printed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.servers import ChromaServer, EmbeddedPostgres, docker_available
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _container_url(kind: str) -> Iterator[str]:
+    """A testcontainers server (users with Docker); skips cleanly when there is none."""
+    if not docker_available():
+        pytest.skip(f"no Docker engine for a {kind} container and no embedded server")
+    containers: Any = pytest.importorskip("testcontainers")
+    del containers
+    if kind == "postgres":
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg16") as pg:
+            yield pg.get_connection_url(driver=None)
+    elif kind == "chroma":
+        from testcontainers.chroma import ChromaContainer
+
+        with ChromaContainer() as chroma:
+            cfg = chroma.get_config()
+            yield f"http://{cfg['endpoint']}"
+    else:
+        from testcontainers.qdrant import QdrantContainer
+
+        with QdrantContainer() as qdrant:
+            yield f"http://{qdrant.rest_host_address}"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    explicit = os.environ.get("PYWRAPAI_TEST_PG_URL")
+    if explicit:
+        yield explicit
+        return
+    server = EmbeddedPostgres()
+    try:
+        url = server.start()
+    except Exception as exc:
+        server.stop()
+        if IN_CI:
+            pytest.fail(f"embedded PostgreSQL+pgvector did not start: {exc!r}")
+        yield from _container_url("postgres")
+        return
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_url() -> Iterator[str]:
+    explicit = os.environ.get("PYWRAPAI_TEST_CHROMA_URL")
+    if explicit:
+        yield explicit
+        return
+    server = ChromaServer()
+    try:
+        url = server.start()
+    except Exception as exc:
+        server.stop()
+        if IN_CI:
+            pytest.fail(f"the Chroma server did not start: {exc!r}")
+        yield from _container_url("chroma")
+        return
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def qdrant_url() -> Iterator[str]:
+    explicit = os.environ.get("PYWRAPAI_TEST_QDRANT_URL")
+    if explicit:
+        yield explicit
+        return
+    yield from _container_url("qdrant")
