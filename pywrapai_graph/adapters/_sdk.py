@@ -43,9 +43,10 @@ def require(module: str, extra: str, package: str | None = None) -> ModuleType:
 def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
     """(timeout exception types, transport exception types) of the HTTP stacks installed.
 
-    SDKs raise them raw: ``httpx`` (ollama) or its fork ``httpx2`` (recent google-genai).
+    SDKs raise them raw: ``httpx`` (ollama), its fork ``httpx2`` (recent google-genai), or
+    ``aiohttp`` (google-genai's async transport when aiohttp is installed).
     """
-    timeouts: list[type[Exception]] = []
+    timeouts: list[type[Exception]] = [TimeoutError]
     transports: list[type[Exception]] = [ConnectionError]
     for name in ("httpx", "httpx2"):
         try:
@@ -54,6 +55,12 @@ def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], .
             continue
         timeouts.append(module.TimeoutException)
         transports.append(module.TransportError)
+    try:
+        aiohttp = importlib.import_module("aiohttp")
+    except ImportError:
+        pass
+    else:
+        transports.append(aiohttp.ClientError)
     return tuple(timeouts), tuple(transports)
 
 

@@ -73,7 +73,8 @@ class QdrantVectorStore(BaseVectorStore):
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         try:
             if url is not None:
-                self._client = qc.QdrantClient(url=url, api_key=api_key)
+                # no background version-check thread: failures surface on our own calls
+                self._client = qc.QdrantClient(url=url, api_key=api_key, check_compatibility=False)
             elif self._mode == "memory":
                 self._client = qc.QdrantClient(location=":memory:")
             else:

@@ -1,0 +1,249 @@
+"""The ``pywrapai-graph`` command: ingest files, ask questions, inspect prompts and the store.
+
+Configuration comes from ``--config FILE`` (default ``./pywrapai.yaml`` when present) and
+``PYWRAPAI_*`` environment variables. Exit codes: 0 success, 1 a runtime failure (provider,
+store, missing file), 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from pywrapai_graph.composition.container import Container, build_container
+from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
+from pywrapai_graph.domain import Document
+from pywrapai_graph.errors import PyWrapAIError, RuntimeFailure, UsageError
+
+__all__ = ["main"]
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+NO_PROVIDER = """\
+No LLM provider is configured, so nothing was sent. To get answers, configure one, e.g.:
+  export PYWRAPAI_LLM__PROVIDER=openai OPENAI_API_KEY=sk-...
+or in pywrapai.yaml:
+  llm:
+    provider: anthropic        # openai | anthropic | gemini | ollama
+    model: claude-haiku-4-5-20251001
+(the provider's own key variable, e.g. ANTHROPIC_API_KEY, is read as usual)"""
+
+
+class CLIError(Exception):
+    """A failure reported to the shell user with an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pywrapai-graph",
+        description="Ingest documents into a vector store and ask questions with RAG.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"YAML configuration (default: ./{DEFAULT_CONFIG_FILE} when it exists)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = sub.add_parser(
+        "ingest",
+        help="chunk, embed and store text/Markdown files",
+        description="Ingest text and Markdown files (directories are "
+        "searched recursively). Unchanged files are skipped; changed files "
+        "replace their previous chunks.",
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+
+    ask = sub.add_parser(
+        "ask",
+        help="answer a question with retrieved context",
+        description="Retrieve context for QUESTION and answer it through the "
+        "configured provider; without one, print the assembled messages.",
+    )
+    ask.add_argument("question", help="the question")
+    ask.add_argument(
+        "--show-messages",
+        action="store_true",
+        help="print the exact message list sent to the model",
+    )
+    ask.add_argument("--no-rag", action="store_true", help="do not retrieve context")
+
+    prompts = sub.add_parser(
+        "prompts", help="versioned system prompts", description="Inspect the prompts directory."
+    )
+    prompts_sub = prompts.add_subparsers(dest="action", required=True, metavar="ACTION")
+    prompts_sub.add_parser(
+        "list",
+        help="list the prompt files",
+        description="List the prompt files in the prompts directory.",
+    )
+
+    store = sub.add_parser("store", help="the vector store", description="Inspect the store.")
+    store_sub = store.add_subparsers(dest="action", required=True, metavar="ACTION")
+    store_sub.add_parser(
+        "stats",
+        help="backend, location and size",
+        description="Show the configured backend, where it lives and its size.",
+    )
+    return parser
+
+
+def _files(paths: Sequence[str]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
+            )
+        elif path.is_file():
+            yield path
+        else:
+            raise CLIError(f"no such file or directory: {raw}")
+
+
+class _Progress:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.live = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.live or total == 0:
+            return
+        width = 30
+        filled = width * done // total
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _ingest(container: Container, paths: Sequence[str], out: TextIO, err: TextIO) -> int:
+    retriever = container.retriever()
+    chunker = container.chunker()
+    store = container.vector_store()
+    probe = retriever.embedder.embed_one("pywrapai ingest probe")
+    added = skipped = replaced = 0
+    for path in _files(paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise CLIError(f"{path}: not UTF-8 text") from None
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        doc_id = str(path.resolve())
+        unchanged = store.search(probe, k=1, filter={"path": doc_id, "sha256": digest})
+        if unchanged:
+            skipped += 1
+            out.write(f"unchanged  {path}\n")
+            continue
+        replaced += 1 if store.delete_by_doc(doc_id) else 0
+        doc = Document(
+            text, metadata={"source": path.name, "path": doc_id, "sha256": digest}, id=doc_id
+        )
+        n = retriever.add_documents([doc], chunker=chunker, progress=_Progress(err, path.name))
+        added += n
+        out.write(f"ingested   {path} ({n} chunks)\n")
+    out.write(
+        f"{added} chunks added, {skipped} files unchanged, {replaced} files replaced; "
+        f"{len(store)} chunks in the store\n"
+    )
+    store.close()
+    return 0
+
+
+def _ask(container: Container, question: str, show: bool, rag: bool, out: TextIO) -> int:
+    graph = container.graph()
+    llm = container.llm()
+    messages, hits = graph.assemble(question, rag=rag)
+    if show or llm is None:
+        for m in messages:
+            out.write(f"[{m.role.value.upper()}]\n{m.content}\n\n")
+        if hits:
+            out.write(
+                "retrieved: "
+                + ", ".join(
+                    f"{h.chunk.metadata.get('source', h.chunk.doc_id)} ({h.score:.3f})"
+                    for h in hits
+                )
+                + "\n\n"
+            )
+    if llm is None:
+        out.write(NO_PROVIDER + "\n")
+        return 0
+    try:
+        response = graph.chat(question, rag=rag)
+    finally:
+        llm.close()
+    out.write(response.content + "\n")
+    out.write(
+        f"\n[{response.provider}/{response.model}] tokens in/out "
+        f"{response.usage.input_tokens}/{response.usage.output_tokens}, "
+        f"cost ${response.cost_usd:.6f}\n"
+    )
+    return 0
+
+
+def _stats(container: Container, out: TextIO) -> int:
+    settings = container.settings()
+    store = container.vector_store()
+    dimension = getattr(store, "dimension", None)
+    out.write(f"backend:   {settings.store.backend}\n")
+    out.write(f"location:  {settings.store.location()}\n")
+    out.write(f"chunks:    {len(store)}\n")
+    out.write(f"dimension: {dimension if dimension is not None else '-'}\n")
+    out.write(f"embedder:  {settings.embedder.provider}\n")
+    return 0
+
+
+def _prompts(container: Container, out: TextIO) -> int:
+    settings = container.settings()
+    files = container.prompts().list_files()
+    if not files:
+        raise CLIError(f"no prompt files in {settings.prompts.dir!r}")
+    for name in files:
+        marker = "  (in use)" if name == settings.prompts.file else ""
+        out.write(f"{name}{marker}\n")
+    return 0
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the command line; returns the exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        config = args.config
+        if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
+            config = DEFAULT_CONFIG_FILE
+        container = build_container(config)
+        if args.command == "ingest":
+            return _ingest(container, args.paths, out, err)
+        if args.command == "ask":
+            return _ask(container, args.question, args.show_messages, not args.no_rag, out)
+        if args.command == "prompts":
+            return _prompts(container, out)
+        return _stats(container, out)
+    except CLIError as exc:
+        err.write(f"error: {exc}\n")
+        return exc.code
+    except UsageError as exc:
+        err.write(f"error: {exc}\n")
+        return 2
+    except (RuntimeFailure, PyWrapAIError, OSError) as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

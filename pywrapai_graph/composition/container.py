@@ -1,0 +1,207 @@
+"""The composition root: a dependency-injector container wired from :class:`Settings`.
+
+Swapping SQLite for pgvector or Qdrant is a configuration change only::
+
+    container = build_container({"store": {"backend": "pgvector",
+                                           "dsn": "postgresql://...", "dimension": 384}})
+    store = container.vector_store()
+
+Heavy adapters are built by small factory functions that import inside their body, so a
+backend's driver loads only when that backend is selected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from pywrapai_graph.application.chunker import Chunker
+from pywrapai_graph.application.run_agent import Agent
+from pywrapai_graph.application.tools import ToolRegistry
+from pywrapai_graph.application.vector_retriever import VectorRetriever
+from pywrapai_graph.composition.embedder import Embedder
+from pywrapai_graph.composition.graph_llm import GraphLLM
+from pywrapai_graph.composition.llm import LLM
+from pywrapai_graph.composition.no_provider import NoProviderChatModel
+from pywrapai_graph.composition.settings import Settings, default_store_path, load_settings
+from pywrapai_graph.domain.agent import AgentConfig
+from pywrapai_graph.ports import BaseVectorStore, PromptSource
+
+__all__ = ["Container", "build_container"]
+
+
+def _secret(value: Any) -> str | None:
+    return None if value is None else str(value.get_secret_value())
+
+
+def _options(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _file_path(path: str | None, backend: str) -> str:
+    chosen = Path(path or default_store_path(backend))
+    chosen.parent.mkdir(parents=True, exist_ok=True)
+    return str(chosen)
+
+
+# ---------------------------------------------------------------------------- factories
+def make_llm(settings: Settings) -> LLM | None:
+    """The configured LLM, or None when no provider is configured."""
+    s = settings.llm
+    if s.provider is None:
+        return None
+    return LLM(
+        provider=s.provider,
+        model=s.model,
+        system_prompt=s.system_prompt,
+        **_options(
+            api_key=_secret(s.api_key),
+            base_url=s.base_url,
+            timeout=s.timeout,
+            max_retries=s.max_retries,
+        ),
+    )
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The configured embedder."""
+    s = settings.embedder
+    if s.provider == "hashing":
+        return Embedder(provider="hashing", dimension=s.dimension)
+    return Embedder(
+        provider=s.provider,
+        model=s.model,
+        **_options(api_key=_secret(s.api_key), base_url=s.base_url),
+    )
+
+
+def make_memory_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+
+    return InMemoryVectorStore(dimension=settings.store.dimension)
+
+
+def make_sqlite_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+
+    s = settings.store
+    return SQLiteVectorStore(_file_path(s.path, "sqlite"), table_name=s.table)
+
+
+def make_faiss_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+
+    s = settings.store
+    index = _file_path(s.path, "faiss")
+    return FAISSVectorStore(index, os.path.splitext(index)[0] + ".meta.db", dimension=s.dimension)
+
+
+def make_chroma_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+
+    s = settings.store
+    if s.url is not None:
+        return ChromaVectorStore(url=s.url, collection=s.collection)
+    return ChromaVectorStore(path=_file_path(s.path, "chroma"), collection=s.collection)
+
+
+def make_pgvector_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+
+    s = settings.store
+    # both required for this backend by StoreSettings
+    assert s.dsn is not None
+    assert s.dimension is not None
+    return PGVectorStore(s.dsn.get_secret_value(), table_name=s.table, dimension=s.dimension)
+
+
+def make_qdrant_store(settings: Settings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+
+    s = settings.store
+    if s.url is not None:
+        return QdrantVectorStore(
+            s.collection, url=s.url, api_key=_secret(s.api_key), dimension=s.dimension
+        )
+    location = s.path if s.path == ":memory:" else _file_path(s.path, "qdrant")
+    return QdrantVectorStore(s.collection, location=location, dimension=s.dimension)
+
+
+def make_retriever(
+    settings: Settings, embedder: Embedder, store: BaseVectorStore
+) -> VectorRetriever:
+    s = settings.retriever
+    return VectorRetriever(embedder, store, k=s.k, min_score=s.min_score)
+
+
+def make_prompts(settings: Settings) -> PromptSource:
+    from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+
+    return PromptRegistry(settings.prompts.dir)
+
+
+def make_graph(
+    settings: Settings, llm: LLM | None, retriever: VectorRetriever, prompts: PromptSource
+) -> GraphLLM:
+    """The GraphLLM; with no LLM configured, ``assemble`` works and calls explain what to set."""
+    if llm is None:
+        llm = LLM(provider=NoProviderChatModel())
+    return GraphLLM(
+        llm=llm,
+        enable_system_prompt_versioning=settings.prompts.file is not None,
+        prompt_file=settings.prompts.file,
+        retriever=retriever,
+        rag_k=settings.rag_k,
+        prompt_source=prompts,
+    )
+
+
+def make_agent(settings: Settings, graph: GraphLLM, registry: ToolRegistry) -> Agent:
+    s = settings.agent
+    config = AgentConfig(
+        max_turns=s.max_turns, tool_error_policy=s.tool_error_policy, max_cost_usd=s.max_cost_usd
+    )
+    return Agent(graph=graph, registry=registry, config=config)
+
+
+# ---------------------------------------------------------------------------- container
+class Container(containers.DeclarativeContainer):
+    """Every object of the library, built on first use from validated settings."""
+
+    settings = providers.Dependency(instance_of=Settings)
+
+    llm = providers.Singleton(make_llm, settings)
+    embedder = providers.Singleton(make_embedder, settings)
+    vector_store: providers.Selector[BaseVectorStore] = providers.Selector(
+        providers.Callable(lambda s: s.store.backend, settings),
+        memory=providers.Singleton(make_memory_store, settings),
+        sqlite=providers.Singleton(make_sqlite_store, settings),
+        faiss=providers.Singleton(make_faiss_store, settings),
+        chroma=providers.Singleton(make_chroma_store, settings),
+        pgvector=providers.Singleton(make_pgvector_store, settings),
+        qdrant=providers.Singleton(make_qdrant_store, settings),
+    )
+    chunker = providers.Singleton(
+        providers.Callable(lambda s: Chunker(s.chunker.chunk_size, s.chunker.overlap), settings)
+    )
+    retriever = providers.Singleton(make_retriever, settings, embedder, vector_store)
+    prompts = providers.Singleton(make_prompts, settings)
+    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts)
+    tools = providers.Singleton(ToolRegistry)
+    agent = providers.Factory(make_agent, settings, graph, tools)
+
+
+def build_container(
+    source: Mapping[str, Any] | str | os.PathLike[str] | Settings | None = None,
+) -> Container:
+    """A container from a dict, a YAML file, settings, or (None) the environment.
+
+    Raises:
+        ConfigurationError: the configuration is invalid (every offending key is named).
+    """
+    settings = source if isinstance(source, Settings) else load_settings(source)
+    return Container(settings=settings)

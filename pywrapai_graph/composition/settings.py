@@ -1,0 +1,209 @@
+"""Settings: the whole configuration, validated up front.
+
+Sources, highest priority first: values passed in (a dict or a YAML file such as
+``pywrapai.yaml``), then environment variables with the ``PYWRAPAI_`` prefix, nested with
+``__`` (``PYWRAPAI_STORE__BACKEND=pgvector``, ``PYWRAPAI_LLM__PROVIDER=openai``), then
+defaults. Any problem — an unknown backend, a missing required field, an unknown key — is
+one :class:`~pywrapai_graph.errors.ConfigurationError` naming every offending key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pywrapai_graph.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_CONFIG_FILE",
+    "Backend",
+    "EmbedderSettings",
+    "LLMSettings",
+    "Settings",
+    "StoreSettings",
+    "load_settings",
+]
+
+DEFAULT_CONFIG_FILE = "pywrapai.yaml"
+Backend = Literal["memory", "sqlite", "faiss", "chroma", "pgvector", "qdrant"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMSettings(_Section):
+    """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
+
+    provider: Literal["openai", "anthropic", "gemini", "ollama"] | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    system_prompt: str | None = None
+
+
+class EmbedderSettings(_Section):
+    """The embedding provider; "hashing" is offline and lexical."""
+
+    provider: Literal["hashing", "openai", "gemini", "ollama"] = "hashing"
+    model: str | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    dimension: int = Field(default=384, gt=0, description="hashing provider only")
+
+
+class StoreSettings(_Section):
+    """Which vector store, and where it lives."""
+
+    backend: Backend = "sqlite"
+    path: str | None = None
+    table: str = "vector_chunks"
+    collection: str = "pywrapai"
+    url: str | None = None
+    dsn: SecretStr | None = None
+    api_key: SecretStr | None = None
+    dimension: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _required_per_backend(self) -> StoreSettings:
+        if self.backend == "pgvector" and self.dsn is None:
+            raise ValueError("store.dsn is required for backend 'pgvector' (a PostgreSQL URL)")
+        if self.backend == "pgvector" and self.dimension is None:
+            raise ValueError("store.dimension is required for backend 'pgvector'")
+        if self.backend == "chroma" and (self.path is None) == (self.url is None):
+            raise ValueError("backend 'chroma' needs exactly one of store.path or store.url")
+        if self.backend == "qdrant" and self.path is not None and self.url is not None:
+            raise ValueError("backend 'qdrant' takes store.path or store.url, not both")
+        return self
+
+    def location(self) -> str:
+        """Where the data lives, for humans (no secrets)."""
+        if self.backend == "pgvector":
+            return f"PostgreSQL table {self.table!r}"
+        if self.backend == "memory":
+            return "process memory"
+        return self.url or self.path or default_store_path(self.backend)
+
+
+def default_store_path(backend: str) -> str:
+    """The default location of a file-backed store under ``.pywrapai/``."""
+    return {
+        "sqlite": ".pywrapai/store.db",
+        "faiss": ".pywrapai/store.faiss",
+        "chroma": ".pywrapai/chroma",
+        "qdrant": ".pywrapai/qdrant",
+    }.get(backend, ":memory:")
+
+
+class RetrieverSettings(_Section):
+    """Retrieval defaults."""
+
+    k: int = Field(default=4, ge=1)
+    min_score: float = Field(default=0.0, ge=-1.0, le=1.0)
+
+
+class ChunkerSettings(_Section):
+    """Chunking of ingested files."""
+
+    chunk_size: int = Field(default=500, gt=10)
+    overlap: int = Field(default=50, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_smaller(self) -> ChunkerSettings:
+        if self.overlap >= self.chunk_size:
+            raise ValueError("chunker.overlap must be smaller than chunker.chunk_size")
+        return self
+
+
+class PromptSettings(_Section):
+    """Versioned system prompts."""
+
+    dir: str = "system_prompts_registry"
+    file: str | None = None
+
+
+class AgentSettings(_Section):
+    """Agent loop defaults."""
+
+    max_turns: int = Field(default=10, ge=1)
+    tool_error_policy: Literal["return_to_model", "raise", "skip"] = "return_to_model"
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class Settings(BaseSettings):
+    """Everything the container needs."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PYWRAPAI_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    llm: LLMSettings = LLMSettings()
+    embedder: EmbedderSettings = EmbedderSettings()
+    store: StoreSettings = StoreSettings()
+    retriever: RetrieverSettings = RetrieverSettings()
+    chunker: ChunkerSettings = ChunkerSettings()
+    prompts: PromptSettings = PromptSettings()
+    agent: AgentSettings = AgentSettings()
+    rag_k: int = Field(default=4, ge=1)
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"  {key}: {err['msg']}")
+    return "invalid configuration:\n" + "\n".join(lines)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read config file {str(path)!r}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigurationError(
+            f"config file {str(path)!r} is not valid YAML{where}: "
+            f"{getattr(exc, 'problem', None) or exc}"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"config file {str(path)!r} must hold a mapping (keys like llm:, store:), "
+            f"not a {type(data).__name__}"
+        )
+    return data
+
+
+def load_settings(
+    source: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Validated settings from a dict, a YAML file path, or (None) the environment alone.
+
+    Raises:
+        ConfigurationError: unreadable or malformed file, or invalid values (every
+            offending key is named).
+    """
+    data: dict[str, Any]
+    if source is None:
+        data = {}
+    elif isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        data = _read_yaml(Path(source))
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigurationError(_describe(exc)) from None
