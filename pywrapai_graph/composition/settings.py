@@ -1,8 +1,8 @@
 """Settings: the whole configuration, validated up front.
 
-Sources, highest priority first: values passed in (a dict or a YAML file such as
-``pywrapai.yaml``), then environment variables with the ``PYWRAPAI_`` prefix, nested with
-``__`` (``PYWRAPAI_STORE__BACKEND=pgvector``, ``PYWRAPAI_LLM__PROVIDER=openai``), then
+Sources, highest priority first: a dict passed in code, then environment variables with
+the ``PYWRAPAI_`` prefix, nested with ``__`` (``PYWRAPAI_STORE__BACKEND=pgvector``,
+``PYWRAPAI_LLM__PROVIDER=openai``), then a YAML file such as ``pywrapai.yaml``, then
 defaults. Any problem — an unknown backend, a missing required field, an unknown key — is
 one :class:`~pywrapai_graph.errors.ConfigurationError` naming every offending key.
 """
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 from pywrapai_graph.errors import ConfigurationError
 
@@ -187,6 +187,16 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def load_settings(
     source: Mapping[str, Any] | str | os.PathLike[str] | None = None,
 ) -> Settings:
@@ -201,8 +211,12 @@ def load_settings(
         data = {}
     elif isinstance(source, Mapping):
         data = dict(source)
-    else:
-        data = _read_yaml(Path(source))
+    else:  # the environment overrides the file
+        try:
+            env = EnvSettingsSource(Settings)()
+        except SettingsError as exc:
+            raise ConfigurationError(f"invalid PYWRAPAI_* environment variable: {exc}") from None
+        data = _merge(_read_yaml(Path(source)), env)
     try:
         return Settings(**data)
     except ValidationError as exc:

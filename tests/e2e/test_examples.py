@@ -47,3 +47,30 @@ def test_agent_example_runs_offline() -> None:
     assert "[2] get_weather({'city': 'Lyon'})" in out
     assert "Lyon warehouse" in out
     assert "turns=3 steps=2" in out
+
+
+def test_readme_main_job_commands(tmp_path: Path) -> None:
+    """The README's first command (after setup): ingest the bundled docs, then ask."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(
+        ln
+        for ln in readme.splitlines()
+        if ln.startswith("bash scripts/setup.sh && .venv/bin/pywrapai-graph ingest")
+    )
+    commands = [c.strip().split() for c in line.split("&&")[1:]]
+    env = {**os.environ, "PYWRAPAI_STORE__PATH": str(tmp_path / "store.db")}
+    env.pop("PYWRAPAI_LLM__PROVIDER", None)
+    script = Path(sys.executable).parent / "pywrapai-graph"
+    outputs = []
+    for argv in commands:
+        assert argv[0] == ".venv/bin/pywrapai-graph"
+        args = [a.strip('"') for a in argv[1:]]
+        if args[0] == "ask":
+            args = ["ask", "--show-messages", " ".join(args[2:])]
+        done = subprocess.run(
+            [str(script), *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        )
+        outputs.append(done.stdout)
+    assert "4 chunks added" in outputs[0]
+    assert "Question: How long do refunds take?" in outputs[1]
+    assert "returns-policy.md" in outputs[1]

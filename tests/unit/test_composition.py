@@ -89,8 +89,22 @@ def test_environment_nested_with_double_underscore(monkeypatch: pytest.MonkeyPat
     assert settings.store.backend == "memory"
     assert settings.retriever.k == 7
     assert build_container().retriever().k == 7
-    # explicit values win over the environment
+    # values passed in code win over the environment, which wins over a file
     assert load_settings({"retriever": {"k": 2}}).retriever.k == 2
+
+
+def test_environment_overrides_the_yaml_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pywrapai.yaml"
+    path.write_text("store:\n  backend: sqlite\n  path: from-file.db\nretriever:\n  k: 3\n")
+    monkeypatch.setenv("PYWRAPAI_STORE__PATH", "from-env.db")
+    settings = load_settings(path)
+    assert (settings.store.backend, settings.store.path, settings.retriever.k) == (
+        "sqlite",
+        "from-env.db",
+        3,
+    )
 
 
 def test_yaml_file_valid_malformed_and_wrong_shape(tmp_path: Path) -> None:
