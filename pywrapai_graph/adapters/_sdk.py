@@ -5,27 +5,34 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
 from pywrapai_graph.errors import (
     AuthenticationError,
     BadRequestError,
+    ConfigurationError,
     MissingExtraError,
     ProviderError,
+    ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
     ResponseFormatError,
 )
 
 __all__ = [
+    "drop_none",
     "error_for_status",
+    "gemini_client",
     "http_errors",
     "parse_arguments",
     "redact",
     "require",
     "retry_after_seconds",
+    "stainless_errors",
+    "status_code_errors",
 ]
 
 # Anything shaped like an API key (OpenAI "sk-...", Anthropic "sk-ant-...", Google "AIza...").
@@ -129,3 +136,83 @@ def parse_arguments(raw: str | None, tool_name: str) -> dict[str, Any]:
             raw=raw,
         )
     return value
+
+
+def drop_none(**values: Any) -> dict[str, Any]:
+    """The keyword arguments that were actually given."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+@contextmanager
+def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iterator[None]:
+    """Translate the exceptions of the OpenAI and Anthropic SDKs (same generator, same tree)."""
+    try:
+        yield
+    except sdk.APITimeoutError as exc:
+        raise ProviderTimeoutError(f"{provider}: the request timed out", provider=provider) from exc
+    except sdk.APIStatusError as exc:
+        raise error_for_status(
+            exc.status_code,
+            str(exc.message),
+            provider=provider,
+            retry_after=retry_after_seconds(exc.response.headers),
+            secrets=[secret],
+        ) from exc
+    except sdk.APIConnectionError as exc:
+        raise ProviderUnavailableError(
+            f"{provider}: cannot reach the API: {redact(str(exc), [secret])}", provider=provider
+        ) from exc
+
+
+@contextmanager
+def status_code_errors(
+    api_error: type[Exception], provider: str, secret: str | None, status: str, message: str
+) -> Iterator[None]:
+    """Translate SDKs whose errors carry a status attribute (google-genai, ollama), plus the
+    raw HTTP-stack timeouts and transport errors they let through."""
+    timeouts, transports = http_errors()
+    try:
+        yield
+    except api_error as exc:
+        raise error_for_status(
+            getattr(exc, status, None),
+            str(getattr(exc, message, None) or exc),
+            provider=provider,
+            secrets=[secret],
+        ) from exc
+    except timeouts as exc:
+        raise ProviderTimeoutError(f"{provider}: the request timed out", provider=provider) from exc
+    except transports as exc:
+        raise ProviderUnavailableError(
+            f"{provider}: cannot reach the server ({type(exc).__name__})", provider=provider
+        ) from exc
+
+
+def gemini_client(
+    api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int | None
+) -> Any:
+    """A ``google.genai.Client`` with our options.
+
+    Raises:
+        MissingExtraError: google-genai is not installed.
+        ConfigurationError: no API key is available.
+    """
+    require("google.genai", "gemini", "google-genai")
+    from google import genai
+    from google.genai import types
+
+    http: dict[str, Any] = {}
+    if base_url:
+        http["base_url"] = base_url
+    if timeout is not None:
+        http["timeout"] = int(timeout * 1000)
+    if max_retries is not None:
+        http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
+    try:
+        return genai.Client(
+            api_key=api_key, http_options=types.HttpOptions(**http) if http else None
+        )
+    except ValueError as exc:
+        raise ConfigurationError(
+            "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
+        ) from exc

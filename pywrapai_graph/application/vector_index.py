@@ -8,6 +8,7 @@ Not thread-safe on its own: the stores that use it hold a lock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,11 +22,27 @@ __all__ = [
     "PreparedBatch",
     "check_k",
     "matches_filter",
+    "metadata_json",
     "prepare_batch",
     "prepare_query",
 ]
 
 Matrix = npt.NDArray[np.float32]
+
+
+def metadata_json(chunk: Chunk) -> str:
+    """The chunk's metadata as JSON, for stores that persist it.
+
+    Raises:
+        ValueError: naming the chunk, when the metadata is not JSON-serialisable.
+    """
+    try:
+        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
+            "use str, int, float, bool, None, lists and dicts"
+        ) from None
 
 
 def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
-from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.adapters._sdk import gemini_client, status_code_errors
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["GeminiEmbeddings", "create"]
@@ -31,48 +30,19 @@ class GeminiEmbeddings(EmbeddingProvider):
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> None:
-        require("google.genai", "gemini", "google-genai")
-        from google import genai
-        from google.genai import errors, types
+        self._client = gemini_client(api_key, base_url, timeout, max_retries)
+        from google.genai import errors
 
         self._errors_mod = errors
-        http: dict[str, Any] = {}
-        if base_url:
-            http["base_url"] = base_url
-        if timeout is not None:
-            http["timeout"] = int(timeout * 1000)
-        if max_retries is not None:
-            http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
-        try:
-            self._client = genai.Client(
-                api_key=api_key, http_options=types.HttpOptions(**http) if http else None
-            )
-        except ValueError as exc:
-            raise ConfigurationError(
-                "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
-            ) from exc
         self._secret = api_key
 
     def __repr__(self) -> str:
         return "GeminiEmbeddings()"
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        timeouts, transports = http_errors()
-        try:
-            yield
-        except self._errors_mod.APIError as exc:
-            raise error_for_status(
-                exc.code, str(exc.message or exc), provider="gemini", secrets=[self._secret]
-            ) from exc
-        except timeouts as exc:
-            raise ProviderTimeoutError(
-                "gemini: embedding request timed out", provider="gemini"
-            ) from exc
-        except transports as exc:
-            raise ProviderUnavailableError(
-                "gemini: cannot reach the API", provider="gemini"
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return status_code_errors(
+            self._errors_mod.APIError, "gemini", self._secret, "code", "message"
+        )
 
     def close(self) -> None:
         """Release the client's connections."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
-from pywrapai_graph.errors import ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.adapters._sdk import require, status_code_errors
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["OllamaEmbeddings", "create"]
@@ -28,21 +27,8 @@ class OllamaEmbeddings(EmbeddingProvider):
     def __repr__(self) -> str:
         return "OllamaEmbeddings()"
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        timeouts, transports = http_errors()
-        try:
-            yield
-        except self._sdk.ResponseError as exc:
-            raise error_for_status(exc.status_code, str(exc.error), provider="ollama") from exc
-        except timeouts as exc:
-            raise ProviderTimeoutError(
-                "ollama: embedding request timed out", provider="ollama"
-            ) from exc
-        except transports as exc:
-            raise ProviderUnavailableError(
-                "ollama: cannot reach the server", provider="ollama"
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return status_code_errors(self._sdk.ResponseError, "ollama", None, "status_code", "error")
 
     def close(self) -> None:
         """Release the client's connections."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, require, retry_after_seconds
-from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.adapters._sdk import drop_none, require, stainless_errors
+from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["OpenAIEmbeddings", "create"]
@@ -30,16 +30,9 @@ class OpenAIEmbeddings(EmbeddingProvider):
     ) -> None:
         sdk = require("openai", "openai")
         self._sdk = sdk
-        options = {
-            k: v
-            for k, v in {
-                "api_key": api_key,
-                "base_url": base_url,
-                "timeout": timeout,
-                "max_retries": max_retries,
-            }.items()
-            if v is not None
-        }
+        options = drop_none(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
         try:
             self._client = sdk.OpenAI(**options)
         except sdk.OpenAIError as exc:
@@ -51,27 +44,8 @@ class OpenAIEmbeddings(EmbeddingProvider):
     def __repr__(self) -> str:
         return "OpenAIEmbeddings()"
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        sdk = self._sdk
-        try:
-            yield
-        except sdk.APITimeoutError as exc:
-            raise ProviderTimeoutError(
-                "openai: embedding request timed out", provider="openai"
-            ) from exc
-        except sdk.APIStatusError as exc:
-            raise error_for_status(
-                exc.status_code,
-                str(exc.message),
-                provider="openai",
-                retry_after=retry_after_seconds(exc.response.headers),
-                secrets=[self._secret],
-            ) from exc
-        except sdk.APIConnectionError as exc:
-            raise ProviderUnavailableError(
-                "openai: cannot reach the API", provider="openai"
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return stainless_errors(self._sdk, "openai", self._secret)
 
     def close(self) -> None:
         """Release the client's connections."""

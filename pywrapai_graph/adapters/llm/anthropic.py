@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, redact, require, retry_after_seconds
+from pywrapai_graph.adapters._sdk import drop_none, require, stainless_errors
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -18,7 +18,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
+from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["AnthropicChatModel", "create"]
@@ -113,16 +113,9 @@ class AnthropicChatModel(ChatModel):
         self._sdk = sdk
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
-        options = {
-            k: v
-            for k, v in {
-                "api_key": api_key,
-                "base_url": base_url,
-                "timeout": timeout,
-                "max_retries": max_retries,
-            }.items()
-            if v is not None
-        }
+        options = drop_none(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
         self._client = sdk.Anthropic(**options)
         self._aclient = sdk.AsyncAnthropic(**options)
         self._secret: str | None = self._client.api_key
@@ -198,28 +191,8 @@ class AnthropicChatModel(ChatModel):
             provider=_PROVIDER,
         )
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        sdk = self._sdk
-        try:
-            yield
-        except sdk.APITimeoutError as exc:
-            raise ProviderTimeoutError(
-                "anthropic: the request timed out", provider=_PROVIDER
-            ) from exc
-        except sdk.APIStatusError as exc:
-            raise error_for_status(
-                exc.status_code,
-                str(exc.message),
-                provider=_PROVIDER,
-                retry_after=retry_after_seconds(exc.response.headers),
-                secrets=[self._secret],
-            ) from exc
-        except sdk.APIConnectionError as exc:
-            raise ProviderUnavailableError(
-                f"anthropic: cannot reach the API: {redact(str(exc), [self._secret])}",
-                provider=_PROVIDER,
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return stainless_errors(self._sdk, _PROVIDER, self._secret)
 
     def chat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():

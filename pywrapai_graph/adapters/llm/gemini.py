@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, http_errors, redact, require
+from pywrapai_graph.adapters._sdk import gemini_client, status_code_errors
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -17,7 +17,6 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, ProviderTimeoutError, ProviderUnavailableError
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["GeminiChatModel", "create"]
@@ -106,28 +105,12 @@ class GeminiChatModel(ChatModel):
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> None:
-        require("google.genai", "gemini", "google-genai")
-        from google import genai
+        self._client = gemini_client(api_key, base_url, timeout, max_retries)
         from google.genai import errors, types
 
         self._errors_mod = errors
         self._types = types
         self._model = model or DEFAULT_MODEL
-        http: dict[str, Any] = {}
-        if base_url:
-            http["base_url"] = base_url
-        if timeout is not None:
-            http["timeout"] = int(timeout * 1000)
-        if max_retries is not None:
-            http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
-        try:
-            self._client = genai.Client(
-                api_key=api_key, http_options=types.HttpOptions(**http) if http else None
-            )
-        except ValueError as exc:
-            raise ConfigurationError(
-                "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
-            ) from exc
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 
     def close(self) -> None:
@@ -202,22 +185,10 @@ class GeminiChatModel(ChatModel):
             provider=_PROVIDER,
         )
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        timeouts, transports = http_errors()
-        try:
-            yield
-        except self._errors_mod.APIError as exc:
-            raise error_for_status(
-                exc.code, str(exc.message or exc), provider=_PROVIDER, secrets=[self._secret]
-            ) from exc
-        except timeouts as exc:
-            raise ProviderTimeoutError("gemini: the request timed out", provider=_PROVIDER) from exc
-        except transports as exc:
-            raise ProviderUnavailableError(
-                f"gemini: cannot reach the API: {redact(str(exc), [self._secret])}",
-                provider=_PROVIDER,
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return status_code_errors(
+            self._errors_mod.APIError, _PROVIDER, self._secret, "code", "message"
+        )
 
     def chat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():

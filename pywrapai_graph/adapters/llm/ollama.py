@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import error_for_status, http_errors, require
+from pywrapai_graph.adapters._sdk import require, status_code_errors
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -18,7 +18,6 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ProviderTimeoutError, ProviderUnavailableError
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["OllamaChatModel", "create"]
@@ -127,23 +126,10 @@ class OllamaChatModel(ChatModel):
             provider=_PROVIDER,
         )
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        timeouts, transports = http_errors()
-        try:
-            yield
-        except self._sdk.ResponseError as exc:
-            raise error_for_status(
-                exc.status_code, str(exc.error), provider=_PROVIDER, secrets=[self._secret]
-            ) from exc
-        except timeouts as exc:
-            raise ProviderTimeoutError("ollama: the request timed out", provider=_PROVIDER) from exc
-        except transports as exc:
-            raise ProviderUnavailableError(
-                f"ollama: cannot reach the server ({type(exc).__name__}); "
-                "is `ollama serve` running?",
-                provider=_PROVIDER,
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return status_code_errors(
+            self._sdk.ResponseError, _PROVIDER, self._secret, "status_code", "error"
+        )
 
     def chat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():

@@ -12,7 +12,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pywrapai_graph.adapters._sdk import http_errors, require
-from pywrapai_graph.application.vector_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.application.vector_index import (
+    check_k,
+    metadata_json,
+    prepare_batch,
+    prepare_query,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -140,13 +145,7 @@ class ChromaVectorStore(BaseVectorStore):
 
     @staticmethod
     def _metadata(chunk: Chunk) -> dict[str, Any]:
-        try:
-            encoded = json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc})"
-            ) from None
-        out: dict[str, Any] = {_META: encoded, _DOC: chunk.doc_id}
+        out: dict[str, Any] = {_META: metadata_json(chunk), _DOC: chunk.doc_id}
         out.update({_FIELD + k: v for k, v in chunk.metadata.items() if isinstance(v, _SCALARS)})
         return out
 

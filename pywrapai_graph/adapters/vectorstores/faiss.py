@@ -24,6 +24,7 @@ from pywrapai_graph.adapters._sdk import require
 from pywrapai_graph.application.vector_index import (
     check_k,
     matches_filter,
+    metadata_json,
     prepare_batch,
     prepare_query,
 )
@@ -216,15 +217,7 @@ class FAISSVectorStore(BaseVectorStore):
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
-            rows = []
-            for c in batch.chunks:
-                try:
-                    meta = json.dumps(c.metadata, ensure_ascii=False, allow_nan=False)
-                except (TypeError, ValueError) as exc:
-                    raise ValueError(
-                        f"chunk {c.id!r} has metadata that is not JSON-serialisable ({exc})"
-                    ) from None
-                rows.append((c.id, c.doc_id, c.text, meta))
+            rows = [(c.id, c.doc_id, c.text, metadata_json(c)) for c in batch.chunks]
 
             def work() -> None:
                 if self._index is None:

@@ -10,7 +10,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._sdk import redact, require
-from pywrapai_graph.application.vector_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.application.vector_index import (
+    check_k,
+    metadata_json,
+    prepare_batch,
+    prepare_query,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -184,15 +189,10 @@ class PGVectorStore(BaseVectorStore):
         batch = prepare_batch(chunks, self._dim)
         if not batch.ids:
             return
-        rows = []
-        for c, v in zip(batch.chunks, batch.vectors, strict=True):
-            try:
-                meta = json.dumps(c.metadata, ensure_ascii=False, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"chunk {c.id!r} has metadata that is not JSON-serialisable ({exc})"
-                ) from None
-            rows.append((c.id, c.doc_id, c.text, meta, v))
+        rows = [
+            (c.id, c.doc_id, c.text, metadata_json(c), v)
+            for c, v in zip(batch.chunks, batch.vectors, strict=True)
+        ]
         query = self._sql.SQL(
             "INSERT INTO {t} (id, doc_id, text, metadata, embedding) VALUES %s "
             "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "

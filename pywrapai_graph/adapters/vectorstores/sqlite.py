@@ -15,6 +15,7 @@ import numpy as np
 from pywrapai_graph.application.vector_index import (
     ExactIndex,
     check_k,
+    metadata_json,
     prepare_batch,
     prepare_query,
 )
@@ -35,16 +36,6 @@ def _table_name(name: str) -> str:
             "underscores, starting with a letter or underscore (at most 63 characters)"
         )
     return name
-
-
-def _metadata_json(chunk: Chunk) -> str:
-    try:
-        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
-            "SQLiteVectorStore stores metadata as JSON"
-        ) from None
 
 
 class SQLiteVectorStore(BaseVectorStore):
@@ -154,7 +145,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 return
             dim = int(batch.vectors.shape[1])
             rows = [
-                (c.id, c.doc_id, c.text, _metadata_json(c), dim, v.tobytes())
+                (c.id, c.doc_id, c.text, metadata_json(c), dim, v.tobytes())
                 for c, v in zip(batch.chunks, batch.vectors, strict=True)
             ]
             conn.executemany(
