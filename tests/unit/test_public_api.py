@@ -62,3 +62,14 @@ def test_unknown_attribute_is_attribute_error() -> None:
         _ = pywrapai_graph.NotAThing
     with pytest.raises(AttributeError):
         _ = pywrapai.NotAThing
+
+
+def test_reference_module_paths() -> None:
+    from pywrapai_graph.agent import Agent, AgentConfig
+    from pywrapai_graph.rag.retriever import BaseRetriever, VectorRetriever
+    from pywrapai_graph.tools.tool import Tool
+
+    assert Tool is pywrapai_graph.Tool
+    assert BaseRetriever is pywrapai_graph.BaseRetriever
+    assert VectorRetriever is pywrapai_graph.VectorRetriever
+    assert (Agent, AgentConfig) == (pywrapai_graph.Agent, pywrapai_graph.AgentConfig)
