@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import drop_none, require, stainless_errors
+from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -19,7 +20,6 @@ from pywrapai_graph.domain import (
     ToolCall,
 )
 from pywrapai_graph.errors import ConfigurationError
-from pywrapai_graph.ports import ChatModel
 
 __all__ = ["AnthropicChatModel", "create"]
 
@@ -87,7 +87,7 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
-class AnthropicChatModel(ChatModel):
+class AnthropicChatModel(SDKChatModel):
     """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
@@ -98,6 +98,8 @@ class AnthropicChatModel(ChatModel):
         MissingExtraError: the ``anthropic`` package is not installed.
         ConfigurationError: no API key is available.
     """
+
+    provider_name = _PROVIDER
 
     def __init__(
         self,
@@ -123,23 +125,6 @@ class AnthropicChatModel(ChatModel):
             raise ConfigurationError(
                 "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
             )
-
-    def close(self) -> None:
-        self._client.close()
-
-    async def aclose(self) -> None:
-        await self._aclient.close()
-
-    @property
-    def provider(self) -> str:
-        return _PROVIDER
-
-    @property
-    def default_model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"AnthropicChatModel(model={self._model!r})"
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         system, turns = _turns(request.messages)

@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import gemini_client, status_code_errors
+from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -17,7 +18,6 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.ports import ChatModel
 
 __all__ = ["GeminiChatModel", "create"]
 
@@ -84,7 +84,7 @@ def _parts(raw: Any) -> list[Any]:
     return list(raw.candidates[0].content.parts or [])
 
 
-class GeminiChatModel(ChatModel):
+class GeminiChatModel(SDKChatModel):
     """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
 
     ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and ``GOOGLE_GEMINI_BASE_URL`` work as with the
@@ -95,6 +95,8 @@ class GeminiChatModel(ChatModel):
         MissingExtraError: the ``google-genai`` package is not installed.
         ConfigurationError: no API key is available.
     """
+
+    provider_name = _PROVIDER
 
     def __init__(
         self,
@@ -113,22 +115,8 @@ class GeminiChatModel(ChatModel):
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 
-    def close(self) -> None:
-        self._client.close()
-
     async def aclose(self) -> None:
         await self._client.aio.aclose()
-
-    @property
-    def provider(self) -> str:
-        return _PROVIDER
-
-    @property
-    def default_model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"GeminiChatModel(model={self._model!r})"
 
     def _config(self, request: ChatRequest) -> Any:
         t = self._types

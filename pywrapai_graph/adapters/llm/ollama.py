@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import require, status_code_errors
+from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -18,7 +19,6 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.ports import ChatModel
 
 __all__ = ["OllamaChatModel", "create"]
 
@@ -45,7 +45,7 @@ def _usage(raw: Any) -> TokenUsage:
     )
 
 
-class OllamaChatModel(ChatModel):
+class OllamaChatModel(SDKChatModel):
     """A local Ollama server through ``ollama.Client`` / ``ollama.AsyncClient``.
 
     ``OLLAMA_HOST`` works as with the client; ``base_url=`` wins. Ollama follows OpenAI's
@@ -55,6 +55,8 @@ class OllamaChatModel(ChatModel):
     Raises:
         MissingExtraError: the ``ollama`` package is not installed.
     """
+
+    provider_name = _PROVIDER
 
     def __init__(
         self,
@@ -72,23 +74,6 @@ class OllamaChatModel(ChatModel):
         self._secret = api_key
         self._client = sdk.Client(host=base_url, timeout=timeout, headers=headers)
         self._aclient = sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers)
-
-    def close(self) -> None:
-        self._client.close()
-
-    async def aclose(self) -> None:
-        await self._aclient.close()
-
-    @property
-    def provider(self) -> str:
-        return _PROVIDER
-
-    @property
-    def default_model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"OllamaChatModel(model={self._model!r})"
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import drop_none, parse_arguments, require, stainless_errors
+from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -19,7 +20,6 @@ from pywrapai_graph.domain import (
     ToolCall,
 )
 from pywrapai_graph.errors import ConfigurationError, ProviderUnavailableError
-from pywrapai_graph.ports import ChatModel
 
 __all__ = ["OpenAIChatModel", "create"]
 
@@ -65,7 +65,7 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
-class OpenAIChatModel(ChatModel):
+class OpenAIChatModel(SDKChatModel):
     """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
 
     ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
@@ -79,6 +79,8 @@ class OpenAIChatModel(ChatModel):
         MissingExtraError: the ``openai`` package is not installed.
         ConfigurationError: no API key is available.
     """
+
+    provider_name = _PROVIDER
 
     def __init__(
         self,
@@ -106,23 +108,6 @@ class OpenAIChatModel(ChatModel):
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
         self._secret = self._client.api_key
-
-    def close(self) -> None:
-        self._client.close()
-
-    async def aclose(self) -> None:
-        await self._aclient.close()
-
-    @property
-    def provider(self) -> str:
-        return _PROVIDER
-
-    @property
-    def default_model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self._model!r})"
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
