@@ -82,3 +82,25 @@ def test_no_temp_files_left_behind(tmp_path: Path) -> None:
     store.delete(["b0-1"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.meta"]
     assert len(store) == 14
+
+
+def test_failed_write_leaves_files_and_memory_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta", dimension=8)
+    store.add(make_chunks(4, 8))
+    import faiss
+
+    def broken_write(index: object, path: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(faiss, "write_index", broken_write)
+    with pytest.raises(OSError, match="disk full"):
+        store.add(make_chunks(3, 8, seed=2, prefix="new"))
+    monkeypatch.undo()
+    assert len(store) == 4
+    assert store.dimension == 8
+    store.close()
+    reopened = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta")
+    assert len(reopened) == 4
+    reopened.close()

@@ -82,6 +82,7 @@ class FAISSVectorStore(BaseVectorStore):
         self._index_path = Path(index_path)
         self._meta_path = Path(meta_path)
         self._lock = threading.RLock()
+        self._fixed_dim = dimension
         self._dim = dimension
         self._index: Any = None
         self._meta = self._open_meta()
@@ -198,8 +199,9 @@ class FAISSVectorStore(BaseVectorStore):
         return result
 
     def _reload_after_failure(self) -> None:
+        """After a rolled-back write, return to what the files say."""
         self._index = None
-        self._dim = None
+        self._dim = self._fixed_dim
         self._load()
 
     # ------------------------------------------------------------------ port
