@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.domain.messages import Message
@@ -54,7 +54,3 @@ class ChatRequest:
     def tool_names(self) -> list[str]:
         """Names of the offered tools, in order."""
         return [str(t.get("name", "")) for t in self.tools]
-
-    def with_messages(self, messages: Sequence[Message]) -> ChatRequest:
-        """A copy of this request with other messages."""
-        return replace(self, messages=tuple(messages))
