@@ -10,8 +10,8 @@ Only the Qdrant *server* needs Docker; without it those tests skip with the reas
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import pytest
 
@@ -44,46 +44,42 @@ def _container_url(kind: str) -> Iterator[str]:
             yield f"http://{qdrant.rest_host_address}"
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    explicit = os.environ.get("PYWRAPAI_TEST_PG_URL")
+class _Server(Protocol):
+    def start(self) -> str: ...
+    def stop(self) -> None: ...
+
+
+def _server_url(env_var: str, make: Callable[[], _Server], kind: str) -> Iterator[str]:
+    """The URL in ``env_var``, else the embedded server, else a container (never in CI)."""
+    explicit = os.environ.get(env_var)
     if explicit:
         yield explicit
         return
-    server = EmbeddedPostgres()
+    server: _Server | None = None
     try:
+        server = make()
         url = server.start()
     except Exception as exc:
-        server.stop()
+        if server is not None:
+            server.stop()
         if IN_CI:
-            pytest.fail(f"embedded PostgreSQL+pgvector did not start: {exc!r}")
-        yield from _container_url("postgres")
+            pytest.fail(f"the embedded {kind} server did not start: {exc!r}")
+        yield from _container_url(kind)
         return
     try:
         yield url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    yield from _server_url("PYWRAPAI_TEST_PG_URL", EmbeddedPostgres, "postgres")
 
 
 @pytest.fixture(scope="session")
 def chroma_url() -> Iterator[str]:
-    explicit = os.environ.get("PYWRAPAI_TEST_CHROMA_URL")
-    if explicit:
-        yield explicit
-        return
-    server = ChromaServer()
-    try:
-        url = server.start()
-    except Exception as exc:
-        server.stop()
-        if IN_CI:
-            pytest.fail(f"the Chroma server did not start: {exc!r}")
-        yield from _container_url("chroma")
-        return
-    try:
-        yield url
-    finally:
-        server.stop()
+    yield from _server_url("PYWRAPAI_TEST_CHROMA_URL", ChromaServer, "chroma")
 
 
 @pytest.fixture(scope="session")
