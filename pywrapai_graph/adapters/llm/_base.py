@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from pywrapai_graph.domain import Message, Role, ToolResult
 from pywrapai_graph.ports import ChatModel
 
-__all__ = ["SDKChatModel"]
+__all__ = ["SDKChatModel", "add_tool_result", "system_text", "tool_result_of"]
+
+
+def system_text(messages: Sequence[Message]) -> str | None:
+    """The SYSTEM messages joined, for APIs that take the system prompt apart."""
+    system = [m.content for m in messages if m.role is Role.SYSTEM]
+    return "\n\n".join(system) if system else None
+
+
+def tool_result_of(m: Message) -> ToolResult:
+    """The result a TOOL message carries.
+
+    Raises:
+        ValueError: the message names no call (``tool_result`` is None).
+    """
+    if m.tool_result is None:
+        raise ValueError("a TOOL message needs tool_result=ToolResult(...) to name its call")
+    return m.tool_result
+
+
+def add_tool_result(
+    turns: list[dict[str, Any]],
+    key: str,
+    item: dict[str, Any],
+    is_result: Callable[[dict[str, Any]], bool],
+) -> None:
+    """Append ``item`` to the last user turn when that turn holds only tool results, else
+    start a new user turn: consecutive tool results travel together."""
+    last = turns[-1] if turns else None
+    if (
+        last is not None
+        and last["role"] == "user"
+        and isinstance(last[key], list)
+        and all(is_result(x) for x in last[key])
+    ):
+        last[key].append(item)
+    else:
+        turns.append({"role": "user", key: [item]})
 
 
 class SDKChatModel(ChatModel):

@@ -8,7 +8,12 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import drop_none, require, stainless_errors
-from pywrapai_graph.adapters.llm._base import SDKChatModel
+from pywrapai_graph.adapters.llm._base import (
+    SDKChatModel,
+    add_tool_result,
+    system_text,
+    tool_result_of,
+)
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -30,31 +35,17 @@ _PROVIDER = "anthropic"
 
 def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
     """(system text, Messages API turns); consecutive tool results merge into one user turn."""
-    system = [m.content for m in messages if m.role is Role.SYSTEM]
     turns: list[dict[str, Any]] = []
     for m in messages:
         if m.role is Role.SYSTEM:
             continue
         if m.role is Role.TOOL:
-            if m.tool_result is None:
-                raise ValueError(
-                    "a TOOL message needs tool_result=ToolResult(...) to name its call"
-                )
             block = {
                 "type": "tool_result",
-                "tool_use_id": m.tool_result.tool_call_id,
+                "tool_use_id": tool_result_of(m).tool_call_id,
                 "content": m.content,
             }
-            last = turns[-1] if turns else None
-            if (
-                last
-                and last["role"] == "user"
-                and isinstance(last["content"], list)
-                and all(b.get("type") == "tool_result" for b in last["content"])
-            ):
-                last["content"].append(block)
-            else:
-                turns.append({"role": "user", "content": [block]})
+            add_tool_result(turns, "content", block, lambda b: b.get("type") == "tool_result")
         elif m.role is Role.ASSISTANT:
             blocks: list[dict[str, Any]] = []
             if m.content:
@@ -66,7 +57,7 @@ def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, An
             turns.append({"role": "assistant", "content": blocks or m.content})
         else:
             turns.append({"role": "user", "content": m.content})
-    return ("\n\n".join(system) if system else None), turns
+    return system_text(messages), turns
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:

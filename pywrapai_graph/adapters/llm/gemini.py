@@ -7,7 +7,12 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import gemini_client, status_code_errors
-from pywrapai_graph.adapters.llm._base import SDKChatModel
+from pywrapai_graph.adapters.llm._base import (
+    SDKChatModel,
+    add_tool_result,
+    system_text,
+    tool_result_of,
+)
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -28,32 +33,20 @@ _MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 
 def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
     """(system instruction, contents); consecutive tool results merge into one user turn."""
-    system = [m.content for m in messages if m.role is Role.SYSTEM]
     contents: list[dict[str, Any]] = []
     for m in messages:
         if m.role is Role.SYSTEM:
             continue
         if m.role is Role.TOOL:
-            if m.tool_result is None:
-                raise ValueError(
-                    "a TOOL message needs tool_result=ToolResult(...) to name its call"
-                )
+            result = tool_result_of(m)
             part = {
                 "function_response": {
-                    "id": m.tool_result.tool_call_id,
-                    "name": m.tool_result.name,
+                    "id": result.tool_call_id,
+                    "name": result.name,
                     "response": {"result": m.content},
                 }
             }
-            last = contents[-1] if contents else None
-            if (
-                last
-                and last["role"] == "user"
-                and all("function_response" in p for p in last["parts"])
-            ):
-                last["parts"].append(part)
-            else:
-                contents.append({"role": "user", "parts": [part]})
+            add_tool_result(contents, "parts", part, lambda p: "function_response" in p)
         elif m.role is Role.ASSISTANT:
             parts: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
             parts += [
@@ -63,7 +56,7 @@ def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str,
             contents.append({"role": "model", "parts": parts or [{"text": ""}]})
         else:
             contents.append({"role": "user", "parts": [{"text": m.content}]})
-    return ("\n\n".join(system) if system else None), contents
+    return system_text(messages), contents
 
 
 def _usage(meta: Any) -> TokenUsage:

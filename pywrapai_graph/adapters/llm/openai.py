@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._sdk import drop_none, parse_arguments, require, stainless_errors
-from pywrapai_graph.adapters.llm._base import SDKChatModel
+from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -29,9 +29,11 @@ _PROVIDER = "openai"
 
 def _message(m: Message) -> dict[str, Any]:
     if m.role is Role.TOOL:
-        if m.tool_result is None:
-            raise ValueError("a TOOL message needs tool_result=ToolResult(...) to name its call")
-        return {"role": "tool", "tool_call_id": m.tool_result.tool_call_id, "content": m.content}
+        return {
+            "role": "tool",
+            "tool_call_id": tool_result_of(m).tool_call_id,
+            "content": m.content,
+        }
     out: dict[str, Any] = {"role": m.role.value, "content": m.content}
     if m.tool_calls:
         out["content"] = m.content or None
