@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "ToolTiming": "pywrapai_graph.domain.agent",
     # RAG
     "Chunker": "pywrapai_graph.application.chunker",
-    "HashingEmbedder": "pywrapai_graph.application.hashing_embedder",
+    "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
     "BaseVectorStore": "pywrapai_graph.ports.vector_store",
     "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
     "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
@@ -109,6 +109,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
+    from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
     from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
     from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
@@ -118,7 +119,6 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
     from pywrapai_graph.application.chunker import Chunker
-    from pywrapai_graph.application.hashing_embedder import HashingEmbedder
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool
     from pywrapai_graph.application.run_agent import Agent

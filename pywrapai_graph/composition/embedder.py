@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pywrapai_graph.application.hashing_embedder import estimate_tokens
+from pywrapai_graph.application.embed_texts import estimate_tokens
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import Chunk, InMemoryVectorStore, SQLiteVectorStore
-from pywrapai_graph.application.vector_index import ExactIndex, prepare_batch
+from pywrapai_graph.adapters.vectorstores._exact_index import ExactIndex, prepare_batch
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 

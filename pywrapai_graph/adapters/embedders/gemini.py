@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import gemini_client, status_code_errors
+from pywrapai_graph.adapters._gemini import gemini_client
+from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["GeminiEmbeddings", "create"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.application.hashing_embedder import HashingEmbedder
+from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["HashingEmbeddings", "create"]

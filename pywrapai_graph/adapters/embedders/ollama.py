@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import require, status_code_errors
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["OllamaEmbeddings", "create"]

@@ -7,7 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import drop_none, require, stainless_errors
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._provider_errors import stainless_errors
+from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,

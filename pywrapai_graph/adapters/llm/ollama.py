@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import require, status_code_errors
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (

@@ -11,8 +11,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
-from pywrapai_graph.adapters._sdk import http_errors, require
-from pywrapai_graph.application.vector_index import (
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters.vectorstores._exact_index import (
     check_k,
     metadata_json,
     prepare_batch,

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from pywrapai_graph.adapters._sdk import require
-from pywrapai_graph.application.vector_index import (
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters.vectorstores._exact_index import (
     check_k,
     matches_filter,
     metadata_json,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pywrapai_graph.application.vector_index import (
+from pywrapai_graph.adapters.vectorstores._exact_index import (
     ExactIndex,
     check_k,
     prepare_batch,

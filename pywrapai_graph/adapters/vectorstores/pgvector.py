@@ -9,8 +9,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters._sdk import redact, require
-from pywrapai_graph.application.vector_index import (
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._redaction import redact
+from pywrapai_graph.adapters.vectorstores._exact_index import (
     check_k,
     metadata_json,
     prepare_batch,

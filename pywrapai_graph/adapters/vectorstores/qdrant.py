@@ -9,8 +9,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pywrapai_graph.adapters._sdk import http_errors, require
-from pywrapai_graph.application.vector_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_batch, prepare_query
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from pywrapai_graph.application.vector_index import (
+from pywrapai_graph.adapters.vectorstores._exact_index import (
     ExactIndex,
     check_k,
     metadata_json,

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from pywrapai_graph.application.hashing_embedder import HashingEmbedder
+from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
 from pywrapai_graph.testing.scripted import ScriptedReply
 from pywrapai_graph.testing.wire.server import WireResponse, WireServer, split_text, sse
 

@@ -13,18 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pywrapai_graph.application.embed_texts import estimate_tokens
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
 
-__all__ = ["HashingEmbedder", "estimate_tokens"]
+__all__ = ["HashingEmbedder"]
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _SIGN_BIT = 1 << 31
-
-
-def estimate_tokens(texts: Sequence[str]) -> int:
-    """The 4-characters-per-token heuristic (reference D6)."""
-    return sum(max(1, len(t) // 4) for t in texts if t)
 
 
 class HashingEmbedder:

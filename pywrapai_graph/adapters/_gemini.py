@@ -1,0 +1,40 @@
+"""The ``google.genai.Client`` the Gemini chat and embedding adapters share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.errors import ConfigurationError
+
+__all__ = ["gemini_client"]
+
+
+def gemini_client(
+    api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int | None
+) -> Any:
+    """A ``google.genai.Client`` with our options.
+
+    Raises:
+        MissingExtraError: google-genai is not installed.
+        ConfigurationError: no API key is available.
+    """
+    require("google.genai", "gemini", "google-genai")
+    from google import genai
+    from google.genai import types
+
+    http: dict[str, Any] = {}
+    if base_url:
+        http["base_url"] = base_url
+    if timeout is not None:
+        http["timeout"] = int(timeout * 1000)
+    if max_retries is not None:
+        http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
+    try:
+        return genai.Client(
+            api_key=api_key, http_options=types.HttpOptions(**http) if http else None
+        )
+    except ValueError as exc:
+        raise ConfigurationError(
+            "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
+        ) from exc
