@@ -14,6 +14,8 @@ Messages never contain API keys or file contents.
 
 from __future__ import annotations
 
+from pywrapai_graph.redaction import redact
+
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
@@ -37,7 +39,14 @@ __all__ = [
 
 
 class PyWrapAIError(Exception):
-    """Base of every exception raised by pywrapai-graph."""
+    """Base of every exception raised by pywrapai-graph.
+
+    Text arguments are redacted on the way in (:func:`~pywrapai_graph.redaction.redact`):
+    a DSN, URL or key that slips into a message is masked wherever the error is shown.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 # --------------------------------------------------------------------------- misuse

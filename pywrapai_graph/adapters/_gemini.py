@@ -6,6 +6,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.redaction import scrubbed
 
 __all__ = ["gemini_client"]
 
@@ -37,4 +38,4 @@ def gemini_client(
     except ValueError as exc:
         raise ConfigurationError(
             "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
-        ) from exc
+        ) from scrubbed(exc, [api_key])

@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from pywrapai_graph.adapters._redaction import redact
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.errors import (
     AuthenticationError,
@@ -17,6 +16,7 @@ from pywrapai_graph.errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
+from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = [
     "error_for_status",
@@ -67,7 +67,9 @@ def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iter
     try:
         yield
     except sdk.APITimeoutError as exc:
-        raise ProviderTimeoutError(f"{provider}: the request timed out", provider=provider) from exc
+        raise ProviderTimeoutError(
+            f"{provider}: the request timed out", provider=provider
+        ) from scrubbed(exc, [secret])
     except sdk.APIStatusError as exc:
         raise error_for_status(
             exc.status_code,
@@ -75,11 +77,11 @@ def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iter
             provider=provider,
             retry_after=retry_after_seconds(exc.response.headers),
             secrets=[secret],
-        ) from exc
+        ) from scrubbed(exc, [secret])
     except sdk.APIConnectionError as exc:
         raise ProviderUnavailableError(
             f"{provider}: cannot reach the API: {redact(str(exc), [secret])}", provider=provider
-        ) from exc
+        ) from scrubbed(exc, [secret])
 
 
 @contextmanager
@@ -97,10 +99,12 @@ def status_code_errors(
             str(getattr(exc, message, None) or exc),
             provider=provider,
             secrets=[secret],
-        ) from exc
+        ) from scrubbed(exc, [secret])
     except timeouts as exc:
-        raise ProviderTimeoutError(f"{provider}: the request timed out", provider=provider) from exc
+        raise ProviderTimeoutError(
+            f"{provider}: the request timed out", provider=provider
+        ) from scrubbed(exc, [secret])
     except transports as exc:
         raise ProviderUnavailableError(
             f"{provider}: cannot reach the server ({type(exc).__name__})", provider=provider
-        ) from exc
+        ) from scrubbed(exc, [secret])

@@ -10,7 +10,7 @@ one :class:`~pywrapai_graph.errors.ConfigurationError` naming every offending ke
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.redaction import redact
 
 __all__ = [
     "DEFAULT_CONFIG_FILE",
@@ -36,6 +37,11 @@ Backend = Literal["memory", "sqlite", "faiss", "chroma", "pgvector", "qdrant"]
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # URLs may carry credentials (http://user:pw@host, ?token=): shown redacted
+        for name, value in super().__repr_args__():
+            yield name, redact(value) if isinstance(value, str) else value
 
 
 class LLMSettings(_Section):
@@ -90,7 +96,7 @@ class StoreSettings(_Section):
             return f"PostgreSQL table {self.table!r}"
         if self.backend == "memory":
             return "process memory"
-        return self.url or self.path or default_store_path(self.backend)
+        return redact(self.url or self.path or default_store_path(self.backend))
 
 
 def default_store_path(backend: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -540,3 +541,28 @@ def test_missing_sdk_names_the_extra(
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(MissingExtraError, match=rf"pywrapai-graph\[{extra}\]"):
         LLM(provider=name, api_key="k")
+
+
+def test_an_echoed_key_is_nowhere_in_the_traceback_or_log(
+    provider: Provider, caplog: pytest.LogCaptureFixture
+) -> None:
+    odd_key = "not-shaped-like-a-key-4242"  # only known-secret masking can catch this one
+    provider.wire.fail(401, f"Incorrect API key provided: {SECRET} / {odd_key}")
+    llm = provider.llm(api_key=odd_key)
+    with pytest.raises(AuthenticationError) as info:
+        llm.chat("Hi")
+    text = "".join(traceback.format_exception(info.value))
+    with caplog.at_level(logging.ERROR):
+        try:
+            raise info.value
+        except AuthenticationError:
+            logging.getLogger("test").exception("provider failed")
+    cause = info.value.__cause__
+    chain = []
+    while cause is not None:
+        chain.append(str(cause))
+        cause = cause.__cause__
+    for shown in (text, caplog.text, *chain):
+        assert odd_key not in shown
+        assert SECRET not in shown
+    assert "Incorrect API key provided" in text  # the message survives, redacted

@@ -22,6 +22,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["ChromaVectorStore"]
 
@@ -38,7 +39,12 @@ DEFAULT_EF_CONSTRUCTION = 200
 
 def validate_collection_name(name: str) -> str:
     """Chroma's naming rules, checked up front with a clear message."""
-    if not isinstance(name, str) or not _NAME.match(name) or ".." in name or _IPV4.match(name):
+    if (
+        not isinstance(name, str)
+        or not _NAME.fullmatch(name)
+        or ".." in name
+        or _IPV4.fullmatch(name)
+    ):
         raise ConfigurationError(
             f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
             "starting and ending with a letter or digit, without '..', and not an IPv4 address"
@@ -81,19 +87,25 @@ class ChromaVectorStore(BaseVectorStore):
         config = require("chromadb.config", "chroma", "chromadb")
         settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
         self._lock = threading.RLock()
-        self._where = os.fspath(path) if path is not None else str(url)
+        self._url = url
+        self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
         with self._errors():
             if path is not None:
                 self._client = chromadb.PersistentClient(path=os.fspath(path), settings=settings)
             else:
                 parsed = urlparse(str(url))
-                self._client = chromadb.HttpClient(
-                    host=parsed.hostname or "localhost",
-                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                    ssl=parsed.scheme == "https",
-                    settings=settings,
-                )
+                try:
+                    self._client = chromadb.HttpClient(
+                        host=parsed.hostname or "localhost",
+                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                        ssl=parsed.scheme == "https",
+                        settings=settings,
+                    )
+                except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
+                    raise VectorStoreError(
+                        f"Chroma at {self._where!r} failed: {redact(str(exc), [url])}"
+                    ) from scrubbed(exc, [url])
             self._collection = self._open_collection()
             self._dim = self._stored_dimension()
 
@@ -105,8 +117,9 @@ class ChromaVectorStore(BaseVectorStore):
             yield
         except (errors.ChromaError, *timeouts, *transports) as exc:
             raise VectorStoreError(
-                f"Chroma at {self._where!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+                f"Chroma at {self._where!r} failed: {type(exc).__name__}: "
+                f"{redact(str(exc), [self._url])}"
+            ) from scrubbed(exc, [self._url])
 
     def _open_collection(self) -> Any:
         return self._client.get_or_create_collection(

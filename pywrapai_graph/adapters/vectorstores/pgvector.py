@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters._redaction import redact
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     check_k,
     metadata_json,
@@ -20,18 +19,14 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["PGVectorStore"]
 
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
-_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*@")
 #: HNSW search breadth for this session: pgvector's default (40) loses recall.
 DEFAULT_EF_SEARCH = 200
-
-
-def _safe_dsn(dsn: str) -> str:
-    return _PASSWORD.sub(r"\1***@", dsn)
 
 
 class PGVectorStore(BaseVectorStore):
@@ -63,7 +58,7 @@ class PGVectorStore(BaseVectorStore):
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
     ) -> None:
-        if not isinstance(table_name, str) or not _IDENTIFIER.match(table_name):
+        if not isinstance(table_name, str) or not _IDENTIFIER.fullmatch(table_name):
             raise ConfigurationError(
                 f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
                 "underscores, starting with a letter or underscore (at most 51 characters)"
@@ -85,6 +80,22 @@ class PGVectorStore(BaseVectorStore):
             self._setup()
 
     # ------------------------------------------------------------------ connection
+    def _secrets(self) -> list[str]:
+        """The DSN and the password inside it, whatever the form (URL or key=value)."""
+        secrets = [self._dsn]
+        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
+            password = self._pg.extensions.parse_dsn(self._dsn).get("password")
+            if password:
+                secrets.append(password)
+        return secrets
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._secrets())
+
+    def _location(self) -> str:
+        """The DSN without its password, for messages and the repr."""
+        return redact(self._dsn, self._secrets()[1:])
+
     def _connect(self) -> None:
         try:
             self._conn = self._pg.connect(self._dsn, connect_timeout=10)
@@ -98,9 +109,9 @@ class PGVectorStore(BaseVectorStore):
             self._register(self._conn)
         except self._pg.Error as exc:
             raise VectorStoreError(
-                f"cannot connect to PostgreSQL at {_safe_dsn(self._dsn)!r}: "
-                f"{redact(str(exc).strip(), [self._dsn])}"
-            ) from exc
+                f"cannot connect to PostgreSQL at {self._location()!r}: "
+                f"{self._redact(str(exc).strip())}"
+            ) from scrubbed(exc, self._secrets())
 
     def _ident(self, suffix: str = "") -> Any:
         return self._sql.Identifier(self._table + suffix)
@@ -163,13 +174,14 @@ class PGVectorStore(BaseVectorStore):
                     self._conn = None
                     if attempt == 2:
                         raise VectorStoreError(
-                            f"lost the PostgreSQL connection to {_safe_dsn(self._dsn)!r}: "
-                            f"{redact(str(exc).strip(), [self._dsn])}"
-                        ) from exc
+                            f"lost the PostgreSQL connection to {self._location()!r}: "
+                            f"{self._redact(str(exc).strip())}"
+                        ) from scrubbed(exc, self._secrets())
                 except self._pg.Error as exc:
                     raise VectorStoreError(
-                        f"PostgreSQL error on table {self._table!r}: {str(exc).strip()}"
-                    ) from exc
+                        f"PostgreSQL error on table {self._table!r}: "
+                        f"{self._redact(str(exc).strip())}"
+                    ) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
 
     # ------------------------------------------------------------------ port
@@ -280,6 +292,6 @@ class PGVectorStore(BaseVectorStore):
 
     def __repr__(self) -> str:
         return (
-            f"PGVectorStore(connection={_safe_dsn(self._dsn)!r}, table_name={self._table!r}, "
+            f"PGVectorStore(connection={self._location()!r}, table_name={self._table!r}, "
             f"dimension={self._dim})"
         )

@@ -15,6 +15,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_b
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["QdrantVectorStore"]
 
@@ -85,7 +86,8 @@ class QdrantVectorStore(BaseVectorStore):
                 f"cannot open the Qdrant storage at {os.fspath(where)!r}: {exc}. "  # type: ignore[arg-type]
                 "Close the other QdrantVectorStore first (close() releases the lock)."
             ) from exc
-        self._where = url or os.fspath(where)  # type: ignore[arg-type]
+        self._secrets = [api_key, url]
+        self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
         if self._dim is None and dimension is not None:
@@ -109,8 +111,10 @@ class QdrantVectorStore(BaseVectorStore):
         try:
             yield
         except failures as exc:
-            where = "<server>" if self._mode == "server" else self._where
-            raise VectorStoreError(f"Qdrant at {where!r} failed: {type(exc).__name__}") from exc
+            where = self._where
+            raise VectorStoreError(
+                f"Qdrant at {where!r} failed: {type(exc).__name__}"
+            ) from scrubbed(exc, self._secrets)
 
     def _existing_dimension(self) -> int | None:
         if not self._client.collection_exists(self._collection):
@@ -260,5 +264,4 @@ class QdrantVectorStore(BaseVectorStore):
             self._client.close()
 
     def __repr__(self) -> str:
-        location = self._where if self._mode != "server" else "<server>"
-        return f"QdrantVectorStore(collection={self._collection!r}, location={location!r})"
+        return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"

@@ -30,7 +30,7 @@ _DELETE_BATCH = 500
 
 
 def _table_name(name: str) -> str:
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise ValueError(
             f"table_name {name!r} is not a valid identifier: use letters, digits and "
             "underscores, starting with a letter or underscore (at most 63 characters)"
