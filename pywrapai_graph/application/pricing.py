@@ -22,7 +22,7 @@ __all__ = ["ModelPrice", "PriceTable"]
 _log = logging.getLogger(__name__)
 
 _PER_MILLION = 1_000_000.0
-_FREE_PROVIDERS = frozenset({"ollama", "scripted", "hashing"})
+_FREE_PROVIDERS = frozenset({"ollama", "scripted", "hashing", "local"})
 # Dated snapshots ("claude-haiku-4-5-20251001", "gpt-4o-mini-2024-07-18") and "-latest"
 # aliases are priced as their base model.
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest|preview(-\d{2}-\d{4})?)$")

@@ -12,6 +12,7 @@ backend's driver loads only when that backend is selected.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,9 +30,12 @@ from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.composition.no_provider import NoProviderChatModel
 from pywrapai_graph.composition.settings import Settings, default_store_path, load_settings
 from pywrapai_graph.domain.agent import AgentConfig
+from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
 
 __all__ = ["Container", "build_container"]
+
+_log = logging.getLogger(__name__)
 
 
 def _secret(value: Any) -> str | None:
@@ -68,8 +72,22 @@ def make_llm(settings: Settings) -> LLM | None:
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The configured embedder."""
+    """The configured embedder.
+
+    ``local`` without its packages falls back to ``hashing`` with a warning, so the bundled
+    configuration still runs on an install without the ``[local]`` extra.
+    """
     s = settings.embedder
+    if s.provider == "local":
+        try:
+            return Embedder(
+                provider="local",
+                model=s.model,
+                **_options(model_dir=s.model_dir, threads=s.threads),
+            )
+        except MissingExtraError as exc:
+            _log.warning("%s; falling back to the lexical 'hashing' embedder", exc)
+            return Embedder(provider="hashing", dimension=s.dimension)
     if s.provider == "hashing":
         return Embedder(provider="hashing", dimension=s.dimension)
     return Embedder(

@@ -22,6 +22,7 @@ EMBEDDING_PROVIDERS: dict[str, str] = {
     "gemini": "pywrapai_graph.adapters.embedders.gemini:create",
     "ollama": "pywrapai_graph.adapters.embedders.ollama:create",
     "hashing": "pywrapai_graph.adapters.embedders.hashing:create",
+    "local": "pywrapai_graph.adapters.embedders.local:create",
 }
 
 
@@ -45,7 +46,8 @@ class Embedder(EmbeddingModel):
     ``CallRecord(kind="embedding")`` in ``embedder.tokens`` (D7).
 
     Args:
-        provider: "openai", "gemini", "ollama", "hashing" (offline, lexical), or an
+        provider: "openai", "gemini", "ollama", "local" (offline, semantic: an ONNX
+            sentence-embedding model, extra ``[local]``), "hashing" (offline, lexical), or an
             :class:`EmbeddingProvider` instance.
         model: the embedding model; the provider's default otherwise.
         batch_size: at most this many texts per request (capped by the provider's limit).
@@ -74,6 +76,7 @@ class Embedder(EmbeddingModel):
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self._batch = min(batch_size or limit, limit)
         self._tracker = tracker if tracker is not None else TokenTracker(prices)
+        self._truncated = 0
 
     @property
     def provider(self) -> str:
@@ -84,6 +87,17 @@ class Embedder(EmbeddingModel):
     def model(self) -> str:
         """The embedding model."""
         return self._model
+
+    @property
+    def dimension(self) -> int | None:
+        """The vector size when the provider declares it (local, hashing), else None."""
+        size = getattr(self._adapter, "dimension", None)
+        return size if isinstance(size, int) and size > 0 else None
+
+    @property
+    def truncated_texts(self) -> int:
+        """How many texts the model truncated so far (reported by local models)."""
+        return self._truncated
 
     @property
     def tokens(self) -> TokenTracker:
@@ -113,6 +127,7 @@ class Embedder(EmbeddingModel):
             self._tracker.record(
                 "embedding", self.provider, batch.model or self._model, TokenUsage(tokens)
             )
+            self._truncated += batch.truncated
             vectors.extend(batch.vectors)
         return vectors
 

@@ -57,13 +57,15 @@ class LLMSettings(_Section):
 
 
 class EmbedderSettings(_Section):
-    """The embedding provider; "hashing" is offline and lexical."""
+    """The embedding provider; "local" is offline and semantic, "hashing" offline and lexical."""
 
-    provider: Literal["hashing", "openai", "gemini", "ollama"] = "hashing"
+    provider: Literal["hashing", "local", "openai", "gemini", "ollama"] = "hashing"
     model: str | None = None
     api_key: SecretStr | None = None
     base_url: str | None = None
     dimension: int = Field(default=384, gt=0, description="hashing provider only")
+    model_dir: str | None = Field(default=None, description="local provider only")
+    threads: int = Field(default=1, ge=1, description="local provider only")
 
 
 class StoreSettings(_Section):

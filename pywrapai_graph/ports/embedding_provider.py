@@ -11,11 +11,13 @@ __all__ = ["EmbeddingBatch", "EmbeddingProvider"]
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingBatch:
-    """Vectors for one request, and the token count when the provider reports one."""
+    """Vectors for one request, the token count when the provider reports one, and how many
+    texts the model truncated (local models with a fixed maximum length)."""
 
     vectors: list[list[float]]
     input_tokens: int | None = None
     model: str | None = None
+    truncated: int = 0
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ class HashingEmbeddings(EmbeddingProvider):
 
     def __init__(self, *, dimension: int = 384, ngram: int = 3) -> None:
         self._hasher = HashingEmbedder(dimension, ngram)
+        self.dimension = dimension
         self.default_model = self._hasher.model
 
     def __repr__(self) -> str:

