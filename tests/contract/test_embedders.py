@@ -78,7 +78,7 @@ def test_embedder_errors_are_typed() -> None:
 
 
 def test_unknown_and_hashing_providers() -> None:
-    with pytest.raises(UnknownProviderError, match="hashing, ollama, openai"):
+    with pytest.raises(UnknownProviderError, match="hashing, local, ollama, openai"):
         Embedder(provider="nope")
     offline = Embedder(provider="hashing")
     retriever = VectorRetriever(offline, InMemoryVectorStore())
