@@ -17,9 +17,11 @@ from __future__ import annotations
 from pywrapai_graph.redaction import redact
 
 __all__ = [
+    "ArgumentTypeError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
+    "EmbedderMismatchError",
     "MissingExtraError",
     "PromptNotFoundError",
     "ProviderError",
@@ -29,6 +31,8 @@ __all__ = [
     "RateLimitError",
     "ResponseFormatError",
     "RuntimeFailure",
+    "StorageFullError",
+    "StoreBusyError",
     "StructuredOutputError",
     "ToolArgumentsError",
     "UnknownProviderError",
@@ -73,6 +77,17 @@ class MissingExtraError(UsageError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An argument of the wrong type (e.g. a bare string where a list of ids is expected)."""
+
+
+class EmbedderMismatchError(ConfigurationError):
+    """A store filled by one embedding model was used with another (vectors would not compare).
+
+    Either configure the model the store was built with, or clear the store and re-ingest.
+    """
 
 
 class UnsafePromptNameError(UsageError, ValueError):
@@ -152,3 +167,19 @@ class StructuredOutputError(ResponseFormatError):
 
 class VectorStoreError(RuntimeFailure):
     """A vector-store backend failed (connection lost, corrupt file, engine error)."""
+
+
+class StorageFullError(VectorStoreError):
+    """The disk (or quota) holding a store is full; nothing of the failed write was kept.
+
+    Attributes:
+        path: where the store lives.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreBusyError(VectorStoreError):
+    """Another process holds the store's write lock and did not release it in time."""

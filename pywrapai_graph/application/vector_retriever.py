@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 
-from pywrapai_graph.application.chunker import chunk_id
-from pywrapai_graph.domain import Chunk, Document, ScoredChunk
+from pywrapai_graph.application.ingest_documents import (
+    IngestDocuments,
+    OutcomeCallback,
+    ProgressCallback,
+    embedder_name,
+)
+from pywrapai_graph.domain import Document, ScoredChunk
+from pywrapai_graph.domain.ingest_report import IngestReport
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports import (
     BaseRetriever,
     BaseVectorStore,
@@ -14,13 +20,9 @@ from pywrapai_graph.ports import (
     MetadataFilter,
     TextSplitter,
 )
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["ProgressCallback", "VectorRetriever"]
-
-_log = logging.getLogger(__name__)
-
-#: Called after each stored batch with (chunks done, chunks in total).
-ProgressCallback = Callable[[int, int], None]
 
 
 class VectorRetriever(BaseRetriever):
@@ -56,21 +58,7 @@ class VectorRetriever(BaseRetriever):
         self.k = k
         self.min_score = min_score
         self.batch_size = batch_size
-
-    def _chunks(self, docs: Sequence[Document], chunker: TextSplitter | None) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for doc in docs:
-            if not isinstance(doc, Document):
-                raise TypeError(f"add_documents() takes Document objects, got {type(doc).__name__}")
-            if chunker is not None:
-                chunks.extend(chunker.split(doc))
-            elif doc.text.strip():
-                chunks.append(
-                    Chunk(
-                        doc.text, doc_id=doc.id, metadata=dict(doc.metadata), id=chunk_id(doc.id, 0)
-                    )
-                )
-        return chunks
+        self._checked = -1  # the query dimension whose embedder was checked against the store
 
     def add_documents(
         self,
@@ -79,31 +67,36 @@ class VectorRetriever(BaseRetriever):
         *,
         progress: ProgressCallback | None = None,
     ) -> int:
-        """Chunk, embed (one batched call per batch) and store ``docs``.
+        """Chunk, embed (batched calls) and store ``docs``, each replacing its previous version.
 
-        With ``chunker=None`` each non-blank document becomes exactly one chunk. Re-adding a
-        document replaces its chunks (ids derive from the document id). Batches already
-        stored stay stored if a later batch fails.
+        With ``chunker=None`` each non-blank document becomes exactly one chunk. After it
+        returns the store holds exactly the new chunks of each document (a re-added document
+        with fewer chunks loses its extra ones). On the built-in stores each document is
+        written all-or-nothing; documents stored before a failure stay stored.
 
         Returns:
             The number of chunks added.
+
+        Raises:
+            EmbedderMismatchError: the store was filled by another embedder.
         """
-        chunks = self._chunks(docs, chunker)
-        total = len(chunks)
-        for start in range(0, total, self.batch_size):
-            batch = chunks[start : start + self.batch_size]
-            vectors = self.embedder.embed([c.text for c in batch])
-            if len(vectors) != len(batch):
-                raise ValueError(
-                    f"the embedder returned {len(vectors)} vectors for {len(batch)} texts"
-                )
-            for chunk, vector in zip(batch, vectors, strict=True):
-                chunk.embedding = vector
-            self.store.add(batch)
-            if progress is not None:
-                progress(start + len(batch), total)
-        _log.debug("added %d chunks from %d documents", total, len(docs))
-        return total
+        report = self.ingest(docs, chunker, skip_unchanged=False, progress=progress)
+        return report.chunks_written
+
+    def ingest(
+        self,
+        docs: Iterable[Document],
+        chunker: TextSplitter | None = None,
+        *,
+        skip_unchanged: bool = True,
+        progress: ProgressCallback | None = None,
+        on_document: OutcomeCallback | None = None,
+    ) -> IngestReport:
+        """Like :meth:`add_documents`, with a typed report; unchanged documents are skipped."""
+        use_case = IngestDocuments(self.embedder, self.store, chunker, batch_size=self.batch_size)
+        return use_case(
+            docs, skip_unchanged=skip_unchanged, progress=progress, on_document=on_document
+        )
 
     def retrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
@@ -111,8 +104,18 @@ class VectorRetriever(BaseRetriever):
         """Up to ``k`` (default: the constructor's) chunks scoring at least ``min_score``."""
         wanted = self.k if k is None else k
         vector = self.embedder.embed_one(query)
+        self._check_embedder(len(vector))
         hits = self.store.search(vector, k=wanted, filter=filter)
         return [h for h in hits if h.score >= self.min_score]
+
+    def _check_embedder(self, dimension: int) -> None:
+        if self._checked == dimension:
+            return
+        provider, model = embedder_name(self.embedder)
+        recorded = self.store.embedder_identity()
+        check_embedder(recorded, EmbedderIdentity(provider, model, dimension))
+        if recorded is not None:  # an empty store may be filled by another process later
+            self._checked = dimension
 
     def __repr__(self) -> str:
         return f"VectorRetriever(store={self.store!r}, k={self.k}, min_score={self.min_score})"

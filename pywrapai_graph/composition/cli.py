@@ -2,26 +2,28 @@
 
 Configuration comes from ``--config FILE`` (default ``./pywrapai.yaml`` when present) and
 ``PYWRAPAI_*`` environment variables. Exit codes: 0 success, 1 a runtime failure (provider,
-store, missing file), 2 a usage or configuration error.
+store, missing file), 2 a usage or configuration error, 3 ``ingest`` finished but skipped
+some files (each is listed with its reason).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from pywrapai_graph.adapters.sources.text_files import TextFiles
 from pywrapai_graph.composition.container import Container, build_container
 from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
-from pywrapai_graph.domain import Document
+from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestStatus
 from pywrapai_graph.errors import PyWrapAIError, RuntimeFailure, UsageError
 
 __all__ = ["main"]
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+#: ``ingest`` stored everything it could but skipped some files (listed in its output).
+EXIT_SKIPPED = 3
 NO_PROVIDER = """\
 No LLM provider is configured, so nothing was sent. To get answers, configure one, e.g.:
   export PYWRAPAI_LLM__PROVIDER=openai OPENAI_API_KEY=sk-...
@@ -57,9 +59,16 @@ def _parser() -> argparse.ArgumentParser:
         help="chunk, embed and store text/Markdown files",
         description="Ingest text and Markdown files (directories are "
         "searched recursively). Unchanged files are skipped; changed files "
-        "replace their previous chunks.",
+        "replace their previous chunks, all or nothing per file. Symbolic links "
+        "out of the given paths, devices, FIFOs, /proc files and non-UTF-8 files are "
+        "skipped with a reason; the exit code is 3 when anything was skipped.",
     )
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    ingest.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="also read symbolic links that lead out of the given paths",
+    )
 
     ask = sub.add_parser(
         "ask",
@@ -95,19 +104,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _files(paths: Sequence[str]) -> Iterator[Path]:
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yield from sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
-            )
-        elif path.is_file():
-            yield path
-        else:
-            raise CLIError(f"no such file or directory: {raw}")
-
-
 class _Progress:
     """A one-line progress bar on a terminal; silent otherwise."""
 
@@ -127,37 +123,41 @@ class _Progress:
         self.stream.flush()
 
 
-def _ingest(container: Container, paths: Sequence[str], out: TextIO, err: TextIO) -> int:
+def _ingest(
+    container: Container, paths: Sequence[str], follow: bool, out: TextIO, err: TextIO
+) -> int:
+    try:
+        files = TextFiles(paths, follow_symlinks=follow)
+    except FileNotFoundError as exc:
+        raise CLIError(str(exc)) from None
     retriever = container.retriever()
-    chunker = container.chunker()
-    store = container.vector_store()
-    probe = retriever.embedder.embed_one("pywrapai ingest probe")
-    added = skipped = replaced = 0
-    for path in _files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise CLIError(f"{path}: not UTF-8 text") from None
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        doc_id = str(path.resolve())
-        unchanged = store.search(probe, k=1, filter={"path": doc_id, "sha256": digest})
-        if unchanged:
-            skipped += 1
-            out.write(f"unchanged  {path}\n")
-            continue
-        replaced += 1 if store.delete_by_doc(doc_id) else 0
-        doc = Document(
-            text, metadata={"source": path.name, "path": doc_id, "sha256": digest}, id=doc_id
+    store = retriever.store
+
+    def report(outcome: DocumentOutcome) -> None:
+        shown = files.shown.get(outcome.doc_id, outcome.doc_id)
+        if outcome.status is IngestStatus.UNCHANGED:
+            out.write(f"unchanged  {shown}\n")
+        else:
+            out.write(f"ingested   {shown} ({outcome.chunks} chunks)\n")
+        out.flush()
+
+    try:
+        result = retriever.ingest(
+            files.documents(),
+            container.chunker(),
+            progress=_Progress(err, "ingest"),
+            on_document=report,
         )
-        n = retriever.add_documents([doc], chunker=chunker, progress=_Progress(err, path.name))
-        added += n
-        out.write(f"ingested   {path} ({n} chunks)\n")
-    out.write(
-        f"{added} chunks added, {skipped} files unchanged, {replaced} files replaced; "
-        f"{len(store)} chunks in the store\n"
-    )
-    store.close()
-    return 0
+        for skip in files.skipped:
+            out.write(f"skipped    {skip.source}: {skip.reason}\n")
+        out.write(
+            f"{result.chunks_written} chunks added, {len(result.unchanged)} files unchanged, "
+            f"{len(result.replaced)} files replaced, {len(files.skipped)} files skipped; "
+            f"{len(store)} chunks in the store\n"
+        )
+    finally:
+        store.close()
+    return EXIT_SKIPPED if files.skipped else 0
 
 
 def _ask(container: Container, question: str, show: bool, rag: bool, out: TextIO) -> int:
@@ -228,7 +228,7 @@ def main(
             config = DEFAULT_CONFIG_FILE
         container = build_container(config)
         if args.command == "ingest":
-            return _ingest(container, args.paths, out, err)
+            return _ingest(container, args.paths, args.follow_symlinks, out, err)
         if args.command == "ask":
             return _ask(container, args.question, args.show_messages, not args.no_rag, out)
         if args.command == "prompts":

@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.errors import ArgumentTypeError, EmbedderMismatchError
 
-__all__ = ["BaseVectorStore", "MetadataFilter"]
+__all__ = ["BaseVectorStore", "MetadataFilter", "check_document", "check_embedder", "check_ids"]
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
@@ -27,9 +29,16 @@ class BaseVectorStore(ABC):
       embedding (``chunk.embedding is None``).
     * ``filter`` keeps chunks whose metadata has every given key with an equal value.
 
+    * ``delete`` takes a sequence of ids; a bare ``str`` is refused (it is not ``list(s)``).
+    * ``replace_document`` makes a list of chunks the whole of one document. Built-in stores
+      do it atomically (``atomic_documents``): a reader, or a process that opens the store
+      after a crash, sees the old version or the new one, never a mix; they keep a
+      :class:`DocumentManifest` per document (written last) and the
+      :class:`EmbedderIdentity` of the first write, and refuse a different embedder.
+
     Capability flags (properties, as some depend on the mode a store was opened in) tell
     the contract suite what a backend promises: ``persistent`` (data survives closing and
-    reopening) and ``exact`` (exhaustive, not approximate, search).
+    reopening), ``exact`` (exhaustive, not approximate, search) and ``atomic_documents``.
     """
 
     @property
@@ -41,6 +50,11 @@ class BaseVectorStore(ABC):
     def exact(self) -> bool:
         """Search is exhaustive, not approximate."""
         return True
+
+    @property
+    def atomic_documents(self) -> bool:
+        """``replace_document`` is all-or-nothing and manifests are kept."""
+        return False
 
     @abstractmethod
     def add(self, chunks: Sequence[Chunk]) -> None:
@@ -76,6 +90,38 @@ class BaseVectorStore(ABC):
     def __len__(self) -> int:
         """Number of stored chunks."""
 
+    # ------------------------------------------------------------------ documents
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        """Make ``chunks`` (all of ``manifest.doc_id``, embedded) the whole document.
+
+        This default (for stores written before manifests existed) deletes the document,
+        then adds the chunks: not atomic, and it keeps no manifest. Built-in stores override
+        it with an all-or-nothing write that also records the manifest and the embedder.
+
+        Returns:
+            How many chunks the document had before.
+
+        Raises:
+            ValueError: a chunk belongs to another document or lacks a usable embedding.
+            EmbedderMismatchError: the store was filled by another embedder.
+        """
+        check_document(manifest, chunks)
+        removed = self.delete_by_doc(manifest.doc_id)
+        self.add(chunks)
+        return removed
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        """The manifest of the complete stored version of ``doc_id``, or None.
+
+        An indexed lookup (never a vector search). None also for a version a crash left
+        incomplete, so the next ingest writes it again.
+        """
+        return None
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        """The embedder recorded by the first ``replace_document``, or None."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections and file locks (no-op for stores that hold none)."""
 
@@ -84,3 +130,52 @@ class BaseVectorStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
+    """Raises ValueError unless every chunk belongs to the manifest's document."""
+    if isinstance(chunks, Chunk):
+        raise ArgumentTypeError("replace_document() takes a list of chunks, not a single Chunk")
+    for c in chunks:
+        if not isinstance(c, Chunk):
+            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
+        if c.doc_id != manifest.doc_id:
+            raise ValueError(
+                f"chunk {c.id!r} belongs to document {c.doc_id!r}, not {manifest.doc_id!r}"
+            )
+    if len({c.id for c in chunks}) != manifest.chunk_count:
+        raise ValueError(
+            f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
+            f"{len({c.id for c in chunks})} distinct ones were given"
+        )
+
+
+def check_ids(ids: Sequence[str]) -> list[str]:
+    """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
+    if isinstance(ids, str | bytes):
+        raise ArgumentTypeError(
+            f"delete() takes a list of ids, got the string {ids!r}; write delete([{ids!r}])"
+        )
+    return list(dict.fromkeys(ids))
+
+
+def check_embedder(
+    recorded: EmbedderIdentity | None, given: EmbedderIdentity
+) -> EmbedderIdentity | None:
+    """The identity a store should hold after a write by ``given``.
+
+    A dimension of 0 means "not known yet" (a document without chunks) and is never recorded.
+
+    Raises:
+        EmbedderMismatchError: a store filled by ``recorded`` meets another embedder.
+    """
+    if recorded is None:
+        return given if given.dimension else None
+    same_model = (recorded.provider, recorded.model) == (given.provider, given.model)
+    if not same_model or given.dimension not in (0, recorded.dimension):
+        raise EmbedderMismatchError(
+            f"this store holds vectors from {recorded}, but the embedder in use is {given}; "
+            "vectors of different models do not compare. Configure the store's embedder, or "
+            "clear the store (store.clear(), or `pywrapai-graph store clear`) and ingest again"
+        )
+    return recorded

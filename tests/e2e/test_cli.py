@@ -54,14 +54,16 @@ def test_ingest_is_idempotent_and_replaces_changed_files(workdir: Path) -> None:
     code, out, _ = run("ingest", "docs")
     assert (
         out.strip().splitlines()[-1]
-        == "0 chunks added, 2 files unchanged, 0 files replaced; 2 chunks in the store"
+        == "0 chunks added, 2 files unchanged, 0 files replaced, 0 files skipped; "
+        "2 chunks in the store"
     )
     (workdir / "docs" / "refunds.md").write_text("Refunds now take 10 business days.\n")
     code, out, _ = run("ingest", "docs/refunds.md")
     assert code == 0
     assert (
         out.strip().splitlines()[-1]
-        == "1 chunks added, 0 files unchanged, 1 files replaced; 2 chunks in the store"
+        == "1 chunks added, 0 files unchanged, 1 files replaced, 0 files skipped; "
+        "2 chunks in the store"
     )
 
 

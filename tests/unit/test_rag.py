@@ -88,7 +88,11 @@ def test_add_documents_batches_and_reports_progress() -> None:
         == 10
     )
     assert embedder.calls == [4, 4, 2]
-    assert progress == [(4, 10), (8, 10), (10, 10)]
+    # after each stored document: chunks done, chunks chunked so far (documents are
+    # chunked a batch ahead of the writes)
+    assert [done for done, _ in progress] == list(range(1, 11))
+    assert all(done <= total for done, total in progress)
+    assert progress[-1] == (10, 10)
 
 
 def test_add_documents_with_chunker_and_re_adding_replaces() -> None:

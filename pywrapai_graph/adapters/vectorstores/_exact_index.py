@@ -90,8 +90,7 @@ def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBat
             raise ValueError(
                 f"chunk {c.id!r} has dimension {size}, but the store expects {expected}"
             )
-    with np.errstate(over="ignore"):  # values beyond float32 become inf, reported below
-        vectors = np.asarray([c.embedding for c in unique], dtype=np.float32)
+    vectors = _as_matrix(unique, expected or 0)
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         bad = unique[int(np.argmin(finite))]
@@ -102,6 +101,27 @@ def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBat
         raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
     vectors /= norms[:, None]
     return PreparedBatch([c.id for c in unique], vectors, unique)
+
+
+def _as_matrix(chunks: list[Chunk], dim: int) -> Matrix:
+    """The embeddings as one (n, dim) float32 matrix; a nested or non-numeric one is refused."""
+    try:
+        with np.errstate(over="ignore"):  # values beyond float32 become inf, reported later
+            vectors = np.asarray([c.embedding for c in chunks], dtype=np.float32)
+    except (TypeError, ValueError):
+        vectors = None
+    if vectors is None or vectors.shape != (len(chunks), dim):
+        for c in chunks:
+            try:
+                row = np.asarray(c.embedding, dtype=np.float32)
+            except (TypeError, ValueError):
+                row = None
+            if row is None or row.shape != (dim,):
+                raise ValueError(
+                    f"chunk {c.id!r} has an embedding that is not a flat list of {dim} numbers"
+                )
+        raise ValueError(f"embeddings are not a flat list of {dim} numbers each")
+    return vectors
 
 
 def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
@@ -164,6 +184,10 @@ class ExactIndex:
     def ids_of_doc(self, doc_id: str) -> list[str]:
         """Ids of the chunks of one document."""
         return sorted(self._by_doc.get(doc_id, ()))
+
+    def doc_of(self, chunk_id: str) -> str:
+        """The document of a stored chunk."""
+        return self._records[self._rows[chunk_id]][1]
 
     def _reserve(self, extra: int) -> None:
         needed = self._n + extra

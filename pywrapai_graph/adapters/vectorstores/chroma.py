@@ -22,6 +22,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["ChromaVectorStore"]
@@ -232,7 +233,7 @@ class ChromaVectorStore(BaseVectorStore):
             ]
 
     def delete(self, ids: Sequence[str]) -> int:
-        wanted = list(dict.fromkeys(ids))
+        wanted = check_ids(ids)
         with self._lock, self._errors():
             if not wanted:
                 return 0

@@ -31,6 +31,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_ids
 
 __all__ = ["FAISSVectorStore"]
 
@@ -323,7 +324,7 @@ class FAISSVectorStore(BaseVectorStore):
             return int(self._transaction(work))
 
     def delete(self, ids: Sequence[str]) -> int:
-        wanted = list(dict.fromkeys(ids))
+        wanted = check_ids(ids)
         if not wanted:
             return 0
         return self._delete_where(f"id IN ({','.join('?' * len(wanted))})", wanted)

@@ -14,7 +14,9 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
 __all__ = ["InMemoryVectorStore"]
 
@@ -35,6 +37,12 @@ class InMemoryVectorStore(BaseVectorStore):
     def __init__(self, dimension: int | None = None) -> None:
         self._index = ExactIndex(dimension)
         self._lock = threading.RLock()
+        self._manifests: dict[str, DocumentManifest] = {}
+        self._embedder: EmbedderIdentity | None = None
+
+    @property
+    def atomic_documents(self) -> bool:
+        return True
 
     @property
     def dimension(self) -> int | None:
@@ -45,6 +53,29 @@ class InMemoryVectorStore(BaseVectorStore):
         with self._lock:
             batch = prepare_batch(chunks, self._index.dimension)
             self._index.upsert(batch)
+            for c in batch.chunks:  # a document changed outside replace_document
+                self._manifests.pop(c.doc_id, None)
+
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        check_document(manifest, chunks)
+        with self._lock:
+            identity = check_embedder(self._embedder, manifest.embedder)
+            batch = prepare_batch(chunks, self._index.dimension)
+            before = self._index.ids_of_doc(manifest.doc_id)
+            kept = set(batch.ids)
+            self._index.remove([i for i in before if i not in kept])
+            self._index.upsert(batch)
+            self._manifests[manifest.doc_id] = manifest
+            self._embedder = identity
+            return len(before)
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        with self._lock:
+            return self._manifests.get(doc_id)
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        with self._lock:
+            return self._embedder
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -68,16 +99,23 @@ class InMemoryVectorStore(BaseVectorStore):
             return self._index.search_many(np.stack(queries), k)
 
     def delete(self, ids: Sequence[str]) -> int:
+        wanted = check_ids(ids)
         with self._lock:
-            return self._index.remove(list(ids))
+            for i in wanted:
+                if i in self._index:
+                    self._manifests.pop(self._index.doc_of(i), None)
+            return self._index.remove(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
         with self._lock:
+            self._manifests.pop(doc_id, None)
             return self._index.remove(self._index.ids_of_doc(doc_id))
 
     def clear(self) -> None:
         with self._lock:
             self._index.clear()
+            self._manifests.clear()
+            self._embedder = None
 
     def __len__(self) -> int:
         return len(self._index)

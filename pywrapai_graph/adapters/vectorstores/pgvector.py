@@ -19,6 +19,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["PGVectorStore"]
@@ -250,7 +251,7 @@ class PGVectorStore(BaseVectorStore):
         return hits
 
     def delete(self, ids: Sequence[str]) -> int:
-        wanted = list(dict.fromkeys(ids))
+        wanted = check_ids(ids)
         if not wanted:
             return 0
         statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=self._ident())

@@ -15,6 +15,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_b
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["QdrantVectorStore"]
@@ -227,9 +228,10 @@ class QdrantVectorStore(BaseVectorStore):
     def delete(self, ids: Sequence[str]) -> int:
         m = self._models
         with self._lock, self._errors():
-            if self._dim is None or not ids:
+            wanted = check_ids(ids)
+            if self._dim is None or not wanted:
                 return 0
-            pids = list(dict.fromkeys(point_id(i) for i in ids))
+            pids = list(dict.fromkeys(point_id(i) for i in wanted))
             present = [
                 p.id for p in self._client.retrieve(self._collection, pids, with_payload=False)
             ]

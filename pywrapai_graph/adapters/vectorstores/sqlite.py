@@ -7,21 +7,25 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import partial
 
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     ExactIndex,
+    PreparedBatch,
     check_k,
     metadata_json,
     prepare_batch,
     prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.errors import StorageFullError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
 __all__ = ["SQLiteVectorStore"]
 
@@ -38,6 +42,18 @@ def _table_name(name: str) -> str:
     return name
 
 
+def storage_error(path: str, exc: sqlite3.Error) -> VectorStoreError:
+    """Our error for a ``sqlite3`` one: a full disk says so and names the path."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
+        return StorageFullError(
+            f"the disk holding {path!r} is full; the write was rolled back and nothing of it "
+            "was kept. Free some space and run it again.",
+            path=path,
+        )
+    return VectorStoreError(f"the SQLite store {path!r} failed: {exc}")
+
+
 class SQLiteVectorStore(BaseVectorStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
@@ -45,6 +61,8 @@ class SQLiteVectorStore(BaseVectorStore):
     with every write; a write by another process (or another connection) is detected
     through ``PRAGMA data_version`` and the matrix is reloaded before the next operation.
     Vectors are stored L2-normalised as float32 BLOBs; the file uses WAL journaling.
+    ``replace_document`` is one transaction (chunks, then the manifest in
+    ``<table>__docs``); the in-memory matrix changes only after the commit succeeded.
 
     Args:
         db_path: the database file (created if missing).
@@ -53,10 +71,15 @@ class SQLiteVectorStore(BaseVectorStore):
     Raises:
         ValueError: invalid table name.
         VectorStoreError: the file is not a SQLite database or the table is inconsistent.
+        StorageFullError: the disk is full (on any write).
     """
 
     @property
     def persistent(self) -> bool:
+        return True
+
+    @property
+    def atomic_documents(self) -> bool:
         return True
 
     def __init__(
@@ -80,10 +103,33 @@ class SQLiteVectorStore(BaseVectorStore):
             self._conn.execute(
                 f'CREATE INDEX IF NOT EXISTS "{self._table}_doc_id" ON "{self._table}" (doc_id)'
             )
-        except sqlite3.DatabaseError as exc:
-            raise VectorStoreError(f"cannot open SQLite store at {self._path!r}: {exc}") from exc
+            self._conn.execute(
+                f'CREATE TABLE IF NOT EXISTS "{self._docs}" '
+                "(doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
+            )
+            self._conn.execute(
+                f'CREATE TABLE IF NOT EXISTS "{self._meta}" '
+                "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+        except sqlite3.Error as exc:
+            with suppress(sqlite3.Error, AttributeError):
+                self._conn.close()
+            if isinstance(exc, sqlite3.DatabaseError) and "full" not in str(exc):
+                raise VectorStoreError(
+                    f"cannot open SQLite store at {self._path!r}: {exc}"
+                ) from exc
+            raise storage_error(self._path, exc) from exc
         self._version = -1
-        self._sync()
+        with self._reading():
+            self._sync()
+
+    @property
+    def _docs(self) -> str:
+        return f"{self._table}__docs"
+
+    @property
+    def _meta(self) -> str:
+        return f"{self._table}__meta"
 
     # ------------------------------------------------------------------ sync
     def _data_version(self) -> int:
@@ -115,80 +161,161 @@ class SQLiteVectorStore(BaseVectorStore):
         self._version = version
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise storage_error(self._path, exc) from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[list[Callable[[], object]]]:
+        """One transaction; the callbacks appended to the yielded list run after COMMIT.
+
+        The in-memory matrix is changed only by those callbacks, so a failed write (a full
+        disk, say) leaves it equal to the file.
+        """
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.DatabaseError as exc:
-                raise VectorStoreError(f"cannot write to {self._path!r}: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise storage_error(self._path, exc) from exc
+            after: list[Callable[[], object]] = []
             try:
                 self._sync()
-                yield self._conn
+                yield after
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                self._version = -1  # the matrix may have moved ahead of the file: reload
+            except BaseException as exc:
+                if self._conn.in_transaction:  # SQLite may have rolled back already
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                self._version = -1
+                if isinstance(exc, sqlite3.Error):
+                    raise storage_error(self._path, exc) from exc
                 raise
+            for apply in after:
+                apply()
 
     # ------------------------------------------------------------------ port
     @property
     def dimension(self) -> int | None:
         """Vector dimension of the table, or None while it is empty."""
         with self._lock:
-            self._sync()
+            with self._reading():
+                self._sync()
             return self._index.dimension
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._write() as conn:
-            batch = prepare_batch(chunks, self._index.dimension)
-            if not batch.ids:
-                return
+    def _insert(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> PreparedBatch:
+        batch = prepare_batch(chunks, self._index.dimension)
+        if batch.ids:
             dim = int(batch.vectors.shape[1])
-            rows = [
-                (c.id, c.doc_id, c.text, metadata_json(c), dim, v.tobytes())
-                for c, v in zip(batch.chunks, batch.vectors, strict=True)
-            ]
             conn.executemany(
                 f'INSERT OR REPLACE INTO "{self._table}" '
                 "(id, doc_id, text, metadata, dim, embedding) VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
+                [
+                    (c.id, c.doc_id, c.text, metadata_json(c), dim, v.tobytes())
+                    for c, v in zip(batch.chunks, batch.vectors, strict=True)
+                ],
             )
-            self._index.upsert(batch)
+        return batch
+
+    def _forget_docs(self, conn: sqlite3.Connection, doc_ids: set[str]) -> None:
+        """Drop the manifests of documents changed outside ``replace_document``."""
+        conn.executemany(f'DELETE FROM "{self._docs}" WHERE doc_id = ?', [(d,) for d in doc_ids])
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        with self._write() as after:
+            batch = self._insert(self._conn, chunks)
+            self._forget_docs(self._conn, {c.doc_id for c in batch.chunks})
+            after.append(partial(self._index.upsert, batch))
+
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        check_document(manifest, chunks)
+        with self._write() as after:
+            conn = self._conn
+            recorded = self._recorded_embedder()
+            identity = check_embedder(recorded, manifest.embedder)
+            before = self._index.ids_of_doc(manifest.doc_id)
+            conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (manifest.doc_id,))
+            batch = self._insert(conn, chunks)
+            conn.execute(
+                f'INSERT OR REPLACE INTO "{self._docs}" (doc_id, manifest) VALUES (?, ?)',
+                (manifest.doc_id, manifest.to_json()),
+            )
+            if identity is not None and recorded is None:
+                conn.execute(
+                    f"INSERT INTO \"{self._meta}\" (key, value) VALUES ('embedder', ?)",
+                    (identity.to_json(),),
+                )
+
+            def apply() -> None:
+                kept = set(batch.ids)
+                self._index.remove([i for i in before if i not in kept])
+                self._index.upsert(batch)
+
+            after.append(apply)
+            return len(before)
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        row = self._conn.execute(
+            f"SELECT value FROM \"{self._meta}\" WHERE key = 'embedder'"
+        ).fetchone()
+        return None if row is None else EmbedderIdentity.from_json(row[0])
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        with self._lock, self._reading():
+            row = self._conn.execute(
+                f'SELECT manifest FROM "{self._docs}" WHERE doc_id = ?', (doc_id,)
+            ).fetchone()
+            return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        with self._lock, self._reading():
+            return self._recorded_embedder()
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         check_k(k)
         with self._lock:
-            self._sync()
+            with self._reading():
+                self._sync()
             if len(self._index) == 0:
                 return []
             query = prepare_query(query_vector, self._index.dimension)
             return self._index.search(query, k, filter)
 
     def delete(self, ids: Sequence[str]) -> int:
-        wanted = list(dict.fromkeys(ids))
-        with self._write() as conn:
+        wanted = check_ids(ids)
+        with self._write() as after:
+            conn = self._conn
             present = [i for i in wanted if i in self._index]
             for start in range(0, len(present), _DELETE_BATCH):
                 part = present[start : start + _DELETE_BATCH]
                 marks = ",".join("?" * len(part))
                 conn.execute(f'DELETE FROM "{self._table}" WHERE id IN ({marks})', part)
-            return self._index.remove(present)
+            self._forget_docs(conn, {self._index.doc_of(i) for i in present})
+            after.append(partial(self._index.remove, present))
+            return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._write() as conn:
-            conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
-            return self._index.remove(self._index.ids_of_doc(doc_id))
+        with self._write() as after:
+            self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
+            self._forget_docs(self._conn, {doc_id})
+            ids = self._index.ids_of_doc(doc_id)
+            after.append(partial(self._index.remove, ids))
+            return len(ids)
 
     def clear(self) -> None:
-        with self._write() as conn:
-            conn.execute(f'DELETE FROM "{self._table}"')
-            self._index.clear()
+        """Remove every chunk, every manifest and the recorded embedder."""
+        with self._write() as after:
+            for table in (self._table, self._docs, self._meta):
+                self._conn.execute(f'DELETE FROM "{table}"')
+            after.append(self._index.clear)
 
     def __len__(self) -> int:
         with self._lock:
-            self._sync()
+            with self._reading():
+                self._sync()
             return len(self._index)
 
     def close(self) -> None:

@@ -14,18 +14,23 @@ Approximate backends (``exact`` is False) are held to recall instead of identica
 from __future__ import annotations
 
 import threading
+import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from pywrapai_graph.domain import Chunk
+from pywrapai_graph.application.chunker import Chunker
+from pywrapai_graph.application.vector_retriever import VectorRetriever
+from pywrapai_graph.domain import Chunk, Document
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.errors import EmbedderMismatchError
 from pywrapai_graph.ports import BaseVectorStore
 
-__all__ = ["VectorStoreContract", "make_chunks"]
+__all__ = ["VectorStoreContract", "WordEmbedder", "document_chunks", "make_chunks", "manifest_for"]
 
 
 def make_chunks(
@@ -44,6 +49,47 @@ def make_chunks(
         )
         for i in range(n)
     ]
+
+
+class WordEmbedder:
+    """A deterministic embedder for the contract: words hashed into ``dimension`` buckets."""
+
+    provider = "contract"
+
+    def __init__(self, dimension: int, model: str = "words") -> None:
+        self.dimension = dimension
+        self.model = model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        vector[0] = 0.01  # never the zero vector
+        for word in text.lower().split():
+            h = zlib.crc32(word.encode())
+            vector[h % self.dimension] += 1.0 if h & 1 else -1.0
+        return vector
+
+
+def document_chunks(doc_id: str, n: int, dim: int, version: str) -> list[Chunk]:
+    """``n`` embedded chunks of one document, their texts tagged with ``version``."""
+    chunks = make_chunks(n, dim, seed=len(version) * 7 + n, prefix=f"{doc_id}-{version}-")
+    for i, c in enumerate(chunks):
+        c.doc_id = doc_id
+        c.text = f"{version} part {i}"
+        c.metadata = {"doc": doc_id, "version": version}
+    return chunks
+
+
+def manifest_for(doc_id: str, chunks: list[Chunk], dim: int, model: str = "m") -> DocumentManifest:
+    """A manifest of ``chunks`` under the embedder ``contract/<model>``."""
+    return DocumentManifest(
+        doc_id,
+        f"hash-of-{chunks[0].text if chunks else ''}",
+        len(chunks),
+        EmbedderIdentity("contract", model, dim),
+    )
 
 
 def _exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -281,3 +327,142 @@ class VectorStoreContract(ABC):
             th.join()
         assert errors == []
         assert len(store) == 200
+
+    # ------------------------------------------------------------------ documents
+    def _doc_texts(self, store: BaseVectorStore, doc_id: str, probe: list[float]) -> list[str]:
+        return [h.chunk.text for h in store.search(probe, k=100, filter={"doc": doc_id})]
+
+    def test_re_adding_through_the_retriever_replaces_the_whole_document(
+        self, store: BaseVectorStore
+    ) -> None:
+        retriever = VectorRetriever(WordEmbedder(self.dim), store, k=100, min_score=-1.0)
+        long_text = "\n\n".join(f"Paragraph {i} tells about topic {i}." for i in range(60))
+        other = Document("Another document that stays.", metadata={"doc": "other"}, id="other")
+        chunker = Chunker(chunk_size=60, overlap=0)
+        doc = Document(long_text, metadata={"doc": "long"}, id="long")
+        assert retriever.add_documents([doc, other], chunker=chunker) == 61
+        assert len(store) == 61
+        short = Document("Now it is one short paragraph.", metadata={"doc": "long"}, id="long")
+        assert retriever.add_documents([short], chunker=chunker) == 1
+        assert len(store) == 2
+        hits = retriever.retrieve("one short paragraph", k=10)
+        assert sorted(h.chunk.text for h in hits) == [
+            "Another document that stays.",
+            "Now it is one short paragraph.",
+        ]
+
+    def test_replace_document_keeps_a_manifest_until_the_document_changes(
+        self, store: BaseVectorStore
+    ) -> None:
+        v1 = document_chunks("d1", 5, self.dim, "v1")
+        manifest = manifest_for("d1", v1, self.dim)
+        assert store.replace_document(manifest, v1) == 0
+        assert len(store) == 5
+        if not store.atomic_documents:
+            return
+        assert store.document_manifest("d1") == manifest
+        assert store.document_manifest("nope") is None
+        assert store.embedder_identity() == manifest.embedder
+        v2 = document_chunks("d1", 3, self.dim, "v2")
+        assert store.replace_document(manifest_for("d1", v2, self.dim), v2) == 5
+        assert sorted(self._doc_texts(store, "d1", v2[0].embedding or [])) == [
+            "v2 part 0",
+            "v2 part 1",
+            "v2 part 2",
+        ]
+        assert store.document_manifest("d1") == manifest_for("d1", v2, self.dim)
+        store.delete([v2[0].id])  # the document is no longer the version the manifest names
+        assert store.document_manifest("d1") is None
+        store.replace_document(manifest_for("d1", v2, self.dim), v2)
+        store.add([document_chunks("d1", 1, self.dim, "extra")[0]])
+        assert store.document_manifest("d1") is None
+        store.replace_document(manifest_for("d1", v2, self.dim), v2)
+        assert store.delete_by_doc("d1") == 3
+        assert store.document_manifest("d1") is None
+
+    def test_a_failed_replace_keeps_the_old_version(self, store: BaseVectorStore) -> None:
+        v1 = document_chunks("d1", 4, self.dim, "v1")
+        store.replace_document(manifest_for("d1", v1, self.dim), v1)
+        v2 = document_chunks("d1", 3, self.dim, "v2")
+        v2[2].embedding = [float("nan")] * self.dim
+        with pytest.raises(ValueError, match="NaN"):
+            store.replace_document(manifest_for("d1", v2, self.dim), v2)
+        if store.atomic_documents:
+            assert len(store) == 4
+            assert sorted(self._doc_texts(store, "d1", v1[0].embedding or [])) == [
+                f"v1 part {i}" for i in range(4)
+            ]
+            assert store.document_manifest("d1") == manifest_for("d1", v1, self.dim)
+        wrong = document_chunks("d2", 2, self.dim, "v1")
+        with pytest.raises(ValueError, match="belongs to document"):
+            store.replace_document(manifest_for("d1", wrong, self.dim), wrong)
+
+    def test_another_embedder_is_refused_until_the_store_is_cleared(
+        self, store: BaseVectorStore
+    ) -> None:
+        if not store.atomic_documents:
+            pytest.skip("the store keeps no embedder identity (atomic_documents is False)")
+        v1 = document_chunks("d1", 2, self.dim, "v1")
+        store.replace_document(manifest_for("d1", v1, self.dim, model="a"), v1)
+        d2 = document_chunks("d2", 2, self.dim, "v1")
+        with pytest.raises(EmbedderMismatchError, match="contract/a"):
+            store.replace_document(manifest_for("d2", d2, self.dim, model="b"), d2)
+        other = VectorRetriever(WordEmbedder(self.dim, model="b"), store)
+        with pytest.raises(EmbedderMismatchError):
+            other.retrieve("anything")
+        with pytest.raises(EmbedderMismatchError):
+            other.add_documents([Document("text of d3", id="d3")])
+        assert len(store) == 2
+        store.clear()
+        assert store.embedder_identity() is None
+        store.replace_document(manifest_for("d2", d2, self.dim, model="b"), d2)
+        assert other.retrieve("v1 part 0")
+
+    def test_delete_refuses_a_bare_string(self, store: BaseVectorStore) -> None:
+        chunks = make_chunks(3, self.dim)
+        for c, name in zip(chunks, "abc", strict=True):
+            c.id = name
+        store.add(chunks)
+        with pytest.raises(TypeError, match="list of ids"):
+            store.delete("abc")
+        assert len(store) == 3
+        assert store.delete(["abc"]) == 0
+
+    def test_nested_embedding_rejected(self, store: BaseVectorStore) -> None:
+        half = self.dim // 2
+        bad = Chunk("2-D", id="bad-2d", embedding=[[1.0] * half, [1.0] * half])  # type: ignore[list-item]
+        self._assert_rejected_unchanged(store, bad, "flat list|dimension")
+
+    def test_readers_see_a_document_whole_while_it_is_replaced(
+        self, store: BaseVectorStore
+    ) -> None:
+        if not store.atomic_documents:
+            pytest.skip("replace_document is not atomic (atomic_documents is False)")
+        versions = {
+            "v1": document_chunks("d1", 5, self.dim, "v1"),
+            "v2": document_chunks("d1", 3, self.dim, "v2"),
+        }
+        manifests = {v: manifest_for("d1", c, self.dim) for v, c in versions.items()}
+        store.replace_document(manifests["v1"], versions["v1"])
+        probe = versions["v1"][0].embedding or []
+        stop = threading.Event()
+        seen: list[list[str]] = []
+
+        def write() -> None:
+            for i in range(20):
+                v = "v2" if i % 2 == 0 else "v1"
+                store.replace_document(manifests[v], versions[v])
+            stop.set()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        while not stop.is_set():
+            seen.append(self._doc_texts(store, "d1", probe))
+        writer.join()
+        seen.append(self._doc_texts(store, "d1", probe))
+        for texts in seen:
+            tags = {t.split()[0] for t in texts}
+            assert len(tags) == 1, f"a reader saw a mix of versions: {texts}"
+            if store.exact:
+                assert len(texts) == (5 if tags == {"v1"} else 3)
+        assert sorted(seen[-1]) == [f"v1 part {i}" for i in range(5)]

@@ -1,0 +1,1 @@
+"""Document sources: where the text to ingest comes from."""

@@ -1,0 +1,195 @@
+"""IngestDocuments: chunk → embed → write, each document replaced as a whole."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from pywrapai_graph.application.chunker import chunk_id
+from pywrapai_graph.domain import Chunk, Document
+from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, IngestStatus
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.errors import ArgumentTypeError, ProviderError
+from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, TextSplitter
+
+__all__ = [
+    "IngestDocuments",
+    "OutcomeCallback",
+    "ProgressCallback",
+    "content_hash",
+    "embedder_name",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Called after each stored document with (chunks done, chunks known so far).
+ProgressCallback = Callable[[int, int], None]
+#: Called with each document's outcome as soon as it is stored.
+OutcomeCallback = Callable[[DocumentOutcome], None]
+
+
+def embedder_name(embedder: EmbeddingModel) -> tuple[str, str]:
+    """(provider, model) of an embedder, from its ``provider``/``model`` attributes."""
+    provider = getattr(embedder, "provider", None)
+    model = getattr(embedder, "model", None)
+    return (
+        provider if isinstance(provider, str) and provider else type(embedder).__name__,
+        model if isinstance(model, str) else "",
+    )
+
+
+def content_hash(doc: Document, chunker: TextSplitter | None) -> str:
+    """A digest of what decides a document's chunks: its text, metadata and the chunker."""
+    try:
+        metadata = json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False, default=repr)
+    except ValueError:  # NaN and the like: repr is stable enough for a digest
+        metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
+    digest = hashlib.sha256()
+    for part in (repr(chunker), metadata, doc.text):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+class IngestDocuments:
+    """Chunks, embeds and stores documents so each one is replaced as a whole.
+
+    After a call returns, the store holds exactly the new chunks of every document it was
+    given, none of an older version. On stores with ``atomic_documents`` each document is
+    written all-or-nothing with its :class:`DocumentManifest`; a crash leaves every document
+    complete in its old or its new version, and the next ingest repairs the rest.
+
+    Chunks are embedded in batches of ``batch_size`` that may span several small documents,
+    so the embedder sees few, full requests.
+
+    Args:
+        embedder: turns texts into vectors.
+        store: any :class:`BaseVectorStore`.
+        chunker: splits documents; None makes each non-blank document one chunk.
+        batch_size: texts per embedding call.
+
+    Raises:
+        ValueError: batch_size < 1.
+    """
+
+    def __init__(
+        self,
+        embedder: EmbeddingModel,
+        store: BaseVectorStore,
+        chunker: TextSplitter | None = None,
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.embedder = embedder
+        self.store = store
+        self.chunker = chunker
+        self.batch_size = batch_size
+
+    def __call__(
+        self,
+        docs: Iterable[Document],
+        *,
+        skip_unchanged: bool = True,
+        progress: ProgressCallback | None = None,
+        on_document: OutcomeCallback | None = None,
+    ) -> IngestReport:
+        """Ingest ``docs``; with ``skip_unchanged`` a completely stored identical one is skipped.
+
+        Raises:
+            ArgumentTypeError: an item is not a :class:`Document`.
+            EmbedderMismatchError: the store was filled by another embedder.
+            ProviderError: the embedder failed or returned the wrong number of vectors.
+            VectorStoreError: the store failed (documents stored before stay stored).
+        """
+        outcomes: list[DocumentOutcome] = []
+        done = known = 0
+        for group in self._groups(docs, skip_unchanged, outcomes, on_document):
+            known += sum(len(chunks) for _, _, chunks in group)
+            self._embed([c for _, _, chunks in group for c in chunks])
+            for doc, digest, chunks in group:
+                outcome = self._write(doc, digest, chunks)
+                outcomes.append(outcome)
+                done += len(chunks)
+                if on_document is not None:
+                    on_document(outcome)
+                if progress is not None:
+                    progress(done, known)
+        _log.debug("ingested %d documents (%d chunks)", len(outcomes), done)
+        return IngestReport(tuple(outcomes))
+
+    # ------------------------------------------------------------------ steps
+    def _groups(
+        self,
+        docs: Iterable[Document],
+        skip_unchanged: bool,
+        outcomes: list[DocumentOutcome],
+        on_document: OutcomeCallback | None,
+    ) -> Iterator[list[tuple[Document, str, list[Chunk]]]]:
+        """Documents to write, with their digest and chunks, grouped to fill a batch."""
+        group: list[tuple[Document, str, list[Chunk]]] = []
+        size = 0
+        for doc in docs:
+            if not isinstance(doc, Document):
+                raise ArgumentTypeError(f"ingest takes Document objects, got {type(doc).__name__}")
+            digest = content_hash(doc, self.chunker)
+            if skip_unchanged and self._unchanged(doc.id, digest):
+                outcome = DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0)
+                outcomes.append(outcome)
+                if on_document is not None:
+                    on_document(outcome)
+                continue
+            chunks = self._chunks(doc)
+            group.append((doc, digest, chunks))
+            size += len(chunks)
+            if size >= self.batch_size:
+                yield group
+                group, size = [], 0
+        if group:
+            yield group
+
+    def _unchanged(self, doc_id: str, digest: str) -> bool:
+        manifest = self.store.document_manifest(doc_id)
+        if manifest is None or manifest.content_hash != digest:
+            return False
+        provider, model = embedder_name(self.embedder)
+        return (manifest.embedder.provider, manifest.embedder.model) == (provider, model)
+
+    def _chunks(self, doc: Document) -> list[Chunk]:
+        if self.chunker is not None:
+            return list(self.chunker.split(doc))
+        if not doc.text.strip():
+            return []
+        return [Chunk(doc.text, doc_id=doc.id, metadata=dict(doc.metadata), id=chunk_id(doc.id, 0))]
+
+    def _embed(self, chunks: Sequence[Chunk]) -> None:
+        for start in range(0, len(chunks), self.batch_size):
+            batch = chunks[start : start + self.batch_size]
+            vectors = self.embedder.embed([c.text for c in batch])
+            if len(vectors) != len(batch):
+                raise ProviderError(
+                    f"the embedder returned {len(vectors)} vectors for {len(batch)} texts"
+                )
+            for chunk, vector in zip(batch, vectors, strict=True):
+                chunk.embedding = vector
+
+    def _identity(self, chunks: Sequence[Chunk]) -> EmbedderIdentity:
+        provider, model = embedder_name(self.embedder)
+        if chunks and chunks[0].embedding is not None:
+            dimension = len(chunks[0].embedding)
+        else:  # an empty document: keep the store's record, or leave the dimension open
+            recorded = self.store.embedder_identity()
+            same = recorded is not None and (recorded.provider, recorded.model) == (provider, model)
+            dimension = recorded.dimension if recorded is not None and same else 0
+        return EmbedderIdentity(provider, model, dimension)
+
+    def _write(self, doc: Document, digest: str, chunks: list[Chunk]) -> DocumentOutcome:
+        manifest = DocumentManifest(
+            doc.id, digest, len({c.id for c in chunks}), self._identity(chunks)
+        )
+        before = self.store.replace_document(manifest, chunks)
+        status = IngestStatus.REPLACED if before else IngestStatus.ADDED
+        return DocumentOutcome(doc.id, status, len(chunks))

@@ -1,0 +1,81 @@
+"""TextFiles and `ingest`: only what was pointed at is read; every skip has a reason."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from pywrapai_graph.adapters.sources.text_files import TextFiles
+from pywrapai_graph.composition.cli import EXIT_SKIPPED, main
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("inside file a")
+    (root / "sub" / "b.txt").write_text("inside file b")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("outside secret")
+    os.symlink(tmp_path / "outside" / "secret.txt", root / "leak.txt")
+    os.symlink(tmp_path / "outside", root / "linked_dir")
+    os.symlink("/proc/self/environ", root / "environ.txt")
+    os.symlink(root / "a.md", root / "alias.md")  # inside the root: read once, as a.md
+    os.mkfifo(root / "pipe.txt")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    return root
+
+
+def texts(files: TextFiles) -> list[str]:
+    return sorted(d.text for d in files.documents())
+
+
+def test_links_out_devices_and_bad_encodings_are_skipped(tree: Path) -> None:
+    files = TextFiles([tree])
+    assert texts(files) == ["inside file a", "inside file b"]
+    reasons = {Path(s.source).name: s.reason for s in files.skipped}
+    assert set(reasons) == {"leak.txt", "linked_dir", "environ.txt", "pipe.txt", "latin1.txt"}
+    assert "symbolic link out" in reasons["leak.txt"]
+    assert "symbolic link out" in reasons["linked_dir"]
+    assert "symbolic link out" in reasons["environ.txt"]
+    assert "FIFO" in reasons["pipe.txt"]
+    assert "not UTF-8" in reasons["latin1.txt"]
+
+
+def test_following_links_is_a_choice_and_proc_stays_out(tree: Path) -> None:
+    files = TextFiles([tree], follow_symlinks=True)
+    assert texts(files) == [
+        "inside file a",
+        "inside file b",
+        "outside secret",
+    ]  # once, though linked twice
+    reasons = {Path(s.source).name: s.reason for s in files.skipped}
+    assert "pseudo-file" in reasons["environ.txt"]
+    named = TextFiles([tree / "environ.txt"])
+    assert texts(named) == []
+    assert "pseudo-file" in named.skipped[0].reason
+
+
+def test_missing_path_is_refused_up_front(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no-such"):
+        TextFiles([tmp_path / "no-such"])
+
+
+def test_cli_lists_every_skip_and_exits_3(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["ingest", str(tree)], out=out, err=err)
+    assert code == EXIT_SKIPPED
+    lines = out.getvalue().splitlines()
+    assert sum(line.startswith("skipped ") for line in lines) == 5
+    assert lines[-1].startswith("2 chunks added, 0 files unchanged, 0 files replaced, 5 files")
+    out = io.StringIO()
+    assert main(["ingest", str(tree / "a.md")], out=out, err=err) == 0
+    assert "secret" not in out.getvalue()
