@@ -1,13 +1,28 @@
-"""Chunker throughput on ~20 MB of prose vs LangChain's RecursiveCharacterTextSplitter(500, 50).
+"""Chunker: speed against LangChain and the blank-line-split floor, sizes, overlaps, memory.
 
-Run: .venv/bin/python -m benchmarks.chunker  (needs the ``bench`` extra)
+Run: .venv/bin/python -m benchmarks.chunker  (needs the ``bench`` extra; the real-text row
+reads the Debian python3.11-doc / linux-doc reStructuredText sources when installed)
+
+1. 20 MB of prose at (500, 50): our ``Chunker.split`` (ids and ``Chunk`` objects included)
+   vs LangChain's ``RecursiveCharacterTextSplitter.split_text``; chunks over ``chunk_size``
+   and overlaps that start mid-word, for both.
+2. MB/s on 1, 10 and 100 MB single-paragraph texts, a 10 MB text without any whitespace,
+   and 20 MB of real multi-paragraph text, each next to the floor of splitting the same text
+   at blank lines (one regex pass); the peak memory of streaming the 100 MB case.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+import re
 import time
+import tracemalloc
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
+from benchmarks._corpus import real_text
 from benchmarks._table import print_table
 from pywrapai_graph import Chunker, Document
 
@@ -109,9 +124,10 @@ WORDS = [
 ]
 
 
-def prose(megabytes: float, seed: int = 0) -> str:
+def prose(megabytes: float, seed: int = 0, paragraphs: bool = True) -> str:
+    """Random English-like sentences; blank lines between paragraphs unless ``paragraphs=False``."""
     rng = random.Random(seed)
-    paragraphs: list[str] = []
+    out: list[str] = []
     size = 0
     while size < megabytes * 1_000_000:
         sentences = []
@@ -119,38 +135,107 @@ def prose(megabytes: float, seed: int = 0) -> str:
             words = [rng.choice(WORDS) for _ in range(rng.randint(5, 30))]
             sentences.append(" ".join(words).capitalize() + rng.choice([".", ".", ".", "!", "?"]))
         paragraph = " ".join(sentences)
-        paragraphs.append(paragraph)
+        out.append(paragraph)
         size += len(paragraph) + 2
-    return "\n\n".join(paragraphs)
+    return ("\n\n" if paragraphs else " ").join(out)
 
 
-def main() -> None:
+def single_paragraph(megabytes: int) -> str:
+    """``megabytes`` MB of sentences without a blank line (1 MB of prose, repeated)."""
+    return " ".join([prose(1, paragraphs=False)] * megabytes)
+
+
+T = TypeVar("T")
+
+_BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+
+
+def _timed(fn: Callable[[], T]) -> tuple[float, T]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def _mid_word_overlaps(chunks: list[str], overlap: int) -> int:
+    """Chunks whose shared prefix with the previous chunk starts inside a word."""
+    bad = 0
+    for prev, cur in itertools.pairwise(chunks):
+        for k in range(min(overlap, len(prev), len(cur)), 0, -1):
+            if cur.startswith(prev[-k:]) and cur[k : k + 1].isspace():
+                start = len(prev) - k
+                if start > 0 and not prev[start - 1].isspace():
+                    bad += 1
+                break
+    return bad
+
+
+def against_langchain(text: str, title: str) -> None:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    text = prose(20)
     mb = len(text) / 1_000_000
-    ours = Chunker(chunk_size=500, overlap=50)
     theirs = RecursiveCharacterTextSplitter(chunk_size=500, chunk_overlap=50)
-    doc = Document(text)
-
-    start = time.perf_counter()
-    lc_chunks = theirs.split_text(text)
-    t_lc = time.perf_counter() - start
-    start = time.perf_counter()
-    our_chunks = ours.split(doc)
-    t_ours = time.perf_counter() - start
+    ours = Chunker(chunk_size=500, overlap=50)
+    t_lc, lc_texts = _timed(lambda: theirs.split_text(text))
+    t_ours, mine = _timed(lambda: ours.split(Document(text)))
+    our_texts = [c.text for c in mine]
     print_table(
-        f"Chunking {mb:.1f} MB of prose at (500, 50): seconds, ratio to LangChain",
+        f"1. Chunking {mb:.1f} MB of {title} at (500, 50): seconds, ratio to LangChain",
         [
-            (f"LangChain RecursiveCharacterTextSplitter ({len(lc_chunks):,} chunks)", t_lc, 1.0),
-            (f"pywrapai_graph Chunker ({len(our_chunks):,} chunks)", t_ours, t_ours / t_lc),
+            (f"LangChain RecursiveCharacterTextSplitter ({len(lc_texts):,} chunks)", t_lc, 1.0),
+            (
+                f"pywrapai_graph Chunker, ids + Chunk objects ({len(our_texts):,})",
+                t_ours,
+                t_ours / t_lc,
+            ),
         ],
         unit="s",
     )
     print(
         f"throughput: ours {mb / t_ours:.1f} MB/s, LangChain {mb / t_lc:.1f} MB/s, "
-        f"speed-up {t_lc / t_ours:.1f}x"
+        f"speed-up {t_lc / t_ours:.2f}x"
     )
+    for name, texts in (("LangChain", lc_texts), ("ours", our_texts)):
+        over = sum(len(t) > 500 for t in texts)
+        print(
+            f"{name:>9}: {over} of {len(texts):,} chunks over 500 (max {max(map(len, texts))}, "
+            f"mean {sum(map(len, texts)) / len(texts):.0f}), "
+            f"{_mid_word_overlaps(texts, 50)} overlaps start mid-word"
+        )
+
+
+def throughput(real: str, source: str) -> None:
+    chunker = Chunker(chunk_size=500, overlap=50)
+    cases = [(f"{n} MB, one paragraph", single_paragraph(n)) for n in (1, 10, 100)]
+    cases.append(("10 MB, no whitespace at all", "x" * 10_000_000))
+    cases.append((f"{len(real) / 1e6:.0f} MB real text ({source})", real))
+    print("\n2. Chunker(500, 50) throughput, MB/s, next to splitting at blank lines (the floor)")
+    print(f"{'case':<52} {'chunks':>9} {'ours':>8} {'floor':>8} {'ratio':>7}")
+    for label, text in cases:
+        mb = len(text) / 1_000_000
+        doc = Document(text)
+        t_floor, _ = _timed(partial(_BLANK_LINES.split, text))
+        t_ours, n = _timed(lambda: sum(1 for _ in chunker.iter_split(doc)))  # noqa: B023
+        print(
+            f"{label:<52} {n:>9,} {mb / t_ours:>8.1f} {mb / t_floor:>8.1f} "
+            f"{t_ours / t_floor:>6.1f}x"
+        )
+    text = cases[2][1]
+    tracemalloc.start()
+    for _ in chunker.iter_split(Document(text)):
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(
+        f"peak memory streaming the 100 MB text (text excluded): {peak / 1e3:.0f} kB "
+        f"({peak / len(text):.5f} of the text)"
+    )
+
+
+def main() -> None:
+    real, source = real_text(20)
+    against_langchain(prose(20), "prose")
+    against_langchain(real, f"real text ({source})")
+    throughput(real, source)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,26 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+def overlap_of(chunker: Chunker, prev: str) -> str:
+    """The longest tail of ``prev`` of at most the overlap that starts at a word.
+
+    The overlap leaves room for 10 new characters and the joining space, hence the cap.
+    """
+    limit = max(0, min(chunker.overlap, chunker.chunk_size - 1 - MIN_CHUNK_CHARS))
+    starts = [
+        i
+        for i in range(max(0, len(prev) - limit), len(prev))
+        if not prev[i].isspace() and (i == 0 or prev[i - 1].isspace())
+    ]
+    return prev[starts[0] :] if starts and limit else ""
+
+
 def bodies(chunker: Chunker, texts: list[str]) -> list[str]:
     """Chunk texts with the overlap prefix removed."""
     out = [texts[0]]
     for prev, cur in itertools.pairwise(texts):
-        prefix = prev[-chunker.overlap :] if chunker.overlap else ""
+        prefix = overlap_of(chunker, prev)
+        assert len(prefix) <= chunker.overlap
         assert cur.startswith(prefix)
         out.append(cur[len(prefix) :])
     return out
@@ -84,8 +99,11 @@ def test_overlap_copies_tail_of_previous_chunk() -> None:
     chunks = chunker.split(Document(text))
     assert len(chunks) > 3
     for prev, cur in itertools.pairwise(chunks):
-        assert cur.text.startswith(prev.text[-20:])
-        assert len(cur.text) <= 140
+        # the tail of the previous chunk, at most 20 characters, starting at a word
+        head = overlap_of(chunker, prev.text)
+        assert 0 < len(head) <= 20 and head[0] != " " and prev.text[-len(head) - 1] == " "
+        assert cur.text.startswith(head + " ")
+        assert len(cur.text) <= 120
 
 
 def test_chunk_ids_are_stable_per_document_position() -> None:
@@ -119,9 +137,9 @@ def test_property_chunker_invariants(text: str, size: int, overlap_ratio: float)
     doc = Document(text, metadata={"k": 1})
     chunks = chunker.split(doc)
     texts = [c.text for c in chunks]
-    # size bound and carried metadata
+    # size bound (chunk_size is a maximum, overlap included) and carried metadata
     for c in chunks:
-        assert MIN_CHUNK_CHARS <= len(c.text) <= size + overlap
+        assert MIN_CHUNK_CHARS <= len(c.text) <= size
         assert c.doc_id == doc.id
         assert c.metadata == {"k": 1}
     if not chunks:
@@ -142,3 +160,46 @@ def test_chunk_ids_are_rfc4122_uuid5() -> None:
 
     for doc_id, index in [("doc", 0), ("ünïcode", 7), ("", 123)]:
         assert chunk_id(doc_id, index) == str(uuid.uuid5(_CHUNK_NAMESPACE, f"{doc_id}\x00{index}"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 5_000,  # no whitespace at all
+        "word " * 2_000,  # one huge line, no sentence end
+        ("A sentence here. " * 300 + "\n") * 3,  # huge paragraphs of sentences
+        "ab" + " " * 700 + "cd efgh" + "\t" * 600 + "tail end here",  # long runs of spaces
+        "short\n\n" * 400,  # many tiny paragraphs
+        "line one\r\n\r\nline two\r\n \r\n" * 100,  # CRLF and spaced blank lines
+    ],
+)
+def test_any_text_shape_is_covered_within_the_maximum(text: str) -> None:
+    chunker = Chunker(chunk_size=120, overlap=30)
+    chunks = chunker.split(Document(text))
+    assert all(MIN_CHUNK_CHARS <= len(c.text) <= 120 for c in chunks)
+    assert squash("".join(bodies(chunker, [c.text for c in chunks]))) == squash(text)
+
+
+def test_paragraph_that_fits_is_never_split_and_breaks_win_over_sentences() -> None:
+    first = "First paragraph. It has two sentences."
+    second = "Second one. " * 20
+    chunks = Chunker(chunk_size=100, overlap=0).split(Document(f"{first}\n\n{second}"))
+    assert chunks[0].text == first
+
+
+def test_iter_split_streams_with_memory_bounded_by_a_few_chunks() -> None:
+    import tracemalloc
+
+    text = "Some words in a sentence that never ends " * 50_000  # 2 MB, one paragraph
+    chunker = Chunker(chunk_size=500, overlap=50)
+    chunks = chunker.iter_split(Document(text))
+    assert next(chunks).text.startswith("Some words")  # a generator: the first chunk comes first
+    tracemalloc.start()
+    count = 1 + sum(1 for _ in chunks)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count > 4_000
+    assert peak < 20 * 500 * 4  # a few chunks' worth of bytes, not the text (2 MB) or a list
+    assert [c.id for c in chunker.split(Document(text, id="d"))][:3] == [
+        c.id for c in itertools.islice(chunker.iter_split(Document(text, id="d")), 3)
+    ]
