@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import gc
+import io
+import pickle
+import sqlite3
 import uuid
 from pathlib import Path
 
 import pytest
 
 from pywrapai_graph import QdrantVectorStore
+from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
@@ -71,3 +75,84 @@ def test_unreachable_server_is_a_clear_error_without_the_key() -> None:
     ) as info:
         QdrantVectorStore("docs", url="https://127.0.0.1:1", api_key="qdrant-SECRET")
     assert "qdrant-SECRET" not in str(info.value)
+
+
+class _OpensAFile:
+    """Unpickling this creates ``path``: the payload an attacker would plant."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.path), "w"))
+
+
+def _plant(folder: Path, marker: Path) -> None:
+    database = folder / "collection" / "docs" / "storage.sqlite"
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE points SET point = ?", (pickle.dumps(_OpensAFile(marker)),))
+    conn.close()
+
+
+def test_a_planted_pickle_is_never_unpickled(tmp_path: Path) -> None:
+    folder, marker = tmp_path / "qdrant", tmp_path / "pwned"
+    store = QdrantVectorStore("docs", location=str(folder))
+    store.add(make_chunks(3, 8))
+    store.close()
+    _plant(folder, marker)
+    with pytest.raises(VectorStoreError, match="changed since pywrapai-graph last wrote it"):
+        QdrantVectorStore("docs", location=str(folder))
+    assert not marker.exists()
+
+
+def test_a_folder_we_did_not_write_is_refused(tmp_path: Path) -> None:
+    from qdrant_client import QdrantClient, models
+
+    folder, marker = tmp_path / "foreign", tmp_path / "pwned"
+    client = QdrantClient(path=str(folder))
+    client.create_collection("docs", models.VectorParams(size=2, distance=models.Distance.COSINE))
+    client.upsert("docs", [models.PointStruct(id=1, vector=[1.0, 0.0], payload={})])
+    client.close()
+    _plant(folder, marker)
+    with pytest.raises(VectorStoreError, match="not written by pywrapai-graph"):
+        QdrantVectorStore("docs", location=str(folder))
+    out, err = io.StringIO(), io.StringIO()
+    env = {"PYWRAPAI_STORE__BACKEND": "qdrant", "PYWRAPAI_STORE__PATH": str(folder)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        assert main(["store", "stats"], out=out, err=err) == 1
+    assert "not written by pywrapai-graph" in err.getvalue()
+    assert not marker.exists()
+
+
+def test_our_writes_keep_the_record_true(tmp_path: Path) -> None:
+    folder = tmp_path / "qdrant"
+    store = QdrantVectorStore("docs", location=str(folder), dimension=8)
+    store.close()
+    store = QdrantVectorStore("docs", location=str(folder))
+    chunks = make_chunks(6, 8)
+    store.add(chunks)
+    assert store.delete(["c0"]) == 1
+    removed = store.delete_by_doc(chunks[1].doc_id)
+    store.close()  # no explicit record step: every write above re-sealed the folder
+    store = QdrantVectorStore("docs", location=str(folder))
+    assert len(store) == 5 - removed
+    store.clear()
+    store.close()
+    assert len(QdrantVectorStore("docs", location=str(folder))) == 0
+
+
+def test_an_extra_file_or_link_in_the_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "qdrant"
+    QdrantVectorStore("docs", location=str(folder), dimension=8).close()
+    (folder / "collection" / "other").mkdir(parents=True)
+    (folder / "collection" / "other" / "storage.sqlite").write_bytes(b"planted")
+    with pytest.raises(VectorStoreError, match="changed since"):
+        QdrantVectorStore("docs", location=str(folder))
+    folder2 = tmp_path / "qdrant2"
+    QdrantVectorStore("docs", location=str(folder2), dimension=8).close()
+    (folder2 / "link").symlink_to(tmp_path)
+    with pytest.raises(VectorStoreError, match="symbolic link"):
+        QdrantVectorStore("docs", location=str(folder2))

@@ -8,7 +8,6 @@ crash between the two writes is detected on load instead of returning wrong chun
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -28,6 +27,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256 as _sha256
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -42,14 +42,6 @@ _SCHEMA = (
     "doc_id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS chunks_doc_id ON chunks (doc_id);"
 )
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class FAISSVectorStore(BaseVectorStore):

@@ -7,11 +7,13 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.adapters.vectorstores._folder_integrity import verify_folder, write_record
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -81,7 +83,11 @@ class QdrantVectorStore(BaseVectorStore):
             elif self._mode == "memory":
                 self._client = qc.QdrantClient(location=":memory:")
             else:
-                self._client = qc.QdrantClient(path=os.fspath(where))  # type: ignore[arg-type]
+                # the client unpickles every point it finds: only hand it files we wrote
+                self._root = Path(os.fspath(where))  # type: ignore[arg-type]
+                verify_folder(self._root)
+                self._client = qc.QdrantClient(path=os.fspath(self._root))
+                write_record(self._root)
         except RuntimeError as exc:  # local mode: another client holds the lock
             raise VectorStoreError(
                 f"cannot open the Qdrant storage at {os.fspath(where)!r}: {exc}. "  # type: ignore[arg-type]
@@ -92,13 +98,29 @@ class QdrantVectorStore(BaseVectorStore):
         with self._errors():
             self._dim = self._existing_dimension()
         if self._dim is None and dimension is not None:
-            self._create(dimension)
+            with self._writing():
+                self._create(dimension)
         elif dimension is not None and self._dim != dimension:
             raise ValueError(
                 f"collection {collection!r} has dimension {self._dim}, not {dimension}"
             )
 
     # ------------------------------------------------------------------ collection
+    def _seal(self) -> None:
+        """After each write in local mode: record the folder as we left it."""
+        if self._mode == "local":
+            write_record(self._root)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Lock, translate errors, and seal the folder afterwards, even after a failure."""
+        with self._lock:
+            try:
+                with self._errors():
+                    yield
+            finally:
+                self._seal()
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
         exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
@@ -166,7 +188,7 @@ class QdrantVectorStore(BaseVectorStore):
 
     def add(self, chunks: Sequence[Chunk]) -> None:
         m = self._models
-        with self._lock, self._errors():
+        with self._writing():
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -227,7 +249,7 @@ class QdrantVectorStore(BaseVectorStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         m = self._models
-        with self._lock, self._errors():
+        with self._writing():
             wanted = check_ids(ids)
             if self._dim is None or not wanted:
                 return 0
@@ -241,7 +263,7 @@ class QdrantVectorStore(BaseVectorStore):
 
     def delete_by_doc(self, doc_id: str) -> int:
         m = self._models
-        with self._lock, self._errors():
+        with self._writing():
             selector = self._filter(None, doc_id=doc_id)
             n = self._count(selector)
             if n:
@@ -249,7 +271,7 @@ class QdrantVectorStore(BaseVectorStore):
             return n
 
     def clear(self) -> None:
-        with self._lock, self._errors():
+        with self._writing():
             if self._dim is None:
                 return
             dim = self._dim
@@ -262,7 +284,7 @@ class QdrantVectorStore(BaseVectorStore):
 
     def close(self) -> None:
         """Close the client (releases the local-mode file lock)."""
-        with self._lock, self._errors():
+        with self._writing():
             self._client.close()
 
     def __repr__(self) -> str:
