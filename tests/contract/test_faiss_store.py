@@ -80,7 +80,7 @@ def test_no_temp_files_left_behind(tmp_path: Path) -> None:
     for i in range(3):
         store.add(make_chunks(5, 8, seed=i, prefix=f"b{i}-"))
     store.delete(["b0-1"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.meta"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.faiss.lock", "a.meta"]
     assert len(store) == 14
 
 
@@ -95,7 +95,7 @@ def test_failed_write_leaves_files_and_memory_as_they_were(
         raise OSError("disk full")
 
     monkeypatch.setattr(faiss, "write_index", broken_write)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(VectorStoreError, match="disk full"):
         store.add(make_chunks(3, 8, seed=2, prefix="new"))
     monkeypatch.undo()
     assert len(store) == 4
@@ -104,3 +104,72 @@ def test_failed_write_leaves_files_and_memory_as_they_were(
     reopened = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta")
     assert len(reopened) == 4
     reopened.close()
+
+
+# ---------------------------------------------------------------------------- crash windows
+def test_a_commit_whose_rename_was_cut_short_is_finished_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pywrapai_graph.adapters.vectorstores.faiss as faiss_module
+
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(4, 8))
+
+    def crash(src: object, dst: object) -> None:
+        raise KeyboardInterrupt  # the process dies right after the metadata committed
+
+    monkeypatch.setattr(faiss_module.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.add(make_chunks(3, 8, seed=2, prefix="new"))
+    monkeypatch.undo()
+    store.close()
+    assert (tmp_path / "a.faiss.pending").exists()
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == 7  # the committed write, rolled forward
+    assert not (tmp_path / "a.faiss.pending").exists()
+    reopened.close()
+
+
+def test_an_uncommitted_pending_file_and_old_temp_files_are_removed(tmp_path: Path) -> None:
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(4, 8))
+    store.close()
+    (tmp_path / "a.faiss.pending").write_bytes(b"half a write")
+    (tmp_path / ".faiss-k2j3.tmp").write_bytes(b"left by an older version")
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.faiss.lock", "a.meta"]
+    reopened.close()
+
+
+def test_a_second_writer_waits_then_gets_a_clear_error(tmp_path: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
+    from pywrapai_graph.errors import StoreBusyError
+
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    store = FAISSVectorStore(index, meta, lock_timeout=0.2)
+    store.add(make_chunks(2, 8))
+    with (
+        WriteLock(tmp_path / "a.faiss.lock", timeout=1.0),
+        pytest.raises(StoreBusyError, match="another process is writing"),
+    ):
+        store.add(make_chunks(2, 8, seed=1, prefix="x"))
+    store.add(make_chunks(2, 8, seed=1, prefix="x"))  # free again
+    assert len(store) == 4
+    store.close()
+
+
+def test_another_process_write_is_seen_by_an_open_store(tmp_path: Path) -> None:
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    reader = FAISSVectorStore(index, meta)
+    writer = FAISSVectorStore(index, meta)
+    chunks = make_chunks(5, 8)
+    writer.add(chunks)
+    assert len(reader) == 5
+    assert reader.search(chunks[3].embedding or [], k=1)[0].chunk.id == chunks[3].id
+    reader.add(make_chunks(2, 8, seed=9, prefix="r"))  # builds on the writer's state
+    assert len(writer) == 7
+    reader.close()
+    writer.close()

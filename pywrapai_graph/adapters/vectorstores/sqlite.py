@@ -21,9 +21,10 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import StorageFullError, VectorStoreError
+from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
@@ -40,18 +41,6 @@ def _table_name(name: str) -> str:
             "underscores, starting with a letter or underscore (at most 63 characters)"
         )
     return name
-
-
-def storage_error(path: str, exc: sqlite3.Error) -> VectorStoreError:
-    """Our error for a ``sqlite3`` one: a full disk says so and names the path."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
-        return StorageFullError(
-            f"the disk holding {path!r} is full; the write was rolled back and nothing of it "
-            "was kept. Free some space and run it again.",
-            path=path,
-        )
-    return VectorStoreError(f"the SQLite store {path!r} failed: {exc}")
 
 
 class SQLiteVectorStore(BaseVectorStore):
@@ -118,7 +107,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 raise VectorStoreError(
                     f"cannot open SQLite store at {self._path!r}: {exc}"
                 ) from exc
-            raise storage_error(self._path, exc) from exc
+            raise sqlite_failure(self._path, exc) from exc
         self._version = -1
         with self._reading():
             self._sync()
@@ -165,7 +154,7 @@ class SQLiteVectorStore(BaseVectorStore):
         try:
             yield
         except sqlite3.Error as exc:
-            raise storage_error(self._path, exc) from exc
+            raise sqlite_failure(self._path, exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[list[Callable[[], object]]]:
@@ -178,7 +167,7 @@ class SQLiteVectorStore(BaseVectorStore):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise storage_error(self._path, exc) from exc
+                raise sqlite_failure(self._path, exc) from exc
             after: list[Callable[[], object]] = []
             try:
                 self._sync()
@@ -190,7 +179,7 @@ class SQLiteVectorStore(BaseVectorStore):
                         self._conn.execute("ROLLBACK")
                 self._version = -1
                 if isinstance(exc, sqlite3.Error):
-                    raise storage_error(self._path, exc) from exc
+                    raise sqlite_failure(self._path, exc) from exc
                 raise
             for apply in after:
                 apply()

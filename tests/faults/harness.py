@@ -1,0 +1,183 @@
+"""Fault injection: run `pywrapai-graph ingest` in a subprocess and kill it at random instants.
+
+A run starts from a store holding version A of a corpus and ingests version B (every A file
+changed, new files added). After a SIGKILL at any instant the store must open, hold every
+document complete in version A or complete in version B (or absent, for files new in B),
+and a re-ingest of B must make it equal to a clean ingest of B.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pywrapai_graph.application.ingest_documents import IngestDocuments
+from pywrapai_graph.composition.cli import main
+from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.domain import Document
+from pywrapai_graph.ports import BaseVectorStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: chunk id → text, per document id
+Contents = dict[str, dict[str, str]]
+
+
+def write_corpus(folder: Path, version: str, files: int, paragraphs: int) -> None:
+    """``files`` Markdown files; version B changes every paragraph and the chunk counts."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for f in range(files):
+        count = paragraphs + (f % 5) * (3 if version == "B" else 1)
+        text = "\n\n".join(
+            f"Version {version} of file {f}, paragraph {p}: the parcel ships in {p % 7} days "
+            f"and refunds for order {f * 1000 + p} arrive within {p % 11} business days."
+            for p in range(count)
+        )
+        (folder / f"doc{f:03d}.md").write_text(text)
+
+
+def write_config(work: Path, store: str) -> Path:
+    """A YAML configuration for ``store`` (the ``store:`` section's lines)."""
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "pywrapai.yaml"
+    config.write_text(
+        f"store:\n{store}embedder:\n  provider: hashing\n  dimension: 64\n"
+        "chunker:\n  chunk_size: 300\n  overlap: 0\n"
+    )
+    return config
+
+
+def open_store(config: Path) -> BaseVectorStore:
+    return build_container(str(config)).vector_store()
+
+
+def contents(store: BaseVectorStore, doc_ids: list[str]) -> Contents:
+    """Every stored chunk of each document (exhaustive per document through a filter)."""
+    probe = [1.0] * 64
+    found: Contents = {}
+    for doc_id in doc_ids:
+        hits = store.search(probe, k=10_000, filter={"path": doc_id})
+        found[doc_id] = {h.chunk.id: h.chunk.text for h in hits}
+    return found
+
+
+def clean_contents(config: Path, folder: Path) -> Contents:
+    """What a clean ingest of ``folder`` stores (computed in memory, same chunker/embedder)."""
+    memory = write_config(config.parent / "clean", "  backend: memory\n")
+    container = build_container(str(memory))
+    store = container.vector_store()
+    docs = [
+        Document(p.read_text(), metadata={"source": p.name, "path": str(p)}, id=str(p))
+        for p in sorted(folder.resolve().iterdir())
+    ]
+    IngestDocuments(container.retriever().embedder, store, container.chunker())(docs)
+    return contents(store, [d.id for d in docs])
+
+
+def cli_ingest(config: Path, folder: Path) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--config", str(config), "ingest", str(folder)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    return out.getvalue()
+
+
+def ingest_command(config: Path, folder: Path) -> list[str]:
+    return [sys.executable, "-m", "pywrapai_graph.composition.cli", "--config", str(config)] + [
+        "ingest",
+        str(folder),
+    ]
+
+
+def start_ingest(config: Path, folder: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ingest_command(config, folder),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=config.parent,
+    )
+
+
+@dataclass
+class KillReport:
+    kills: int = 0
+    mixed_states: int = 0  # runs after which some documents were A and others B
+    partial_b: int = 0  # B documents present after the kill, summed over runs
+
+
+def check_after_kill(
+    config: Path, clean_a: Contents, clean_b: Contents, report: KillReport
+) -> None:
+    """The store opens, each document is whole (A, B or absent), and re-ingest repairs it."""
+    store = open_store(config)
+    try:
+        state = contents(store, list(clean_b))
+        versions = set()
+        for doc_id, chunks in state.items():
+            if chunks == clean_b[doc_id]:
+                versions.add("B")
+                report.partial_b += 1
+            elif chunks == clean_a.get(doc_id, {}):
+                versions.add("A" if chunks else "absent")
+            else:
+                raise AssertionError(
+                    f"{doc_id} is neither version A nor B after the kill: {len(chunks)} chunks "
+                    f"(A has {len(clean_a.get(doc_id, {}))}, B has {len(clean_b[doc_id])})"
+                )
+        report.mixed_states += len(versions) > 1
+    finally:
+        store.close()
+    folder = Path(next(iter(clean_b))).parent
+    cli_ingest(config, folder)
+    store = open_store(config)
+    try:
+        assert contents(store, list(clean_b)) == clean_b
+        assert len(store) == sum(len(c) for c in clean_b.values())
+    finally:
+        store.close()
+
+
+def kill_runs(
+    config: Path,
+    docs_b: Path,
+    restore_a: Callable[[], None],
+    clean_a: Contents,
+    clean_b: Contents,
+    kills: int,
+    seed: int,
+) -> KillReport:
+    """``kills`` SIGKILLs at random instants of an A → B ingest, each checked."""
+    rng = random.Random(seed)
+    restore_a()
+    began = time.monotonic()
+    full = subprocess.run(
+        ingest_command(config, docs_b),
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+        check=False,
+    )
+    assert full.returncode == 0, full.stderr.decode()
+    duration = time.monotonic() - began
+    report = KillReport()
+    for _ in range(2 * kills):
+        if report.kills == kills:
+            break
+        restore_a()
+        proc = start_ingest(config, docs_b)
+        time.sleep(rng.uniform(0.05, duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        report.kills += proc.returncode == -signal.SIGKILL  # not if it had finished already
+        check_after_kill(config, clean_a, clean_b, report)
+    return report
