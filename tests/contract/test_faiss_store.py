@@ -110,8 +110,6 @@ def test_failed_write_leaves_files_and_memory_as_they_were(
 def test_a_commit_whose_rename_was_cut_short_is_finished_on_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pywrapai_graph.adapters.vectorstores.faiss as faiss_module
-
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
     store = FAISSVectorStore(index, meta)
     store.add(make_chunks(4, 8))
@@ -119,7 +117,7 @@ def test_a_commit_whose_rename_was_cut_short_is_finished_on_open(
     def crash(src: object, dst: object) -> None:
         raise KeyboardInterrupt  # the process dies right after the metadata committed
 
-    monkeypatch.setattr(faiss_module.os, "replace", crash)
+    monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
         store.add(make_chunks(3, 8, seed=2, prefix="new"))
     monkeypatch.undo()

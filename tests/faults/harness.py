@@ -92,10 +92,8 @@ def cli_ingest(config: Path, folder: Path) -> str:
 
 
 def ingest_command(config: Path, folder: Path) -> list[str]:
-    return [sys.executable, "-m", "pywrapai_graph.composition.cli", "--config", str(config)] + [
-        "ingest",
-        str(folder),
-    ]
+    cli = [sys.executable, "-m", "pywrapai_graph.composition.cli"]
+    return [*cli, "--config", str(config), "ingest", str(folder)]
 
 
 def start_ingest(config: Path, folder: Path) -> subprocess.Popen[bytes]:

@@ -43,7 +43,7 @@ def test_two_writer_processes(tmp_path: Path, backend: str, store_lines: str) ->
         for folder in (first, second)
     ]
     outputs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err.decode()
     expected = {**clean_contents(config, first), **clean_contents(config, second)}
     store = open_store(config)
