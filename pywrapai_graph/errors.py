@@ -31,6 +31,7 @@ __all__ = [
     "RateLimitError",
     "ResponseFormatError",
     "RuntimeFailure",
+    "ScopeError",
     "StorageFullError",
     "StoreBusyError",
     "StructuredOutputError",
@@ -100,6 +101,10 @@ class PromptNotFoundError(UsageError, FileNotFoundError):
 
 class ToolArgumentsError(UsageError, TypeError):
     """Arguments for a tool call do not match the tool's signature or schema."""
+
+
+class ScopeError(UsageError, ValueError):
+    """A metadata filter the retriever cannot apply, or one that contradicts a scoped view."""
 
 
 # --------------------------------------------------------------------------- runtime failures

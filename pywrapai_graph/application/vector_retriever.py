@@ -20,6 +20,8 @@ from pywrapai_graph.ports import (
     MetadataFilter,
     TextSplitter,
 )
+from pywrapai_graph.ports.embedder import aembed_one
+from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["ProgressCallback", "VectorRetriever"]
@@ -27,6 +29,10 @@ __all__ = ["ProgressCallback", "VectorRetriever"]
 
 class VectorRetriever(BaseRetriever):
     """Connects an embedder to a vector store.
+
+    :meth:`aretrieve` embeds with the embedder's native async client when it has one and
+    searches with the store's ``asearch``, so retrieval never blocks the event loop;
+    ``aadd_documents`` runs the (per-document atomic) ingest in the bounded offload pool.
 
     Args:
         embedder: turns texts into vectors (``Embedder``, ``HashingEmbedder``, ...).
@@ -102,10 +108,27 @@ class VectorRetriever(BaseRetriever):
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         """Up to ``k`` (default: the constructor's) chunks scoring at least ``min_score``."""
-        wanted = self.k if k is None else k
         vector = self.embedder.embed_one(query)
         self._check_embedder(len(vector))
-        hits = self.store.search(vector, k=wanted, filter=filter)
+        return self._keep(self.store.search(vector, k=self.k if k is None else k, filter=filter))
+
+    def retrieve_matching(
+        self, query: str, filter: MetadataFilter, k: int | None = None
+    ) -> list[ScoredChunk]:
+        """:meth:`retrieve` restricted to chunks whose metadata matches ``filter``."""
+        return self.retrieve(query, k, filter)
+
+    async def aretrieve(
+        self, query: str, k: int | None = None, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        """Async :meth:`retrieve`: async embedding, then the store's ``asearch``."""
+        vector = await aembed_one(self.embedder, query)
+        if self._checked != len(vector):
+            await offload(self._check_embedder, len(vector))
+        hits = await self.store.asearch(vector, k=self.k if k is None else k, filter=filter)
+        return self._keep(hits)
+
+    def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]
 
     def _check_embedder(self, dimension: int) -> None:

@@ -11,8 +11,13 @@ from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
 from pywrapai_graph.errors import ProviderError, UnknownProviderError
-from pywrapai_graph.ports.embedder import EmbeddingModel
-from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
+from pywrapai_graph.ports.embedder import AsyncEmbeddingModel
+from pywrapai_graph.ports.embedding_provider import (
+    AsyncEmbeddingProvider,
+    EmbeddingBatch,
+    EmbeddingProvider,
+)
+from pywrapai_graph.ports.offload import offload
 
 __all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
 
@@ -38,8 +43,11 @@ def _make(provider: str, options: dict[str, Any]) -> EmbeddingProvider:
     return factory(**options)
 
 
-class Embedder(EmbeddingModel):
+class Embedder(AsyncEmbeddingModel):
     """Turns texts into vectors through a provider, splitting large inputs into batches.
+
+    ``aembed``/``aembed_one`` use the provider's native async client (one per event loop);
+    a provider without one runs in the bounded offload pool.
 
     Token counts are the provider's when it reports them (OpenAI), otherwise estimated at
     4 characters per token (Gemini, Ollama: reference D6). Every request is recorded as a
@@ -104,6 +112,25 @@ class Embedder(EmbeddingModel):
         """Usage and cost of every embedding request."""
         return self._tracker
 
+    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+        items = list(texts)
+        return [items[i : i + self._batch] for i in range(0, len(items), self._batch)]
+
+    def _book(self, part: list[str], batch: EmbeddingBatch) -> list[list[float]]:
+        if len(batch.vectors) != len(part):
+            raise ProviderError(
+                f"{self.provider}: {len(batch.vectors)} vectors for {len(part)} texts",
+                provider=self.provider,
+            )
+        tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
+        self._tracker.record(
+            "embedding", self.provider, batch.model or self._model, TokenUsage(tokens)
+        )
+        self._truncated += batch.truncated
+        return batch.vectors
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; large inputs are split into provider-sized batches.
 
@@ -111,33 +138,39 @@ class Embedder(EmbeddingModel):
             TypeError: when given a single string.
             ProviderError: when the provider fails or returns the wrong number of vectors.
         """
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
-        items = list(texts)
         vectors: list[list[float]] = []
-        for start in range(0, len(items), self._batch):
-            part = items[start : start + self._batch]
-            batch = self._adapter.embed_batch(part, self._model)
-            if len(batch.vectors) != len(part):
-                raise ProviderError(
-                    f"{self.provider}: {len(batch.vectors)} vectors for {len(part)} texts",
-                    provider=self.provider,
-                )
-            tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
-            self._tracker.record(
-                "embedding", self.provider, batch.model or self._model, TokenUsage(tokens)
-            )
-            self._truncated += batch.truncated
-            vectors.extend(batch.vectors)
+        for part in self._parts(texts):
+            vectors.extend(self._book(part, self._adapter.embed_batch(part, self._model)))
         return vectors
 
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""
         return self.embed([text])[0]
 
+    async def _abatch(self, part: list[str]) -> EmbeddingBatch:
+        if isinstance(self._adapter, AsyncEmbeddingProvider):
+            return await self._adapter.aembed_batch(part, self._model)
+        return await offload(self._adapter.embed_batch, part, self._model)
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async :meth:`embed`, on the provider's async client; never blocks the loop."""
+        vectors: list[list[float]] = []
+        for part in self._parts(texts):
+            vectors.extend(self._book(part, await self._abatch(part)))
+        return vectors
+
+    async def aembed_one(self, text: str) -> list[float]:
+        """Async :meth:`embed_one`."""
+        return (await self.aembed([text]))[0]
+
     def close(self) -> None:
         """Release the provider client's connections."""
         self._adapter.close()
+
+    async def aclose(self) -> None:
+        """Release the provider's async client of the running loop."""
+        if isinstance(self._adapter, AsyncEmbeddingProvider):
+            await self._adapter.aclose()
 
     def __enter__(self) -> Embedder:
         return self

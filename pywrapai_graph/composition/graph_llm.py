@@ -10,11 +10,22 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
 from pywrapai_graph.application.assemble_messages import AssembleMessages
-from pywrapai_graph.application.inject_context import inject_context, query_text
+from pywrapai_graph.application.retrieve_context import RetrieveContext
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.llm import LLM
-from pywrapai_graph.domain import InjectedChunk, LLMResponse, Message, ScoredChunk, ToolSpec
-from pywrapai_graph.ports import BaseRetriever, PromptSource, ResponseCache
+from pywrapai_graph.domain import (
+    InjectedChunk,
+    LLMResponse,
+    Message,
+    ScoredChunk,
+    ToolSpec,
+)
+from pywrapai_graph.ports import (
+    BaseRetriever,
+    MetadataFilter,
+    PromptSource,
+    ResponseCache,
+)
 
 __all__ = ["GraphLLM"]
 
@@ -60,8 +71,6 @@ class GraphLLM:
                 "enable_system_prompt_versioning=True requires prompt_file= "
                 "(a file name inside prompts_dir, e.g. 'support-agent-v1.txt')"
             )
-        if isinstance(rag_k, bool) or not isinstance(rag_k, int) or rag_k < 1:
-            raise ValueError(f"rag_k must be a positive int, got {rag_k!r}")
         self._llm = llm
         self._versioning = enable_system_prompt_versioning
         self._prompt_file = prompt_file if enable_system_prompt_versioning else None
@@ -70,8 +79,11 @@ class GraphLLM:
         if enable_system_prompt_versioning:
             assert prompt_file is not None
             self._system_prompt = self._prompts.load(prompt_file)
+        if isinstance(rag_k, bool) or not isinstance(rag_k, int) or rag_k < 1:
+            raise ValueError(f"rag_k must be a positive int, got {rag_k!r}")
         self._retriever = retriever
         self._rag_k = rag_k
+        self._context = RetrieveContext(retriever, rag_k) if retriever is not None else None
         self._assemble = AssembleMessages(self._system_prompt, versioning=self._versioning)
 
     # ------------------------------------------------------------------ proxies
@@ -126,19 +138,37 @@ class GraphLLM:
         input: str | Sequence[Message],
         history: Sequence[Message] | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> tuple[list[Message], list[ScoredChunk]]:
         """The exact message list the LLM would receive, and the chunks injected into it.
 
         The caller's ``input`` and ``history`` are never modified (D5: save the original).
+        ``filter`` restricts retrieval to chunks with that metadata; ``rag_k`` overrides the
+        number of chunks for this call.
         """
         head, current = self._assemble.split(input, history)
-        if not (rag and self._retriever is not None):
+        if not rag or self._context is None:
             return head + current, []
-        found = query_text(current)
-        if found is None:
+        augmented, hits = self._context.run(current, k=rag_k, filter=filter)
+        return head + augmented, hits
+
+    async def aassemble(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+    ) -> tuple[list[Message], list[ScoredChunk]]:
+        """Async :meth:`assemble`: retrieval runs without blocking the event loop."""
+        head, current = self._assemble.split(input, history)
+        if not rag or self._context is None:
             return head + current, []
-        hits = self._retriever.retrieve(found[1], k=self._rag_k)[: self._rag_k]
-        return head + inject_context(current, hits), hits
+        augmented, hits = await self._context.arun(current, k=rag_k, filter=filter)
+        return head + augmented, hits
 
     @staticmethod
     def _with_context(response: LLMResponse, hits: list[ScoredChunk]) -> LLMResponse:
@@ -155,9 +185,16 @@ class GraphLLM:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> LLMResponse:
-        """Assemble and send; ``response.context`` lists the injected chunks (ids, scores)."""
-        messages, hits = self.assemble(input, history, rag)
+        """Assemble and send; ``response.context`` lists the injected chunks.
+
+        Raises:
+            ScopeError: ``filter`` given to a retriever that cannot filter.
+        """
+        messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         response = self._llm.chat(
             messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
         )
@@ -170,9 +207,12 @@ class GraphLLM:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> LLMResponse:
-        """Async :meth:`chat`."""
-        messages, hits = self.assemble(input, history, rag)
+        """Async :meth:`chat`; retrieval and the call never block the event loop."""
+        messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
         response = await self._llm.achat(
             messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
         )
@@ -184,6 +224,9 @@ class GraphLLM:
         history: Sequence[Message] | None = None,
         tools: Sequence[ToolSpec] | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> Iterator[str]:
         """Same assembly as :meth:`chat`, streamed.
 
@@ -192,7 +235,7 @@ class GraphLLM:
         """
         if tools is not None:
             raise ValueError("GraphLLM.stream() does not accept tools=; use chat() for tools")
-        messages, _ = self.assemble(input, history, rag)
+        messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         return self._llm.stream(messages, prompt_file=self._prompt_file)
 
     def astream(
@@ -201,16 +244,24 @@ class GraphLLM:
         history: Sequence[Message] | None = None,
         tools: Sequence[ToolSpec] | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> AsyncIterator[str]:
-        """Async :meth:`stream`.
+        """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
 
         Raises:
             ValueError: when ``tools`` is passed.
         """
         if tools is not None:
             raise ValueError("GraphLLM.astream() does not accept tools=; use achat() for tools")
-        messages, _ = self.assemble(input, history, rag)
-        return self._llm.astream(messages, prompt_file=self._prompt_file)
+
+        async def pieces() -> AsyncIterator[str]:
+            messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
+            async for piece in self._llm.astream(messages, prompt_file=self._prompt_file):
+                yield piece
+
+        return pieces()
 
     def chat_structured(
         self,
@@ -218,9 +269,12 @@ class GraphLLM:
         schema: type[M],
         history: Sequence[Message] | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> M:
         """:meth:`LLM.chat_structured` with prompt, history and RAG assembly."""
-        messages, _ = self.assemble(input, history, rag)
+        messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         return self._llm.chat_structured(messages, schema, prompt_file=self._prompt_file)
 
     async def achat_structured(
@@ -229,9 +283,12 @@ class GraphLLM:
         schema: type[M],
         history: Sequence[Message] | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> M:
         """Async :meth:`chat_structured`."""
-        messages, _ = self.assemble(input, history, rag)
+        messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
         return await self._llm.achat_structured(messages, schema, prompt_file=self._prompt_file)
 
     # ------------------------------------------------------------------ copies

@@ -1,11 +1,13 @@
-"""The embedder port: texts in, vectors out."""
+"""The embedder port: texts in, vectors out (sync, and async where the embedder offers it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EmbeddingModel"]
+from pywrapai_graph.ports.offload import offload
+
+__all__ = ["AsyncEmbeddingModel", "EmbeddingModel", "aembed", "aembed_one"]
 
 
 @runtime_checkable
@@ -23,3 +25,30 @@ class EmbeddingModel(Protocol):
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""
         ...
+
+
+@runtime_checkable
+class AsyncEmbeddingModel(EmbeddingModel, Protocol):
+    """An embedder with a native async side (``Embedder`` over an SDK's async client)."""
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async :meth:`embed`."""
+        ...
+
+    async def aembed_one(self, text: str) -> list[float]:
+        """Async :meth:`embed_one`."""
+        ...
+
+
+async def aembed(embedder: EmbeddingModel, texts: Sequence[str]) -> list[list[float]]:
+    """``embedder.aembed(texts)`` when it has one, else ``embed`` in the offload pool."""
+    if isinstance(embedder, AsyncEmbeddingModel):
+        return await embedder.aembed(texts)
+    return await offload(embedder.embed, texts)
+
+
+async def aembed_one(embedder: EmbeddingModel, text: str) -> list[float]:
+    """``embedder.aembed_one(text)`` when it has one, else ``embed_one`` in the offload pool."""
+    if isinstance(embedder, AsyncEmbeddingModel):
+        return await embedder.aembed_one(text)
+    return await offload(embedder.embed_one, text)

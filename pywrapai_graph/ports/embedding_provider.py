@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EmbeddingBatch", "EmbeddingProvider"]
+__all__ = ["AsyncEmbeddingProvider", "EmbeddingBatch", "EmbeddingProvider"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,4 +44,17 @@ class EmbeddingProvider(Protocol):
 
     def close(self) -> None:
         """Release the client's connections."""
+        ...
+
+
+@runtime_checkable
+class AsyncEmbeddingProvider(EmbeddingProvider, Protocol):
+    """A provider with a native async client (one per event loop)."""
+
+    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        """Async :meth:`embed_batch`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the current event loop's async client."""
         ...

@@ -9,6 +9,7 @@ from typing import Any, Self
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import ArgumentTypeError, EmbedderMismatchError
+from pywrapai_graph.ports.offload import offload
 
 __all__ = ["BaseVectorStore", "MetadataFilter", "check_document", "check_embedder", "check_ids"]
 
@@ -35,6 +36,12 @@ class BaseVectorStore(ABC):
       after a crash, sees the old version or the new one, never a mix; they keep a
       :class:`DocumentManifest` per document (written last) and the
       :class:`EmbedderIdentity` of the first write, and refuse a different embedder.
+    Async twins (``aadd``, ``asearch``, ``adelete``, ``adelete_by_doc``,
+    ``areplace_document``, ``aclear``,
+    ``acount``, ``aclose``) behave exactly like their sync methods. By default they run the
+    sync method in a bounded thread pool, so a store written with sync methods only has a
+    correct async side that never blocks the event loop; a backend with a native async
+    client overrides them.
 
     Capability flags (properties, as some depend on the mode a store was opened in) tell
     the contract suite what a backend promises: ``persistent`` (data survives closing and
@@ -125,11 +132,52 @@ class BaseVectorStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections and file locks (no-op for stores that hold none)."""
 
+    # ------------------------------------------------------------------ async twins
+    async def aadd(self, chunks: Sequence[Chunk]) -> None:
+        """Async :meth:`add`."""
+        await offload(self.add, chunks)
+
+    async def asearch(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        """Async :meth:`search`."""
+        return await offload(self.search, query_vector, k, filter)
+
+    async def adelete(self, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+        return await offload(self.delete, ids)
+
+    async def adelete_by_doc(self, doc_id: str) -> int:
+        """Async :meth:`delete_by_doc`."""
+        return await offload(self.delete_by_doc, doc_id)
+
+    async def areplace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        """Async :meth:`replace_document`."""
+        return await offload(self.replace_document, manifest, chunks)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await offload(self.clear)
+
+    async def acount(self) -> int:
+        """Async ``len(store)``."""
+        return await offload(self.__len__)
+
+    async def aclose(self) -> None:
+        """Async :meth:`close` (also releases native async clients, if any)."""
+        await offload(self.close)
+
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -566,3 +567,30 @@ def test_an_echoed_key_is_nowhere_in_the_traceback_or_log(
         assert odd_key not in shown
         assert SECRET not in shown
     assert "Incorrect API key provided" in text  # the message survives, redacted
+
+
+def test_async_clients_are_safe_across_event_loops(provider: Provider) -> None:
+    """Repeated asyncio.run and a loop in another thread each get their own async client."""
+    llm = provider.llm()
+    provider.wire.reply("first", "second", "third", "fourth")
+
+    async def ask() -> str:
+        return (await llm.achat("Hi")).content
+
+    async def ask_stream() -> str:
+        return "".join([piece async for piece in llm.astream("Hi")])
+
+    assert asyncio.run(ask()) == "first"
+    assert asyncio.run(ask()) == "second"  # a new loop: no "Event loop is closed"
+    in_thread: list[str] = []
+    thread = threading.Thread(target=lambda: in_thread.append(asyncio.run(ask_stream())))
+    thread.start()
+    thread.join()
+    assert in_thread == ["third"]
+
+    async def ask_and_close() -> str:
+        answer = await ask()
+        await llm.aclose()
+        return answer
+
+    assert asyncio.run(ask_and_close()) == "fourth"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -89,3 +91,20 @@ def test_unknown_and_hashing_providers() -> None:
     assert offline.tokens.records[0].provider == "hashing"
     with pytest.raises(TypeError):
         offline.embed("one string")
+
+
+def test_async_embedding_uses_the_native_client_on_every_loop(
+    wired: tuple[str, WireServer, Embedder],
+) -> None:
+    _, wire, embedder = wired
+    expected = HashingEmbedder(32).vectors(TEXTS)
+    # two asyncio.run calls are two loops: each gets its own async client
+    assert np.allclose(asyncio.run(embedder.aembed(TEXTS)), expected)
+    assert np.allclose(asyncio.run(embedder.aembed_one(TEXTS[1])), expected[1])
+    results: list[list[float]] = []
+    thread = threading.Thread(target=lambda: results.append(asyncio.run(embedder.aembed_one("x"))))
+    thread.start()
+    thread.join()
+    assert np.allclose(results[0], HashingEmbedder(32).vectors(["x"])[0])
+    assert len(wire.requests) == 3 + 1 + 1
+    assert [r.kind for r in embedder.tokens.records].count("embedding") == 5

@@ -7,13 +7,14 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._gemini import gemini_client
+from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
-from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
 __all__ = ["GeminiEmbeddings", "create"]
 
 
-class GeminiEmbeddings(EmbeddingProvider):
+class GeminiEmbeddings(AsyncEmbeddingProvider):
     """``client.models.embed_content`` with up to 100 texts per request (the API's limit).
 
     The API reports no token counts; the Embedder estimates 4 characters per token (D6).
@@ -32,6 +33,9 @@ class GeminiEmbeddings(EmbeddingProvider):
         max_retries: int | None = None,
     ) -> None:
         self._client = gemini_client(api_key, base_url, timeout, max_retries)
+        self._aclients = PerLoop(
+            lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
+        )
         from google.genai import errors
 
         self._errors_mod = errors
@@ -49,11 +53,28 @@ class GeminiEmbeddings(EmbeddingProvider):
         """Release the client's connections."""
         self._client.close()
 
+    async def aclose(self) -> None:
+        """Release the current event loop's async client."""
+        await self._aclients.aclose()
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
             raw = self._client.models.embed_content(model=model, contents=list(texts))
-        vectors = [list(e.values or []) for e in raw.embeddings or []]
-        return EmbeddingBatch(vectors, None, model)
+        return _batch(raw, model)
+
+    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        with self._errors():
+            raw = await self._aclients.get().models.embed_content(model=model, contents=list(texts))
+        return _batch(raw, model)
+
+
+async def _close_aio(client: Any) -> None:
+    await client.aclose()
+
+
+def _batch(raw: Any, model: str) -> EmbeddingBatch:
+    vectors = [list(e.values or []) for e in raw.embeddings or []]
+    return EmbeddingBatch(vectors, None, model)
 
 
 def create(**options: Any) -> GeminiEmbeddings:

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
-from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
+from pywrapai_graph.ports.offload import offload
 
 __all__ = ["HashingEmbeddings", "create"]
 
 
-class HashingEmbeddings(EmbeddingProvider):
+class HashingEmbeddings(AsyncEmbeddingProvider):
     """Feature hashing of words and character n-grams: offline, deterministic, lexical."""
 
     provider = "hashing"
@@ -28,8 +29,14 @@ class HashingEmbeddings(EmbeddingProvider):
     def close(self) -> None:
         """Nothing to release."""
 
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         return EmbeddingBatch(self._hasher.vectors(texts), None, self._hasher.model)
+
+    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        return await offload(self.embed_batch, texts, model)
 
 
 def create(**options: Any) -> HashingEmbeddings:

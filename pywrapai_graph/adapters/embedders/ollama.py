@@ -7,13 +7,14 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
-from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
 __all__ = ["OllamaEmbeddings", "create"]
 
 
-class OllamaEmbeddings(EmbeddingProvider):
+class OllamaEmbeddings(AsyncEmbeddingProvider):
     """``client.embed`` with a list input; tokens estimated at 4 characters each (D6)."""
 
     provider = "ollama"
@@ -24,6 +25,9 @@ class OllamaEmbeddings(EmbeddingProvider):
         sdk = require("ollama", "ollama")
         self._sdk = sdk
         self._client = sdk.Client(host=base_url, timeout=timeout)
+        self._aclients = PerLoop(
+            lambda: sdk.AsyncClient(host=base_url, timeout=timeout), close_async
+        )
 
     def __repr__(self) -> str:
         return "OllamaEmbeddings()"
@@ -35,9 +39,18 @@ class OllamaEmbeddings(EmbeddingProvider):
         """Release the client's connections."""
         self._client.close()
 
+    async def aclose(self) -> None:
+        """Release the current event loop's async client."""
+        await self._aclients.aclose()
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
             raw = self._client.embed(model=model, input=list(texts))
+        return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
+
+    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        with self._errors():
+            raw = await self._aclients.get().embed(model=model, input=list(texts))
         return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
 
 

@@ -7,16 +7,17 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.errors import ConfigurationError
-from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
+from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
 __all__ = ["OpenAIEmbeddings", "create"]
 
 
-class OpenAIEmbeddings(EmbeddingProvider):
-    """``client.embeddings.create`` with up to 2,048 inputs per request."""
+class OpenAIEmbeddings(AsyncEmbeddingProvider):
+    """``client.embeddings.create`` with up to 2,048 inputs per request (sync and async)."""
 
     provider = "openai"
     default_model = "text-embedding-3-small"
@@ -42,6 +43,7 @@ class OpenAIEmbeddings(EmbeddingProvider):
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
         self._secret = self._client.api_key
+        self._aclients = PerLoop(lambda: sdk.AsyncOpenAI(**options), close_async)
 
     def __repr__(self) -> str:
         return "OpenAIEmbeddings()"
@@ -53,9 +55,22 @@ class OpenAIEmbeddings(EmbeddingProvider):
         """Release the client's connections."""
         self._client.close()
 
+    async def aclose(self) -> None:
+        """Release the current event loop's async client."""
+        await self._aclients.aclose()
+
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
             raw = self._client.embeddings.create(model=model, input=list(texts))
+        return self._batch(raw)
+
+    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
+        with self._errors():
+            raw = await self._aclients.get().embeddings.create(model=model, input=list(texts))
+        return self._batch(raw)
+
+    @staticmethod
+    def _batch(raw: Any) -> EmbeddingBatch:
         data = sorted(raw.data, key=lambda d: d.index)
         tokens = raw.usage.prompt_tokens if raw.usage is not None else None
         return EmbeddingBatch([list(d.embedding) for d in data], tokens, raw.model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.domain import Message, Role, ToolResult
 from pywrapai_graph.ports import ChatModel
 
@@ -49,12 +50,20 @@ def add_tool_result(
 
 
 class SDKChatModel(ChatModel):
-    """Base of the provider adapters; subclasses set ``provider_name`` and the clients."""
+    """Base of the provider adapters; subclasses set ``provider_name`` and the clients.
+
+    The async client is built per event loop (``_aclients``), so repeated ``asyncio.run``
+    and loops in several threads each get a client bound to their own loop.
+    """
 
     provider_name: ClassVar[str]
     _model: str
     _client: Any
-    _aclient: Any
+    _aclients: PerLoop[Any]
+
+    @property
+    def _aclient(self) -> Any:
+        return self._aclients.get()
 
     @property
     def provider(self) -> str:
@@ -68,7 +77,7 @@ class SDKChatModel(ChatModel):
         self._client.close()
 
     async def aclose(self) -> None:
-        await self._aclient.close()
+        await self._aclients.aclose()
 
     def __repr__(self) -> str:  # no key, no URL: only what identifies the model
         return f"{type(self).__name__}(model={self._model!r})"

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._base import (
@@ -112,7 +113,7 @@ class AnthropicChatModel(SDKChatModel):
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         self._client = sdk.Anthropic(**options)
-        self._aclient = sdk.AsyncAnthropic(**options)
+        self._aclients = PerLoop(lambda: sdk.AsyncAnthropic(**options), close_async)
         self._secret: str | None = self._client.api_key
         if not self._secret:
             raise ConfigurationError(

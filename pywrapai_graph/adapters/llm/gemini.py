@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._gemini import gemini_client
+from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
@@ -78,6 +79,10 @@ def _parts(raw: Any) -> list[Any]:
     return list(raw.candidates[0].content.parts or [])
 
 
+async def _close_aio(client: Any) -> None:
+    await client.aclose()
+
+
 class GeminiChatModel(SDKChatModel):
     """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
 
@@ -102,15 +107,16 @@ class GeminiChatModel(SDKChatModel):
         max_retries: int | None = None,
     ) -> None:
         self._client = gemini_client(api_key, base_url, timeout, max_retries)
+        # client.aio binds aiohttp/httpx sessions to a loop: one whole client per loop
+        self._aclients = PerLoop(
+            lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
+        )
         from google.genai import errors, types
 
         self._errors_mod = errors
         self._types = types
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
-
-    async def aclose(self) -> None:
-        await self._client.aio.aclose()
 
     def _config(self, request: ChatRequest) -> Any:
         t = self._types
@@ -179,7 +185,7 @@ class GeminiChatModel(SDKChatModel):
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():
-            raw = await self._client.aio.models.generate_content(**self._call(request))
+            raw = await self._aclient.models.generate_content(**self._call(request))
         return self._response(raw, request)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
@@ -196,7 +202,7 @@ class GeminiChatModel(SDKChatModel):
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         usage, model = TokenUsage(), None
         with self._errors():
-            stream = await self._client.aio.models.generate_content_stream(**self._call(request))
+            stream = await self._aclient.models.generate_content_stream(**self._call(request))
             async for raw in stream:
                 usage = _usage(raw.usage_metadata) if raw.usage_metadata else usage
                 model = raw.model_version or model

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
@@ -74,7 +75,10 @@ class OllamaChatModel(SDKChatModel):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._secret = api_key
         self._client = sdk.Client(host=base_url, timeout=timeout, headers=headers)
-        self._aclient = sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers)
+        self._aclients = PerLoop(
+            lambda: sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers),
+            close_async,
+        )
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {

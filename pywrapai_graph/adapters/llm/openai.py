@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, parse_arguments
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
@@ -106,7 +107,7 @@ class OpenAIChatModel(SDKChatModel):
         )
         try:
             self._client = sdk.OpenAI(**options)
-            self._aclient = sdk.AsyncOpenAI(**options)
+            self._aclients = PerLoop(lambda: sdk.AsyncOpenAI(**options), close_async)
         except sdk.OpenAIError as exc:
             raise ConfigurationError(
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="

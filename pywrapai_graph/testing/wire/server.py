@@ -107,6 +107,12 @@ class WireServer:
         self.requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._traffic = threading.Condition()
+        self._arrived: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}
+        self._gates: dict[str, tuple[int, float]] = {}
+        #: the most requests of each kind ("chat", "embeddings") that were open at once
+        self.peak_in_flight: dict[str, int] = {}
 
     # ------------------------------------------------------------------ script
     def reply(self, *replies: ScriptedReply | str) -> Self:
@@ -145,6 +151,34 @@ class WireServer:
         with self._lock:
             self._queue.append(_Raw(WireResponse(status, data, content_type)))
         return self
+
+    def hold(self, kind: str, until: int, timeout: float = 10.0) -> Self:
+        """Hold every request of ``kind`` until ``until`` of them have arrived (or ``timeout``).
+
+        A structural concurrency probe: clients that really overlap their requests are
+        released together and :attr:`peak_in_flight` reaches ``until``; clients that send
+        one request at a time wait out the timeout each and the peak stays at 1.
+        """
+        with self._traffic:
+            self._gates[kind] = (until, timeout)
+            self._arrived[kind] = 0  # count from now on
+        return self
+
+    def _enter(self, kind: str) -> None:
+        with self._traffic:
+            self._arrived[kind] = self._arrived.get(kind, 0) + 1
+            open_now = self._in_flight.get(kind, 0) + 1
+            self._in_flight[kind] = open_now
+            self.peak_in_flight[kind] = max(self.peak_in_flight.get(kind, 0), open_now)
+            self._traffic.notify_all()
+            gate = self._gates.get(kind)
+            if gate is not None:
+                until, timeout = gate
+                self._traffic.wait_for(lambda: self._arrived[kind] >= until, timeout)
+
+    def _leave(self, kind: str) -> None:
+        with self._traffic:
+            self._in_flight[kind] -= 1
 
     # ------------------------------------------------------------------ provider hooks
     def route(self, method: str, path: str) -> str | None:
@@ -240,7 +274,14 @@ class WireServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                response = server.respond(self.command, self.path, headers, raw)
+                kind = server.route(self.command, self.path) or "other"
+                server._enter(kind)
+                try:
+                    self._reply(server.respond(self.command, self.path, headers, raw))
+                finally:
+                    server._leave(kind)
+
+            def _reply(self, response: WireResponse) -> None:
                 if response.delay:
                     time.sleep(response.delay)
                 self.send_response(response.status)
