@@ -63,11 +63,12 @@ def _validate_tools(
     specs = tuple(tools or ())
     names = []
     for i, spec in enumerate(specs):
-        if isinstance(spec, Mapping) and ("function" in spec or "input_schema" in spec):
+        given: object = spec  # callers without a type checker pass anything
+        if isinstance(given, Mapping) and ("function" in spec or "input_schema" in spec):
             raise ValueError(
                 f"tools[{i}] is in a provider-specific format; pass ToolRegistry.to_schema()"
             )
-        if not isinstance(spec, Mapping) or not spec.get("name"):
+        if not isinstance(given, Mapping) or not spec.get("name"):
             raise ValueError(
                 f"tools[{i}] is not a tool definition; pass ToolRegistry.to_schema() "
                 "(dicts with 'name', 'description', 'parameters')"
@@ -216,7 +217,8 @@ class CallModel:
         """The response format asking for JSON that validates against ``schema``."""
         from pydantic import BaseModel
 
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        given: object = schema
+        if not (isinstance(given, type) and issubclass(given, BaseModel)):
             raise TypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
         return ResponseFormat(name=schema.__name__, json_schema=schema.model_json_schema())
 

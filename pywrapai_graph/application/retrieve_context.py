@@ -6,13 +6,14 @@ from collections.abc import Sequence
 
 from pywrapai_graph.application.inject_context import inject_context, query_text
 from pywrapai_graph.domain import Message, ScoredChunk
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter
 
 __all__ = ["RetrieveContext"]
 
 
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if not is_positive_int(k):
         raise ValueError(f"rag_k must be a positive int, got {k!r}")
     return k
 

@@ -11,6 +11,7 @@ from pywrapai_graph.application.ingest_documents import (
     embedder_name,
 )
 from pywrapai_graph.domain import Document, ScoredChunk
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports import (
@@ -53,7 +54,7 @@ class VectorRetriever(BaseRetriever):
         *,
         batch_size: int = 256,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if not is_positive_int(k):
             raise ValueError(f"k must be a positive int, got {k!r}")
         if not -1.0 <= min_score <= 1.0:
             raise ValueError(f"min_score is a cosine similarity in [-1, 1], got {min_score}")

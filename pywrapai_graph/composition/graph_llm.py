@@ -20,6 +20,7 @@ from pywrapai_graph.domain import (
     ScoredChunk,
     ToolSpec,
 )
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.ports import (
     BaseRetriever,
     MetadataFilter,
@@ -79,7 +80,7 @@ class GraphLLM:
         if enable_system_prompt_versioning:
             assert prompt_file is not None
             self._system_prompt = self._prompts.load(prompt_file)
-        if isinstance(rag_k, bool) or not isinstance(rag_k, int) or rag_k < 1:
+        if not is_positive_int(rag_k):
             raise ValueError(f"rag_k must be a positive int, got {rag_k!r}")
         self._retriever = retriever
         self._rag_k = rag_k

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.errors import PromptNotFoundError, UnsafePromptNameError
 from pywrapai_graph.ports import PromptSource
 
@@ -70,7 +71,7 @@ class PromptRegistry(PromptSource):
             raise ValueError(f"prompt file {filename!r} is not valid UTF-8 text") from None
 
     def _resolve(self, filename: str) -> Path:
-        if not isinstance(filename, str) or not filename.strip():
+        if not is_text(filename) or not filename.strip():
             raise UnsafePromptNameError("prompt name must be a non-empty file name")
         bad = (
             "\x00" in filename

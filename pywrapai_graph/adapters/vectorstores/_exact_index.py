@@ -144,7 +144,8 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
 
 def check_k(k: int) -> None:
     """Raises ValueError unless ``k`` is a positive int."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+    given: object = k
+    if isinstance(given, bool) or not isinstance(given, int | np.integer) or given < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
 
 

@@ -20,6 +20,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
@@ -40,12 +41,7 @@ DEFAULT_EF_CONSTRUCTION = 200
 
 def validate_collection_name(name: str) -> str:
     """Chroma's naming rules, checked up front with a clear message."""
-    if (
-        not isinstance(name, str)
-        or not _NAME.fullmatch(name)
-        or ".." in name
-        or _IPV4.fullmatch(name)
-    ):
+    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
         raise ConfigurationError(
             f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
             "starting and ending with a letter or digit, without '..', and not an IPv4 address"

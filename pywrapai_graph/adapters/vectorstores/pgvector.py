@@ -17,6 +17,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
@@ -59,12 +60,12 @@ class PGVectorStore(BaseVectorStore):
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
     ) -> None:
-        if not isinstance(table_name, str) or not _IDENTIFIER.fullmatch(table_name):
+        if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
             raise ConfigurationError(
                 f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
                 "underscores, starting with a letter or underscore (at most 51 characters)"
             )
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        if not is_positive_int(dimension):
             raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")

@@ -23,6 +23,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -35,7 +36,7 @@ _DELETE_BATCH = 500
 
 
 def _table_name(name: str) -> str:
-    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+    if not is_text(name) or not _IDENTIFIER.fullmatch(name):
         raise ValueError(
             f"table_name {name!r} is not a valid identifier: use letters, digits and "
             "underscores, starting with a letter or underscore (at most 63 characters)"
