@@ -23,6 +23,9 @@ _EXPORTS: dict[str, str] = {
     "TokenTracker": "pywrapai_graph.application.token_tracker",
     "PriceTable": "pywrapai_graph.application.pricing",
     "ModelPrice": "pywrapai_graph.application.pricing",
+    "cost_scope": "pywrapai_graph.application.observability.scope",
+    "CostScope": "pywrapai_graph.application.observability.scope",
+    "CostTotals": "pywrapai_graph.domain",
     # tools
     "Tool": "pywrapai_graph.application.tools",
     "ToolRegistry": "pywrapai_graph.application.tools",
@@ -77,6 +80,8 @@ __all__ = [
     "ChromaVectorStore",
     "Chunk",
     "Chunker",
+    "CostScope",
+    "CostTotals",
     "Document",
     "Embedder",
     "FAISSVectorStore",
@@ -103,6 +108,7 @@ __all__ = [
     "ToolTiming",
     "VectorRetriever",
     "__version__",
+    "cost_scope",
     "retrieval_tool",
     "tool",
 ]
@@ -119,6 +125,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
     from pywrapai_graph.application.chunker import Chunker
+    from pywrapai_graph.application.observability.scope import CostScope, cost_scope
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool
     from pywrapai_graph.application.run_agent import Agent
@@ -131,6 +138,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.domain import (
         CallRecord,
         Chunk,
+        CostTotals,
         Document,
         LLMResponse,
         Message,

@@ -22,6 +22,7 @@ from dependency_injector import containers, providers
 
 from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.run_agent import Agent
+from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.composition.embedder import Embedder
@@ -53,7 +54,7 @@ def _file_path(path: str | None, backend: str) -> str:
 
 
 # ---------------------------------------------------------------------------- factories
-def make_llm(settings: Settings) -> LLM | None:
+def make_llm(settings: Settings, ledger: TokenTracker) -> LLM | None:
     """The configured LLM, or None when no provider is configured."""
     s = settings.llm
     if s.provider is None:
@@ -62,6 +63,7 @@ def make_llm(settings: Settings) -> LLM | None:
         provider=s.provider,
         model=s.model,
         system_prompt=s.system_prompt,
+        tracker=ledger,
         **_options(
             api_key=_secret(s.api_key),
             base_url=s.base_url,
@@ -71,8 +73,8 @@ def make_llm(settings: Settings) -> LLM | None:
     )
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """The configured embedder.
+def make_embedder(settings: Settings, ledger: TokenTracker) -> Embedder:
+    """The configured embedder, booking into the container's one ledger.
 
     ``local`` without its packages falls back to ``hashing`` with a warning, so the bundled
     configuration still runs on an install without the ``[local]`` extra.
@@ -83,16 +85,18 @@ def make_embedder(settings: Settings) -> Embedder:
             return Embedder(
                 provider="local",
                 model=s.model,
+                tracker=ledger,
                 **_options(model_dir=s.model_dir, threads=s.threads),
             )
         except MissingExtraError as exc:
             _log.warning("%s; falling back to the lexical 'hashing' embedder", exc)
-            return Embedder(provider="hashing", dimension=s.dimension)
+            return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger)
     if s.provider == "hashing":
-        return Embedder(provider="hashing", dimension=s.dimension)
+        return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger)
     return Embedder(
         provider=s.provider,
         model=s.model,
+        tracker=ledger,
         **_options(api_key=_secret(s.api_key), base_url=s.base_url),
     )
 
@@ -163,11 +167,15 @@ def make_prompts(settings: Settings) -> PromptSource:
 
 
 def make_graph(
-    settings: Settings, llm: LLM | None, retriever: VectorRetriever, prompts: PromptSource
+    settings: Settings,
+    llm: LLM | None,
+    retriever: VectorRetriever,
+    prompts: PromptSource,
+    ledger: TokenTracker,
 ) -> GraphLLM:
     """The GraphLLM; with no LLM configured, ``assemble`` works and calls explain what to set."""
     if llm is None:
-        llm = LLM(provider=NoProviderChatModel())
+        llm = LLM(provider=NoProviderChatModel(), tracker=ledger)
     return GraphLLM(
         llm=llm,
         enable_system_prompt_versioning=settings.prompts.file is not None,
@@ -192,8 +200,10 @@ class Container(containers.DeclarativeContainer):
 
     settings = providers.Dependency(instance_of=Settings)
 
-    llm = providers.Singleton(make_llm, settings)
-    embedder = providers.Singleton(make_embedder, settings)
+    #: One cost ledger for every chat, embedding and agent call the container's objects make.
+    ledger = providers.Singleton(TokenTracker)
+    llm = providers.Singleton(make_llm, settings, ledger)
+    embedder = providers.Singleton(make_embedder, settings, ledger)
     vector_store: providers.Selector[BaseVectorStore] = providers.Selector(
         providers.Callable(lambda s: s.store.backend, settings),
         memory=providers.Singleton(make_memory_store, settings),
@@ -208,7 +218,7 @@ class Container(containers.DeclarativeContainer):
     )
     retriever = providers.Singleton(make_retriever, settings, embedder, vector_store)
     prompts = providers.Singleton(make_prompts, settings)
-    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts)
+    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger)
     tools = providers.Singleton(ToolRegistry)
     agent = providers.Factory(make_agent, settings, graph, tools)
 

@@ -4,13 +4,14 @@ from pywrapai_graph.domain.documents import Chunk, Document, ScoredChunk
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
 from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
-from pywrapai_graph.domain.usage import CallKind, CallRecord, TokenUsage
+from pywrapai_graph.domain.usage import CallKind, CallRecord, CostTotals, TokenUsage
 
 __all__ = [
     "CallKind",
     "CallRecord",
     "ChatRequest",
     "Chunk",
+    "CostTotals",
     "Document",
     "InjectedChunk",
     "LLMResponse",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["CallKind", "CallRecord", "TokenUsage"]
+__all__ = ["CallKind", "CallRecord", "CostTotals", "TokenUsage"]
 
 CallKind = Literal["chat", "embedding"]
 
@@ -66,6 +66,8 @@ class CallRecord:
         usage: tokens consumed.
         cost_usd: cost from the tracker's price table (0.0 for unknown models).
         prompt_file: the versioned prompt file in use, when the call came through GraphLLM.
+        timestamp: when the call was recorded (``time.time()``; 0.0 when built by hand).
+        agent_run: the id of the agent run the call belonged to, if any.
     """
 
     kind: CallKind
@@ -74,3 +76,14 @@ class CallRecord:
     usage: TokenUsage = field(default_factory=TokenUsage)
     cost_usd: float = 0.0
     prompt_file: str | None = None
+    timestamp: float = 0.0
+    agent_run: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostTotals:
+    """Calls, tokens and USD cost added up (a ledger's aggregate or a request scope's)."""
+
+    calls: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float = 0.0

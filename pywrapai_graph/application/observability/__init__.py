@@ -1,0 +1,1 @@
+"""Observability: the cost ledger's accounting, request scopes, tracing, metrics and hooks."""
