@@ -8,6 +8,8 @@ import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pywrapai_graph.application.observability.model_calls import observe_llm
+from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -20,6 +22,7 @@ from pywrapai_graph.domain import (
 )
 from pywrapai_graph.errors import StructuredOutputError
 from pywrapai_graph.ports import ChatModel, ResponseCache
+from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["CallModel", "request_key"]
 
@@ -91,14 +94,20 @@ class CallModel:
         model: the chat-model adapter.
         tracker: where every call's usage and cost is recorded.
         cache: optional response cache; a hit records no new cost.
+        hooks: observability hooks told about every call.
     """
 
     def __init__(
-        self, model: ChatModel, tracker: TokenTracker, cache: ResponseCache | None = None
+        self,
+        model: ChatModel,
+        tracker: TokenTracker,
+        cache: ResponseCache | None = None,
+        hooks: Sequence[Hooks] = (),
     ) -> None:
         self._model = model
         self._tracker = tracker
         self._cache = cache
+        self._hooks = tuple(hooks)
 
     def build_request(
         self,
@@ -161,19 +170,30 @@ class CallModel:
             self._cache.set(key, booked)
         return booked
 
+    def _observe(
+        self, request: ChatRequest, prompt_file: str | None, stream: bool = False
+    ) -> Observation:
+        return observe_llm(
+            self._model.provider, request, prompt_file=prompt_file, stream=stream, hooks=self._hooks
+        )
+
     def chat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
         """Send ``request`` (or answer it from the cache) and record its cost."""
-        key, hit = self._cached(request)
-        if hit is not None:
-            return hit
-        return self._book(request, self._model.chat(request), key, prompt_file)
+        with self._observe(request, prompt_file) as ob:
+            key, hit = self._cached(request)
+            if hit is None:
+                hit = self._book(request, self._model.chat(request), key, prompt_file)
+            ob.result = hit
+        return hit
 
     async def achat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
         """Async :meth:`chat`."""
-        key, hit = self._cached(request)
-        if hit is not None:
-            return hit
-        return self._book(request, await self._model.achat(request), key, prompt_file)
+        with self._observe(request, prompt_file) as ob:
+            key, hit = self._cached(request)
+            if hit is None:
+                hit = self._book(request, await self._model.achat(request), key, prompt_file)
+            ob.result = hit
+        return hit
 
     def _record_stream(
         self,
@@ -181,24 +201,28 @@ class CallModel:
         usage: TokenUsage | None,
         model: str | None,
         prompt_file: str | None,
-    ) -> None:
-        self._tracker.record(
+    ) -> LLMResponse:
+        rec = self._tracker.record(
             "chat",
             self._model.provider,
             model or request.model,
             usage or TokenUsage(),
             prompt_file=prompt_file,
         )
+        return LLMResponse(
+            usage=rec.usage, model=rec.model, provider=rec.provider, cost_usd=rec.cost_usd
+        )
 
     def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> Iterator[str]:
         """Yield text pieces; usage is recorded once the stream is exhausted."""
         usage: TokenUsage | None = None
         model: str | None = None
-        for chunk in self._model.stream(request):
-            usage, model = _fold(chunk, usage, model)
-            if chunk.text:
-                yield chunk.text
-        self._record_stream(request, usage, model, prompt_file)
+        with self._observe(request, prompt_file, stream=True) as ob:
+            for chunk in self._model.stream(request):
+                usage, model = _fold(chunk, usage, model)
+                if chunk.text:
+                    yield chunk.text
+            ob.result = self._record_stream(request, usage, model, prompt_file)
 
     async def astream(
         self, request: ChatRequest, *, prompt_file: str | None = None
@@ -206,11 +230,12 @@ class CallModel:
         """Async :meth:`stream`."""
         usage: TokenUsage | None = None
         model: str | None = None
-        async for chunk in self._model.astream(request):
-            usage, model = _fold(chunk, usage, model)
-            if chunk.text:
-                yield chunk.text
-        self._record_stream(request, usage, model, prompt_file)
+        with self._observe(request, prompt_file, stream=True) as ob:
+            async for chunk in self._model.astream(request):
+                usage, model = _fold(chunk, usage, model)
+                if chunk.text:
+                    yield chunk.text
+            ob.result = self._record_stream(request, usage, model, prompt_file)
 
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:

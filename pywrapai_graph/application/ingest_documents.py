@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from pywrapai_graph.application.chunker import chunk_id
+from pywrapai_graph.application.observability.operations import observe_store
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, IngestStatus
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -190,6 +191,7 @@ class IngestDocuments:
         manifest = DocumentManifest(
             doc.id, digest, len({c.id for c in chunks}), self._identity(chunks)
         )
-        before = self.store.replace_document(manifest, chunks)
+        with observe_store(self.store.db_system, "replace_document", chunks=len(chunks)):
+            before = self.store.replace_document(manifest, chunks)
         status = IngestStatus.REPLACED if before else IngestStatus.ADDED
         return DocumentOutcome(doc.id, status, len(chunks))

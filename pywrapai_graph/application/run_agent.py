@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.application.assemble_messages import as_messages
+from pywrapai_graph.application.observability.observation import Observation, fire
+from pywrapai_graph.application.observability.operations import (
+    observe_agent_run,
+    observe_agent_turn,
+    observe_tool,
+)
+from pywrapai_graph.application.observability.scope import agent_run_context
+from pywrapai_graph.application.observability.telemetry import check_hooks, global_hooks
 from pywrapai_graph.application.tools import Tool, ToolRegistry, format_tool_output
 from pywrapai_graph.domain import LLMResponse, Message, Role, TokenUsage, ToolCall, ToolResult
 from pywrapai_graph.domain.agent import (
@@ -20,7 +29,9 @@ from pywrapai_graph.domain.agent import (
     AgentStep,
     ToolTiming,
 )
+from pywrapai_graph.domain.events import AgentStepEvent
 from pywrapai_graph.ports.conversation import Conversation
+from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["Agent"]
 
@@ -42,6 +53,7 @@ class _Run:
     """The books of one run."""
 
     messages: list[Message]
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     steps: list[AgentStep] = field(default_factory=list)
     turns: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -77,6 +89,8 @@ class Agent:
         graph: the conversation to drive (a ``GraphLLM``).
         registry: the tools the model may call.
         config: loop configuration; defaults to ``AgentConfig()``.
+        hooks: observability hooks told about every step and tool call (the registry's
+            hooks are told about tool calls too).
 
     Raises:
         KeyError: (from run/arun) the model called a tool that is not registered —
@@ -86,11 +100,24 @@ class Agent:
     """
 
     def __init__(
-        self, graph: Conversation, registry: ToolRegistry, config: AgentConfig | None = None
+        self,
+        graph: Conversation,
+        registry: ToolRegistry,
+        config: AgentConfig | None = None,
+        *,
+        hooks: Sequence[Hooks] | None = None,
     ) -> None:
         self.graph = graph
         self.registry = registry
         self.config = config if config is not None else AgentConfig()
+        self.hooks = check_hooks(hooks)
+
+    def _observe_run(self, run: _Run) -> Observation:
+        provider = str(getattr(self.graph, "provider", ""))
+        return observe_agent_run(run.run_id, provider, str(getattr(self.graph, "model", "")))
+
+    def _tool_hooks(self) -> tuple[Hooks, ...]:
+        return tuple(dict.fromkeys((*self.hooks, *self.registry.hooks)))
 
     # ------------------------------------------------------------------ shared steps
     def _check_budget(self, run: _Run) -> None:
@@ -129,6 +156,9 @@ class Agent:
         )
         if self.config.on_step is not None:
             self.config.on_step(step)
+        hooks = (*self.hooks, *global_hooks())
+        if hooks:
+            fire(hooks, "on_agent_step", AgentStepEvent(run.run_id, step))
         run.steps.append(step)
 
     def _final(self, run: _Run, response: LLMResponse) -> AgentResult:
@@ -142,18 +172,25 @@ class Agent:
         """Run the loop synchronously; returns the final answer with steps, usage and cost."""
         run = _Run(as_messages(input))
         tools = self.registry.to_schema()
-        for _ in range(self.config.max_turns):
-            self._check_budget(run)
-            response = self.graph.chat(run.messages, history=history, tools=tools, rag=False)
-            run.book(response)
-            if not response.tool_calls:
-                return self._final(run, response)
-            tools_used = self._lookup(response.tool_calls)
-            outcomes = [
-                _call_sync(t, c) for t, c in zip(tools_used, response.tool_calls, strict=True)
-            ]
-            self._finish_turn(run, response, outcomes)
-        raise AgentMaxTurnsError(run.turns, run.result())
+        hooks = self._tool_hooks()
+        with self._observe_run(run) as observed, agent_run_context(run.run_id):
+            for turn in range(1, self.config.max_turns + 1):
+                self._check_budget(run)
+                with observe_agent_turn(turn):
+                    response = self.graph.chat(
+                        run.messages, history=history, tools=tools, rag=False
+                    )
+                    run.book(response)
+                    if not response.tool_calls:
+                        observed.result = result = self._final(run, response)
+                        return result
+                    tools_used = self._lookup(response.tool_calls)
+                    outcomes = [
+                        _call_sync(t, c, hooks)
+                        for t, c in zip(tools_used, response.tool_calls, strict=True)
+                    ]
+                    self._finish_turn(run, response, outcomes)
+            raise AgentMaxTurnsError(run.turns, run.result())
 
     # ------------------------------------------------------------------ async
     async def arun(
@@ -162,18 +199,27 @@ class Agent:
         """Async :meth:`run`; a turn's tool calls run concurrently."""
         run = _Run(as_messages(input))
         tools = self.registry.to_schema()
-        for _ in range(self.config.max_turns):
-            self._check_budget(run)
-            response = await self.graph.achat(run.messages, history=history, tools=tools, rag=False)
-            run.book(response)
-            if not response.tool_calls:
-                return self._final(run, response)
-            tools_used = self._lookup(response.tool_calls)
-            outcomes = await asyncio.gather(
-                *(_call_async(t, c) for t, c in zip(tools_used, response.tool_calls, strict=True))
-            )
-            self._finish_turn(run, response, list(outcomes))
-        raise AgentMaxTurnsError(run.turns, run.result())
+        hooks = self._tool_hooks()
+        with self._observe_run(run) as observed, agent_run_context(run.run_id):
+            for turn in range(1, self.config.max_turns + 1):
+                self._check_budget(run)
+                with observe_agent_turn(turn):
+                    response = await self.graph.achat(
+                        run.messages, history=history, tools=tools, rag=False
+                    )
+                    run.book(response)
+                    if not response.tool_calls:
+                        observed.result = result = self._final(run, response)
+                        return result
+                    tools_used = self._lookup(response.tool_calls)
+                    outcomes = await asyncio.gather(
+                        *(
+                            _call_async(t, c, hooks)
+                            for t, c in zip(tools_used, response.tool_calls, strict=True)
+                        )
+                    )
+                    self._finish_turn(run, response, list(outcomes))
+            raise AgentMaxTurnsError(run.turns, run.result())
 
     def __repr__(self) -> str:
         return f"Agent(tools={self.registry.names!r}, config={self.config!r})"
@@ -184,10 +230,13 @@ def _describe(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _call_sync(tool: Tool, call: ToolCall) -> _Outcome:
+def _call_sync(tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...]) -> _Outcome:
     started = time.perf_counter()
     try:
-        value = tool.invoke(call.arguments)
+        with observe_tool(call, hooks=hooks) as observed:
+            value = tool.invoke(call.arguments)
+            if observed.active:
+                observed.result = format_tool_output(value)
         error = None
     except Exception as exc:
         value, error = None, exc
@@ -195,10 +244,13 @@ def _call_sync(tool: Tool, call: ToolCall) -> _Outcome:
     return _Outcome(call, timing, value, error)
 
 
-async def _call_async(tool: Tool, call: ToolCall) -> _Outcome:
+async def _call_async(tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...]) -> _Outcome:
     started = time.perf_counter()
     try:
-        value = await tool.ainvoke(call.arguments)
+        with observe_tool(call, hooks=hooks) as observed:
+            value = await tool.ainvoke(call.arguments)
+            if observed.active:
+                observed.result = format_tool_output(value)
         error = None
     except Exception as exc:
         value, error = None, exc

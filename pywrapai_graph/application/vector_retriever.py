@@ -10,6 +10,8 @@ from pywrapai_graph.application.ingest_documents import (
     ProgressCallback,
     embedder_name,
 )
+from pywrapai_graph.application.observability.operations import observe_retrieval, observe_store
+from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
@@ -22,6 +24,7 @@ from pywrapai_graph.ports import (
     TextSplitter,
 )
 from pywrapai_graph.ports.embedder import aembed_one
+from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_embedder
 
@@ -40,6 +43,7 @@ class VectorRetriever(BaseRetriever):
         store: any :class:`BaseVectorStore`.
         k: default number of chunks to retrieve.
         min_score: minimum cosine similarity a hit needs (0.0 keeps every non-negative hit).
+        hooks: observability hooks told about every retrieval.
 
     Raises:
         ValueError: k < 1 or min_score outside [-1, 1].
@@ -53,6 +57,7 @@ class VectorRetriever(BaseRetriever):
         min_score: float = 0.0,
         *,
         batch_size: int = 256,
+        hooks: Sequence[Hooks] | None = None,
     ) -> None:
         if not is_positive_int(k):
             raise ValueError(f"k must be a positive int, got {k!r}")
@@ -65,6 +70,7 @@ class VectorRetriever(BaseRetriever):
         self.k = k
         self.min_score = min_score
         self.batch_size = batch_size
+        self.hooks = check_hooks(hooks)
         self._checked = -1  # the query dimension whose embedder was checked against the store
 
     def add_documents(
@@ -109,9 +115,16 @@ class VectorRetriever(BaseRetriever):
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         """Up to ``k`` (default: the constructor's) chunks scoring at least ``min_score``."""
-        vector = self.embedder.embed_one(query)
-        self._check_embedder(len(vector))
-        return self._keep(self.store.search(vector, k=self.k if k is None else k, filter=filter))
+        wanted = self.k if k is None else k
+        system = self.store.db_system
+        with observe_retrieval(system, query, wanted, hooks=self.hooks) as observed:
+            vector = self.embedder.embed_one(query)
+            self._check_embedder(len(vector))
+            with observe_store(system, "search", k=wanted) as search:
+                hits = self.store.search(vector, k=wanted, filter=filter)
+                search.result = len(hits)
+            observed.result = kept = self._keep(hits)
+        return kept
 
     def retrieve_matching(
         self, query: str, filter: MetadataFilter, k: int | None = None
@@ -123,11 +136,17 @@ class VectorRetriever(BaseRetriever):
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         """Async :meth:`retrieve`: async embedding, then the store's ``asearch``."""
-        vector = await aembed_one(self.embedder, query)
-        if self._checked != len(vector):
-            await offload(self._check_embedder, len(vector))
-        hits = await self.store.asearch(vector, k=self.k if k is None else k, filter=filter)
-        return self._keep(hits)
+        wanted = self.k if k is None else k
+        system = self.store.db_system
+        with observe_retrieval(system, query, wanted, hooks=self.hooks) as observed:
+            vector = await aembed_one(self.embedder, query)
+            if self._checked != len(vector):
+                await offload(self._check_embedder, len(vector))
+            with observe_store(system, "search", k=wanted) as search:
+                hits = await self.store.asearch(vector, k=wanted, filter=filter)
+                search.result = len(hits)
+            observed.result = kept = self._keep(hits)
+        return kept
 
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]

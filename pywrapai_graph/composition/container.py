@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from dependency_injector import containers, providers
 
 from pywrapai_graph.application.chunker import Chunker
+from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.run_agent import Agent
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry
@@ -33,6 +34,9 @@ from pywrapai_graph.composition.settings import Settings, default_store_path, lo
 from pywrapai_graph.domain.agent import AgentConfig
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
+from pywrapai_graph.ports.hooks import Hooks
+
+HookSet = tuple[Hooks, ...]
 
 __all__ = ["Container", "build_container"]
 
@@ -54,7 +58,7 @@ def _file_path(path: str | None, backend: str) -> str:
 
 
 # ---------------------------------------------------------------------------- factories
-def make_llm(settings: Settings, ledger: TokenTracker) -> LLM | None:
+def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | None:
     """The configured LLM, or None when no provider is configured."""
     s = settings.llm
     if s.provider is None:
@@ -64,6 +68,7 @@ def make_llm(settings: Settings, ledger: TokenTracker) -> LLM | None:
         model=s.model,
         system_prompt=s.system_prompt,
         tracker=ledger,
+        hooks=hooks,
         **_options(
             api_key=_secret(s.api_key),
             base_url=s.base_url,
@@ -73,7 +78,7 @@ def make_llm(settings: Settings, ledger: TokenTracker) -> LLM | None:
     )
 
 
-def make_embedder(settings: Settings, ledger: TokenTracker) -> Embedder:
+def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> Embedder:
     """The configured embedder, booking into the container's one ledger.
 
     ``local`` without its packages falls back to ``hashing`` with a warning, so the bundled
@@ -86,17 +91,19 @@ def make_embedder(settings: Settings, ledger: TokenTracker) -> Embedder:
                 provider="local",
                 model=s.model,
                 tracker=ledger,
+                hooks=hooks,
                 **_options(model_dir=s.model_dir, threads=s.threads),
             )
         except MissingExtraError as exc:
             _log.warning("%s; falling back to the lexical 'hashing' embedder", exc)
-            return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger)
+            return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
     if s.provider == "hashing":
-        return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger)
+        return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
     return Embedder(
         provider=s.provider,
         model=s.model,
         tracker=ledger,
+        hooks=hooks,
         **_options(api_key=_secret(s.api_key), base_url=s.base_url),
     )
 
@@ -154,10 +161,10 @@ def make_qdrant_store(settings: Settings) -> BaseVectorStore:
 
 
 def make_retriever(
-    settings: Settings, embedder: Embedder, store: BaseVectorStore
+    settings: Settings, embedder: Embedder, store: BaseVectorStore, hooks: HookSet
 ) -> VectorRetriever:
     s = settings.retriever
-    return VectorRetriever(embedder, store, k=s.k, min_score=s.min_score)
+    return VectorRetriever(embedder, store, k=s.k, min_score=s.min_score, hooks=hooks)
 
 
 def make_prompts(settings: Settings) -> PromptSource:
@@ -172,10 +179,11 @@ def make_graph(
     retriever: VectorRetriever,
     prompts: PromptSource,
     ledger: TokenTracker,
+    hooks: HookSet,
 ) -> GraphLLM:
     """The GraphLLM; with no LLM configured, ``assemble`` works and calls explain what to set."""
     if llm is None:
-        llm = LLM(provider=NoProviderChatModel(), tracker=ledger)
+        llm = LLM(provider=NoProviderChatModel(), tracker=ledger, hooks=hooks)
     return GraphLLM(
         llm=llm,
         enable_system_prompt_versioning=settings.prompts.file is not None,
@@ -186,12 +194,14 @@ def make_graph(
     )
 
 
-def make_agent(settings: Settings, graph: GraphLLM, registry: ToolRegistry) -> Agent:
+def make_agent(
+    settings: Settings, graph: GraphLLM, registry: ToolRegistry, hooks: HookSet
+) -> Agent:
     s = settings.agent
     config = AgentConfig(
         max_turns=s.max_turns, tool_error_policy=s.tool_error_policy, max_cost_usd=s.max_cost_usd
     )
-    return Agent(graph=graph, registry=registry, config=config)
+    return Agent(graph=graph, registry=registry, config=config, hooks=hooks)
 
 
 # ---------------------------------------------------------------------------- container
@@ -200,10 +210,12 @@ class Container(containers.DeclarativeContainer):
 
     settings = providers.Dependency(instance_of=Settings)
 
+    #: Observability hooks given to every object the container builds.
+    hooks = providers.Dependency(instance_of=tuple, default=())
     #: One cost ledger for every chat, embedding and agent call the container's objects make.
     ledger = providers.Singleton(TokenTracker)
-    llm = providers.Singleton(make_llm, settings, ledger)
-    embedder = providers.Singleton(make_embedder, settings, ledger)
+    llm = providers.Singleton(make_llm, settings, ledger, hooks)
+    embedder = providers.Singleton(make_embedder, settings, ledger, hooks)
     vector_store: providers.Selector[BaseVectorStore] = providers.Selector(
         providers.Callable(lambda s: s.store.backend, settings),
         memory=providers.Singleton(make_memory_store, settings),
@@ -216,20 +228,27 @@ class Container(containers.DeclarativeContainer):
     chunker = providers.Singleton(
         providers.Callable(lambda s: Chunker(s.chunker.chunk_size, s.chunker.overlap), settings)
     )
-    retriever = providers.Singleton(make_retriever, settings, embedder, vector_store)
+    retriever = providers.Singleton(make_retriever, settings, embedder, vector_store, hooks)
     prompts = providers.Singleton(make_prompts, settings)
-    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger)
-    tools = providers.Singleton(ToolRegistry)
-    agent = providers.Factory(make_agent, settings, graph, tools)
+    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger, hooks)
+    tools = providers.Singleton(ToolRegistry, hooks=hooks)
+    agent = providers.Factory(make_agent, settings, graph, tools, hooks)
 
 
 def build_container(
     source: Mapping[str, Any] | str | os.PathLike[str] | Settings | None = None,
+    *,
+    hooks: Sequence[Hooks] | None = None,
 ) -> Container:
     """A container from a dict, a YAML file, settings, or (None) the environment.
 
+    Args:
+        source: the configuration.
+        hooks: observability hooks registered on every object the container builds.
+
     Raises:
         ConfigurationError: the configuration is invalid (every offending key is named).
+        TypeError: a hook is not a ``Hooks`` instance.
     """
     settings = source if isinstance(source, Settings) else load_settings(source)
-    return Container(settings=settings)
+    return Container(settings=settings, hooks=check_hooks(hooks))

@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.observability.model_calls import observe_embedding
+from pywrapai_graph.application.observability.observation import Observation
+from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
@@ -17,6 +20,7 @@ from pywrapai_graph.ports.embedding_provider import (
     EmbeddingBatch,
     EmbeddingProvider,
 )
+from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 
 __all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
@@ -59,7 +63,8 @@ class Embedder(AsyncEmbeddingModel):
             :class:`EmbeddingProvider` instance.
         model: the embedding model; the provider's default otherwise.
         batch_size: at most this many texts per request (capped by the provider's limit).
-        tracker: share a TokenTracker; a new one by default.
+        tracker: share a TokenTracker (e.g. the LLM's, for one ledger); a new one by default.
+        hooks: observability hooks told about every request (``on_llm_call``).
         **options: adapter options (``api_key``, ``base_url``, ``timeout``, ...).
 
     Raises:
@@ -75,6 +80,7 @@ class Embedder(AsyncEmbeddingModel):
         batch_size: int | None = None,
         tracker: TokenTracker | None = None,
         prices: PriceTable | None = None,
+        hooks: Sequence[Hooks] | None = None,
         **options: Any,
     ) -> None:
         self._adapter = _make(provider, options) if isinstance(provider, str) else provider
@@ -85,6 +91,7 @@ class Embedder(AsyncEmbeddingModel):
         self._batch = min(batch_size or limit, limit)
         self._tracker = tracker if tracker is not None else TokenTracker(prices)
         self._truncated = 0
+        self._hooks = check_hooks(hooks)
 
     @property
     def provider(self) -> str:
@@ -118,16 +125,23 @@ class Embedder(AsyncEmbeddingModel):
         items = list(texts)
         return [items[i : i + self._batch] for i in range(0, len(items), self._batch)]
 
-    def _book(self, part: list[str], batch: EmbeddingBatch) -> list[list[float]]:
+    def _observe(self, part: list[str]) -> Observation:
+        return observe_embedding(self.provider, self._model, len(part), hooks=self._hooks)
+
+    def _book(
+        self, part: list[str], batch: EmbeddingBatch, observed: Observation
+    ) -> list[list[float]]:
         if len(batch.vectors) != len(part):
             raise ProviderError(
                 f"{self.provider}: {len(batch.vectors)} vectors for {len(part)} texts",
                 provider=self.provider,
             )
         tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
-        self._tracker.record(
+        observed.result = self._tracker.record(
             "embedding", self.provider, batch.model or self._model, TokenUsage(tokens)
         )
+        if observed.active and batch.vectors:
+            observed.set({"gen_ai.embeddings.dimension.count": len(batch.vectors[0])})
         self._truncated += batch.truncated
         return batch.vectors
 
@@ -140,7 +154,9 @@ class Embedder(AsyncEmbeddingModel):
         """
         vectors: list[list[float]] = []
         for part in self._parts(texts):
-            vectors.extend(self._book(part, self._adapter.embed_batch(part, self._model)))
+            with self._observe(part) as observed:
+                batch = self._adapter.embed_batch(part, self._model)
+                vectors.extend(self._book(part, batch, observed))
         return vectors
 
     def embed_one(self, text: str) -> list[float]:
@@ -156,7 +172,8 @@ class Embedder(AsyncEmbeddingModel):
         """Async :meth:`embed`, on the provider's async client; never blocks the loop."""
         vectors: list[list[float]] = []
         for part in self._parts(texts):
-            vectors.extend(self._book(part, await self._abatch(part)))
+            with self._observe(part) as observed:
+                vectors.extend(self._book(part, await self._abatch(part), observed))
         return vectors
 
     async def aembed_one(self, text: str) -> list[float]:

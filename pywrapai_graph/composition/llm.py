@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.call_model import CallModel
+from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.providers import make_chat_model
 from pywrapai_graph.domain import ChatRequest, LLMResponse, Message, Role, ToolSpec
 from pywrapai_graph.ports import ChatModel, ResponseCache
+from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["LLM"]
 
@@ -39,6 +41,7 @@ class LLM:
         cache: True for an in-memory LRU cache, or any ResponseCache; None/False for none.
         tracker: share a TokenTracker between instances; a new one by default.
         prices: the price table for a new tracker.
+        hooks: observability hooks told about every call (see ``pywrapai_graph.observability``).
         **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
             ``max_retries`` (never shown in reprs or errors).
 
@@ -56,6 +59,7 @@ class LLM:
         cache: bool | ResponseCache | None = None,
         tracker: TokenTracker | None = None,
         prices: PriceTable | None = None,
+        hooks: Sequence[Hooks] | None = None,
         **options: Any,
     ) -> None:
         if isinstance(provider, str):
@@ -72,7 +76,7 @@ class LLM:
             LRUResponseCache() if cache is True else None if cache is False else cache
         )
         self._tracker = tracker if tracker is not None else TokenTracker(prices)
-        self._calls = CallModel(self._chat_model, self._tracker, self._cache)
+        self._calls = CallModel(self._chat_model, self._tracker, self._cache, check_hooks(hooks))
 
     # ------------------------------------------------------------------ properties
     @property

@@ -32,6 +32,8 @@ class LLMResponse:
             from the response cache).
         cached: True when the response came from the response cache.
         context: the RAG chunks injected into this request (ids and scores), if any.
+        finish_reason: why the model stopped, in the provider's words ("stop",
+            "tool_calls", "end_turn", "STOP", ...), when the provider said.
     """
 
     content: str = ""
@@ -42,6 +44,7 @@ class LLMResponse:
     cost_usd: float = 0.0
     cached: bool = False
     context: tuple[InjectedChunk, ...] = ()
+    finish_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,11 @@ class BaseVectorStore(ABC):
     Capability flags (properties, as some depend on the mode a store was opened in) tell
     the contract suite what a backend promises: ``persistent`` (data survives closing and
     reopening), ``exact`` (exhaustive, not approximate, search) and ``atomic_documents``.
+
+    ``db_system`` names the engine on tracing spans (``db.system.name``).
     """
+
+    db_system: str = "other"
 
     @property
     def persistent(self) -> bool:

@@ -114,6 +114,7 @@ class ScriptedChatModel(ChatModel):
             usage=reply.usage,
             model=reply.model or request.model,
             provider=self._provider,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
         )
 
     def chat(self, request: ChatRequest) -> LLMResponse:

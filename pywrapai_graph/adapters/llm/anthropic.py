@@ -168,6 +168,7 @@ class AnthropicChatModel(SDKChatModel):
             usage=_usage(raw.usage),
             model=raw.model or "",
             provider=_PROVIDER,
+            finish_reason=raw.stop_reason or None,
         )
 
     def _errors(self) -> AbstractContextManager[None]:

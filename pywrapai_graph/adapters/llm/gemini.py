@@ -83,6 +83,11 @@ async def _close_aio(client: Any) -> None:
     await client.aclose()
 
 
+def _finish_reason(raw: Any) -> str | None:
+    reason = raw.candidates[0].finish_reason if raw.candidates else None
+    return None if reason is None else str(getattr(reason, "value", reason))
+
+
 class GeminiChatModel(SDKChatModel):
     """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
 
@@ -171,6 +176,7 @@ class GeminiChatModel(SDKChatModel):
             usage=_usage(raw.usage_metadata),
             model=raw.model_version or request.model,
             provider=_PROVIDER,
+            finish_reason=_finish_reason(raw),
         )
 
     def _errors(self) -> AbstractContextManager[None]:

@@ -114,6 +114,7 @@ class OllamaChatModel(SDKChatModel):
             usage=_usage(raw),
             model=raw.model or request.model,
             provider=_PROVIDER,
+            finish_reason=getattr(raw, "done_reason", None) or None,
         )
 
     def _errors(self) -> AbstractContextManager[None]:

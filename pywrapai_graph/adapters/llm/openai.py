@@ -157,6 +157,7 @@ class OpenAIChatModel(SDKChatModel):
             usage=_usage(raw.usage),
             model=raw.model or "",
             provider=_PROVIDER,
+            finish_reason=raw.choices[0].finish_reason or None,
         )
 
     def _errors(self) -> AbstractContextManager[None]:

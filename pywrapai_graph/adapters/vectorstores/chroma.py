@@ -68,6 +68,9 @@ class ChromaVectorStore(BaseVectorStore):
         VectorStoreError: the server cannot be reached.
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "chroma"
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,

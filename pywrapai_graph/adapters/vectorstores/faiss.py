@@ -81,6 +81,9 @@ class FAISSVectorStore(BaseVectorStore):
         StorageFullError: (on writes) the disk is full; nothing of the write was kept.
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "faiss"
+
     def __init__(
         self,
         index_path: str | os.PathLike[str],

@@ -34,6 +34,9 @@ class InMemoryVectorStore(BaseVectorStore):
         'Paris is the capital of France.'
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "in_memory"
+
     def __init__(self, dimension: int | None = None) -> None:
         self._index = ExactIndex(dimension)
         self._lock = threading.RLock()

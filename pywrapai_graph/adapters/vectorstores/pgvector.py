@@ -52,6 +52,9 @@ class PGVectorStore(BaseVectorStore):
         VectorStoreError: the server cannot be reached or refuses the setup.
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "postgresql"
+
     def __init__(
         self,
         connection_string: str,

@@ -52,6 +52,9 @@ class QdrantVectorStore(BaseVectorStore):
         ConfigurationError: both or neither of a location and a url.
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "qdrant"
+
     def __init__(
         self,
         collection: str,

@@ -64,6 +64,9 @@ class SQLiteVectorStore(BaseVectorStore):
         StorageFullError: the disk is full (on any write).
     """
 
+    #: ``db.system.name`` on this store's spans.
+    db_system = "sqlite"
+
     @property
     def persistent(self) -> bool:
         return True

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from pywrapai_graph.application.observability.operations import observe_tool
+from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.tools.provider_schemas import (
     anthropic_tools,
     gemini_declarations,
@@ -14,6 +16,7 @@ from pywrapai_graph.application.tools.provider_schemas import (
 )
 from pywrapai_graph.application.tools.tool import TOOL_ATTRIBUTE, Tool
 from pywrapai_graph.domain import ToolCall, ToolResult
+from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["ToolRegistry", "format_tool_output"]
 
@@ -47,14 +50,18 @@ def _error_text(exc: BaseException) -> str:
 class ToolRegistry:
     """The tools a model may call.
 
+    Args:
+        hooks: observability hooks told about every tool execution (here and in an Agent).
+
     Example:
         >>> registry = ToolRegistry()
         >>> registry.register(get_weather)          # doctest: +SKIP
         >>> registry.to_schema()                    # doctest: +SKIP
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, hooks: Sequence[Hooks] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self.hooks = check_hooks(hooks)
 
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         """Add a ``@tool``-decorated function or a :class:`Tool`; returns the Tool.
@@ -98,7 +105,9 @@ class ToolRegistry:
         """
         tool = self.get(tool_call.name)
         try:
-            content = format_tool_output(tool.invoke(tool_call.arguments))
+            with observe_tool(tool_call, hooks=self.hooks) as ob:
+                content = format_tool_output(tool.invoke(tool_call.arguments))
+                ob.result = content
         except Exception as exc:
             _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
             content = _error_text(exc)
@@ -108,7 +117,9 @@ class ToolRegistry:
         """Async :meth:`execute`: awaits ``async def`` tools, runs sync ones in a worker thread."""
         tool = self.get(tool_call.name)
         try:
-            content = format_tool_output(await tool.ainvoke(tool_call.arguments))
+            with observe_tool(tool_call, hooks=self.hooks) as ob:
+                content = format_tool_output(await tool.ainvoke(tool_call.arguments))
+                ob.result = content
         except Exception as exc:
             _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
             content = _error_text(exc)

@@ -1,0 +1,259 @@
+"""Observations of model calls: chat (whole, streamed, structured) and embedding batches."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from typing import Any
+
+from pywrapai_graph.application.observability.observation import (
+    NOOP,
+    AttrValue,
+    Observation,
+    fire,
+)
+from pywrapai_graph.application.observability.telemetry import (
+    capture_content,
+    gate,
+)
+from pywrapai_graph.domain import CallRecord, ChatRequest, LLMResponse, Message, TokenUsage
+from pywrapai_graph.domain.events import LLMCallEvent
+from pywrapai_graph.ports.hooks import Hooks
+
+__all__ = [
+    "genai_attributes",
+    "llm_attributes",
+    "observe_embedding",
+    "observe_llm",
+    "provider_name",
+]
+
+_llm_log = logging.getLogger("pywrapai_graph.llm")
+_embed_log = logging.getLogger("pywrapai_graph.embeddings")
+
+# Our provider names where the GenAI conventions spell them differently.
+_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
+
+
+def provider_name(provider: str) -> str:
+    """The ``gen_ai.provider.name`` value for one of our provider names."""
+    return _PROVIDER_NAMES.get(provider, provider)
+
+
+def genai_attributes(operation: str, provider: str, model: str) -> dict[str, AttrValue]:
+    """The attributes every GenAI span starts with."""
+    name = provider_name(provider)
+    return {
+        "gen_ai.operation.name": operation,
+        "gen_ai.provider.name": name,
+        "gen_ai.system": name,
+        "gen_ai.request.model": model,
+    }
+
+
+def _message_json(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role.value, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name} for c in m.tool_calls]
+    return out
+
+
+def observe_llm(
+    provider: str,
+    request: ChatRequest,
+    *,
+    prompt_file: str | None,
+    stream: bool = False,
+    hooks: tuple[Hooks, ...] = (),
+) -> Observation:
+    """Observe one chat call; set ``result`` to the booked :class:`LLMResponse`."""
+    listening = gate(hooks, _llm_log)
+    if listening is None:
+        return NOOP
+    tr, ins, every_hook = listening
+    attrs = genai_attributes("chat", provider, request.model)
+    attrs["gen_ai.output.type"] = "json" if request.response_format else "text"
+    if request.temperature is not None:
+        attrs["gen_ai.request.temperature"] = request.temperature
+    if request.max_tokens is not None:
+        attrs["gen_ai.request.max_tokens"] = request.max_tokens
+    if stream:
+        attrs["gen_ai.request.stream"] = True
+    if prompt_file is not None:
+        attrs["pywrapai.prompt_file"] = prompt_file
+    if request.tools:
+        attrs["pywrapai.request.tools"] = [str(t.get("name", "")) for t in request.tools]
+    if capture_content():
+        attrs["gen_ai.input.messages"] = json.dumps(
+            [_message_json(m) for m in request.messages], ensure_ascii=False
+        )
+    finish = functools.partial(_finish_llm, hooks=every_hook, stream=stream)
+    return Observation(
+        f"chat {request.model}", attrs, tracer=tr, instruments=ins, finish=finish, attach=not stream
+    )
+
+
+def llm_attributes(response: LLMResponse) -> dict[str, AttrValue]:
+    """The span attributes a finished chat response contributes."""
+    attrs: dict[str, AttrValue] = {"gen_ai.response.model": response.model}
+    attrs.update(_usage_attributes(response.usage))
+    attrs["pywrapai.cost_usd"] = response.cost_usd
+    attrs["pywrapai.cached"] = response.cached
+    if response.finish_reason:
+        attrs["gen_ai.response.finish_reasons"] = [response.finish_reason]
+    if response.tool_calls:
+        attrs["pywrapai.response.tool_calls"] = [c.name for c in response.tool_calls]
+    if capture_content():
+        out: dict[str, Any] = {"role": "assistant", "content": response.content}
+        if response.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+            ]
+        attrs["gen_ai.output.messages"] = json.dumps([out], ensure_ascii=False, default=str)
+    return attrs
+
+
+def _usage_attributes(usage: TokenUsage) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attrs["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if usage.reasoning_tokens:
+        attrs["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+    return attrs
+
+
+def _record_usage(
+    ob: Observation, operation: str, usage: TokenUsage, cost: float, output: bool
+) -> None:
+    ins = ob.instruments
+    if ins is None:
+        return
+    base = dict(ob.metric_attributes or {})
+    ins.token_usage.record(usage.input_tokens, {**base, "gen_ai.token.type": "input"})
+    if output:
+        ins.token_usage.record(usage.output_tokens, {**base, "gen_ai.token.type": "output"})
+    ins.cost.add(cost, base)
+
+
+def _metric_attributes(ob: Observation, operation: str) -> dict[str, AttrValue]:
+    keys = ("gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model")
+    attrs: dict[str, AttrValue] = {"gen_ai.operation.name": operation}
+    attrs.update({k: ob.attributes[k] for k in keys if k in ob.attributes})
+    return attrs
+
+
+def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> None:
+    response: LLMResponse | None = ob.result
+    if response is not None:
+        ob.attributes.update(llm_attributes(response))
+    ob.metric_attributes = _metric_attributes(ob, "chat")
+    if response is not None and not response.cached:
+        _record_usage(ob, "chat", response.usage, response.cost_usd, output=True)
+    ob.record_duration("chat")
+    a = ob.attributes
+    error = type(ob.error).__qualname__ if ob.error is not None else None
+    if error is None:
+        _llm_log.info(
+            "chat %s/%s: %s in + %s out tokens, $%.6f, %.3f s%s",
+            a["gen_ai.provider.name"],
+            a.get("gen_ai.response.model") or a["gen_ai.request.model"],
+            a.get("gen_ai.usage.input_tokens", 0),
+            a.get("gen_ai.usage.output_tokens", 0),
+            a.get("pywrapai.cost_usd", 0.0),
+            ob.duration_s,
+            " (cached)" if a.get("pywrapai.cached") else "",
+            extra={"attributes": dict(a)},
+        )
+    else:
+        _llm_log.warning(
+            "chat %s/%s failed after %.3f s: %s",
+            a["gen_ai.provider.name"],
+            a["gen_ai.request.model"],
+            ob.duration_s,
+            error,
+            extra={"attributes": dict(a)},
+        )
+    if hooks:
+        fire(hooks, "on_llm_call", _llm_event(ob, response, stream, error))
+
+
+def _llm_event(
+    ob: Observation, response: LLMResponse | None, stream: bool, error: str | None
+) -> LLMCallEvent:
+    a = ob.attributes
+    prompt = a.get("pywrapai.prompt_file")
+    return LLMCallEvent(
+        operation=str(a["gen_ai.operation.name"]),
+        provider=str(a["gen_ai.provider.name"]),
+        request_model=str(a["gen_ai.request.model"]),
+        response_model=response.model if response else "",
+        usage=response.usage if response else TokenUsage(),
+        cost_usd=response.cost_usd if response else 0.0,
+        cached=response.cached if response else False,
+        stream=stream,
+        prompt_file=str(prompt) if prompt is not None else None,
+        finish_reasons=(response.finish_reason,) if response and response.finish_reason else (),
+        duration_s=ob.duration_s,
+        error=error,
+    )
+
+
+def observe_embedding(
+    provider: str, model: str, texts: int, *, hooks: tuple[Hooks, ...] = ()
+) -> Observation:
+    """Observe one embedding request; set ``result`` to its ledger :class:`CallRecord`."""
+    listening = gate(hooks, _embed_log)
+    if listening is None:
+        return NOOP
+    tr, ins, every_hook = listening
+    attrs = genai_attributes("embeddings", provider, model)
+    attrs["pywrapai.embedding.texts"] = texts
+    finish = functools.partial(_finish_embedding, hooks=every_hook)
+    return Observation(f"embeddings {model}", attrs, tracer=tr, instruments=ins, finish=finish)
+
+
+def _finish_embedding(ob: Observation, *, hooks: tuple[Hooks, ...]) -> None:
+    rec: CallRecord | None = ob.result
+    a = ob.attributes
+    if rec is not None:
+        a["gen_ai.response.model"] = rec.model
+        a["gen_ai.usage.input_tokens"] = rec.usage.input_tokens
+        a["pywrapai.cost_usd"] = rec.cost_usd
+    ob.metric_attributes = _metric_attributes(ob, "embeddings")
+    if rec is not None:
+        _record_usage(ob, "embeddings", rec.usage, rec.cost_usd, output=False)
+    ob.record_duration("embeddings")
+    error = type(ob.error).__qualname__ if ob.error is not None else None
+    log = _embed_log.info if error is None else _embed_log.warning
+    log(
+        "embeddings %s/%s: %s texts, %s tokens, $%.6f, %.3f s%s",
+        a["gen_ai.provider.name"],
+        a.get("gen_ai.response.model") or a["gen_ai.request.model"],
+        a["pywrapai.embedding.texts"],
+        a.get("gen_ai.usage.input_tokens", 0),
+        a.get("pywrapai.cost_usd", 0.0),
+        ob.duration_s,
+        f" failed: {error}" if error else "",
+        extra={"attributes": dict(a)},
+    )
+    if hooks:
+        fire(
+            hooks,
+            "on_llm_call",
+            LLMCallEvent(
+                operation="embeddings",
+                provider=str(a["gen_ai.provider.name"]),
+                request_model=str(a["gen_ai.request.model"]),
+                response_model=rec.model if rec else "",
+                usage=rec.usage if rec else TokenUsage(),
+                cost_usd=rec.cost_usd if rec else 0.0,
+                duration_s=ob.duration_s,
+                error=error,
+            ),
+        )

@@ -1,0 +1,171 @@
+"""Observation: one operation's span, duration metric, log record and hook call."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from pywrapai_graph.application.observability.telemetry import Instruments
+from pywrapai_graph.ports.hooks import Hooks
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+__all__ = ["NOOP", "AttrValue", "Observation", "fire"]
+
+AttrValue = str | bool | int | float | Sequence[str] | Sequence[float] | Sequence[int]
+
+_hook_log = logging.getLogger("pywrapai_graph.hooks")
+
+
+class Observation:
+    """Context manager around one operation; a no-op (``active`` False) when nothing listens.
+
+    ``attach`` makes the span current inside the block, so nested operations become its
+    children; streams do not attach, as their block spans the consumer's iterations.
+    """
+
+    __slots__ = (
+        "_finish",
+        "_result",
+        "_span",
+        "_started",
+        "_token",
+        "active",
+        "attach",
+        "attributes",
+        "duration_s",
+        "error",
+        "instruments",
+        "kind_client",
+        "metric_attributes",
+        "name",
+        "tracer",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        attributes: dict[str, AttrValue],
+        *,
+        tracer: Tracer | None,
+        instruments: Instruments | None,
+        finish: Callable[[Observation], None] | None,
+        client: bool = True,
+        attach: bool = True,
+        active: bool = True,
+    ) -> None:
+        self.active = active
+        self.name = name
+        self.attributes = attributes
+        self.tracer = tracer
+        self.instruments = instruments
+        self._finish = finish
+        self.kind_client = client
+        self.attach = attach
+        self.metric_attributes: dict[str, AttrValue] | None = None
+        self._result: Any = None
+        self.error: BaseException | None = None
+        self.duration_s = 0.0
+        self._span: Span | None = None
+        self._token: object | None = None
+        self._started = 0.0
+
+    @property
+    def result(self) -> Any:
+        """What the operation produced (set by the instrumented code)."""
+        return self._result
+
+    @result.setter
+    def result(self, value: Any) -> None:
+        if self.active:  # the shared inactive instance keeps nothing
+            self._result = value
+
+    def set(self, values: Mapping[str, AttrValue]) -> None:
+        """Add attributes (ignored when inactive)."""
+        if self.active:
+            self.attributes.update(values)
+
+    def __enter__(self) -> Observation:
+        if not self.active:
+            return self
+        self._started = time.perf_counter()
+        if self.tracer is not None:
+            from opentelemetry import context, trace
+
+            kind = trace.SpanKind.CLIENT if self.kind_client else trace.SpanKind.INTERNAL
+            self._span = self.tracer.start_span(self.name, kind=kind, attributes=self.attributes)
+            if self.attach:
+                self._token = context.attach(trace.set_span_in_context(self._span))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.active:
+            return
+        self.duration_s = time.perf_counter() - self._started
+        if exc is not None and not isinstance(exc, GeneratorExit):
+            self.error = exc
+            self.attributes["error.type"] = type(exc).__qualname__
+        elif isinstance(exc, GeneratorExit):
+            self.attributes["pywrapai.stream.abandoned"] = True
+        try:
+            if self._finish is not None:
+                self._finish(self)
+        finally:
+            self._end_span()
+
+    def _end_span(self) -> None:
+        span = self._span
+        if span is None:
+            return
+        from opentelemetry import context, trace
+
+        span.set_attributes(self.attributes)
+        error = self.error
+        if error is not None:
+            # Our typed error only: its cause may be an SDK exception quoting a credential.
+            kind = type(error)
+            span.add_event(
+                "exception",
+                {
+                    "exception.type": f"{kind.__module__}.{kind.__qualname__}",
+                    "exception.message": str(error),
+                    "exception.stacktrace": "".join(traceback.format_exception(error, chain=False)),
+                },
+            )
+            span.set_status(trace.StatusCode.ERROR, kind.__qualname__)
+        if self._token is not None:
+            context.detach(self._token)  # type: ignore[arg-type]
+        span.end()
+
+    def record_duration(self, operation: str) -> None:
+        """Record ``gen_ai.client.operation.duration`` for this operation."""
+        if self.instruments is None:
+            return
+        attrs = dict(self.metric_attributes or {})
+        if self.error is not None:
+            attrs["error.type"] = type(self.error).__qualname__
+        attrs.setdefault("gen_ai.operation.name", operation)
+        self.instruments.duration.record(self.duration_s, attrs)
+
+
+#: The shared inactive observation: every method returns at once.
+NOOP = Observation("", {}, tracer=None, instruments=None, finish=None, active=False)
+
+
+def fire(hooks: Sequence[Hooks], method: str, event: object) -> None:
+    """Call ``method`` on every hook; an exception is logged and never propagates."""
+    for hook in hooks:
+        try:
+            getattr(hook, method)(event)
+        except Exception:
+            _hook_log.exception("hook %s.%s failed; the call went on", type(hook).__name__, method)
