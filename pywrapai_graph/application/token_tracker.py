@@ -48,7 +48,8 @@ class TokenTracker:
     def __init__(
         self, prices: PriceTable | None = None, *, max_records: int = DEFAULT_MAX_RECORDS
     ) -> None:
-        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0:
+        cap: object = max_records  # callers may pass anything at run time
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
             raise ValueError(f"max_records must be an int >= 0, got {max_records!r}")
         self._prices = prices if prices is not None else PriceTable.default()
         self._max_records = max_records
