@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -19,6 +20,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
@@ -90,7 +92,11 @@ class ChromaVectorStore(BaseVectorStore):
         self._url = url
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
-        with self._errors():
+        # embedded mode: processes sharing a folder take turns to create and write it
+        self._file_lock = (
+            WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
+        )
+        with self._errors(), self._writing():
             if path is not None:
                 self._client = chromadb.PersistentClient(path=os.fspath(path), settings=settings)
             else:
@@ -108,6 +114,15 @@ class ChromaVectorStore(BaseVectorStore):
                     ) from scrubbed(exc, [url])
             self._collection = self._open_collection()
             self._dim = self._stored_dimension()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The cross-process write lock in embedded mode (the server serialises otherwise)."""
+        if self._file_lock is None:
+            yield
+            return
+        with self._file_lock:
+            yield
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -178,7 +193,7 @@ class ChromaVectorStore(BaseVectorStore):
         return self._dim
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock:
+        with self._lock, self._writing():
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -233,7 +248,7 @@ class ChromaVectorStore(BaseVectorStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
-        with self._lock, self._errors():
+        with self._lock, self._writing(), self._errors():
             if not wanted:
                 return 0
             present = self._collection.get(ids=wanted, include=[])["ids"]
@@ -242,7 +257,7 @@ class ChromaVectorStore(BaseVectorStore):
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._lock, self._errors():
+        with self._lock, self._writing(), self._errors():
             where = self._where_filter(None, doc_id)
             present = self._collection.get(where=where, include=[])["ids"]
             if present:
@@ -250,7 +265,7 @@ class ChromaVectorStore(BaseVectorStore):
             return len(present)
 
     def clear(self) -> None:
-        with self._lock, self._errors():
+        with self._lock, self._writing(), self._errors():
             self._client.delete_collection(self._name)
             self._collection = self._open_collection()
             self._dim = None
