@@ -32,6 +32,7 @@ from pywrapai_graph.domain.agent import (
 from pywrapai_graph.domain.events import AgentStepEvent
 from pywrapai_graph.ports.conversation import Conversation
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.vector_store import MetadataFilter
 
 __all__ = ["Agent"]
 
@@ -80,7 +81,8 @@ class _Run:
 class Agent:
     """Drives the tool-calling loop until the model answers in plain text.
 
-    Every call passes ``rag=False`` (give the agent a ``retrieval_tool`` instead) and the
+    Every call passes ``rag=False`` (give the agent a ``retrieval_tool`` instead) unless
+    ``run``/``arun`` get a ``filter`` or ``rag_k`` and the
     registry's neutral schemas. ``run`` executes a turn's tools one after another; ``arun``
     runs them concurrently (``async def`` tools awaited, sync tools in worker threads),
     keeping results in call order.
@@ -167,9 +169,19 @@ class Agent:
 
     # ------------------------------------------------------------------ sync
     def run(
-        self, input: str | Sequence[Message], history: Sequence[Message] | None = None
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> AgentResult:
-        """Run the loop synchronously; returns the final answer with steps, usage and cost."""
+        """Run the loop synchronously; returns the final answer with steps, usage and cost.
+
+        ``filter`` / ``rag_k`` turn on RAG for this run's model calls, scoped to chunks
+        with that metadata (at most ``rag_k`` of them); without them no context is injected.
+        """
+        rag = filter is not None or rag_k is not None
         run = _Run(as_messages(input))
         tools = self.registry.to_schema()
         hooks = self._tool_hooks()
@@ -178,7 +190,12 @@ class Agent:
                 self._check_budget(run)
                 with observe_agent_turn(turn):
                     response = self.graph.chat(
-                        run.messages, history=history, tools=tools, rag=False
+                        run.messages,
+                        history=history,
+                        tools=tools,
+                        rag=rag,
+                        filter=filter,
+                        rag_k=rag_k,
                     )
                     run.book(response)
                     if not response.tool_calls:
@@ -194,9 +211,15 @@ class Agent:
 
     # ------------------------------------------------------------------ async
     async def arun(
-        self, input: str | Sequence[Message], history: Sequence[Message] | None = None
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> AgentResult:
         """Async :meth:`run`; a turn's tool calls run concurrently."""
+        rag = filter is not None or rag_k is not None
         run = _Run(as_messages(input))
         tools = self.registry.to_schema()
         hooks = self._tool_hooks()
@@ -205,7 +228,12 @@ class Agent:
                 self._check_budget(run)
                 with observe_agent_turn(turn):
                     response = await self.graph.achat(
-                        run.messages, history=history, tools=tools, rag=False
+                        run.messages,
+                        history=history,
+                        tools=tools,
+                        rag=rag,
+                        filter=filter,
+                        rag_k=rag_k,
                     )
                     run.book(response)
                     if not response.tool_calls:

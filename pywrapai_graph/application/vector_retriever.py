@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pywrapai_graph.application.ingest_documents import (
     IngestDocuments,
@@ -12,6 +13,7 @@ from pywrapai_graph.application.ingest_documents import (
 )
 from pywrapai_graph.application.observability.operations import observe_retrieval, observe_store
 from pywrapai_graph.application.observability.telemetry import check_hooks
+from pywrapai_graph.application.scoped_retriever import ScopedRetriever
 from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
@@ -159,6 +161,16 @@ class VectorRetriever(BaseRetriever):
         check_embedder(recorded, EmbedderIdentity(provider, model, dimension))
         if recorded is not None:  # an empty store may be filled by another process later
             self._checked = dimension
+
+    def scoped(self, metadata: Mapping[str, Any]) -> ScopedRetriever:
+        """A view whose reads always filter by ``metadata`` and whose writes stamp it.
+
+        Example:
+            >>> acme = retriever.scoped({"tenant": "acme"})  # doctest: +SKIP
+            >>> acme.add_documents(docs)  # chunks carry tenant=acme  # doctest: +SKIP
+            >>> acme.retrieve("refund policy")  # only tenant=acme chunks  # doctest: +SKIP
+        """
+        return ScopedRetriever(self, metadata)
 
     def __repr__(self) -> str:
         return f"VectorRetriever(store={self.store!r}, k={self.k}, min_score={self.min_score})"

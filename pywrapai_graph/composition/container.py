@@ -23,6 +23,7 @@ from dependency_injector import containers, providers
 from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.run_agent import Agent
+from pywrapai_graph.application.scoped_retriever import ScopedRetriever
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry
 from pywrapai_graph.application.vector_retriever import VectorRetriever
@@ -194,6 +195,18 @@ def make_graph(
     )
 
 
+def make_scoped_retriever(retriever: VectorRetriever, scope: Mapping[str, Any]) -> ScopedRetriever:
+    """A per-request view of the retriever: reads filter by ``scope``, writes stamp it."""
+    return retriever.scoped(scope)
+
+
+def make_scoped_graph(
+    graph: GraphLLM, retriever: VectorRetriever, scope: Mapping[str, Any]
+) -> GraphLLM:
+    """A per-request copy of the graph whose RAG reads only ``scope`` (shares LLM and cache)."""
+    return graph.with_retriever(retriever.scoped(scope))
+
+
 def make_agent(
     settings: Settings, graph: GraphLLM, registry: ToolRegistry, hooks: HookSet
 ) -> Agent:
@@ -233,6 +246,9 @@ class Container(containers.DeclarativeContainer):
     graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger, hooks)
     tools = providers.Singleton(ToolRegistry, hooks=hooks)
     agent = providers.Factory(make_agent, settings, graph, tools, hooks)
+    # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
+    scoped_retriever = providers.Factory(make_scoped_retriever, retriever)
+    scoped_graph = providers.Factory(make_scoped_graph, graph, retriever)
 
 
 def build_container(

@@ -308,6 +308,14 @@ class GraphLLM:
         clone._assemble = AssembleMessages(text, versioning=True)
         return clone
 
+    def with_retriever(self, retriever: BaseRetriever | None) -> GraphLLM:
+        """A shallow copy that retrieves from ``retriever`` (e.g. a per-request scoped view);
+        shares the LLM, cache, tracker and system prompt."""
+        clone = copy.copy(self)
+        clone._retriever = retriever
+        clone._context = RetrieveContext(retriever, self._rag_k) if retriever is not None else None
+        return clone
+
     def __repr__(self) -> str:
         return (
             f"GraphLLM(provider={self.provider!r}, model={self.model!r}, "

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from pywrapai_graph.domain import LLMResponse, Message, ToolSpec
+from pywrapai_graph.ports.vector_store import MetadataFilter
 
 __all__ = ["Conversation"]
 
@@ -21,6 +22,9 @@ class Conversation(Protocol):
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> LLMResponse:
         """One call."""
         ...
@@ -32,6 +36,9 @@ class Conversation(Protocol):
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
     ) -> LLMResponse:
         """One call on the provider's async client."""
         ...

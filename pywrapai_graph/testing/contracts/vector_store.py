@@ -31,7 +31,7 @@ from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import EmbedderMismatchError
+from pywrapai_graph.errors import EmbedderMismatchError, ScopeError
 from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["VectorStoreContract", "WordEmbedder", "document_chunks", "make_chunks", "manifest_for"]
@@ -525,3 +525,35 @@ class VectorStoreContract(ABC):
         # a second asyncio.run is a new loop: native async clients must not be reused
         hits = asyncio.run(store.asearch(chunks[2].embedding or [], k=1))
         assert hits[0].chunk.id == chunks[2].id
+
+    # ------------------------------------------------------------------ tenants
+    def test_a_scoped_view_never_reads_another_tenants_chunks(self, store: BaseVectorStore) -> None:
+        retriever = VectorRetriever(WordEmbedder(self.dim), store, k=20, min_score=-1.0)
+        views = {t: retriever.scoped({"tenant": t}) for t in ("acme", "globex")}
+        for tenant, view in views.items():
+            # the same document id in both tenants: neither replaces the other
+            view.add_documents(
+                [
+                    Document(f"refund policy of {tenant}", {"kind": "policy"}, id="policy"),
+                    Document(f"holiday calendar of {tenant}", {"kind": "calendar"}, id="cal"),
+                ]
+            )
+        assert len(store) == 4
+        for tenant, view in views.items():
+            other = "globex" if tenant == "acme" else "acme"
+            reads = [
+                view.retrieve("refund policy", k=20),
+                view.retrieve_matching("refund policy", {"kind": "policy"}, k=20),
+                view.retrieve_matching("refund policy", {"tenant": tenant}, k=20),
+                asyncio.run(view.aretrieve("refund policy", k=20)),
+                asyncio.run(view.aretrieve("refund policy", 20, {"kind": "calendar"})),
+            ]
+            for hits in reads:
+                assert hits, "the tenant's own chunks are found"
+                assert {h.chunk.metadata["tenant"] for h in hits} == {tenant}
+            assert len(reads[0]) == 2
+            assert [h.chunk.metadata["kind"] for h in reads[1]] == ["policy"]
+            with pytest.raises(ScopeError, match="outside this view's scope"):
+                view.retrieve_matching("refund policy", {"tenant": other})
+            with pytest.raises(ScopeError):
+                asyncio.run(view.aretrieve("refund policy", filter={"tenant": other}))

@@ -1,0 +1,111 @@
+"""ScopedRetriever: a view of a retriever bound to fixed metadata (a tenant, a project...)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pywrapai_graph.domain import Document, ScoredChunk
+from pywrapai_graph.errors import ScopeError
+from pywrapai_graph.ports import BaseRetriever, MetadataFilter, TextSplitter
+
+__all__ = ["ScopedRetriever", "merge_scope"]
+
+
+def merge_scope(scope: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``scope`` plus ``extra``; a key of ``extra`` may repeat the scope's value, never change it.
+
+    Raises:
+        ScopeError: ``extra`` names a scope key with another value.
+    """
+    merged = dict(scope)
+    for key, value in (extra or {}).items():
+        if key in scope and scope[key] != value:
+            raise ScopeError(
+                f"{key}={value!r} is outside this view's scope ({key}={scope[key]!r}); a scoped "
+                "retriever only reads and writes its own scope"
+            )
+        merged[key] = value
+    return merged
+
+
+class ScopedRetriever(BaseRetriever):
+    """Every read applies ``scope`` as a metadata filter; every write stamps it.
+
+    A service that hands a request only the scoped view cannot read another tenant's
+    chunks: a per-call ``filter`` narrows the scope further, and one that contradicts it
+    raises :class:`~pywrapai_graph.errors.ScopeError`. Document ids are namespaced by the
+    scope (``"tenant=acme/handbook"``), so two tenants' documents with the same id never
+    replace each other.
+
+    Args:
+        inner: a retriever that can filter by metadata (``VectorRetriever``).
+        scope: the metadata every chunk of this view carries, e.g. ``{"tenant": "acme"}``.
+
+    Raises:
+        ScopeError: an empty scope.
+    """
+
+    def __init__(self, inner: BaseRetriever, scope: Mapping[str, Any]) -> None:
+        if not scope:
+            raise ScopeError("a scope needs at least one metadata key, e.g. {'tenant': 'acme'}")
+        self._inner = inner
+        self._scope = dict(scope)
+        self._prefix = ",".join(f"{k}={v}" for k, v in sorted(self._scope.items())) + "/"
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        """The metadata this view is bound to (a copy)."""
+        return dict(self._scope)
+
+    @property
+    def inner(self) -> BaseRetriever:
+        """The unscoped retriever."""
+        return self._inner
+
+    def scoped(self, metadata: Mapping[str, Any]) -> ScopedRetriever:
+        """A narrower view: this scope plus ``metadata`` (which may not contradict it)."""
+        return ScopedRetriever(self._inner, merge_scope(self._scope, metadata))
+
+    # ------------------------------------------------------------------ reads
+    def retrieve(self, query: str, k: int | None = None) -> list[ScoredChunk]:
+        return self._inner.retrieve_matching(query, self._scope, k)
+
+    def retrieve_matching(
+        self, query: str, filter: MetadataFilter, k: int | None = None
+    ) -> list[ScoredChunk]:
+        return self._inner.retrieve_matching(query, merge_scope(self._scope, filter), k)
+
+    async def aretrieve(
+        self, query: str, k: int | None = None, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        return await self._inner.aretrieve(query, k, merge_scope(self._scope, filter))
+
+    # ------------------------------------------------------------------ writes
+    def _stamped(self, docs: Sequence[Document]) -> list[Document]:
+        out = []
+        for doc in docs:
+            if not isinstance(doc, Document):
+                raise TypeError(f"add_documents() takes Document objects, got {type(doc).__name__}")
+            doc_id = doc.id if doc.id.startswith(self._prefix) else self._prefix + doc.id
+            metadata = merge_scope(self._scope, doc.metadata)
+            out.append(dataclasses.replace(doc, metadata=metadata, id=doc_id))
+        return out
+
+    def add_documents(self, docs: Sequence[Document], chunker: TextSplitter | None = None) -> int:
+        """Add ``docs`` with the scope stamped into their metadata and their ids namespaced.
+
+        Raises:
+            ScopeError: a document's metadata contradicts the scope.
+        """
+        return self._inner.add_documents(self._stamped(docs), chunker)
+
+    async def aadd_documents(
+        self, docs: Sequence[Document], chunker: TextSplitter | None = None
+    ) -> int:
+        """Async :meth:`add_documents`."""
+        return await self._inner.aadd_documents(self._stamped(docs), chunker)
+
+    def __repr__(self) -> str:
+        return f"ScopedRetriever({self._inner!r}, scope={self._scope!r})"
