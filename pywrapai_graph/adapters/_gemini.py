@@ -4,26 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.redaction import scrubbed
+
+try:
+    from google import genai
+    from google.genai import types
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("google-genai", "gemini") from exc
 
 __all__ = ["gemini_client"]
 
 
 def gemini_client(
     api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int | None
-) -> Any:
+) -> genai.Client:
     """A ``google.genai.Client`` with our options.
 
     Raises:
         MissingExtraError: google-genai is not installed.
         ConfigurationError: no API key is available.
     """
-    require("google.genai", "gemini", "google-genai")
-    from google import genai
-    from google.genai import types
-
     http: dict[str, Any] = {}
     if base_url:
         http["base_url"] = base_url

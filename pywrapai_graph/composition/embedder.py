@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pywrapai_graph.application.embed_texts import estimate_tokens
@@ -12,8 +11,9 @@ from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition.providers import EMBEDDING_PROVIDERS, make_embedding_provider
 from pywrapai_graph.domain import TokenUsage
-from pywrapai_graph.errors import ProviderError, UnknownProviderError
+from pywrapai_graph.errors import ProviderError
 from pywrapai_graph.ports.embedder import AsyncEmbeddingModel
 from pywrapai_graph.ports.embedding_provider import (
     AsyncEmbeddingProvider,
@@ -24,27 +24,6 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 
 __all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
-
-#: provider name → "module:factory"; the factory takes the adapter options.
-EMBEDDING_PROVIDERS: dict[str, str] = {
-    "openai": "pywrapai_graph.adapters.embedders.openai:create",
-    "gemini": "pywrapai_graph.adapters.embedders.gemini:create",
-    "ollama": "pywrapai_graph.adapters.embedders.ollama:create",
-    "hashing": "pywrapai_graph.adapters.embedders.hashing:create",
-    "local": "pywrapai_graph.adapters.embedders.local:create",
-}
-
-
-def _make(provider: str, options: dict[str, Any]) -> EmbeddingProvider:
-    target = EMBEDDING_PROVIDERS.get(provider)
-    if target is None:
-        raise UnknownProviderError(
-            f"unknown embedding provider {provider!r}; known providers: "
-            f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
-        )
-    module_name, _, attr = target.partition(":")
-    factory: Callable[..., EmbeddingProvider] = getattr(importlib.import_module(module_name), attr)
-    return factory(**options)
 
 
 class Embedder(AsyncEmbeddingModel):
@@ -83,7 +62,9 @@ class Embedder(AsyncEmbeddingModel):
         hooks: Sequence[Hooks] | None = None,
         **options: Any,
     ) -> None:
-        self._adapter = _make(provider, options) if isinstance(provider, str) else provider
+        self._adapter = (
+            make_embedding_provider(provider, options) if isinstance(provider, str) else provider
+        )
         self._model = model or self._adapter.default_model
         limit = self._adapter.max_batch
         if batch_size is not None and batch_size < 1:

@@ -1,39 +1,156 @@
-"""Resolves provider names to chat-model adapters, importing each adapter only when used."""
+"""The provider tables: every chat and embedding provider, by name, in one place each.
+
+A row names the provider, the pip extra it needs and a typed factory that imports its adapter
+inside its body, so an SDK loads only when its provider is chosen, while mypy and
+import-linter still see which class each name builds. ``LLM(provider=...)``,
+``Embedder(provider=...)`` and the settings' provider names all come from these tables:
+adding a provider is its adapter module plus one row here.
+"""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from pywrapai_graph.errors import UnknownProviderError
 from pywrapai_graph.ports import ChatModel
+from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
 
-__all__ = ["CHAT_PROVIDERS", "make_chat_model"]
+__all__ = [
+    "CHAT_PROVIDERS",
+    "EMBEDDING_PROVIDERS",
+    "ChatFactory",
+    "EmbeddingFactory",
+    "ProviderEntry",
+    "make_chat_model",
+    "make_embedding_provider",
+]
 
-#: provider name → "module:factory". The factory takes ``model`` and the adapter options.
-CHAT_PROVIDERS: dict[str, str] = {
-    "openai": "pywrapai_graph.adapters.llm.openai:create",
-    "anthropic": "pywrapai_graph.adapters.llm.anthropic:create",
-    "gemini": "pywrapai_graph.adapters.llm.gemini:create",
-    "ollama": "pywrapai_graph.adapters.llm.ollama:create",
-}
+#: ``(model, adapter options) -> ChatModel``; model None means the adapter's default.
+ChatFactory = Callable[[str | None, Mapping[str, Any]], ChatModel]
+#: ``(adapter options) -> EmbeddingProvider``; the Embedder picks the model per request.
+EmbeddingFactory = Callable[[Mapping[str, Any]], EmbeddingProvider]
+Factory = TypeVar("Factory", ChatFactory, EmbeddingFactory)
 
 
-def make_chat_model(provider: str, model: str | None, options: dict[str, Any]) -> ChatModel:
-    """Build the adapter registered as ``provider``.
+@dataclass(frozen=True, slots=True)
+class ProviderEntry(Generic[Factory]):
+    """One provider: its name, the extra that installs its SDK (None: always there), and
+    the factory that imports and builds its adapter."""
+
+    name: str
+    extra: str | None
+    build: Factory
+
+
+def _table(*entries: ProviderEntry[Factory]) -> Mapping[str, ProviderEntry[Factory]]:
+    return {entry.name: entry for entry in entries}
+
+
+# ---------------------------------------------------------------------------- chat models
+def _openai_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.openai import OpenAIChatModel
+
+    return OpenAIChatModel(model, **options)
+
+
+def _anthropic_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.anthropic import AnthropicChatModel
+
+    return AnthropicChatModel(model, **options)
+
+
+def _gemini_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.gemini import GeminiChatModel
+
+    return GeminiChatModel(model, **options)
+
+
+def _ollama_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.ollama import OllamaChatModel
+
+    return OllamaChatModel(model, **options)
+
+
+#: provider name → chat-model entry (``LLM(provider=...)``, ``llm.provider`` in settings).
+CHAT_PROVIDERS: Mapping[str, ProviderEntry[ChatFactory]] = _table(
+    ProviderEntry("openai", "openai", _openai_chat),
+    ProviderEntry("anthropic", "anthropic", _anthropic_chat),
+    ProviderEntry("gemini", "gemini", _gemini_chat),
+    ProviderEntry("ollama", "ollama", _ollama_chat),
+)
+
+
+# ---------------------------------------------------------------------------- embedders
+def _openai_embeddings(options: Mapping[str, Any]) -> EmbeddingProvider:
+    from pywrapai_graph.adapters.embedders.openai import OpenAIEmbeddings
+
+    return OpenAIEmbeddings(**options)
+
+
+def _gemini_embeddings(options: Mapping[str, Any]) -> EmbeddingProvider:
+    from pywrapai_graph.adapters.embedders.gemini import GeminiEmbeddings
+
+    return GeminiEmbeddings(**options)
+
+
+def _ollama_embeddings(options: Mapping[str, Any]) -> EmbeddingProvider:
+    from pywrapai_graph.adapters.embedders.ollama import OllamaEmbeddings
+
+    return OllamaEmbeddings(**options)
+
+
+def _hashing_embeddings(options: Mapping[str, Any]) -> EmbeddingProvider:
+    from pywrapai_graph.adapters.embedders.hashing import HashingEmbeddings
+
+    return HashingEmbeddings(**options)
+
+
+def _local_embeddings(options: Mapping[str, Any]) -> EmbeddingProvider:
+    from pywrapai_graph.adapters.embedders.local import LocalEmbeddings
+
+    return LocalEmbeddings(**options)
+
+
+#: provider name → embedding entry (``Embedder(provider=...)``, ``embedder.provider``).
+EMBEDDING_PROVIDERS: Mapping[str, ProviderEntry[EmbeddingFactory]] = _table(
+    ProviderEntry("hashing", None, _hashing_embeddings),
+    ProviderEntry("local", "local", _local_embeddings),
+    ProviderEntry("openai", "openai", _openai_embeddings),
+    ProviderEntry("gemini", "gemini", _gemini_embeddings),
+    ProviderEntry("ollama", "ollama", _ollama_embeddings),
+)
+
+
+def make_chat_model(provider: str, model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    """Build the chat model registered as ``provider``.
 
     Raises:
         UnknownProviderError: the name is not registered (the message lists the known names).
         MissingExtraError: the provider's SDK is not installed (raised by the adapter).
     """
-    target = CHAT_PROVIDERS.get(provider)
-    if target is None:
+    entry = CHAT_PROVIDERS.get(provider)
+    if entry is None:
         known = sorted(CHAT_PROVIDERS) or ["(none installed)"]
         raise UnknownProviderError(
             f"unknown LLM provider {provider!r}; known providers: {', '.join(known)}. "
             "You can also pass a ChatModel instance as provider="
         )
-    module_name, _, attr = target.partition(":")
-    factory: Callable[..., ChatModel] = getattr(importlib.import_module(module_name), attr)
-    return factory(model=model, **options)
+    return entry.build(model, options)
+
+
+def make_embedding_provider(provider: str, options: Mapping[str, Any]) -> EmbeddingProvider:
+    """Build the embedding provider registered as ``provider``.
+
+    Raises:
+        UnknownProviderError: the name is not registered (the message lists the known names).
+        MissingExtraError: the provider's SDK is not installed (raised by the adapter).
+    """
+    entry = EMBEDDING_PROVIDERS.get(provider)
+    if entry is None:
+        raise UnknownProviderError(
+            f"unknown embedding provider {provider!r}; known providers: "
+            f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
+        )
+    return entry.build(options)

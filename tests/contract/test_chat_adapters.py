@@ -540,6 +540,8 @@ def test_missing_sdk_names_the_extra(
     import sys
 
     monkeypatch.setitem(sys.modules, module, None)
+    # The adapter imports its SDK at the top: load it afresh, as a process without the SDK would.
+    monkeypatch.delitem(sys.modules, f"pywrapai_graph.adapters.llm.{name}", raising=False)
     with pytest.raises(MissingExtraError, match=rf"pywrapai-graph\[{extra}\]"):
         LLM(provider=name, api_key="k")
 

@@ -9,9 +9,21 @@ from typing import Any
 from pywrapai_graph.adapters._gemini import gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
-__all__ = ["GeminiEmbeddings", "create"]
+try:
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("google-genai", "gemini") from exc
+
+__all__ = ["GeminiEmbeddings"]
+
+
+def _contents(texts: Sequence[str]) -> list[genai_types.PartUnion]:
+    """One part per text (``list`` is invariant: a ``list[str]`` is not accepted as is)."""
+    return list(texts)
 
 
 class GeminiEmbeddings(AsyncEmbeddingProvider):
@@ -36,18 +48,13 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
         self._aclients = PerLoop(
             lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
         )
-        from google.genai import errors
-
-        self._errors_mod = errors
         self._secret = api_key
 
     def __repr__(self) -> str:
         return "GeminiEmbeddings()"
 
     def _errors(self) -> AbstractContextManager[None]:
-        return status_code_errors(
-            self._errors_mod.APIError, "gemini", self._secret, "code", "message"
-        )
+        return status_code_errors(genai_errors.APIError, "gemini", self._secret, "code", "message")
 
     def close(self) -> None:
         """Release the client's connections."""
@@ -59,12 +66,14 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
-            raw = self._client.models.embed_content(model=model, contents=list(texts))
+            raw = self._client.models.embed_content(model=model, contents=_contents(texts))
         return _batch(raw, model)
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with self._errors():
-            raw = await self._aclients.get().models.embed_content(model=model, contents=list(texts))
+            raw = await self._aclients.get().models.embed_content(
+                model=model, contents=_contents(texts)
+            )
         return _batch(raw, model)
 
 
@@ -75,8 +84,3 @@ async def _close_aio(client: Any) -> None:
 def _batch(raw: Any, model: str) -> EmbeddingBatch:
     vectors = [list(e.values or []) for e in raw.embeddings or []]
     return EmbeddingBatch(vectors, None, model)
-
-
-def create(**options: Any) -> GeminiEmbeddings:
-    """Factory used by ``Embedder(provider="gemini")``."""
-    return GeminiEmbeddings(**options)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 from pywrapai_graph.ports.offload import offload
 
-__all__ = ["HashingEmbeddings", "create"]
+__all__ = ["HashingEmbeddings"]
 
 
 class HashingEmbeddings(AsyncEmbeddingProvider):
@@ -37,8 +36,3 @@ class HashingEmbeddings(AsyncEmbeddingProvider):
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         return await offload(self.embed_batch, texts, model)
-
-
-def create(**options: Any) -> HashingEmbeddings:
-    """Factory used by ``Embedder(provider="hashing")``."""
-    return HashingEmbeddings(**options)

@@ -16,7 +16,6 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +29,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError("onnxruntime and tokenizers", "local") from exc
 
-__all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "create", "default_model_files"]
+__all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "default_model_files"]
 
 _log = logging.getLogger(__name__)
 
@@ -215,8 +214,3 @@ class LocalEmbeddings(EmbeddingProvider):
             return EmbeddingBatch([], 0, self.default_model)
         vectors, tokens, truncated = self.embed_array(texts)
         return EmbeddingBatch(vectors.tolist(), tokens, self.default_model, truncated)
-
-
-def create(**options: Any) -> LocalEmbeddings:
-    """Factory used by ``Embedder(provider="local")``."""
-    return LocalEmbeddings(**options)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
-__all__ = ["OllamaEmbeddings", "create"]
+try:
+    import ollama
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("ollama", "ollama") from exc
+
+__all__ = ["OllamaEmbeddings"]
 
 
 class OllamaEmbeddings(AsyncEmbeddingProvider):
@@ -22,22 +26,20 @@ class OllamaEmbeddings(AsyncEmbeddingProvider):
     max_batch = 256
 
     def __init__(self, *, base_url: str | None = None, timeout: float | None = None) -> None:
-        sdk = require("ollama", "ollama")
-        self._sdk = sdk
-        self._client = sdk.Client(host=base_url, timeout=timeout)
+        self._client = ollama.Client(host=base_url, timeout=timeout)
         self._aclients = PerLoop(
-            lambda: sdk.AsyncClient(host=base_url, timeout=timeout), close_async
+            lambda: ollama.AsyncClient(host=base_url, timeout=timeout), close_async
         )
 
     def __repr__(self) -> str:
         return "OllamaEmbeddings()"
 
     def _errors(self) -> AbstractContextManager[None]:
-        return status_code_errors(self._sdk.ResponseError, "ollama", None, "status_code", "error")
+        return status_code_errors(ollama.ResponseError, "ollama", None, "status_code", "error")
 
     def close(self) -> None:
         """Release the client's connections."""
-        self._client.close()
+        self._client.close()  # type: ignore[no-untyped-call]  # unannotated in ollama
 
     async def aclose(self) -> None:
         """Release the current event loop's async client."""
@@ -52,8 +54,3 @@ class OllamaEmbeddings(AsyncEmbeddingProvider):
         with self._errors():
             raw = await self._aclients.get().embed(model=model, input=list(texts))
         return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
-
-
-def create(**options: Any) -> OllamaEmbeddings:
-    """Factory used by ``Embedder(provider="ollama")``."""
-    return OllamaEmbeddings(**options)

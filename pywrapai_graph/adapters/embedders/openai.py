@@ -6,14 +6,18 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
-__all__ = ["OpenAIEmbeddings", "create"]
+try:
+    import openai
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("openai", "openai") from exc
+
+__all__ = ["OpenAIEmbeddings"]
 
 
 class OpenAIEmbeddings(AsyncEmbeddingProvider):
@@ -31,25 +35,23 @@ class OpenAIEmbeddings(AsyncEmbeddingProvider):
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> None:
-        sdk = require("openai", "openai")
-        self._sdk = sdk
         options = drop_none(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         try:
-            self._client = sdk.OpenAI(**options)
-        except sdk.OpenAIError as exc:
+            self._client = openai.OpenAI(**options)
+        except openai.OpenAIError as exc:
             raise ConfigurationError(
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
         self._secret = self._client.api_key
-        self._aclients = PerLoop(lambda: sdk.AsyncOpenAI(**options), close_async)
+        self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**options), close_async)
 
     def __repr__(self) -> str:
         return "OpenAIEmbeddings()"
 
     def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(self._sdk, "openai", self._secret)
+        return stainless_errors(openai, "openai", self._secret)
 
     def close(self) -> None:
         """Release the client's connections."""
@@ -74,8 +76,3 @@ class OpenAIEmbeddings(AsyncEmbeddingProvider):
         data = sorted(raw.data, key=lambda d: d.index)
         tokens = raw.usage.prompt_tokens if raw.usage is not None else None
         return EmbeddingBatch([list(d.embedding) for d in data], tokens, raw.model)
-
-
-def create(**options: Any) -> OpenAIEmbeddings:
-    """Factory used by ``Embedder(provider="openai")``."""
-    return OpenAIEmbeddings(**options)

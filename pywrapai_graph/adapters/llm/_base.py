@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.domain import Message, Role, ToolResult
@@ -49,8 +49,19 @@ def add_tool_result(
         turns.append({"role": "user", key: [item]})
 
 
-class SDKChatModel(ChatModel):
+class _Closable(Protocol):
+    def close(self) -> Any: ...
+
+
+SyncClient = TypeVar("SyncClient", bound=_Closable)
+AsyncClient = TypeVar("AsyncClient")
+
+
+class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     """Base of the provider adapters; subclasses set ``provider_name`` and the clients.
+
+    Parameterised with the SDK's own client classes (``SDKChatModel[openai.OpenAI,
+    openai.AsyncOpenAI]``), so every SDK call in a subclass is type-checked.
 
     The async client is built per event loop (``_aclients``), so repeated ``asyncio.run``
     and loops in several threads each get a client bound to their own loop.
@@ -58,11 +69,11 @@ class SDKChatModel(ChatModel):
 
     provider_name: ClassVar[str]
     _model: str
-    _client: Any
-    _aclients: PerLoop[Any]
+    _client: SyncClient
+    _aclients: PerLoop[AsyncClient]
 
     @property
-    def _aclient(self) -> Any:
+    def _aclient(self) -> AsyncClient:
         return self._aclients.get()
 
     @property

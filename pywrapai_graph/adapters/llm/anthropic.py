@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
@@ -27,9 +26,14 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 
-__all__ = ["AnthropicChatModel", "create"]
+try:
+    import anthropic
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("anthropic", "anthropic") from exc
+
+__all__ = ["AnthropicChatModel"]
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
@@ -81,7 +85,7 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
-class AnthropicChatModel(SDKChatModel):
+class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthropic]):
     """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
@@ -105,15 +109,13 @@ class AnthropicChatModel(SDKChatModel):
         max_retries: int | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        sdk = require("anthropic", "anthropic")
-        self._sdk = sdk
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
         options = drop_none(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
-        self._client = sdk.Anthropic(**options)
-        self._aclients = PerLoop(lambda: sdk.AsyncAnthropic(**options), close_async)
+        self._client = anthropic.Anthropic(**options)
+        self._aclients = PerLoop(lambda: anthropic.AsyncAnthropic(**options), close_async)
         self._secret: str | None = self._client.api_key
         if not self._secret:
             raise ConfigurationError(
@@ -172,7 +174,7 @@ class AnthropicChatModel(SDKChatModel):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(self._sdk, _PROVIDER, self._secret)
+        return stainless_errors(anthropic, _PROVIDER, self._secret)
 
     def chat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():
@@ -232,8 +234,3 @@ class _StreamTally:
             cache_write_tokens=usage.cache_write_tokens,
         )
         return StreamChunk(usage=usage, model=self.model)
-
-
-def create(model: str | None = None, **options: Any) -> AnthropicChatModel:
-    """Factory used by ``LLM(provider="anthropic")``."""
-    return AnthropicChatModel(model, **options)

@@ -25,8 +25,17 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
+from pywrapai_graph.errors import MissingExtraError
 
-__all__ = ["GeminiChatModel", "create"]
+try:
+    from google import genai
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
+    from google.genai.client import AsyncClient
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("google-genai", "gemini") from exc
+
+__all__ = ["GeminiChatModel"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 _PROVIDER = "gemini"
@@ -88,7 +97,7 @@ def _finish_reason(raw: Any) -> str | None:
     return None if reason is None else str(getattr(reason, "value", reason))
 
 
-class GeminiChatModel(SDKChatModel):
+class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
 
     ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and ``GOOGLE_GEMINI_BASE_URL`` work as with the
@@ -116,15 +125,11 @@ class GeminiChatModel(SDKChatModel):
         self._aclients = PerLoop(
             lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
         )
-        from google.genai import errors, types
-
-        self._errors_mod = errors
-        self._types = types
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 
     def _config(self, request: ChatRequest) -> Any:
-        t = self._types
+        t = genai_types
         system, _ = _contents(request.messages)
         config: dict[str, Any] = {}
         if system is not None:
@@ -180,9 +185,7 @@ class GeminiChatModel(SDKChatModel):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return status_code_errors(
-            self._errors_mod.APIError, _PROVIDER, self._secret, "code", "message"
-        )
+        return status_code_errors(genai_errors.APIError, _PROVIDER, self._secret, "code", "message")
 
     def chat(self, request: ChatRequest) -> LLMResponse:
         with self._errors():
@@ -216,8 +219,3 @@ class GeminiChatModel(SDKChatModel):
                 if text:
                     yield StreamChunk(text=text)
         yield StreamChunk(usage=usage, model=model)
-
-
-def create(model: str | None = None, **options: Any) -> GeminiChatModel:
-    """Factory used by ``LLM(provider="gemini")``."""
-    return GeminiChatModel(model, **options)

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters.llm._base import SDKChatModel
@@ -21,8 +20,14 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
+from pywrapai_graph.errors import MissingExtraError
 
-__all__ = ["OllamaChatModel", "create"]
+try:
+    import ollama
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("ollama", "ollama") from exc
+
+__all__ = ["OllamaChatModel"]
 
 DEFAULT_MODEL = "llama3.2"
 _PROVIDER = "ollama"
@@ -47,7 +52,7 @@ def _usage(raw: Any) -> TokenUsage:
     )
 
 
-class OllamaChatModel(SDKChatModel):
+class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
     """A local Ollama server through ``ollama.Client`` / ``ollama.AsyncClient``.
 
     ``OLLAMA_HOST`` works as with the client; ``base_url=`` wins. Ollama follows OpenAI's
@@ -69,14 +74,12 @@ class OllamaChatModel(SDKChatModel):
         api_key: str | None = None,
         max_retries: int | None = None,
     ) -> None:
-        sdk = require("ollama", "ollama")
-        self._sdk = sdk
         self._model = model or DEFAULT_MODEL
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._secret = api_key
-        self._client = sdk.Client(host=base_url, timeout=timeout, headers=headers)
+        self._client = ollama.Client(host=base_url, timeout=timeout, headers=headers)
         self._aclients = PerLoop(
-            lambda: sdk.AsyncClient(host=base_url, timeout=timeout, headers=headers),
+            lambda: ollama.AsyncClient(host=base_url, timeout=timeout, headers=headers),
             close_async,
         )
 
@@ -119,7 +122,7 @@ class OllamaChatModel(SDKChatModel):
 
     def _errors(self) -> AbstractContextManager[None]:
         return status_code_errors(
-            self._sdk.ResponseError, _PROVIDER, self._secret, "status_code", "error"
+            ollama.ResponseError, _PROVIDER, self._secret, "status_code", "error"
         )
 
     def chat(self, request: ChatRequest) -> LLMResponse:
@@ -136,7 +139,7 @@ class OllamaChatModel(SDKChatModel):
         usage, model = TokenUsage(), None
         with self._errors():
             for part in self._client.chat(**self._params(request), stream=True):
-                if part.message and part.message.content:
+                if part.message.content:
                     yield StreamChunk(text=part.message.content)
                 if part.done:
                     usage, model = _usage(part), part.model
@@ -146,13 +149,8 @@ class OllamaChatModel(SDKChatModel):
         usage, model = TokenUsage(), None
         with self._errors():
             async for part in await self._aclient.chat(**self._params(request), stream=True):
-                if part.message and part.message.content:
+                if part.message.content:
                     yield StreamChunk(text=part.message.content)
                 if part.done:
                     usage, model = _usage(part), part.model
         yield StreamChunk(usage=usage, model=model)
-
-
-def create(model: str | None = None, **options: Any) -> OllamaChatModel:
-    """Factory used by ``LLM(provider="ollama")``."""
-    return OllamaChatModel(model, **options)

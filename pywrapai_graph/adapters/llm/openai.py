@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, parse_arguments
@@ -22,9 +21,14 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, ProviderUnavailableError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ProviderUnavailableError
 
-__all__ = ["OpenAIChatModel", "create"]
+try:
+    import openai
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("openai", "openai") from exc
+
+__all__ = ["OpenAIChatModel"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 _PROVIDER = "openai"
@@ -70,7 +74,7 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
-class OpenAIChatModel(SDKChatModel):
+class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
     """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
 
     ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
@@ -97,8 +101,6 @@ class OpenAIChatModel(SDKChatModel):
         max_retries: int | None = None,
         default_max_tokens: int | None = None,
     ) -> None:
-        sdk = require("openai", "openai")
-        self._sdk = sdk
         self._model = model or DEFAULT_MODEL
         self._secret = api_key
         self._default_max_tokens = default_max_tokens
@@ -106,9 +108,9 @@ class OpenAIChatModel(SDKChatModel):
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         try:
-            self._client = sdk.OpenAI(**options)
-            self._aclients = PerLoop(lambda: sdk.AsyncOpenAI(**options), close_async)
-        except sdk.OpenAIError as exc:
+            self._client = openai.OpenAI(**options)
+            self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**options), close_async)
+        except openai.OpenAIError as exc:
             raise ConfigurationError(
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
@@ -161,7 +163,7 @@ class OpenAIChatModel(SDKChatModel):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(self._sdk, _PROVIDER, self._secret)
+        return stainless_errors(openai, _PROVIDER, self._secret)
 
     # ------------------------------------------------------------------ port
     def chat(self, request: ChatRequest) -> LLMResponse:
@@ -201,8 +203,3 @@ class OpenAIChatModel(SDKChatModel):
                     if choice.delta.content:
                         yield StreamChunk(text=choice.delta.content)
         yield StreamChunk(usage=usage, model=model)
-
-
-def create(model: str | None = None, **options: Any) -> OpenAIChatModel:
-    """Factory used by ``LLM(provider="openai")``."""
-    return OpenAIChatModel(model, **options)

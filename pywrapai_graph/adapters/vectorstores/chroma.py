@@ -9,8 +9,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
@@ -27,6 +29,11 @@ from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
+
+if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Metadata
 
 __all__ = ["ChromaVectorStore"]
 
@@ -98,7 +105,9 @@ class ChromaVectorStore(BaseVectorStore):
         )
         with self._errors(), self._writing():
             if path is not None:
-                self._client = chromadb.PersistentClient(path=os.fspath(path), settings=settings)
+                self._client: ClientAPI = chromadb.PersistentClient(
+                    path=os.fspath(path), settings=settings
+                )
             else:
                 parsed = urlparse(str(url))
                 try:
@@ -136,7 +145,7 @@ class ChromaVectorStore(BaseVectorStore):
                 f"{redact(str(exc), [self._url])}"
             ) from scrubbed(exc, [self._url])
 
-    def _open_collection(self) -> Any:
+    def _open_collection(self) -> Collection:
         return self._client.get_or_create_collection(
             self._name,
             embedding_function=None,
@@ -173,7 +182,7 @@ class ChromaVectorStore(BaseVectorStore):
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     @staticmethod
-    def _metadata(chunk: Chunk) -> dict[str, Any]:
+    def _metadata(chunk: Chunk) -> Metadata:
         out: dict[str, Any] = {_META: metadata_json(chunk), _DOC: chunk.doc_id}
         out.update({_FIELD + k: v for k, v in chunk.metadata.items() if isinstance(v, _SCALARS)})
         return out
@@ -224,7 +233,7 @@ class ChromaVectorStore(BaseVectorStore):
                 if count == 0:
                     return []
                 result = self._collection.query(
-                    query_embeddings=[query],
+                    query_embeddings=query[np.newaxis, :],  # one row, kept float32
                     n_results=min(k, count),
                     where=where,
                     include=["documents", "metadatas", "distances"],

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
@@ -19,6 +19,9 @@ from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
+
+if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
+    from qdrant_client import QdrantClient
 
 __all__ = ["QdrantVectorStore"]
 
@@ -33,6 +36,18 @@ def point_id(chunk_id: str) -> str:
         return str(uuid.UUID(chunk_id))
     except ValueError:
         return str(uuid.uuid5(_ID_NAMESPACE, chunk_id))
+
+
+def _chunk(payload: dict[str, Any] | None) -> Chunk:
+    """The chunk a point's payload carries (every point this store writes has one)."""
+    if payload is None:
+        raise VectorStoreError("a Qdrant point has no payload: not a point this store wrote")
+    return Chunk(
+        text=payload["text"],
+        doc_id=payload["doc_id"],
+        metadata=dict(payload.get("metadata") or {}),
+        id=payload["id"],
+    )
 
 
 class QdrantVectorStore(BaseVectorStore):
@@ -82,7 +97,9 @@ class QdrantVectorStore(BaseVectorStore):
         try:
             if url is not None:
                 # no background version-check thread: failures surface on our own calls
-                self._client = qc.QdrantClient(url=url, api_key=api_key, check_compatibility=False)
+                self._client: QdrantClient = qc.QdrantClient(
+                    url=url, api_key=api_key, check_compatibility=False
+                )
             elif self._mode == "memory":
                 self._client = qc.QdrantClient(location=":memory:")
             else:
@@ -146,8 +163,13 @@ class QdrantVectorStore(BaseVectorStore):
         if not self._client.collection_exists(self._collection):
             return None
         info = self._client.get_collection(self._collection)
-        vectors = info.config.params.vectors
-        return int(vectors.size)
+        size = getattr(info.config.params.vectors, "size", None)
+        if not isinstance(size, int):  # named vectors: not a collection this store made
+            raise VectorStoreError(
+                f"Qdrant collection {self._collection!r} has no single unnamed vector; "
+                "use a collection created by QdrantVectorStore"
+            )
+        return size
 
     def _create(self, dim: int) -> None:
         m = self._models
@@ -230,18 +252,7 @@ class QdrantVectorStore(BaseVectorStore):
                 query_filter=self._filter(filter),
                 with_payload=True,
             )
-            return [
-                ScoredChunk(
-                    Chunk(
-                        text=p.payload["text"],
-                        doc_id=p.payload["doc_id"],
-                        metadata=dict(p.payload.get("metadata") or {}),
-                        id=p.payload["id"],
-                    ),
-                    min(float(p.score), 1.0),
-                )
-                for p in result.points
-            ]
+            return [ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)) for p in result.points]
 
     def _count(self, selector_filter: Any = None) -> int:
         if self._dim is None:
