@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import logging
+from typing import Any, TypeVar
 
-__all__ = ["http_errors"]
+__all__ = ["http_errors", "log_retries"]
+
+T = TypeVar("T")
 
 
 def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -29,3 +33,35 @@ def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], .
     else:
         transports.append(aiohttp.ClientError)
     return tuple(timeouts), tuple(transports)
+
+
+_retry_log = logging.getLogger("pywrapai_graph.retries")
+
+
+def log_retries(client: T, provider: str, *, is_async: bool = False) -> T:
+    """Make an OpenAI/Anthropic SDK client log each retry it makes as a WARNING; returns it.
+
+    A request hook on the SDK's own HTTP client (``client._client``, so its defaults, its
+    closing and its retry behaviour stay the SDK's) reads the SDK's retry-count header. A
+    client without that attribute is returned unchanged.
+    """
+
+    def note(request: Any) -> None:
+        retry = request.headers.get("x-stainless-retry-count", "0")
+        if retry != "0":
+            _retry_log.warning(
+                "%s: retrying %s %s (retry %s)",
+                provider,
+                request.method,
+                request.url.path,
+                retry,
+                extra={"attributes": {"gen_ai.provider.name": provider, "retry": retry}},
+            )
+
+    async def anote(request: Any) -> None:
+        note(request)
+
+    hooks = getattr(getattr(client, "_client", None), "event_hooks", None)
+    if isinstance(hooks, dict):
+        hooks.setdefault("request", []).append(anote if is_async else note)
+    return client

@@ -78,3 +78,16 @@ def test_readme_main_job_commands(tmp_path: Path) -> None:
     assert "Refunds are issued to the original payment method within 5 business days" in first_hit
     retrieved = next(ln for ln in outputs[1].splitlines() if ln.startswith("retrieved: "))
     assert retrieved.startswith("retrieved: returns-policy.md")
+
+
+def test_observability_example_prints_a_genai_span() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "observability_console.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert '"name": "chat gpt-4o-mini"' in out
+    assert '"gen_ai.operation.name": "chat"' in out
+    assert '"gen_ai.usage.input_tokens": 10' in out
+    assert "request cost $0.000005, 15 tokens" in out

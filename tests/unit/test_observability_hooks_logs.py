@@ -269,3 +269,53 @@ def test_no_tracer_provider_means_no_calls_into_opentelemetry() -> None:
     # (gate/listeners) and the shared no-op's enter/exit/setter: at most 6 calls, nothing
     # more; plus 5 hook checks in constructors. Out of ~1,300 calls for the whole workload.
     assert ours <= 6 * 16 + 5, (ours, total)
+
+
+# ---------------------------------------------------------------------------- warnings
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_sdk_retries_are_logged_as_warnings(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    from pywrapai_graph.testing.wire import AnthropicWire, OpenAIWire
+
+    wire_type = OpenAIWire if name == "openai" else AnthropicWire
+    with wire_type() as wire:
+        wire.fail(503, "busy", headers={"retry-after-ms": "1"}).reply("recovered")
+        llm = LLM(provider=name, api_key="sk-test-key", base_url=wire.base_url, max_retries=1)
+        with caplog.at_level(logging.WARNING, logger="pywrapai_graph"):
+            assert llm.chat("hi").content == "recovered"
+        llm.close()
+        assert len(wire.requests) == 2
+    [record] = [r for r in caplog.records if r.name == "pywrapai_graph.retries"]
+    assert record.levelno == logging.WARNING
+    assert f"{name}: retrying POST" in record.getMessage() and "retry 1" in record.getMessage()
+    assert "sk-test-key" not in record.getMessage()
+
+
+async def test_async_sdk_retries_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from pywrapai_graph.testing.wire import OpenAIWire
+
+    with OpenAIWire() as wire:
+        wire.fail(503, "busy", headers={"retry-after-ms": "1"}).reply("recovered")
+        llm = LLM(provider="openai", api_key="k", base_url=wire.base_url, max_retries=1)
+        with caplog.at_level(logging.WARNING, logger="pywrapai_graph.retries"):
+            assert (await llm.achat("hi")).content == "recovered"
+        await llm.aclose()
+    assert [r.name for r in caplog.records] == ["pywrapai_graph.retries"]
+
+
+def test_skipped_files_are_logged_as_warnings(
+    tmp_path: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    import pathlib
+
+    from pywrapai_graph.adapters.sources.text_files import TextFiles
+
+    assert isinstance(tmp_path, pathlib.Path)
+    (tmp_path / "good.txt").write_text("fine")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe not utf-8 \xff")
+    files = TextFiles([str(tmp_path)])
+    with caplog.at_level(logging.WARNING, logger="pywrapai_graph"):
+        docs = list(files.documents())
+    assert len(docs) == 1
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING and "bad.txt" in record.getMessage()
+    assert "not UTF-8" in record.getMessage()

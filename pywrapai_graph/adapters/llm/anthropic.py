@@ -10,6 +10,7 @@ from typing import Any
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
+from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -114,8 +115,11 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         options = drop_none(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
-        self._client = anthropic.Anthropic(**options)
-        self._aclients = PerLoop(lambda: anthropic.AsyncAnthropic(**options), close_async)
+        self._client = log_retries(anthropic.Anthropic(**options), _PROVIDER)
+        self._aclients = PerLoop(
+            lambda: log_retries(anthropic.AsyncAnthropic(**options), _PROVIDER, is_async=True),
+            close_async,
+        )
         self._secret: str | None = self._client.api_key
         if not self._secret:
             raise ConfigurationError(

@@ -10,6 +10,7 @@ from typing import Any
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, parse_arguments
+from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
@@ -108,8 +109,11 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         try:
-            self._client = openai.OpenAI(**options)
-            self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**options), close_async)
+            self._client = log_retries(openai.OpenAI(**options), _PROVIDER)
+            self._aclients = PerLoop(
+                lambda: log_retries(openai.AsyncOpenAI(**options), _PROVIDER, is_async=True),
+                close_async,
+            )
         except openai.OpenAIError as exc:
             raise ConfigurationError(
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="

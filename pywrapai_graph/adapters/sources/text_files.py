@@ -7,6 +7,7 @@ non-UTF-8 files are skipped with a reason instead of being read or stopping the 
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,8 @@ from pywrapai_graph.domain import Document
 from pywrapai_graph.domain.ingest_report import SkippedSource
 
 __all__ = ["TEXT_SUFFIXES", "TextFiles"]
+
+_log = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 #: Pseudo-filesystems whose "files" are process or kernel state, never documents.
@@ -93,6 +96,7 @@ class TextFiles:
 
     def _skip(self, path: Path, reason: str) -> None:
         self.skipped.append(SkippedSource(str(path), reason))
+        _log.warning("skipped %s: %s", path, reason, extra={"attributes": {"path": str(path)}})
 
     def _read(self, path: Path, *, named: bool) -> Iterator[Document]:
         real = os.path.realpath(path)

@@ -31,6 +31,7 @@ class Observation:
 
     __slots__ = (
         "_finish",
+        "_initial",
         "_result",
         "_span",
         "_started",
@@ -74,6 +75,7 @@ class Observation:
         self._span: Span | None = None
         self._token: object | None = None
         self._started = 0.0
+        self._initial = 0
 
     @property
     def result(self) -> Any:
@@ -99,6 +101,7 @@ class Observation:
 
             kind = trace.SpanKind.CLIENT if self.kind_client else trace.SpanKind.INTERNAL
             self._span = self.tracer.start_span(self.name, kind=kind, attributes=self.attributes)
+            self._initial = len(self.attributes)
             if self.attach:
                 self._token = context.attach(trace.set_span_in_context(self._span))
         return self
@@ -129,7 +132,8 @@ class Observation:
             return
         from opentelemetry import context, trace
 
-        span.set_attributes(self.attributes)
+        # only what the operation added: the span already holds the opening attributes
+        span.set_attributes(dict(list(self.attributes.items())[self._initial :]))
         error = self.error
         if error is not None:
             # Our typed error only: its cause may be an SDK exception quoting a credential.
