@@ -91,6 +91,10 @@ class EmbedderMismatchError(ConfigurationError):
     """
 
 
+class UnsupportedOperationError(UsageError, NotImplementedError):
+    """The backend cannot do this (a capability flag such as ``supports_delete`` says so)."""
+
+
 class UnsafePromptNameError(UsageError, ValueError):
     """A prompt name that would leave the prompts directory (``..``, absolute, symlink out)."""
 

@@ -8,7 +8,11 @@ from typing import Any, Self
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import ArgumentTypeError, EmbedderMismatchError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    EmbedderMismatchError,
+    UnsupportedOperationError,
+)
 from pywrapai_graph.ports.offload import offload
 
 __all__ = ["BaseVectorStore", "MetadataFilter", "check_document", "check_embedder", "check_ids"]
@@ -45,7 +49,14 @@ class BaseVectorStore(ABC):
 
     Capability flags (properties, as some depend on the mode a store was opened in) tell
     the contract suite what a backend promises: ``persistent`` (data survives closing and
-    reopening), ``exact`` (exhaustive, not approximate, search) and ``atomic_documents``.
+    reopening), ``exact`` (exhaustive, not approximate, search), ``atomic_documents`` and
+    ``supports_delete``.
+
+    Only ``add``, ``search``, ``clear`` and ``__len__`` are required (the reference's own
+    custom-store example defines just those). ``delete``/``delete_by_doc`` are optional: a
+    store without them raises :class:`UnsupportedOperationError` there, reports
+    ``supports_delete = False``, and ``replace_document`` then only upserts.
+    ``dimension`` and ``count(filter)`` have defaults built on the required methods.
 
     ``db_system`` names the engine on tracing spans (``db.system.name``).
     """
@@ -85,13 +96,36 @@ class BaseVectorStore(ABC):
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
         """
 
-    @abstractmethod
-    def delete(self, ids: Sequence[str]) -> int:
-        """Remove chunks by id (unknown ids are ignored); returns how many were removed."""
+    @property
+    def supports_delete(self) -> bool:
+        """``delete``/``delete_by_doc`` work (a subclass that defines them says so itself)."""
+        cls = type(self)
+        return (
+            cls.delete is not BaseVectorStore.delete
+            and cls.delete_by_doc is not BaseVectorStore.delete_by_doc
+        )
 
-    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove chunks by id (unknown ids are ignored); returns how many were removed.
+
+        Raises:
+            UnsupportedOperationError: the backend cannot delete (``supports_delete``).
+        """
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot delete chunks (supports_delete is False); "
+            "use clear() and add() again, or a store that supports delete"
+        )
+
     def delete_by_doc(self, doc_id: str) -> int:
-        """Remove every chunk of one document; returns how many were removed."""
+        """Remove every chunk of one document; returns how many were removed.
+
+        Raises:
+            UnsupportedOperationError: the backend cannot delete (``supports_delete``).
+        """
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot delete documents (supports_delete is False); "
+            "use clear() and add() again, or a store that supports delete"
+        )
 
     @abstractmethod
     def clear(self) -> None:
@@ -100,6 +134,26 @@ class BaseVectorStore(ABC):
     @abstractmethod
     def __len__(self) -> int:
         """Number of stored chunks."""
+
+    @property
+    def dimension(self) -> int | None:
+        """The vector size the store holds, or None while it is empty and unconfigured."""
+        return None
+
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        """How many chunks match ``filter`` (all of them without one).
+
+        This default answers without a filter only; backends that filter natively override
+        it.
+
+        Raises:
+            UnsupportedOperationError: a filter was given and the backend cannot count by one.
+        """
+        if not filter:
+            return len(self)
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot count by metadata filter; call count() without one"
+        )
 
     # ------------------------------------------------------------------ documents
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
@@ -117,6 +171,9 @@ class BaseVectorStore(ABC):
             EmbedderMismatchError: the store was filled by another embedder.
         """
         check_document(manifest, chunks)
+        if not self.supports_delete:  # upsert by chunk id is all such a store can do
+            self.add(chunks)
+            return 0
         removed = self.delete_by_doc(manifest.doc_id)
         self.add(chunks)
         return removed
@@ -163,9 +220,9 @@ class BaseVectorStore(ABC):
         """Async :meth:`clear`."""
         await offload(self.clear)
 
-    async def acount(self) -> int:
-        """Async ``len(store)``."""
-        return await offload(self.__len__)
+    async def acount(self, filter: MetadataFilter | None = None) -> int:
+        """Async :meth:`count` (``len(store)`` without a filter)."""
+        return await offload(self.count, filter)
 
     async def aclose(self) -> None:
         """Async :meth:`close` (also releases native async clients, if any)."""

@@ -279,6 +279,12 @@ class ExactIndex:
         text, doc_id, metadata = self._records[row]
         return Chunk(text=text, doc_id=doc_id, metadata=dict(metadata), id=self._ids[row])
 
+    def count(self, filter: Mapping[str, Any] | None = None) -> int:
+        """How many rows match ``filter`` (all without one)."""
+        if not filter:
+            return self._n
+        return sum(1 for r in self._records if matches_filter(r[2], filter))
+
     def clear(self) -> None:
         """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
         self._reset()

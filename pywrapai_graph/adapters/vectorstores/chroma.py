@@ -283,6 +283,13 @@ class ChromaVectorStore(BaseVectorStore):
         with self._lock, self._errors():
             return int(self._collection.count())
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        if not filter:
+            return len(self)
+        where = self._where_filter(filter)
+        with self._lock, self._errors():
+            return len(self._collection.get(where=where, include=[])["ids"])
+
     def close(self) -> None:
         """Nothing to release explicitly (Chroma clients close with the process)."""
 

@@ -513,6 +513,13 @@ class FAISSVectorStore(BaseVectorStore):
         with self._snapshot():
             return 0 if self._index is None else int(self._index.ntotal)
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        if not filter:
+            return len(self)
+        with self._snapshot():
+            rows = self._meta.execute("SELECT metadata FROM chunks")
+            return sum(1 for (meta,) in rows if matches_filter(json.loads(meta), filter))
+
     def close(self) -> None:
         """Close the metadata database."""
         with self._lock:

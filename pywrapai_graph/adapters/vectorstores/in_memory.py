@@ -123,5 +123,9 @@ class InMemoryVectorStore(BaseVectorStore):
     def __len__(self) -> int:
         return len(self._index)
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        with self._lock:
+            return self._index.count(filter)
+
     def __repr__(self) -> str:
         return f"InMemoryVectorStore(chunks={len(self)}, dimension={self.dimension})"

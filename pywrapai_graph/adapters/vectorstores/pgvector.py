@@ -254,6 +254,17 @@ class PGVectorStore(BaseVectorStore):
         hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return hits
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        where = self._sql.SQL("WHERE metadata @> %s::jsonb") if filter else self._sql.SQL("")
+        statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
+        params = [json.dumps(dict(filter))] if filter else []
+
+        def work(cur: Any) -> int:
+            cur.execute(statement, params)
+            return int(cur.fetchone()[0])
+
+        return self._run(work)
+
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
         if not wanted:
@@ -280,13 +291,7 @@ class PGVectorStore(BaseVectorStore):
         self._run(lambda cur: cur.execute(statement))
 
     def __len__(self) -> int:
-        statement = self._sql.SQL("SELECT count(*) FROM {t}").format(t=self._ident())
-
-        def work(cur: Any) -> int:
-            cur.execute(statement)
-            return int(cur.fetchone()[0])
-
-        return self._run(work)
+        return self.count()
 
     def close(self) -> None:
         """Close the connection."""

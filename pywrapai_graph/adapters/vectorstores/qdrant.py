@@ -296,6 +296,10 @@ class QdrantVectorStore(BaseVectorStore):
         with self._lock, self._errors():
             return self._count()
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        with self._lock, self._errors():
+            return self._count(self._filter(filter) if filter else None)
+
     def close(self) -> None:
         """Close the client (releases the local-mode file lock)."""
         with self._writing():

@@ -311,6 +311,12 @@ class SQLiteVectorStore(BaseVectorStore):
                 self._sync()
             return len(self._index)
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        with self._lock:
+            with self._reading():
+                self._sync()
+            return self._index.count(filter)
+
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:

@@ -31,7 +31,7 @@ from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import EmbedderMismatchError, ScopeError
+from pywrapai_graph.errors import EmbedderMismatchError, ScopeError, UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["VectorStoreContract", "WordEmbedder", "document_chunks", "make_chunks", "manifest_for"]
@@ -212,9 +212,21 @@ class VectorStoreContract(ABC):
         assert len(store) == 1
         assert store.search(b.embedding or [], k=1)[0].chunk.text == b.text
 
+    def _cannot_delete(self, store: BaseVectorStore) -> bool:
+        """A store declaring ``supports_delete = False`` must refuse loudly, not pretend."""
+        if store.supports_delete:
+            return False
+        with pytest.raises(UnsupportedOperationError):
+            store.delete(["any"])
+        with pytest.raises(UnsupportedOperationError):
+            store.delete_by_doc("any")
+        return True
+
     def test_delete_by_ids(self, store: BaseVectorStore) -> None:
         chunks = make_chunks(10, self.dim)
         store.add(chunks)
+        if self._cannot_delete(store):
+            return
         assert store.delete([chunks[0].id, chunks[5].id, "no-such-id"]) == 2
         assert len(store) == 8
         ids = {h.chunk.id for h in store.search(chunks[0].embedding or [], k=10)}
@@ -225,11 +237,34 @@ class VectorStoreContract(ABC):
     def test_delete_by_doc(self, store: BaseVectorStore) -> None:
         chunks = make_chunks(12, self.dim, docs=3)
         store.add(chunks)
+        if self._cannot_delete(store):
+            return
         assert store.delete_by_doc("doc-1") == 4
         assert len(store) == 8
         remaining = store.search(chunks[1].embedding or [], k=12)
         assert all(h.chunk.doc_id != "doc-1" for h in remaining)
         assert store.delete_by_doc("doc-1") == 0
+
+    # ------------------------------------------------------------------ size
+    def test_count_and_dimension(self, store: BaseVectorStore) -> None:
+        """``count``/``dimension`` come with defaults, so a store written with the required
+        methods only still passes: its ``dimension`` is None and a filtered count refuses."""
+        assert store.count() == 0
+        chunks = make_chunks(20, self.dim, docs=4)
+        store.add(chunks)
+        assert store.count() == len(store) == 20
+        own = type(store)
+        if own.dimension is BaseVectorStore.dimension:
+            assert store.dimension is None
+        else:
+            assert store.dimension == self.dim
+        if own.count is BaseVectorStore.count:
+            with pytest.raises(UnsupportedOperationError, match="filter"):
+                store.count({"parity": "even"})
+            return
+        assert store.count({"parity": "even"}) == 10
+        assert store.count({"parity": "even", "doc": "doc-0"}) == 5
+        assert store.count({"parity": "none"}) == 0
 
     # ------------------------------------------------------------------ filter
     def test_metadata_filter(self, store: BaseVectorStore) -> None:
@@ -339,6 +374,8 @@ class VectorStoreContract(ABC):
     def test_re_adding_through_the_retriever_replaces_the_whole_document(
         self, store: BaseVectorStore
     ) -> None:
+        if not store.supports_delete:
+            pytest.skip("old chunks cannot be removed (supports_delete is False)")
         retriever = VectorRetriever(WordEmbedder(self.dim), store, k=100, min_score=-1.0)
         long_text = "\n\n".join(f"Paragraph {i} tells about topic {i}." for i in range(60))
         other = Document("Another document that stays.", metadata={"doc": "other"}, id="other")
@@ -427,6 +464,8 @@ class VectorStoreContract(ABC):
         for c, name in zip(chunks, "abc", strict=True):
             c.id = name
         store.add(chunks)
+        if self._cannot_delete(store):
+            return
         with pytest.raises(TypeError, match="list of ids"):
             store.delete("abc")
         assert len(store) == 3
@@ -485,9 +524,12 @@ class VectorStoreContract(ABC):
             assert hits[0].score == pytest.approx(1.0, abs=1e-4)
             even = await store.asearch(chunks[1].embedding or [], k=12, filter={"parity": "even"})
             assert {h.chunk.id for h in even} == {c.id for c in chunks if c.metadata["n"] % 2 == 0}
-            assert await store.adelete([chunks[1].id, "no-such-id"]) == 1
-            assert await store.adelete_by_doc("doc-0") == 4
-            assert await store.acount() == 7
+            if store.supports_delete:
+                assert await store.adelete([chunks[1].id, "no-such-id"]) == 1
+                assert await store.adelete_by_doc("doc-0") == 4
+                assert await store.acount() == 7
+                if type(store).count is not BaseVectorStore.count:
+                    assert await store.acount({"parity": "even"}) == 4
             await store.aclear()
             assert await store.acount() == 0
             assert await store.asearch(chunks[0].embedding or [], k=3) == []
