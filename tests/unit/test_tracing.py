@@ -373,3 +373,18 @@ def test_metrics_token_usage_duration_and_cost(otel: Telemetry) -> None:
     points = otel.metric_points("gen_ai.client.token.usage")
     embedding = [p for p in points if p.attributes["gen_ai.operation.name"] == "embeddings"]
     assert [p.attributes["gen_ai.token.type"] for p in embedding] == ["input"]
+
+
+async def test_structured_calls_are_json_chat_spans(otel: Telemetry) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+
+    llm = scripted_llm('{"name": "Oslo"}', '{"name": "Bergen"}')
+    assert llm.chat_structured("city?", City).name == "Oslo"
+    assert (await llm.achat_structured("city?", City)).name == "Bergen"
+    spans = otel.finished()
+    assert [s.name for s in spans] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
+    assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in spans)
+    assert "Oslo" not in all_text(spans)
