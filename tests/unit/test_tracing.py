@@ -388,3 +388,31 @@ async def test_structured_calls_are_json_chat_spans(otel: Telemetry) -> None:
     assert [s.name for s in spans] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
     assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in spans)
     assert "Oslo" not in all_text(spans)
+
+
+def test_sync_agent_tree_and_a_stopped_run(otel: Telemetry) -> None:
+    from pywrapai_graph import AgentMaxTurnsError
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    registry = ToolRegistry()
+    registry.register(echo)
+    again = ScriptedReply(tool_calls=[ToolCall("e1", "echo", {"text": "x"})])
+    agent = Agent(GraphLLM(scripted_llm(again, again)), registry, AgentConfig(max_turns=2))
+    with pytest.raises(AgentMaxTurnsError):
+        agent.run("loop forever")
+    turn: list[Any] = [("chat gpt-4o-mini", []), ("execute_tool echo", [])]
+    assert otel.tree() == [
+        (
+            "invoke_agent pywrapai.Agent",
+            [("agent_turn 1", turn), ("agent_turn 2", turn)],
+        )
+    ]
+    run = otel.one("invoke_agent pywrapai.Agent")
+    assert run.status.status_code is StatusCode.ERROR
+    attrs = dict(run.attributes or {})
+    assert attrs["error.type"] == "AgentMaxTurnsError"
+    assert attrs["pywrapai.agent.turns"] == 2  # from the partial result
