@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config",
         metavar="FILE",
-        help=f"YAML configuration (default: ./{DEFAULT_CONFIG_FILE} when it exists)",
+        action="append",
+        help=f"YAML configuration (default: ./{DEFAULT_CONFIG_FILE} when it exists); "
+        "repeat it to stack layers, later files on top",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -201,6 +203,7 @@ def _stats(container: Container, out: TextIO) -> int:
     out.write(f"chunks:    {len(store)}\n")
     out.write(f"dimension: {dimension if dimension is not None else '-'}\n")
     out.write(f"embedder:  {settings.embedder.provider}\n")
+    store.close()
     return 0
 
 
@@ -223,9 +226,9 @@ def main(
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        config = args.config
-        if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
-            config = DEFAULT_CONFIG_FILE
+        config: list[str] = args.config or []
+        if not config and Path(DEFAULT_CONFIG_FILE).is_file():
+            config = [DEFAULT_CONFIG_FILE]
         container = build_container(config)
         if args.command == "ingest":
             return _ingest(container, args.paths, args.follow_symlinks, out, err)

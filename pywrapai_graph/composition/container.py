@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,12 @@ from pywrapai_graph.composition.embedder import Embedder
 from pywrapai_graph.composition.graph_llm import GraphLLM
 from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.composition.no_provider import NoProviderChatModel
-from pywrapai_graph.composition.settings import Settings, default_store_path, load_settings
+from pywrapai_graph.composition.settings import (
+    Settings,
+    Source,
+    default_store_path,
+    load_settings,
+)
 from pywrapai_graph.domain.agent import AgentConfig
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
@@ -252,11 +257,11 @@ class Container(containers.DeclarativeContainer):
 
 
 def build_container(
-    source: Mapping[str, Any] | str | os.PathLike[str] | Settings | None = None,
+    source: Source | Sequence[Source] | Settings | None = None,
     *,
     hooks: Sequence[Hooks] | None = None,
 ) -> Container:
-    """A container from a dict, a YAML file, settings, or (None) the environment.
+    """A container from a dict, a YAML file, layers of them, settings, or (None) the environment.
 
     Args:
         source: the configuration.

@@ -10,7 +10,7 @@ one :class:`~pywrapai_graph.errors.ConfigurationError` naming every offending ke
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,11 +22,13 @@ from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.redaction import redact
 
 __all__ = [
+    "BACKEND_KEYS",
     "DEFAULT_CONFIG_FILE",
     "Backend",
     "EmbedderSettings",
     "LLMSettings",
     "Settings",
+    "Source",
     "StoreSettings",
     "load_settings",
 ]
@@ -86,10 +88,8 @@ class StoreSettings(_Section):
             raise ValueError("store.dsn is required for backend 'pgvector' (a PostgreSQL URL)")
         if self.backend == "pgvector" and self.dimension is None:
             raise ValueError("store.dimension is required for backend 'pgvector'")
-        if self.backend == "chroma" and (self.path is None) == (self.url is None):
-            raise ValueError("backend 'chroma' needs exactly one of store.path or store.url")
-        if self.backend == "qdrant" and self.path is not None and self.url is not None:
-            raise ValueError("backend 'qdrant' takes store.path or store.url, not both")
+        if self.backend in ("chroma", "qdrant") and self.path is not None and self.url is not None:
+            raise ValueError(f"backend {self.backend!r} takes store.path or store.url, not both")
         return self
 
     def location(self) -> str:
@@ -195,36 +195,73 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+#: The store keys each backend reads. Locations (path, url, dsn, api_key) are never carried
+#: from one backend to another; the other keys are when the new backend reads them.
+BACKEND_KEYS: dict[str, frozenset[str]] = {
+    "memory": frozenset({"dimension"}),
+    "sqlite": frozenset({"path", "table"}),
+    "faiss": frozenset({"path", "dimension"}),
+    "chroma": frozenset({"path", "url", "collection"}),
+    "pgvector": frozenset({"dsn", "table", "dimension"}),
+    "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension"}),
+}
+_LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})
+
+
+def _store_for(base: Mapping[str, Any], backend: Any) -> dict[str, Any]:
+    """What of a lower layer's store section survives a switch to ``backend``."""
+    if base.get("backend", "sqlite") == backend or backend not in BACKEND_KEYS:
+        return dict(base)
+    wanted = BACKEND_KEYS[backend] - _LOCATION_KEYS
+    return {k: v for k, v in base.items() if k in wanted}
+
+
+def _merge(
+    base: dict[str, Any], override: Mapping[str, Any], *, top: bool = True
+) -> dict[str, Any]:
+    """``override`` on top of ``base``; a layer that changes ``store.backend`` drops the
+    lower layers' settings of the previous backend (its path, URL, DSN...)."""
     out = dict(base)
     for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        current = out.get(key)
+        if top and key == "store" and isinstance(value, Mapping) and isinstance(current, dict):
+            if "backend" in value:
+                current = _store_for(current, value["backend"])
+            out[key] = _merge(current, value, top=False)
+        elif isinstance(value, Mapping) and isinstance(current, dict):
+            out[key] = _merge(current, value, top=False)
         else:
             out[key] = value
     return out
 
 
-def load_settings(
-    source: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-) -> Settings:
+Source = Mapping[str, Any] | str | os.PathLike[str]
+
+
+def load_settings(source: Source | Sequence[Source] | None = None) -> Settings:
     """Validated settings from a dict, a YAML file path, or (None) the environment alone.
+
+    A sequence of sources is a stack of layers, later ones on top (``["base.yaml",
+    "prod.yaml"]``). With YAML files the ``PYWRAPAI_*`` environment is the top layer. A layer
+    that changes ``store.backend`` drops what the layers below set for the previous backend
+    only — its path, URL or DSN — so each backend falls back to its own default location
+    (``PYWRAPAI_STORE__BACKEND=faiss`` over a file that configures SQLite just works).
 
     Raises:
         ConfigurationError: unreadable or malformed file, or invalid values (every
             offending key is named).
     """
-    data: dict[str, Any]
-    if source is None:
-        data = {}
-    elif isinstance(source, Mapping):
-        data = dict(source)
-    else:  # the environment overrides the file
+    layers = [source] if isinstance(source, Mapping | str | os.PathLike) else list(source or [])
+    data: dict[str, Any] = {}
+    for layer in layers:
+        data = _merge(data, layer if isinstance(layer, Mapping) else _read_yaml(Path(layer)))
+    if not layers or any(not isinstance(layer, Mapping) for layer in layers):
+        # the environment overrides files (a dict passed in code overrides the environment)
         try:
             env = EnvSettingsSource(Settings)()
         except SettingsError as exc:
             raise ConfigurationError(f"invalid PYWRAPAI_* environment variable: {exc}") from None
-        data = _merge(_read_yaml(Path(source)), env)
+        data = _merge(data, env)
     try:
         return Settings(**data)
     except ValidationError as exc:

@@ -61,7 +61,10 @@ def test_swapping_backend_is_config_only(tmp_path: Path) -> None:
             {"store": {"backend": "pgvector", "dsn": "postgresql://x"}},
             "store.dimension is required",
         ),
-        ({"store": {"backend": "chroma"}}, "exactly one of store.path or store.url"),
+        (
+            {"store": {"backend": "chroma", "path": "c", "url": "http://c:8000"}},
+            "takes store.path or store.url, not both",
+        ),
         ({"llm": {"providr": "openai"}}, "llm.providr"),
         ({"llm": {"provider": "cohere"}}, "llm.provider"),
         ({"chunker": {"chunk_size": 100, "overlap": 100}}, "overlap must be smaller"),

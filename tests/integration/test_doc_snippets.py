@@ -1,0 +1,65 @@
+"""The documentation's server snippets (``<!-- snippet: integration -->``), run as written
+against the embedded PostgreSQL+pgvector and Chroma servers, named by ``DATABASE_URL`` and
+``CHROMA_URL``; and env-only swaps to those servers in the repository folder."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import snippets
+from tests.e2e.test_env_swaps import prepare_repo, swap_and_use
+from tests.snippets import Snippet
+
+pytestmark = pytest.mark.integration
+
+SERVER_SNIPPETS = [s for s in snippets.collect() if s.kind == "integration"]
+
+
+@pytest.fixture(scope="module")
+def server_env(pg_url: str, chroma_url: str) -> Iterator[dict[str, str]]:
+    with snippets.wire_environment() as env:
+        yield {**env, "DATABASE_URL": pg_url, "CHROMA_URL": chroma_url}
+
+
+@pytest.mark.parametrize("snippet", SERVER_SNIPPETS, ids=[s.where for s in SERVER_SNIPPETS])
+def test_server_snippet_runs_as_written(
+    snippet: Snippet, tmp_path: Path, server_env: dict[str, str]
+) -> None:
+    snippets.run(snippet, tmp_path, server_env)
+
+
+def _table(tmp_path: Path) -> str:
+    return "swap_" + hashlib.sha1(str(tmp_path).encode()).hexdigest()[:10]
+
+
+def test_env_only_swap_to_pgvector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    prepare_repo(tmp_path, monkeypatch)
+    shown = swap_and_use(
+        monkeypatch,
+        "pgvector",
+        {
+            "PYWRAPAI_STORE__DSN": pg_url,
+            "PYWRAPAI_STORE__DIMENSION": "384",
+            "PYWRAPAI_STORE__TABLE": _table(tmp_path),
+        },
+    )
+    assert shown["location"] == f"PostgreSQL table {_table(tmp_path)!r}"
+
+
+def test_env_only_swap_to_a_chroma_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chroma_url: str
+) -> None:
+    work = prepare_repo(tmp_path, monkeypatch)
+    shown = swap_and_use(
+        monkeypatch,
+        "chroma",
+        {"PYWRAPAI_STORE__URL": chroma_url, "PYWRAPAI_STORE__COLLECTION": _table(tmp_path)},
+    )
+    assert shown["location"] == chroma_url
+    assert not (work / ".pywrapai" / "chroma").exists()  # the server holds the data
