@@ -181,10 +181,7 @@ def _execute(
             timeout=_TIMEOUT,
         )
     except subprocess.TimeoutExpired as exc:
-        out, err = (
-            v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
-            for v in (exc.stdout, exc.stderr)
-        )
+        out, err = (v.decode(errors="replace") if v else "" for v in (exc.stdout, exc.stderr))
         return -1, out, f"timed out after {_TIMEOUT} s\n{err}"
     return done.returncode, done.stdout, done.stderr
 
