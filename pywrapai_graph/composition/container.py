@@ -13,9 +13,7 @@ backend's driver loads only when that backend is selected.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from dependency_injector import containers, providers
@@ -27,16 +25,12 @@ from pywrapai_graph.application.scoped_retriever import ScopedRetriever
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry
 from pywrapai_graph.application.vector_retriever import VectorRetriever
+from pywrapai_graph.composition.backends import build_store
 from pywrapai_graph.composition.embedder import Embedder
 from pywrapai_graph.composition.graph_llm import GraphLLM
 from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.composition.no_provider import NoProviderChatModel
-from pywrapai_graph.composition.settings import (
-    Settings,
-    Source,
-    default_store_path,
-    load_settings,
-)
+from pywrapai_graph.composition.settings import Settings, Source, load_settings
 from pywrapai_graph.domain.agent import AgentConfig
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
@@ -55,12 +49,6 @@ def _secret(value: Any) -> str | None:
 
 def _options(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
-
-
-def _file_path(path: str | None, backend: str) -> str:
-    chosen = Path(path or default_store_path(backend))
-    chosen.parent.mkdir(parents=True, exist_ok=True)
-    return str(chosen)
 
 
 # ---------------------------------------------------------------------------- factories
@@ -114,56 +102,9 @@ def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> E
     )
 
 
-def make_memory_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
-
-    return InMemoryVectorStore(dimension=settings.store.dimension)
-
-
-def make_sqlite_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
-
-    s = settings.store
-    return SQLiteVectorStore(_file_path(s.path, "sqlite"), table_name=s.table)
-
-
-def make_faiss_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
-
-    s = settings.store
-    index = _file_path(s.path, "faiss")
-    return FAISSVectorStore(index, os.path.splitext(index)[0] + ".meta.db", dimension=s.dimension)
-
-
-def make_chroma_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
-
-    s = settings.store
-    if s.url is not None:
-        return ChromaVectorStore(url=s.url, collection=s.collection)
-    return ChromaVectorStore(path=_file_path(s.path, "chroma"), collection=s.collection)
-
-
-def make_pgvector_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
-
-    s = settings.store
-    # both required for this backend by StoreSettings
-    assert s.dsn is not None
-    assert s.dimension is not None
-    return PGVectorStore(s.dsn.get_secret_value(), table_name=s.table, dimension=s.dimension)
-
-
-def make_qdrant_store(settings: Settings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
-
-    s = settings.store
-    if s.url is not None:
-        return QdrantVectorStore(
-            s.collection, url=s.url, api_key=_secret(s.api_key), dimension=s.dimension
-        )
-    location = s.path if s.path == ":memory:" else _file_path(s.path, "qdrant")
-    return QdrantVectorStore(s.collection, location=location, dimension=s.dimension)
+def make_vector_store(settings: Settings) -> BaseVectorStore:
+    """The store ``store.backend`` names, built by its row in the backend table."""
+    return build_store(settings.store)
 
 
 def make_retriever(
@@ -234,14 +175,10 @@ class Container(containers.DeclarativeContainer):
     ledger = providers.Singleton(TokenTracker)
     llm = providers.Singleton(make_llm, settings, ledger, hooks)
     embedder = providers.Singleton(make_embedder, settings, ledger, hooks)
-    vector_store: providers.Selector[BaseVectorStore] = providers.Selector(
-        providers.Callable(lambda s: s.store.backend, settings),
-        memory=providers.Singleton(make_memory_store, settings),
-        sqlite=providers.Singleton(make_sqlite_store, settings),
-        faiss=providers.Singleton(make_faiss_store, settings),
-        chroma=providers.Singleton(make_chroma_store, settings),
-        pgvector=providers.Singleton(make_pgvector_store, settings),
-        qdrant=providers.Singleton(make_qdrant_store, settings),
+    #: The backend is looked up in the table when first used, so a backend registered
+    #: with register_backend() after import is selectable like the built-in ones.
+    vector_store: providers.Singleton[BaseVectorStore] = providers.Singleton(
+        make_vector_store, settings
     )
     chunker = providers.Singleton(
         providers.Callable(lambda s: Chunker(s.chunker.chunk_size, s.chunker.overlap), settings)

@@ -15,9 +15,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
+from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
+from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.redaction import redact
 
@@ -30,11 +40,13 @@ __all__ = [
     "Settings",
     "Source",
     "StoreSettings",
+    "default_store_path",
     "load_settings",
 ]
 
 DEFAULT_CONFIG_FILE = "pywrapai.yaml"
-Backend = Literal["memory", "sqlite", "faiss", "chroma", "pgvector", "qdrant"]
+#: A ``store.backend`` name: a key of :data:`~pywrapai_graph.composition.backends.BACKENDS`.
+Backend = str
 
 
 class _Section(BaseModel):
@@ -49,7 +61,7 @@ class _Section(BaseModel):
 class LLMSettings(_Section):
     """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
 
-    provider: Literal["openai", "anthropic", "gemini", "ollama"] | None = None
+    provider: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None
     base_url: str | None = None
@@ -57,17 +69,33 @@ class LLMSettings(_Section):
     max_retries: int | None = Field(default=None, ge=0)
     system_prompt: str | None = None
 
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str | None) -> str | None:
+        if value is not None and value not in CHAT_PROVIDERS:
+            raise ValueError(f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}")
+        return value
+
 
 class EmbedderSettings(_Section):
     """The embedding provider; "local" is offline and semantic, "hashing" offline and lexical."""
 
-    provider: Literal["hashing", "local", "openai", "gemini", "ollama"] = "hashing"
+    provider: str = "hashing"
     model: str | None = None
     api_key: SecretStr | None = None
     base_url: str | None = None
     dimension: int = Field(default=384, gt=0, description="hashing provider only")
     model_dir: str | None = Field(default=None, description="local provider only")
     threads: int = Field(default=1, ge=1, description="local provider only")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in EMBEDDING_PROVIDERS:
+            raise ValueError(
+                f"unknown embedding provider {value!r}; known: {', '.join(EMBEDDING_PROVIDERS)}"
+            )
+        return value
 
 
 class StoreSettings(_Section):
@@ -82,14 +110,26 @@ class StoreSettings(_Section):
     api_key: SecretStr | None = None
     dimension: int | None = Field(default=None, gt=0)
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; known: {', '.join(BACKENDS)}")
+        return value
+
     @model_validator(mode="after")
     def _required_per_backend(self) -> StoreSettings:
-        if self.backend == "pgvector" and self.dsn is None:
-            raise ValueError("store.dsn is required for backend 'pgvector' (a PostgreSQL URL)")
-        if self.backend == "pgvector" and self.dimension is None:
-            raise ValueError("store.dimension is required for backend 'pgvector'")
-        if self.backend in ("chroma", "qdrant") and self.path is not None and self.url is not None:
-            raise ValueError(f"backend {self.backend!r} takes store.path or store.url, not both")
+        entry = backend_entry(self.backend)
+        try:
+            entry.settings.model_validate(self.model_dump(exclude_none=True))
+        except ValidationError as exc:
+            problems = [
+                f"store.{'.'.join(map(str, e['loc']))} is required for backend {entry.name!r}"
+                if e["type"] == "missing"
+                else str(e["msg"]).removeprefix("Value error, ")
+                for e in exc.errors()
+            ]
+            raise ValueError("; ".join(problems)) from None
         return self
 
     def location(self) -> str:
@@ -99,16 +139,6 @@ class StoreSettings(_Section):
         if self.backend == "memory":
             return "process memory"
         return redact(self.url or self.path or default_store_path(self.backend))
-
-
-def default_store_path(backend: str) -> str:
-    """The default location of a file-backed store under ``.pywrapai/``."""
-    return {
-        "sqlite": ".pywrapai/store.db",
-        "faiss": ".pywrapai/store.faiss",
-        "chroma": ".pywrapai/chroma",
-        "qdrant": ".pywrapai/qdrant",
-    }.get(backend, ":memory:")
 
 
 class RetrieverSettings(_Section):
