@@ -22,6 +22,7 @@ __all__ = [
     "BadRequestError",
     "ConfigurationError",
     "EmbedderMismatchError",
+    "IncompleteStreamError",
     "MissingExtraError",
     "PromptNotFoundError",
     "ProviderError",
@@ -156,6 +157,19 @@ class BadRequestError(ProviderError):
 
 class ProviderUnavailableError(ProviderError):
     """The provider could not be reached or failed on its side (connection error, HTTP 5xx)."""
+
+
+class IncompleteStreamError(ProviderError):
+    """A streamed answer ended before the provider's end marker (``[DONE]``,
+    ``message_stop``, ``done: true``, a finish reason): the text is truncated.
+
+    Attributes:
+        partial: the text received before the stream ended.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", partial: str = "") -> None:
+        super().__init__(message, provider=provider)
+        self.partial = partial
 
 
 class ResponseFormatError(RuntimeFailure, ValueError):

@@ -17,7 +17,11 @@ __all__ = ["gemini_client"]
 
 
 def gemini_client(
-    api_key: str | None, base_url: str | None, timeout: float | None, max_retries: int | None
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    max_retries: int | None,
+    client_args: dict[str, Any] | None = None,
 ) -> genai.Client:
     """A ``google.genai.Client`` with our options.
 
@@ -30,6 +34,8 @@ def gemini_client(
         http["base_url"] = base_url
     if timeout is not None:
         http["timeout"] = int(timeout * 1000)
+    if client_args:
+        http["client_args"] = client_args
     if max_retries is not None:
         http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -86,10 +86,16 @@ def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iter
 
 @contextmanager
 def status_code_errors(
-    api_error: type[Exception], provider: str, secret: str | None, status: str, message: str
+    api_error: type[Exception],
+    provider: str,
+    secret: str | None,
+    status: str,
+    message: str,
+    headers: Callable[[Exception], Any] | None = None,
 ) -> Iterator[None]:
     """Translate SDKs whose errors carry a status attribute (google-genai, ollama), plus the
-    raw HTTP-stack timeouts and transport errors they let through."""
+    raw HTTP-stack timeouts and transport errors they let through. ``headers(exc)`` gives
+    the response headers (for ``Retry-After``) when the error itself does not carry them."""
     timeouts, transports = http_errors()
     try:
         yield
@@ -98,6 +104,7 @@ def status_code_errors(
             getattr(exc, status, None),
             str(getattr(exc, message, None) or exc),
             provider=provider,
+            retry_after=retry_after_seconds(headers(exc) if headers else None),
             secrets=[secret],
         ) from scrubbed(exc, [secret])
     except timeouts as exc:

@@ -44,9 +44,9 @@ class Provider:
         return self.wire.base_url if self.name == "openai" else self.wire.url
 
     def llm(self, **kwargs: Any) -> LLM:
-        options: dict[str, Any] = {"base_url": self.base_url, "timeout": 5.0}
+        options: dict[str, Any] = {"base_url": self.base_url, "timeout": 5.0, "max_retries": 0}
         if self.name != "ollama":
-            options.update(api_key=SECRET, max_retries=0)
+            options.update(api_key=SECRET)
         options.update(kwargs)
         llm = LLM(provider=self.name, model=self.model, **options)
         self.made.append(llm)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from abc import abstractmethod
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.domain import Message, Role, ToolResult
+from pywrapai_graph.adapters.llm._replies import BodyRecorder, StreamTally, decoding
+from pywrapai_graph.domain import Message, Role, StreamChunk, ToolResult
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["SDKChatModel", "add_tool_result", "system_text", "tool_result_of"]
@@ -72,9 +83,53 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     _client: SyncClient
     _aclients: PerLoop[AsyncClient]
 
+    #: the last non-streamed body, for replies the SDK cannot decode (set by subclasses that
+    #: can hook their HTTP client; others report the JSON error's document or nothing)
+    _bodies: BodyRecorder | None = None
+
     @property
     def _aclient(self) -> AsyncClient:
         return self._aclients.get()
+
+    @abstractmethod
+    def _errors(self) -> AbstractContextManager[None]:
+        """The SDK's exceptions translated into ours."""
+
+    @contextmanager
+    def _replying(self, raw: Callable[[], str | None] | None = None) -> Iterator[None]:
+        """Around one call and the decoding of its reply: SDK errors translated, and any
+        failure to decode the reply raised as ResponseFormatError with the raw body (from
+        ``raw()``, else from the body recorder)."""
+        bodies = self._bodies
+        if bodies is not None:
+            bodies.reset()
+        if raw is None:
+            raw = bodies.body if bodies is not None else lambda: None
+        with decoding(self.provider_name, raw), self._errors():
+            yield
+
+    def _follow(
+        self, start: Callable[[], Iterable[Any]], tally: StreamTally
+    ) -> Iterator[StreamChunk]:
+        """Stream the events of ``start()`` through ``tally``; errors translated, cut streams
+        and undecodable events raised."""
+        with decoding(self.provider_name, tally.text), self._errors():
+            for event in start():
+                text = tally.feed(event)
+                if text:
+                    yield StreamChunk(text=text)
+        yield tally.final()
+
+    async def _afollow(
+        self, start: Callable[[], Awaitable[AsyncIterable[Any]]], tally: StreamTally
+    ) -> AsyncIterator[StreamChunk]:
+        """The async twin of :meth:`_follow`."""
+        with decoding(self.provider_name, tally.text), self._errors():
+            async for event in await start():
+                text = tally.feed(event)
+                if text:
+                    yield StreamChunk(text=text)
+        yield tally.final()
 
     @property
     def provider(self) -> str:

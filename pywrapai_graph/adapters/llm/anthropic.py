@@ -17,6 +17,7 @@ from pywrapai_graph.adapters.llm._base import (
     system_text,
     tool_result_of,
 )
+from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -181,60 +182,67 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         return stainless_errors(anthropic, _PROVIDER, self._secret)
 
     def chat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = self._client.messages.create(**self._params(request))
-        return self._response(raw, request)
+        params = self._params(request)
+        body: list[str] = []  # the raw reply, for ResponseFormatError
+        with self._replying(lambda: body[0] if body else None):
+            reply = self._client.messages.with_raw_response.create(**params)
+            body.append(reply.http_response.text)
+            raw = reply.parse()
+            return self._response(raw, request)
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = await self._aclient.messages.create(**self._params(request))
-        return self._response(raw, request)
+        params = self._params(request)
+        body: list[str] = []  # the raw reply, for ResponseFormatError
+        with self._replying(lambda: body[0] if body else None):
+            reply = await self._aclient.messages.with_raw_response.create(**params)
+            body.append(reply.http_response.text)
+            raw = await reply.parse()  # the async SDK parses asynchronously
+            return self._response(raw, request)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        tally = _StreamTally()
-        with self._errors():
-            for event in self._client.messages.create(**self._params(request), stream=True):
-                text = tally.feed(event)
-                if text:
-                    yield StreamChunk(text=text)
-        yield tally.final()
+        params = self._params(request)
+        return self._follow(
+            lambda: self._client.messages.create(**params, stream=True), _StreamTally()
+        )
 
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        tally = _StreamTally()
-        with self._errors():
-            events = await self._aclient.messages.create(**self._params(request), stream=True)
-            async for event in events:
-                text = tally.feed(event)
-                if text:
-                    yield StreamChunk(text=text)
-        yield tally.final()
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        params = self._params(request)
+        return self._afollow(
+            lambda: self._aclient.messages.create(**params, stream=True), _StreamTally()
+        )
 
 
-class _StreamTally:
+class _StreamTally(StreamTally):
     """Follows a Messages stream: text deltas out; usage from message_start + message_delta."""
 
+    provider = _PROVIDER
+    marker = "message_stop"
+
     def __init__(self) -> None:
+        super().__init__()
         self.start_usage: Any = None
         self.output_tokens = 0
-        self.model: str | None = None
 
     def feed(self, event: Any) -> str:
         kind = event.type
-        if kind == "message_start":
+        if kind == "message_stop":
+            self.ended = True
+        elif kind == "message_start":
             self.start_usage = event.message.usage
             self.model = event.message.model
         elif kind == "message_delta" and event.usage is not None:
             self.output_tokens = event.usage.output_tokens or self.output_tokens
         elif kind == "content_block_delta" and event.delta.type == "text_delta":
-            return str(event.delta.text)
+            self.parts.append(str(event.delta.text))
+            return self.parts[-1]
         return ""
 
     def final(self) -> StreamChunk:
         usage = _usage(self.start_usage)
-        usage = TokenUsage(
+        self.usage = TokenUsage(
             input_tokens=usage.input_tokens,
             output_tokens=self.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
         )
-        return StreamChunk(usage=usage, model=self.model)
+        return super().final()

@@ -15,6 +15,14 @@ from pywrapai_graph.adapters.llm._base import (
     system_text,
     tool_result_of,
 )
+from pywrapai_graph.adapters.llm._replies import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    BodyRecorder,
+    StreamTally,
+    aretrying,
+    retrying,
+)
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -25,7 +33,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import MissingExtraError
+from pywrapai_graph.errors import MissingExtraError, ResponseFormatError
 
 try:
     from google import genai
@@ -120,10 +128,16 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> None:
-        self._client = gemini_client(api_key, base_url, timeout, max_retries)
+        # google-genai neither honours Retry-After nor bounds a request by default: we do both
+        self._retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        # the async transport (aiohttp when installed) takes no httpx hooks: sync bodies only
+        self._bodies = BodyRecorder()
+        hooks = {"event_hooks": {"response": [self._bodies.hook]}}
+        self._client = gemini_client(api_key, base_url, timeout, 0, client_args=hooks)
         # client.aio binds aiohttp/httpx sessions to a loop: one whole client per loop
         self._aclients = PerLoop(
-            lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
+            lambda: gemini_client(api_key, base_url, timeout, 0).aio, _close_aio
         )
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
@@ -167,6 +181,10 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
 
     @staticmethod
     def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+        if not raw.candidates and raw.prompt_feedback is None:
+            raise ResponseFormatError(
+                "gemini: the reply has no candidates and no prompt feedback", raw=""
+            )
         texts: list[str] = []
         calls: list[ToolCall] = []
         for i, part in enumerate(_parts(raw)):
@@ -185,37 +203,56 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return status_code_errors(genai_errors.APIError, _PROVIDER, self._secret, "code", "message")
+        return status_code_errors(
+            genai_errors.APIError,
+            _PROVIDER,
+            self._secret,
+            "code",
+            "message",
+            headers=lambda exc: getattr(getattr(exc, "response", None), "headers", None),
+        )
+
+    def _chat_once(self, request: ChatRequest) -> LLMResponse:
+        params = self._call(request)
+        with self._replying():
+            raw = self._client.models.generate_content(**params)
+            return self._response(raw, request)
+
+    async def _achat_once(self, request: ChatRequest) -> LLMResponse:
+        params = self._call(request)
+        with self._replying():
+            raw = await self._aclient.models.generate_content(**params)
+            return self._response(raw, request)
 
     def chat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = self._client.models.generate_content(**self._call(request))
-        return self._response(raw, request)
+        return retrying(lambda: self._chat_once(request), self._retries)
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = await self._aclient.models.generate_content(**self._call(request))
-        return self._response(raw, request)
+        return await aretrying(lambda: self._achat_once(request), self._retries)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            for raw in self._client.models.generate_content_stream(**self._call(request)):
-                usage = _usage(raw.usage_metadata) if raw.usage_metadata else usage
-                model = raw.model_version or model
-                text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
-                if text:
-                    yield StreamChunk(text=text)
-        yield StreamChunk(usage=usage, model=model)
+        params = self._call(request)
+        return self._follow(
+            lambda: self._client.models.generate_content_stream(**params), _StreamState()
+        )
 
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            stream = await self._aclient.models.generate_content_stream(**self._call(request))
-            async for raw in stream:
-                usage = _usage(raw.usage_metadata) if raw.usage_metadata else usage
-                model = raw.model_version or model
-                text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
-                if text:
-                    yield StreamChunk(text=text)
-        yield StreamChunk(usage=usage, model=model)
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        params = self._call(request)
+        return self._afollow(
+            lambda: self._aclient.models.generate_content_stream(**params), _StreamState()
+        )
+
+
+class _StreamState(StreamTally):
+    """Follows a streamGenerateContent stream: a candidate's finish reason ends it."""
+
+    provider = _PROVIDER
+    marker = "a finish reason"
+
+    def feed(self, raw: Any) -> str:
+        self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
+        self.model = raw.model_version or self.model
+        self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
+        text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
+        self.parts.append(text)
+        return text

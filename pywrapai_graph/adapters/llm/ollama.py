@@ -10,6 +10,14 @@ from typing import Any
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters.llm._base import SDKChatModel
+from pywrapai_graph.adapters.llm._replies import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    BodyRecorder,
+    StreamTally,
+    aretrying,
+    retrying,
+)
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -77,9 +85,23 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
         self._model = model or DEFAULT_MODEL
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._secret = api_key
-        self._client = ollama.Client(host=base_url, timeout=timeout, headers=headers)
+        # the client neither retries nor bounds a request by default: we do both
+        self._retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        bodies = self._bodies = BodyRecorder()
+        self._client = ollama.Client(
+            host=base_url,
+            timeout=timeout,
+            headers=headers,
+            event_hooks={"response": [bodies.hook]},
+        )
         self._aclients = PerLoop(
-            lambda: ollama.AsyncClient(host=base_url, timeout=timeout, headers=headers),
+            lambda: ollama.AsyncClient(
+                host=base_url,
+                timeout=timeout,
+                headers=headers,
+                event_hooks={"response": [bodies.ahook]},
+            ),
             close_async,
         )
 
@@ -121,36 +143,53 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
+        bodies = self._bodies
         return status_code_errors(
-            ollama.ResponseError, _PROVIDER, self._secret, "status_code", "error"
+            ollama.ResponseError,
+            _PROVIDER,
+            self._secret,
+            "status_code",
+            "error",
+            headers=lambda _exc: bodies.headers() if bodies is not None else None,
         )
 
+    def _chat_once(self, request: ChatRequest) -> LLMResponse:
+        params = self._params(request)
+        with self._replying():
+            raw = self._client.chat(**params)
+            return self._response(raw, request)
+
+    async def _achat_once(self, request: ChatRequest) -> LLMResponse:
+        params = self._params(request)
+        with self._replying():
+            raw = await self._aclient.chat(**params)
+            return self._response(raw, request)
+
     def chat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = self._client.chat(**self._params(request))
-        return self._response(raw, request)
+        return retrying(lambda: self._chat_once(request), self._retries)
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = await self._aclient.chat(**self._params(request))
-        return self._response(raw, request)
+        return await aretrying(lambda: self._achat_once(request), self._retries)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            for part in self._client.chat(**self._params(request), stream=True):
-                if part.message.content:
-                    yield StreamChunk(text=part.message.content)
-                if part.done:
-                    usage, model = _usage(part), part.model
-        yield StreamChunk(usage=usage, model=model)
+        params = self._params(request)
+        return self._follow(lambda: self._client.chat(**params, stream=True), _StreamState())
 
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            async for part in await self._aclient.chat(**self._params(request), stream=True):
-                if part.message.content:
-                    yield StreamChunk(text=part.message.content)
-                if part.done:
-                    usage, model = _usage(part), part.model
-        yield StreamChunk(usage=usage, model=model)
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        params = self._params(request)
+        return self._afollow(lambda: self._aclient.chat(**params, stream=True), _StreamState())
+
+
+class _StreamState(StreamTally):
+    """Follows an NDJSON chat stream: the ``done: true`` line ends it and carries usage."""
+
+    provider = _PROVIDER
+    marker = "done: true"
+
+    def feed(self, part: Any) -> str:
+        text = str(part.message.content) if part.message and part.message.content else ""
+        self.parts.append(text)
+        if part.done:
+            self.ended = True
+            self.usage, self.model = _usage(part), part.model
+        return text

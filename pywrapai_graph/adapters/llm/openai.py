@@ -12,6 +12,7 @@ from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, parse_arguments
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
+from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -22,7 +23,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ProviderUnavailableError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ResponseFormatError
 
 try:
     import openai
@@ -149,18 +150,23 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
     @staticmethod
     def _response(raw: Any) -> LLMResponse:
         if not raw.choices:
-            raise ProviderUnavailableError(
-                "openai: the response has no choices", provider=_PROVIDER
-            )
+            raise ResponseFormatError("openai: the reply has no choices", raw="")
         message = raw.choices[0].message
-        calls = [
-            ToolCall(c.id, c.function.name, parse_arguments(c.function.arguments, c.function.name))
-            for c in message.tool_calls or ()
-        ]
+        usage = _usage(raw.usage)
+        try:
+            calls = [
+                ToolCall(
+                    c.id, c.function.name, parse_arguments(c.function.arguments, c.function.name)
+                )
+                for c in message.tool_calls or ()
+            ]
+        except ResponseFormatError as exc:
+            exc.usage = usage  # billed all the same
+            raise
         return LLMResponse(
             content=message.content or "",
             tool_calls=calls,
-            usage=_usage(raw.usage),
+            usage=usage,
             model=raw.model or "",
             provider=_PROVIDER,
             finish_reason=raw.choices[0].finish_reason or None,
@@ -171,39 +177,48 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
 
     # ------------------------------------------------------------------ port
     def chat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = self._client.chat.completions.create(**self._params(request))
-        return self._response(raw)
+        params = self._params(request)
+        body: list[str] = []  # the raw reply, for ResponseFormatError
+        with self._replying(lambda: body[0] if body else None):
+            reply = self._client.chat.completions.with_raw_response.create(**params)
+            body.append(reply.http_response.text)
+            return self._response(reply.parse())
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
-        with self._errors():
-            raw = await self._aclient.chat.completions.create(**self._params(request))
-        return self._response(raw)
+        params = self._params(request)
+        body: list[str] = []  # the raw reply, for ResponseFormatError
+        with self._replying(lambda: body[0] if body else None):
+            reply = await self._aclient.chat.completions.with_raw_response.create(**params)
+            body.append(reply.http_response.text)
+            return self._response(reply.parse())
 
     def _stream_params(self, request: ChatRequest) -> dict[str, Any]:
         return {**self._params(request), "stream": True, "stream_options": {"include_usage": True}}
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            for event in self._client.chat.completions.create(**self._stream_params(request)):
-                model = event.model or model
-                if event.usage is not None:
-                    usage = _usage(event.usage)
-                for choice in event.choices:
-                    if choice.delta.content:
-                        yield StreamChunk(text=choice.delta.content)
-        yield StreamChunk(usage=usage, model=model)
+        params = self._stream_params(request)
+        return self._follow(lambda: self._client.chat.completions.create(**params), _StreamState())
 
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        usage, model = TokenUsage(), None
-        with self._errors():
-            events = await self._aclient.chat.completions.create(**self._stream_params(request))
-            async for event in events:
-                model = event.model or model
-                if event.usage is not None:
-                    usage = _usage(event.usage)
-                for choice in event.choices:
-                    if choice.delta.content:
-                        yield StreamChunk(text=choice.delta.content)
-        yield StreamChunk(usage=usage, model=model)
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        params = self._stream_params(request)
+        return self._afollow(
+            lambda: self._aclient.chat.completions.create(**params), _StreamState()
+        )
+
+
+class _StreamState(StreamTally):
+    """Follows a Chat Completions stream: a finish_reason is its end marker."""
+
+    provider = _PROVIDER
+    marker = "a finish_reason and [DONE]"
+
+    def feed(self, event: Any) -> str:
+        self.model = event.model or self.model
+        if event.usage is not None:
+            self.usage = _usage(event.usage)
+        text = ""
+        for choice in event.choices:
+            self.ended = self.ended or choice.finish_reason is not None
+            text += choice.delta.content or ""
+        self.parts.append(text)
+        return text

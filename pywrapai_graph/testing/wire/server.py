@@ -69,7 +69,13 @@ class _Stall:
     then: ScriptedReply
 
 
-_Item = ScriptedReply | _Failure | _Raw | _Stall
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    reply: ScriptedReply
+    keep: int
+
+
+_Item = ScriptedReply | _Failure | _Raw | _Stall | _Cut
 
 
 def sse(events: Iterable[Any], *, event_names: Iterable[str] | None = None) -> list[bytes]:
@@ -134,6 +140,14 @@ class WireServer:
         reply = ScriptedReply(then) if isinstance(then, str) else then
         with self._lock:
             self._queue.append(_Stall(seconds, reply))
+        return self
+
+    def cut(self, reply: ScriptedReply | str, keep: int = 2) -> Self:
+        """Queue a streamed reply whose connection closes after its first ``keep`` chunks,
+        before the provider's end marker (``[DONE]``, ``message_stop``, ``done``...)."""
+        scripted = ScriptedReply(reply) if isinstance(reply, str) else reply
+        with self._lock:
+            self._queue.append(_Cut(scripted, keep))
         return self
 
     def raw(
@@ -232,6 +246,10 @@ class WireServer:
             )
         if isinstance(item, _Raw):
             return item.response
+        if isinstance(item, _Cut):
+            response = self.render_chat(item.reply, body, True)
+            response.chunks = (response.chunks or [])[: item.keep]
+            return response
         if isinstance(item, _Stall):
             response = (
                 self.render_embeddings(body, path)

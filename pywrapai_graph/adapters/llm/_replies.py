@@ -1,0 +1,208 @@
+"""What every chat adapter does with a reply it cannot trust: garbage, a cut stream, a 429.
+
+* :class:`BodyRecorder` keeps the last non-streamed HTTP body and headers of the current
+  context (httpx event hooks), so a reply the SDK cannot decode is reported with its raw body
+  and a status error without headers in the SDK (Ollama) still yields ``Retry-After``.
+* :func:`decoding` turns the decoding failures of an SDK or of our translation into one
+  :class:`~pywrapai_graph.errors.ResponseFormatError` carrying that body.
+* :func:`retrying` / :func:`aretrying` retry rate limits, timeouts and 5xx for SDKs that do
+  not (or not with ``Retry-After``), waiting what the server asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, ClassVar, TypeVar
+
+from pywrapai_graph.domain import StreamChunk, TokenUsage
+from pywrapai_graph.errors import (
+    IncompleteStreamError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    PyWrapAIError,
+    RateLimitError,
+    ResponseFormatError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "BodyRecorder",
+    "StreamTally",
+    "aretrying",
+    "decoding",
+    "incomplete",
+    "retrying",
+]
+
+T = TypeVar("T")
+#: seconds; the OpenAI and Anthropic SDKs' own default, applied to every provider
+DEFAULT_TIMEOUT = 600.0
+#: the OpenAI and Anthropic SDKs' own default, applied to every provider
+DEFAULT_MAX_RETRIES = 2
+_RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
+_MAX_WAIT = 60.0  # never sleep longer than this, whatever Retry-After says
+_STREAMED = ("text/event-stream", "ndjson")
+
+
+class BodyRecorder:
+    """The last non-streamed response (body, headers) seen in this context."""
+
+    def __init__(self) -> None:
+        self._last: ContextVar[tuple[str, Any] | None] = ContextVar(
+            f"pywrapai-body-{id(self)}", default=None
+        )
+
+    @staticmethod
+    def _streamed(response: Any) -> bool:
+        kind = str(response.headers.get("content-type", ""))
+        return any(s in kind for s in _STREAMED)
+
+    def hook(self, response: Any) -> None:
+        """httpx ``response`` event hook (sync clients)."""
+        if self._streamed(response):
+            self._last.set(("", response.headers))
+            return
+        response.read()
+        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+
+    async def ahook(self, response: Any) -> None:
+        """httpx ``response`` event hook (async clients)."""
+        if self._streamed(response):
+            self._last.set(("", response.headers))
+            return
+        await response.aread()
+        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+
+    def reset(self) -> None:
+        """Forget the previous response before a new call."""
+        self._last.set(None)
+
+    def body(self) -> str | None:
+        """The last body, or None when no response was recorded."""
+        last = self._last.get()
+        return last[0] if last is not None else None
+
+    def headers(self) -> Any:
+        """The last response headers, or None."""
+        last = self._last.get()
+        return last[1] if last is not None else None
+
+
+@contextmanager
+def decoding(provider: str, raw: Callable[[], str | None]) -> Iterator[None]:
+    """Turn a failure to decode a reply into ResponseFormatError with the raw body.
+
+    ``raw`` is asked for the body only on failure; a JSON error's own document wins.
+    """
+    try:
+        yield
+    except ResponseFormatError as exc:
+        if not exc.raw:  # raised by our translation, which has no body at hand
+            exc.raw = raw() or ""
+        raise
+    except PyWrapAIError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        body = getattr(exc, "doc", None)
+        if not isinstance(body, str):
+            body = raw()
+        raise ResponseFormatError(
+            f"{provider}: the reply is not a valid response ({type(exc).__name__}); "
+            "its raw body is in the error's .raw attribute",
+            raw=body if body is not None else "",
+        ) from exc
+
+
+def incomplete(provider: str, marker: str, partial: str) -> IncompleteStreamError:
+    """The error for a stream that ended before ``marker``."""
+    return IncompleteStreamError(
+        f"{provider}: the stream ended before its end marker ({marker}); the answer is "
+        f"truncated after {len(partial)} characters. Retry the request.",
+        provider=provider,
+        partial=partial,
+    )
+
+
+class StreamTally(ABC):
+    """Follows one provider stream: :meth:`feed` each event (subclasses), then :meth:`final`.
+
+    Keeps the text so far, the usage and the model, and whether the provider's end marker
+    (``marker``) arrived: :meth:`final` raises IncompleteStreamError when it did not.
+    """
+
+    provider: ClassVar[str]
+    marker: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.usage = TokenUsage()
+        self.model: str | None = None
+        self.ended = False
+
+    @abstractmethod
+    def feed(self, event: Any) -> str:
+        """Take one event; return its text (possibly empty)."""
+
+    def text(self) -> str:
+        """The text received so far."""
+        return "".join(self.parts)
+
+    def final(self) -> StreamChunk:
+        """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""
+        if not self.ended:
+            raise incomplete(self.provider, self.marker, self.text())
+        return StreamChunk(usage=self.usage, model=self.model)
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, RateLimitError | ProviderTimeoutError):
+        return True
+    return isinstance(exc, ProviderUnavailableError) and (
+        exc.status_code is None or exc.status_code >= 500
+    )
+
+
+def _wait(exc: Exception, attempt: int) -> float:
+    after = exc.retry_after if isinstance(exc, RateLimitError) else None
+    if after is not None and after >= 0:
+        return min(after, _MAX_WAIT)
+    return min(0.5 * 2.0**attempt, 8.0)
+
+
+def retrying(
+    call: Callable[[], T], max_retries: int, sleep: Callable[[float], None] = time.sleep
+) -> T:
+    """``call()``, retried up to ``max_retries`` times on 429, timeouts, 5xx and lost
+    connections, sleeping ``Retry-After`` when the server sent one (else 0.5 s, 1 s, 2 s...)."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except (RateLimitError, ProviderUnavailableError, ProviderTimeoutError) as exc:
+            if attempt >= max_retries or not _retryable(exc):
+                raise
+            sleep(_wait(exc, attempt))
+            attempt += 1
+
+
+async def aretrying(
+    call: Callable[[], Awaitable[T]],
+    max_retries: int,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
+    """The async twin of :func:`retrying`."""
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except (RateLimitError, ProviderUnavailableError, ProviderTimeoutError) as exc:
+            if attempt >= max_retries or not _retryable(exc):
+                raise
+            await sleep(_wait(exc, attempt))
+            attempt += 1

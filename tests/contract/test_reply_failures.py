@@ -1,0 +1,141 @@
+"""Replies that cannot be trusted, on all four providers through their SDKs over real HTTP:
+garbage 200s, streams cut before their end marker, 429/5xx retries with Retry-After, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pywrapai_graph.adapters.llm._replies import DEFAULT_TIMEOUT, retrying
+from pywrapai_graph.errors import (
+    IncompleteStreamError,
+    ProviderUnavailableError,
+    RateLimitError,
+    ResponseFormatError,
+)
+from tests.contract.test_chat_adapters import Provider, provider
+
+__all__ = ["provider"]
+
+GARBAGE = ["not json at all", "", '{"unexpected": 1}', "[1, 2]", '{"choices": 5, "content": 5}']
+
+
+@pytest.mark.parametrize("body", GARBAGE)
+def test_a_garbage_200_is_a_response_format_error_with_the_raw_body(
+    provider: Provider, body: str
+) -> None:
+    provider.wire.raw(body)
+    llm = provider.llm()
+    with pytest.raises(ResponseFormatError) as info:
+        llm.chat("Hi")
+    assert info.value.raw == body
+    assert len(llm.tokens) == 0
+
+
+def test_a_garbage_200_is_typed_in_async_calls_too(provider: Provider) -> None:
+    provider.wire.raw('{"unexpected": 1}')
+    llm = provider.llm()
+
+    async def run() -> None:
+        try:
+            await llm.achat("Hi")
+        finally:
+            await llm.aclose()
+
+    with pytest.raises(ResponseFormatError):
+        asyncio.run(run())
+
+
+def test_a_stream_cut_before_its_end_marker_is_an_error(provider: Provider) -> None:
+    provider.wire.cut("Once upon a time there was a long story", keep=2)
+    llm = provider.llm()
+    received: list[str] = []
+
+    def consume() -> None:
+        received.extend(llm.stream("Tell a story"))
+
+    with pytest.raises(IncompleteStreamError) as info:
+        consume()
+    assert "Once upon a time there was a long story".startswith(info.value.partial)
+    assert "".join(received) == info.value.partial
+    assert info.value.provider == provider.name
+
+
+def test_an_async_stream_cut_before_its_end_marker_is_an_error(provider: Provider) -> None:
+    provider.wire.cut("Once upon a time there was a long story", keep=2)
+    llm = provider.llm()
+
+    async def run() -> None:
+        try:
+            async for _ in llm.astream("Tell a story"):
+                pass
+        finally:
+            await llm.aclose()
+
+    with pytest.raises(IncompleteStreamError):
+        asyncio.run(run())
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_every_provider_honours_max_retries(provider: Provider, status: int) -> None:
+    provider.wire.fail(status, "busy", headers={"retry-after": "0"})
+    provider.wire.reply("recovered")
+    assert provider.llm(max_retries=1).chat("Hi").content == "recovered"
+    assert len(list(provider.wire.chat_requests())) == 2
+
+
+def test_max_retries_zero_means_one_request(provider: Provider) -> None:
+    provider.wire.fail(429, "busy", headers={"retry-after": "0"})
+    provider.wire.reply("never sent")
+    with pytest.raises(RateLimitError):
+        provider.llm(max_retries=0).chat("Hi")
+    assert len(list(provider.wire.chat_requests())) == 1
+
+
+def test_every_provider_reports_retry_after(provider: Provider) -> None:
+    provider.wire.fail(429, "slow down", headers={"retry-after": "7"})
+    with pytest.raises(RateLimitError) as info:
+        provider.llm(max_retries=0).chat("Hi")
+    assert info.value.retry_after == 7.0
+
+
+def test_every_provider_has_a_default_timeout(provider: Provider) -> None:
+    llm = provider.llm(timeout=None)
+    client = llm.chat_model._client  # type: ignore[attr-defined]
+    if provider.name in ("openai", "anthropic"):
+        configured = client.timeout.read
+    elif provider.name == "ollama":
+        configured = client._client.timeout.read
+    else:
+        configured = client._api_client._http_options.timeout / 1000
+    assert configured == DEFAULT_TIMEOUT
+
+
+def test_retrying_waits_what_retry_after_asks_then_backs_off() -> None:
+    waits: list[float] = []
+    failures = [
+        RateLimitError("slow", retry_after=3.0),
+        ProviderUnavailableError("down", status_code=503),
+        RateLimitError("slow", retry_after=None),
+    ]
+
+    def call() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "ok"
+
+    assert retrying(call, max_retries=3, sleep=waits.append) == "ok"
+    assert waits == [3.0, 1.0, 2.0]  # Retry-After, then the exponential backoff of attempts 2, 3
+
+
+def test_retrying_stops_after_max_retries() -> None:
+    calls: list[int] = []
+
+    def down() -> str:
+        calls.append(1)
+        raise ProviderUnavailableError("nope", status_code=501)
+
+    with pytest.raises(ProviderUnavailableError):
+        retrying(down, max_retries=2, sleep=lambda _s: None)
+    assert len(calls) == 3
