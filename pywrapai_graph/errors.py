@@ -14,6 +14,8 @@ Messages never contain API keys or file contents.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pywrapai_graph.redaction import redact
 
 __all__ = [
@@ -50,6 +52,10 @@ class PyWrapAIError(Exception):
     Text arguments are redacted on the way in (:func:`~pywrapai_graph.redaction.redact`):
     a DSN, URL or key that slips into a message is masked wherever the error is shown.
     """
+
+    #: the run so far (an ``AgentResult``: steps, messages, usage and cost) when this error
+    #: interrupted an agent run; None otherwise
+    partial: Any = None
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
@@ -178,6 +184,9 @@ class ResponseFormatError(RuntimeFailure, ValueError):
     Attributes:
         raw: the undecodable text, kept for inspection.
     """
+
+    #: the reply's token usage when the provider billed it but it could not be decoded
+    usage: Any = None
 
     def __init__(self, message: str, *, raw: str) -> None:
         super().__init__(message)

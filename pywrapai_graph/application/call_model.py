@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.application.observability.model_calls import observe_llm
@@ -20,7 +21,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolSpec,
 )
-from pywrapai_graph.errors import StructuredOutputError
+from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError, StructuredOutputError
 from pywrapai_graph.ports import ChatModel, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
 
@@ -170,6 +171,17 @@ class CallModel:
             self._cache.set(key, booked)
         return booked
 
+    @contextmanager
+    def _billed(self, request: ChatRequest, prompt_file: str | None) -> Iterator[None]:
+        """A reply that arrived but could not be decoded was still billed: record it (with
+        its usage when the adapter could read it) before the error propagates."""
+        try:
+            yield
+        except (ResponseFormatError, IncompleteStreamError) as exc:
+            usage = exc.usage if isinstance(exc, ResponseFormatError) else None
+            self._record_stream(request, usage, None, prompt_file)
+            raise
+
     def _observe(
         self, request: ChatRequest, prompt_file: str | None, stream: bool = False
     ) -> Observation:
@@ -182,7 +194,9 @@ class CallModel:
         with self._observe(request, prompt_file) as ob:
             key, hit = self._cached(request)
             if hit is None:
-                hit = self._book(request, self._model.chat(request), key, prompt_file)
+                with self._billed(request, prompt_file):
+                    response = self._model.chat(request)
+                hit = self._book(request, response, key, prompt_file)
             ob.result = hit
         return hit
 
@@ -191,7 +205,9 @@ class CallModel:
         with self._observe(request, prompt_file) as ob:
             key, hit = self._cached(request)
             if hit is None:
-                hit = self._book(request, await self._model.achat(request), key, prompt_file)
+                with self._billed(request, prompt_file):
+                    response = await self._model.achat(request)
+                hit = self._book(request, response, key, prompt_file)
             ob.result = hit
         return hit
 
@@ -217,7 +233,10 @@ class CallModel:
         """Yield text pieces; usage is recorded once the stream is exhausted."""
         usage: TokenUsage | None = None
         model: str | None = None
-        with self._observe(request, prompt_file, stream=True) as ob:
+        with (
+            self._observe(request, prompt_file, stream=True) as ob,
+            self._billed(request, prompt_file),
+        ):
             for chunk in self._model.stream(request):
                 usage, model = _fold(chunk, usage, model)
                 if chunk.text:
@@ -230,7 +249,10 @@ class CallModel:
         """Async :meth:`stream`."""
         usage: TokenUsage | None = None
         model: str | None = None
-        with self._observe(request, prompt_file, stream=True) as ob:
+        with (
+            self._observe(request, prompt_file, stream=True) as ob,
+            self._billed(request, prompt_file),
+        ):
             async for chunk in self._model.astream(request):
                 usage, model = _fold(chunk, usage, model)
                 if chunk.text:

@@ -6,7 +6,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from pywrapai_graph.domain.agent import (
     ToolTiming,
 )
 from pywrapai_graph.domain.events import AgentStepEvent
+from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports.conversation import Conversation
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.vector_store import MetadataFilter
@@ -67,6 +69,16 @@ class _Run:
         self.cost += response.cost_usd
         self.last_cost = response.cost_usd
 
+    @contextmanager
+    def interrupted(self) -> Iterator[None]:
+        """A failed model call carries the run so far as ``partial`` (steps, messages, cost)."""
+        try:
+            yield
+        except PyWrapAIError as exc:
+            if exc.partial is None:
+                exc.partial = self.result()
+            raise
+
     def result(self, content: str = "") -> AgentResult:
         return AgentResult(
             content=content,
@@ -99,6 +111,8 @@ class Agent:
             regardless of ``tool_error_policy``, as it is a programming error.
         AgentMaxTurnsError: no final answer within ``max_turns``.
         AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
+        PyWrapAIError: a model call failed (rate limit, timeout, malformed reply...); the
+            error's ``partial`` holds the run so far (steps, messages, usage and cost).
     """
 
     def __init__(
@@ -189,14 +203,15 @@ class Agent:
             for turn in range(1, self.config.max_turns + 1):
                 self._check_budget(run)
                 with observe_agent_turn(turn):
-                    response = self.graph.chat(
-                        run.messages,
-                        history=history,
-                        tools=tools,
-                        rag=rag,
-                        filter=filter,
-                        rag_k=rag_k,
-                    )
+                    with run.interrupted():
+                        response = self.graph.chat(
+                            run.messages,
+                            history=history,
+                            tools=tools,
+                            rag=rag,
+                            filter=filter,
+                            rag_k=rag_k,
+                        )
                     run.book(response)
                     if not response.tool_calls:
                         observed.result = result = self._final(run, response)
@@ -227,14 +242,15 @@ class Agent:
             for turn in range(1, self.config.max_turns + 1):
                 self._check_budget(run)
                 with observe_agent_turn(turn):
-                    response = await self.graph.achat(
-                        run.messages,
-                        history=history,
-                        tools=tools,
-                        rag=rag,
-                        filter=filter,
-                        rag_k=rag_k,
-                    )
+                    with run.interrupted():
+                        response = await self.graph.achat(
+                            run.messages,
+                            history=history,
+                            tools=tools,
+                            rag=rag,
+                            filter=filter,
+                            rag_k=rag_k,
+                        )
                     run.book(response)
                     if not response.tool_calls:
                         observed.result = result = self._final(run, response)

@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from pywrapai import LLM, TokenUsage, ToolCall
-from pywrapai_graph import Agent, AgentConfig, GraphLLM, ToolRegistry, tool
+from pywrapai_graph import Agent, AgentConfig, AgentResult, GraphLLM, ToolRegistry, tool
+from pywrapai_graph.errors import (
+    ProviderTimeoutError,
+    PyWrapAIError,
+    RateLimitError,
+    ResponseFormatError,
+)
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.wire import OpenAIWire
 
@@ -31,13 +37,14 @@ def script(wire: OpenAIWire) -> None:
     )
 
 
-def build(wire: OpenAIWire) -> tuple[Agent, LLM]:
+def build(wire: OpenAIWire, timeout: float | None = None) -> tuple[Agent, LLM]:
     llm = LLM(
         provider="openai",
         model="gpt-4o-mini",
         api_key="test",
         base_url=wire.base_url,
         max_retries=0,
+        timeout=timeout,
     )
     registry = ToolRegistry()
     registry.register(get_weather)
@@ -81,4 +88,88 @@ def test_agent_arun_through_openai_wire() -> None:
 
         content, cost = asyncio.run(run())
         check(content, wire, cost, llm)
+        llm.close()
+
+
+def _first_turn(wire: OpenAIWire) -> None:
+    wire.reply(
+        ScriptedReply(
+            tool_calls=[ToolCall("call_1", "get_weather", {"city": "London"})],
+            usage=TokenUsage(120, 30),
+        )
+    )
+
+
+def _malformed_tool_call(wire: OpenAIWire) -> None:
+    wire.raw(
+        {
+            "id": "chatcmpl-bad",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call_2",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": '{"city": '},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 9, "total_tokens": 209},
+        }
+    )
+
+
+@pytest.mark.parametrize("failure", ["malformed tool-call JSON", "429", "timeout"])
+def test_a_provider_error_on_turn_two_carries_the_partial_run(failure: str) -> None:
+    with OpenAIWire() as wire:
+        _first_turn(wire)
+        if failure == "malformed tool-call JSON":
+            _malformed_tool_call(wire)
+        elif failure == "429":
+            wire.fail(429, "slow down", headers={"retry-after": "5"})
+        else:
+            wire.stall(3.0)
+        agent, llm = build(wire, timeout=0.5 if failure == "timeout" else None)
+        with pytest.raises(PyWrapAIError) as info:
+            agent.run("Weather in London, then Paris?")
+        partial = info.value.partial
+        assert isinstance(partial, AgentResult)
+        assert partial.total_turns == 1
+        assert [c.name for c in partial.steps[0].tool_calls] == ["get_weather"]
+        assert partial.steps[0].tool_results[0].content == "16°C, cloudy in London"
+        assert [m.role.value for m in partial.messages] == ["user", "assistant", "tool"]
+        assert partial.total_cost_usd == pytest.approx((120 * 0.15 + 30 * 0.60) / 1e6)
+        if failure == "malformed tool-call JSON":
+            assert isinstance(info.value, ResponseFormatError)
+            assert info.value.raw == '{"city": '
+            # the billed reply that failed to parse is in the tracker, with its usage
+            assert len(llm.tokens) == 2
+            assert llm.tokens.records[1].usage == TokenUsage(200, 9)
+        elif failure == "429":
+            assert isinstance(info.value, RateLimitError)
+            assert len(llm.tokens) == 1
+        else:
+            assert isinstance(info.value, ProviderTimeoutError)
+        llm.close()
+
+
+def test_an_async_run_also_carries_the_partial_run() -> None:
+    with OpenAIWire() as wire:
+        _first_turn(wire)
+        _malformed_tool_call(wire)
+        agent, llm = build(wire)
+        with pytest.raises(ResponseFormatError) as info:
+            asyncio.run(agent.arun("Weather in London, then Paris?"))
+        assert info.value.partial.total_turns == 1
+        assert len(llm.tokens) == 2
         llm.close()
