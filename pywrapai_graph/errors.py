@@ -41,6 +41,7 @@ __all__ = [
     "ToolArgumentsError",
     "UnknownProviderError",
     "UnsafePromptNameError",
+    "UnsupportedOperationError",
     "UsageError",
     "VectorStoreError",
 ]

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
+from pywrapai_graph.application.fusion import (
+    DEFAULT_RRF_K,
+    reciprocal_rank_fusion,
+    weighted_score_fusion,
+)
 from pywrapai_graph.application.ingest_documents import (
     IngestDocuments,
     OutcomeCallback,
@@ -18,6 +23,7 @@ from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
 from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.errors import ConfigurationError, UnsupportedOperationError
 from pywrapai_graph.ports import (
     BaseRetriever,
     BaseVectorStore,
@@ -30,11 +36,24 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_embedder
 
-__all__ = ["ProgressCallback", "VectorRetriever"]
+__all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
+
+#: dense: cosine over embeddings; lexical: BM25 over text; hybrid: both, fused.
+RetrievalMode = Literal["dense", "lexical", "hybrid"]
+#: rrf: reciprocal-rank fusion; weighted: min-max scaled scores, weighted sum.
+Fusion = Literal["rrf", "weighted"]
 
 
 class VectorRetriever(BaseRetriever):
-    """Connects an embedder to a vector store.
+    """Connects an embedder to a vector store; retrieves densely, lexically or both.
+
+    Modes: ``"dense"`` ranks chunks by cosine similarity of embeddings (scores are cosines);
+    ``"lexical"`` by BM25 over their text (scores are BM25 scores; the store's
+    ``lexical_search``: every built-in store has one); ``"hybrid"`` takes the top
+    ``candidates`` of each and fuses them, by reciprocal-rank fusion (scores are
+    ``Σ w/(rrf_k + rank)``) or by a weighted sum of min-max scaled scores. Metadata filters
+    apply to both sides; ``min_score`` applies to cosine similarities (dense hits, also
+    before fusion), never to BM25 or fused scores.
 
     :meth:`aretrieve` embeds with the embedder's native async client when it has one and
     searches with the store's ``asearch``, so retrieval never blocks the event loop;
@@ -44,11 +63,20 @@ class VectorRetriever(BaseRetriever):
         embedder: turns texts into vectors (``Embedder``, ``HashingEmbedder``, ...).
         store: any :class:`BaseVectorStore`.
         k: default number of chunks to retrieve.
-        min_score: minimum cosine similarity a hit needs (0.0 keeps every non-negative hit).
+        min_score: minimum cosine similarity a dense hit needs (0.0 keeps every
+            non-negative hit).
         hooks: observability hooks told about every retrieval.
+        mode: "dense" (default), "lexical" or "hybrid".
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation (0 none, 1 full).
+        fusion: "rrf" (default) or "weighted" (hybrid mode).
+        rrf_k: the reciprocal-rank-fusion constant.
+        weights: (dense, lexical) weights of the fusion.
+        candidates: how many hits each side contributes to the fusion (at least ``k``).
 
     Raises:
-        ValueError: k < 1 or min_score outside [-1, 1].
+        ValueError: k < 1, min_score outside [-1, 1], or a bad BM25/fusion setting.
+        UnsupportedOperationError: a lexical or hybrid mode on a store without lexical search.
     """
 
     def __init__(
@@ -60,6 +88,13 @@ class VectorRetriever(BaseRetriever):
         *,
         batch_size: int = 256,
         hooks: Sequence[Hooks] | None = None,
+        mode: RetrievalMode = "dense",
+        k1: float = 1.2,
+        b: float = 0.75,
+        fusion: Fusion = "rrf",
+        rrf_k: int = DEFAULT_RRF_K,
+        weights: tuple[float, float] = (1.0, 1.0),
+        candidates: int = 100,
     ) -> None:
         if not is_positive_int(k):
             raise ValueError(f"k must be a positive int, got {k!r}")
@@ -73,6 +108,14 @@ class VectorRetriever(BaseRetriever):
         self.min_score = min_score
         self.batch_size = batch_size
         self.hooks = check_hooks(hooks)
+        self._check_lexical(mode, k1, b, fusion, rrf_k, weights, candidates, store)
+        self.mode: RetrievalMode = mode
+        self.k1 = k1
+        self.b = b
+        self.fusion: Fusion = fusion
+        self.rrf_k = rrf_k
+        self.weights = weights
+        self.candidates = candidates
         self._checked = -1  # the query dimension whose embedder was checked against the store
 
     def add_documents(
@@ -113,20 +156,53 @@ class VectorRetriever(BaseRetriever):
             docs, skip_unchanged=skip_unchanged, progress=progress, on_document=on_document
         )
 
+    @staticmethod
+    def _check_lexical(
+        mode: str,
+        k1: float,
+        b: float,
+        fusion: str,
+        rrf_k: int,
+        weights: tuple[float, float],
+        candidates: int,
+        store: BaseVectorStore,
+    ) -> None:
+        if mode not in get_args(RetrievalMode):
+            raise ConfigurationError(f"mode must be dense, lexical or hybrid, got {mode!r}")
+        if fusion not in get_args(Fusion):
+            raise ConfigurationError(f"fusion must be rrf or weighted, got {fusion!r}")
+        if not (k1 >= 0.0 and 0.0 <= b <= 1.0):
+            raise ConfigurationError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        if rrf_k < 0 or candidates < 1 or min(weights) < 0:
+            raise ConfigurationError(
+                "rrf_k must be >= 0, candidates >= 1 and weights two non-negative numbers; "
+                f"got rrf_k={rrf_k}, candidates={candidates}, weights={weights}"
+            )
+        if mode != "dense" and not store.lexical:
+            raise UnsupportedOperationError(
+                f"mode={mode!r} needs lexical search, which {type(store).__name__} lacks; "
+                "use a built-in store or mode='dense'"
+            )
+
     def retrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Up to ``k`` (default: the constructor's) chunks scoring at least ``min_score``."""
+        """Up to ``k`` (default: the constructor's) chunks, best first, in this ``mode``."""
         wanted = self.k if k is None else k
-        system = self.store.db_system
-        with observe_retrieval(system, query, wanted, hooks=self.hooks) as observed:
-            vector = self.embedder.embed_one(query)
-            self._check_embedder(len(vector))
-            with observe_store(system, "search", k=wanted) as search:
-                hits = self.store.search(vector, k=wanted, filter=filter)
-                search.result = len(hits)
-            observed.result = kept = self._keep(hits)
-        return kept
+        with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
+            if self.mode == "lexical":
+                hits = self._lexical(query, wanted, filter)
+            else:
+                vector = self.embedder.embed_one(query)
+                self._check_embedder(len(vector))
+                depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
+                dense = self._keep(self._search(vector, depth, filter))
+                if self.mode == "dense":
+                    hits = dense
+                else:
+                    hits = self._fuse(dense, self._lexical(query, depth, filter), wanted)
+            observed.result = hits
+        return hits
 
     def retrieve_matching(
         self, query: str, filter: MetadataFilter, k: int | None = None
@@ -139,19 +215,54 @@ class VectorRetriever(BaseRetriever):
     ) -> list[ScoredChunk]:
         """Async :meth:`retrieve`: async embedding, then the store's ``asearch``."""
         wanted = self.k if k is None else k
-        system = self.store.db_system
-        with observe_retrieval(system, query, wanted, hooks=self.hooks) as observed:
-            vector = await aembed_one(self.embedder, query)
-            if self._checked != len(vector):
-                await offload(self._check_embedder, len(vector))
-            with observe_store(system, "search", k=wanted) as search:
-                hits = await self.store.asearch(vector, k=wanted, filter=filter)
-                search.result = len(hits)
-            observed.result = kept = self._keep(hits)
-        return kept
+        with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
+            if self.mode == "lexical":
+                hits = await offload(self._lexical, query, wanted, filter)
+            else:
+                vector = await aembed_one(self.embedder, query)
+                if self._checked != len(vector):
+                    await offload(self._check_embedder, len(vector))
+                depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
+                dense = self._keep(await self._asearch(vector, depth, filter))
+                if self.mode == "dense":
+                    hits = dense
+                else:
+                    lexical = await offload(self._lexical, query, depth, filter)
+                    hits = self._fuse(dense, lexical, wanted)
+            observed.result = hits
+        return hits
+
+    def _search(
+        self, vector: list[float], k: int, filter: MetadataFilter | None
+    ) -> list[ScoredChunk]:
+        with observe_store(self.store.db_system, "search", k=k) as search:
+            hits = self.store.search(vector, k=k, filter=filter)
+            search.result = len(hits)
+        return hits
+
+    async def _asearch(
+        self, vector: list[float], k: int, filter: MetadataFilter | None
+    ) -> list[ScoredChunk]:
+        with observe_store(self.store.db_system, "search", k=k) as search:
+            hits = await self.store.asearch(vector, k=k, filter=filter)
+            search.result = len(hits)
+        return hits
+
+    def _fuse(
+        self, dense: list[ScoredChunk], lexical: list[ScoredChunk], k: int
+    ) -> list[ScoredChunk]:
+        if self.fusion == "weighted":
+            return weighted_score_fusion([dense, lexical], weights=self.weights, k=k)
+        return reciprocal_rank_fusion([dense, lexical], rrf_k=self.rrf_k, weights=self.weights, k=k)
 
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]
+
+    def _lexical(self, query: str, k: int, filter: MetadataFilter | None) -> list[ScoredChunk]:
+        with observe_store(self.store.db_system, "lexical_search", k=k) as search:
+            hits = self.store.lexical_search(query, k, filter, k1=self.k1, b=self.b)
+            search.result = len(hits)
+        return hits
 
     def _check_embedder(self, dimension: int) -> None:
         if self._checked == dimension:
@@ -173,4 +284,7 @@ class VectorRetriever(BaseRetriever):
         return ScopedRetriever(self, metadata)
 
     def __repr__(self) -> str:
-        return f"VectorRetriever(store={self.store!r}, k={self.k}, min_score={self.min_score})"
+        return (
+            f"VectorRetriever(store={self.store!r}, k={self.k}, min_score={self.min_score}, "
+            f"mode={self.mode!r})"
+        )

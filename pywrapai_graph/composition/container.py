@@ -111,7 +111,20 @@ def make_retriever(
     settings: Settings, embedder: Embedder, store: BaseVectorStore, hooks: HookSet
 ) -> VectorRetriever:
     s = settings.retriever
-    return VectorRetriever(embedder, store, k=s.k, min_score=s.min_score, hooks=hooks)
+    return VectorRetriever(
+        embedder,
+        store,
+        k=s.k,
+        min_score=s.min_score,
+        mode=s.mode,
+        k1=s.k1,
+        b=s.b,
+        fusion=s.fusion,
+        rrf_k=s.rrf_k,
+        weights=(s.dense_weight, s.lexical_weight),
+        candidates=s.candidates,
+        hooks=hooks,
+    )
 
 
 def make_prompts(settings: Settings) -> PromptSource:

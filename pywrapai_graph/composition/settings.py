@@ -142,10 +142,18 @@ class StoreSettings(_Section):
 
 
 class RetrieverSettings(_Section):
-    """Retrieval defaults."""
+    """Retrieval defaults: dense (embeddings), lexical (BM25) or hybrid (both, fused)."""
 
     k: int = Field(default=4, ge=1)
     min_score: float = Field(default=0.0, ge=-1.0, le=1.0)
+    mode: Literal["dense", "lexical", "hybrid"] = "dense"
+    k1: float = Field(default=1.2, ge=0.0)
+    b: float = Field(default=0.75, ge=0.0, le=1.0)
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = Field(default=60, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0.0)
+    lexical_weight: float = Field(default=1.0, ge=0.0)
+    candidates: int = Field(default=100, ge=1)
 
 
 class ChunkerSettings(_Section):

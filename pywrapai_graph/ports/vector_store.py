@@ -50,7 +50,8 @@ class BaseVectorStore(ABC):
     Capability flags (properties, as some depend on the mode a store was opened in) tell
     the contract suite what a backend promises: ``persistent`` (data survives closing and
     reopening), ``exact`` (exhaustive, not approximate, search), ``atomic_documents`` and
-    ``supports_delete``.
+    ``supports_delete`` and ``lexical`` (``lexical_search`` ranks chunks by BM25 over their
+    text; every built-in store does, with the same analyzer and the same ranking).
 
     Only ``add``, ``search``, ``clear`` and ``__len__`` are required (the reference's own
     custom-store example defines just those). ``delete``/``delete_by_doc`` are optional: a
@@ -77,6 +78,34 @@ class BaseVectorStore(ABC):
     def atomic_documents(self) -> bool:
         """``replace_document`` is all-or-nothing and manifests are kept."""
         return False
+
+    @property
+    def lexical(self) -> bool:
+        """``lexical_search`` is available."""
+        return False
+
+    def lexical_search(
+        self,
+        query: str,
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> list[ScoredChunk]:
+        """The ``k`` chunks whose text best matches ``query`` by BM25, best first.
+
+        Scores are BM25 scores (positive, unbounded), not cosine similarities; only chunks
+        sharing at least one analysed term with the query are returned.
+
+        Raises:
+            UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
+            ValueError: k < 1, k1 < 0 or b outside [0, 1].
+        """
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} has no lexical search; use a built-in store or "
+            "VectorRetriever(mode='dense')"
+        )
 
     @abstractmethod
     def add(self, chunks: Sequence[Chunk]) -> None:

@@ -285,6 +285,10 @@ class ExactIndex:
             return self._n
         return sum(1 for r in self._records if matches_filter(r[2], filter))
 
+    def chunks(self) -> list[Chunk]:
+        """Every stored chunk (without embeddings)."""
+        return [self.chunk_at(row) for row in range(self._n)]
+
     def clear(self) -> None:
         """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
         self._reset()

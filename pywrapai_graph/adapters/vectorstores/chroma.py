@@ -22,6 +22,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
@@ -46,6 +47,7 @@ _SCALARS = (str, int, float, bool)
 #: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
 DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
+_PAGE = 5000  # chunks per request when the lexical index is built from the collection
 
 
 def validate_collection_name(name: str) -> str:
@@ -58,7 +60,7 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
-class ChromaVectorStore(BaseVectorStore):
+class ChromaVectorStore(LexicalSearch, BaseVectorStore):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
@@ -99,6 +101,7 @@ class ChromaVectorStore(BaseVectorStore):
         self._url = url
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
+        self._lexical = LexicalMirror(self._all_chunks)
         # embedded mode: processes sharing a folder take turns to create and write it
         self._file_lock = (
             WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
@@ -201,8 +204,23 @@ class ChromaVectorStore(BaseVectorStore):
         """Vector dimension, or None while the collection is empty."""
         return self._dim
 
+    def _all_chunks(self) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        with self._errors():
+            while True:
+                got = self._collection.get(
+                    include=["documents", "metadatas"], limit=_PAGE, offset=len(chunks)
+                )
+                texts, metas = got.get("documents") or [], got.get("metadatas") or []
+                chunks += [
+                    Chunk(text or "", str(m[_DOC]), json.loads(str(m[_META])), chunk_id)
+                    for chunk_id, text, m in zip(got["ids"], texts, metas, strict=True)
+                ]
+                if len(got["ids"]) < _PAGE:
+                    return chunks
+
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock, self._writing():
+        with self._lock, self._writing(), self._lexical.writing() as lexical:
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -218,6 +236,7 @@ class ChromaVectorStore(BaseVectorStore):
                         metadatas=metadatas[start:end],
                     )
             self._dim = int(batch.vectors.shape[1])
+            lexical.upsert(batch.chunks)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -257,27 +276,30 @@ class ChromaVectorStore(BaseVectorStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
-        with self._lock, self._writing(), self._errors():
+        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
             if not wanted:
                 return 0
             present = self._collection.get(ids=wanted, include=[])["ids"]
             if present:
                 self._collection.delete(ids=present)
+            lexical.remove(present)
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._lock, self._writing(), self._errors():
+        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
             where = self._where_filter(None, doc_id)
             present = self._collection.get(where=where, include=[])["ids"]
             if present:
                 self._collection.delete(ids=present)
+            lexical.remove(present)
             return len(present)
 
     def clear(self) -> None:
-        with self._lock, self._writing(), self._errors():
+        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
             self._client.delete_collection(self._name)
             self._collection = self._open_collection()
             self._dim = None
+            lexical.clear()
 
     def __len__(self) -> int:
         with self._lock, self._errors():

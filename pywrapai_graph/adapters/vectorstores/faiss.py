@@ -36,6 +36,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256 as _sha256
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
     fsync_dir,
@@ -61,7 +62,7 @@ _SCHEMA = (
 T = TypeVar("T")
 
 
-class FAISSVectorStore(BaseVectorStore):
+class FAISSVectorStore(LexicalSearch, BaseVectorStore):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
@@ -107,6 +108,7 @@ class FAISSVectorStore(BaseVectorStore):
         self._dim = dimension
         self._index: Any = None
         self._generation = -1
+        self._lexical = LexicalMirror(self._all_chunks)
         with self._file_lock:
             self._meta = self._open_meta(lock_timeout)
             try:
@@ -233,6 +235,7 @@ class FAISSVectorStore(BaseVectorStore):
         """Return to what the files say (after a failed write, or another process's write)."""
         self._index = None
         self._dim = self._fixed_dim
+        self._lexical.reset()
         self._load()
 
     def _new_index(self, dim: int) -> Any:
@@ -373,8 +376,16 @@ class FAISSVectorStore(BaseVectorStore):
             )
             self._meta.execute(f"DELETE FROM chunks WHERE int_id IN ({marks})", part)
 
+    def _all_chunks(self) -> list[Chunk]:
+        rows = self._meta.execute("SELECT id, doc_id, text, metadata FROM chunks ORDER BY int_id")
+        return [Chunk(r[2], doc_id=r[1], metadata=json.loads(r[3]), id=r[0]) for r in rows]
+
+    def _before_lexical(self) -> None:
+        with self._snapshot():  # reloads (and so resets the lexical index) after another writer
+            pass
+
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -387,10 +398,11 @@ class FAISSVectorStore(BaseVectorStore):
                 )
 
             self._transaction(work)
+            lexical.upsert(batch.chunks)
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
             batch = prepare_batch(chunks, self._dim)
 
             def work() -> int:
@@ -411,6 +423,8 @@ class FAISSVectorStore(BaseVectorStore):
                     self._set_meta("embedder", identity.to_json())
                 return len(old)
 
+            lexical.remove_doc(manifest.doc_id)
+            lexical.upsert(batch.chunks)
             return self._transaction(work)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
@@ -476,7 +490,11 @@ class FAISSVectorStore(BaseVectorStore):
         ]
 
     def _delete_where(self, column: str, values: list[str]) -> int:
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
+            if column == "doc_id":
+                lexical.remove_doc(values[0])
+            else:
+                lexical.remove(values)
 
             def work() -> int:
                 int_ids = self._int_ids(column, values)
@@ -507,7 +525,9 @@ class FAISSVectorStore(BaseVectorStore):
             self._meta.execute("DELETE FROM documents")
             self._meta.execute("DELETE FROM meta WHERE key = 'embedder'")
 
-        self._transaction(work)
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.clear()
+            self._transaction(work)
 
     def __len__(self) -> int:
         with self._snapshot():

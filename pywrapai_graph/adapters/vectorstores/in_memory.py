@@ -13,6 +13,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -21,7 +22,7 @@ from pywrapai_graph.ports.vector_store import check_document, check_embedder, ch
 __all__ = ["InMemoryVectorStore"]
 
 
-class InMemoryVectorStore(BaseVectorStore):
+class InMemoryVectorStore(LexicalSearch, BaseVectorStore):
     """Keeps vectors in process memory; thread-safe; good to ~100k chunks per GB of RAM at 1536d.
 
     Args:
@@ -40,6 +41,7 @@ class InMemoryVectorStore(BaseVectorStore):
     def __init__(self, dimension: int | None = None) -> None:
         self._index = ExactIndex(dimension)
         self._lock = threading.RLock()
+        self._lexical = LexicalMirror(self._index.chunks)
         self._manifests: dict[str, DocumentManifest] = {}
         self._embedder: EmbedderIdentity | None = None
 
@@ -53,21 +55,24 @@ class InMemoryVectorStore(BaseVectorStore):
         return self._index.dimension
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
             batch = prepare_batch(chunks, self._index.dimension)
             self._index.upsert(batch)
+            lexical.upsert(batch.chunks)
             for c in batch.chunks:  # a document changed outside replace_document
                 self._manifests.pop(c.doc_id, None)
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
             identity = check_embedder(self._embedder, manifest.embedder)
             batch = prepare_batch(chunks, self._index.dimension)
             before = self._index.ids_of_doc(manifest.doc_id)
             kept = set(batch.ids)
             self._index.remove([i for i in before if i not in kept])
             self._index.upsert(batch)
+            lexical.remove_doc(manifest.doc_id)
+            lexical.upsert(batch.chunks)
             self._manifests[manifest.doc_id] = manifest
             self._embedder = identity
             return len(before)
@@ -103,19 +108,22 @@ class InMemoryVectorStore(BaseVectorStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.remove(wanted)
             for i in wanted:
                 if i in self._index:
                     self._manifests.pop(self._index.doc_of(i), None)
             return self._index.remove(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.remove_doc(doc_id)
             self._manifests.pop(doc_id, None)
             return self._index.remove(self._index.ids_of_doc(doc_id))
 
     def clear(self) -> None:
-        with self._lock:
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.clear()
             self._index.clear()
             self._manifests.clear()
             self._embedder = None

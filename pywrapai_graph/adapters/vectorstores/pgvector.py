@@ -16,6 +16,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
@@ -31,7 +32,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
 DEFAULT_EF_SEARCH = 200
 
 
-class PGVectorStore(BaseVectorStore):
+class PGVectorStore(LexicalSearch, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
@@ -79,6 +80,7 @@ class PGVectorStore(BaseVectorStore):
         self._dim = dimension
         self._ef_search = ef_search
         self._lock = threading.RLock()
+        self._lexical = LexicalMirror(self._all_chunks)
         self._conn: Any = None
         with self._lock:
             self._connect()
@@ -203,6 +205,17 @@ class PGVectorStore(BaseVectorStore):
         """The table's vector dimension."""
         return self._dim
 
+    def _all_chunks(self) -> list[Chunk]:
+        statement = self._sql.SQL("SELECT id, doc_id, text, metadata FROM {t}").format(
+            t=self._ident()
+        )
+
+        def work(cur: Any) -> list[Chunk]:
+            cur.execute(statement)
+            return [Chunk(r[2], doc_id=r[1], metadata=dict(r[3]), id=r[0]) for r in cur]
+
+        return self._run(work)
+
     def add(self, chunks: Sequence[Chunk]) -> None:
         batch = prepare_batch(chunks, self._dim)
         if not batch.ids:
@@ -222,7 +235,9 @@ class PGVectorStore(BaseVectorStore):
                 cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s)", page_size=len(rows)
             )
 
-        self._run(work)
+        with self._lock, self._lexical.writing() as lexical:
+            self._run(work)
+            lexical.upsert(batch.chunks)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -275,7 +290,9 @@ class PGVectorStore(BaseVectorStore):
             cur.execute(statement, (wanted,))
             return int(cur.rowcount)
 
-        return self._run(work)
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.remove(wanted)
+            return self._run(work)
 
     def delete_by_doc(self, doc_id: str) -> int:
         statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
@@ -284,11 +301,15 @@ class PGVectorStore(BaseVectorStore):
             cur.execute(statement, (doc_id,))
             return int(cur.rowcount)
 
-        return self._run(work)
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.remove_doc(doc_id)
+            return self._run(work)
 
     def clear(self) -> None:
         statement = self._sql.SQL("TRUNCATE {t}").format(t=self._ident())
-        self._run(lambda cur: cur.execute(statement))
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.clear()
+            self._run(lambda cur: cur.execute(statement))
 
     def __len__(self) -> int:
         return self.count()

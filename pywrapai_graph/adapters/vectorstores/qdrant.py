@@ -14,6 +14,7 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_batch, prepare_query
 from pywrapai_graph.adapters.vectorstores._folder_integrity import verify_folder, write_record
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -28,6 +29,7 @@ __all__ = ["QdrantVectorStore"]
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 _UPSERT_BATCH = 512
+_SCROLL = 2048  # points per request when the lexical index is built from the collection
 
 
 def point_id(chunk_id: str) -> str:
@@ -50,7 +52,7 @@ def _chunk(payload: dict[str, Any] | None) -> Chunk:
     )
 
 
-class QdrantVectorStore(BaseVectorStore):
+class QdrantVectorStore(LexicalSearch, BaseVectorStore):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -93,6 +95,7 @@ class QdrantVectorStore(BaseVectorStore):
             raise ConfigurationError("collection must be a non-empty string")
         self._collection = collection
         self._lock = threading.RLock()
+        self._lexical = LexicalMirror(self._all_chunks)
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         try:
             if url is not None:
@@ -211,9 +214,23 @@ class QdrantVectorStore(BaseVectorStore):
         """Vector dimension, or None before the collection exists."""
         return self._dim
 
+    def _all_chunks(self) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        if self._dim is None:
+            return chunks
+        offset = None
+        with self._errors():
+            while True:
+                points, offset = self._client.scroll(
+                    self._collection, limit=_SCROLL, offset=offset, with_payload=True
+                )
+                chunks += [_chunk(p.payload) for p in points]
+                if offset is None:
+                    return chunks
+
     def add(self, chunks: Sequence[Chunk]) -> None:
         m = self._models
-        with self._writing():
+        with self._writing(), self._lexical.writing() as lexical:
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -236,6 +253,7 @@ class QdrantVectorStore(BaseVectorStore):
                 self._client.upsert(
                     self._collection, points[start : start + _UPSERT_BATCH], wait=True
                 )
+            lexical.upsert(batch.chunks)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -263,7 +281,7 @@ class QdrantVectorStore(BaseVectorStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         m = self._models
-        with self._writing():
+        with self._writing(), self._lexical.writing() as lexical:
             wanted = check_ids(ids)
             if self._dim is None or not wanted:
                 return 0
@@ -273,24 +291,27 @@ class QdrantVectorStore(BaseVectorStore):
             ]
             if present:
                 self._client.delete(self._collection, m.PointIdsList(points=present), wait=True)
+            lexical.remove(wanted)
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
         m = self._models
-        with self._writing():
+        with self._writing(), self._lexical.writing() as lexical:
             selector = self._filter(None, doc_id=doc_id)
             n = self._count(selector)
             if n:
                 self._client.delete(self._collection, m.FilterSelector(filter=selector), wait=True)
+            lexical.remove_doc(doc_id)
             return n
 
     def clear(self) -> None:
-        with self._writing():
+        with self._writing(), self._lexical.writing() as lexical:
             if self._dim is None:
                 return
             dim = self._dim
             self._client.delete_collection(self._collection)
             self._create(dim)
+            lexical.clear()
 
     def __len__(self) -> int:
         with self._lock, self._errors():

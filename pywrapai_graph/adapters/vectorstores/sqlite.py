@@ -21,6 +21,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
@@ -44,7 +45,7 @@ def _table_name(name: str) -> str:
     return name
 
 
-class SQLiteVectorStore(BaseVectorStore):
+class SQLiteVectorStore(LexicalSearch, BaseVectorStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
     The table is loaded into an in-memory matrix when the store opens and kept in step
@@ -82,6 +83,8 @@ class SQLiteVectorStore(BaseVectorStore):
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
         self._index = ExactIndex()
+        # BM25 over the chunks loaded from the table, rebuilt whenever the matrix is reloaded
+        self._lexical = LexicalMirror(self._all_chunks)
         try:
             self._conn = sqlite3.connect(
                 self._path, check_same_thread=False, isolation_level=None, timeout=30.0
@@ -151,6 +154,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 [(r[2], r[1], json.loads(r[3])) for r in rows],
             )
         self._index = index
+        self._lexical.reset()
         self._version = version
 
     @contextmanager
@@ -220,6 +224,7 @@ class SQLiteVectorStore(BaseVectorStore):
             batch = self._insert(self._conn, chunks)
             self._forget_docs(self._conn, {c.doc_id for c in batch.chunks})
             after.append(partial(self._index.upsert, batch))
+            after.append(partial(self._lexical.upsert, batch.chunks))
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
@@ -244,6 +249,8 @@ class SQLiteVectorStore(BaseVectorStore):
                 kept = set(batch.ids)
                 self._index.remove([i for i in before if i not in kept])
                 self._index.upsert(batch)
+                self._lexical.remove_doc(manifest.doc_id)
+                self._lexical.upsert(batch.chunks)
 
             after.append(apply)
             return len(before)
@@ -288,6 +295,7 @@ class SQLiteVectorStore(BaseVectorStore):
                 conn.execute(f'DELETE FROM "{self._table}" WHERE id IN ({marks})', part)
             self._forget_docs(conn, {self._index.doc_of(i) for i in present})
             after.append(partial(self._index.remove, present))
+            after.append(partial(self._lexical.remove, present))
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
@@ -296,6 +304,7 @@ class SQLiteVectorStore(BaseVectorStore):
             self._forget_docs(self._conn, {doc_id})
             ids = self._index.ids_of_doc(doc_id)
             after.append(partial(self._index.remove, ids))
+            after.append(partial(self._lexical.remove_doc, doc_id))
             return len(ids)
 
     def clear(self) -> None:
@@ -304,6 +313,14 @@ class SQLiteVectorStore(BaseVectorStore):
             for table in (self._table, self._docs, self._meta):
                 self._conn.execute(f'DELETE FROM "{table}"')
             after.append(self._index.clear)
+            after.append(self._lexical.clear)
+
+    def _all_chunks(self) -> list[Chunk]:
+        return self._index.chunks()
+
+    def _before_lexical(self) -> None:
+        with self._reading():
+            self._sync()
 
     def __len__(self) -> int:
         with self._lock:
