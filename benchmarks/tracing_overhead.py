@@ -10,6 +10,9 @@ Run: .venv/bin/python -m benchmarks.tracing_overhead
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -76,10 +79,10 @@ def _noop_observations(count: int) -> Callable[[], None]:
 
 
 def _measure(title: str, work: Callable[[], object], n: int, operations: int) -> None:
-    """Modes interleaved round by round (best of 9), so machine load hits them alike."""
+    """Modes interleaved round by round (best of 15), so machine load hits them alike."""
     modes = _modes()
     best = dict.fromkeys((label for label, _ in modes), float("inf"))
-    for _ in range(9):
+    for _ in range(15):
         for label, enter in modes:
             enter()
             best[label] = min(best[label], best_of(work, repeat=1, number=n))
@@ -93,20 +96,35 @@ def _measure(title: str, work: Callable[[], object], n: int, operations: int) ->
     print_table(title, rows)
 
 
-def main() -> None:
-    vectors: list[list[float]] = unit_vectors(10_000, 384, seed=7).tolist()
+def _search(vectors: list[list[float]]) -> None:
     store = InMemoryVectorStore()
     store.add(
         [Chunk(f"text {i}", doc_id=f"d{i}", id=f"c{i}", embedding=v) for i, v in enumerate(vectors)]
     )
-    query = vectors[0]
-    retriever = VectorRetriever(_Embedder(query), store, k=4)
+    retriever = VectorRetriever(_Embedder(vectors[0]), store, k=4)
+    blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     _measure(
-        "In-memory search: VectorRetriever.retrieve over 10k x 384 (per call)",
+        f"In-memory search: VectorRetriever.retrieve over 10k x 384, BLAS threads: {blas}",
         lambda: retriever.retrieve("q"),
-        n=20,
+        n=10,
         operations=2,  # the retrieval and its store search
     )
+
+
+def main() -> None:
+    vectors: list[list[float]] = unit_vectors(10_000, 384, seed=7).tolist()
+    _search(vectors)
+    if "--search-only" in sys.argv:
+        return
+    # Multi-threaded BLAS workers fall asleep during the spans' Python work between two
+    # searches and, on a loaded machine, can take up to a millisecond to wake: the same path
+    # with one BLAS thread isolates what the spans cost.
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.tracing_overhead", "--search-only"],
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+        check=True,
+    )
+    query = vectors[0]
 
     history = [
         Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"turn {i} " + "x" * 200)
