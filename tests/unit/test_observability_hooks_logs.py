@@ -7,6 +7,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -288,6 +289,24 @@ def test_sdk_retries_are_logged_as_warnings(name: str, caplog: pytest.LogCapture
     assert record.levelno == logging.WARNING
     assert f"{name}: retrying POST" in record.getMessage() and "retry 1" in record.getMessage()
     assert "sk-test-key" not in record.getMessage()
+
+
+@pytest.mark.parametrize("name", ["gemini", "ollama"])
+def test_our_retries_are_logged_as_warnings(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    from pywrapai_graph.testing.wire import GeminiWire, OllamaWire
+
+    wire_type = GeminiWire if name == "gemini" else OllamaWire
+    with wire_type() as wire:
+        wire.fail(503, "busy").reply("recovered")
+        options: dict[str, Any] = {"api_key": "g-test-key"} if name == "gemini" else {}
+        llm = LLM(provider=name, base_url=wire.base_url, max_retries=1, **options)
+        with caplog.at_level(logging.WARNING, logger="pywrapai_graph"):
+            assert llm.chat("hi").content == "recovered"
+        llm.close()
+    [record] = [r for r in caplog.records if r.name == "pywrapai_graph.retries"]
+    assert f"{name}: retrying in" in record.getMessage()
+    assert "retry 1 of 1" in record.getMessage()
+    assert "g-test-key" not in record.getMessage()
 
 
 async def test_async_sdk_retries_are_logged(caplog: pytest.LogCaptureFixture) -> None:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
@@ -46,6 +47,7 @@ DEFAULT_TIMEOUT = 600.0
 #: the OpenAI and Anthropic SDKs' own default, applied to every provider
 DEFAULT_MAX_RETRIES = 2
 _RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
+_retry_log = logging.getLogger("pywrapai_graph.retries")
 _MAX_WAIT = 60.0  # never sleep longer than this, whatever Retry-After says
 _STREAMED = ("text/event-stream", "ndjson")
 
@@ -175,6 +177,20 @@ def _wait(exc: Exception, attempt: int) -> float:
     return min(0.5 * 2.0**attempt, 8.0)
 
 
+def _announce(exc: Exception, wait: float, attempt: int, max_retries: int) -> float:
+    provider = getattr(exc, "provider", None) or "provider"
+    _retry_log.warning(
+        "%s: retrying in %.2f s after %s (retry %d of %d)",
+        provider,
+        wait,
+        type(exc).__name__,
+        attempt + 1,
+        max_retries,
+        extra={"attributes": {"gen_ai.provider.name": provider, "retry": attempt + 1}},
+    )
+    return wait
+
+
 def retrying(
     call: Callable[[], T], max_retries: int, sleep: Callable[[float], None] = time.sleep
 ) -> T:
@@ -187,7 +203,7 @@ def retrying(
         except (RateLimitError, ProviderUnavailableError, ProviderTimeoutError) as exc:
             if attempt >= max_retries or not _retryable(exc):
                 raise
-            sleep(_wait(exc, attempt))
+            sleep(_announce(exc, _wait(exc, attempt), attempt, max_retries))
             attempt += 1
 
 
@@ -204,5 +220,5 @@ async def aretrying(
         except (RateLimitError, ProviderUnavailableError, ProviderTimeoutError) as exc:
             if attempt >= max_retries or not _retryable(exc):
                 raise
-            await sleep(_wait(exc, attempt))
+            await sleep(_announce(exc, _wait(exc, attempt), attempt, max_retries))
             attempt += 1
