@@ -63,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "BaseRetriever": "pywrapai_graph.ports.retriever",
     "VectorRetriever": "pywrapai_graph.application.vector_retriever",
     "retrieval_tool": "pywrapai_graph.application.retrieval_tool",
+    "evaluate_retrieval": "pywrapai_graph.application.evaluate_retrieval",
+    "load_beir": "pywrapai_graph.adapters.sources.beir",
 }
 
 __all__ = [
@@ -109,6 +111,8 @@ __all__ = [
     "VectorRetriever",
     "__version__",
     "cost_scope",
+    "evaluate_retrieval",
+    "load_beir",
     "retrieval_tool",
     "tool",
 ]
@@ -117,6 +121,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
     from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+    from pywrapai_graph.adapters.sources.beir import load_beir
     from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
     from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
     from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
@@ -125,6 +130,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
     from pywrapai_graph.application.chunker import Chunker
+    from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
     from pywrapai_graph.application.observability.scope import CostScope, cost_scope
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool

@@ -1,4 +1,4 @@
-"""The ``pywrapai-graph`` command: ingest files, ask questions, inspect prompts and the store.
+"""The ``pywrapai-graph`` command: ingest, ask, eval, inspect prompts and the store.
 
 Configuration comes from ``--config FILE`` (default ``./pywrapai.yaml`` when present) and
 ``PYWRAPAI_*`` environment variables. Exit codes: 0 success, 1 a runtime failure (provider,
@@ -16,6 +16,7 @@ from typing import TextIO
 
 from pywrapai_graph.adapters.sources.text_files import TextFiles
 from pywrapai_graph.composition.container import Container, build_container
+from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
 from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestStatus
 from pywrapai_graph.errors import PyWrapAIError, RuntimeFailure, UsageError
@@ -95,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
         help="list the prompt files",
         description="List the prompt files in the prompts directory.",
     )
+
+    add_eval_parser(sub)
 
     store = sub.add_parser("store", help="the vector store", description="Inspect the store.")
     store_sub = store.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -236,6 +239,8 @@ def main(
             return _ask(container, args.question, args.show_messages, not args.no_rag, out)
         if args.command == "prompts":
             return _prompts(container, out)
+        if args.command == "eval":
+            return run_eval(container, args, out, err)
         return _stats(container, out)
     except CLIError as exc:
         err.write(f"error: {exc}\n")
