@@ -7,7 +7,7 @@ from pathlib import Path
 from pywrapai_graph.composition.backends import register_backend
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract
+from pywrapai_graph.testing.contracts import VectorStoreContract
 from tests.fixtures.dict_store import BACKEND, DictVectorStore
 
 

@@ -1,1 +1,14 @@
-"""Contract suites: one pytest base class per port, run against every adapter."""
+"""The contract suites every adapter must pass, shipped so users test their own adapters too.
+
+* :class:`VectorStoreContract` (``vector_store``): subclass it with ``new_store``.
+* :class:`ChatModelContract` (``chat_model``): subclass it with ``wire_server`` and
+  ``chat_model``; the wire servers in :mod:`pywrapai_graph.testing.wire` speak the built-in
+  providers' formats.
+
+Both need pytest (the ``dev`` extra).
+"""
+
+from pywrapai_graph.testing.contracts.chat_model import ChatModelContract
+from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract
+
+__all__ = ["ChatModelContract", "VectorStoreContract"]
