@@ -3,13 +3,15 @@
 Configuration comes from ``--config FILE`` (default ``./pywrapai.yaml`` when present) and
 ``PYWRAPAI_*`` environment variables. Exit codes: 0 success, 1 a runtime failure (provider,
 store, missing file), 2 a usage or configuration error, 3 ``ingest`` finished but skipped
-some files (each is listed with its reason).
+some files (each is listed with its reason), 130 interrupted. A failure is one line on stderr
+(with a hint for runtime failures), never a traceback; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +21,16 @@ from pywrapai_graph.composition.container import Container, build_container
 from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
 from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestStatus
-from pywrapai_graph.errors import PyWrapAIError, RuntimeFailure, UsageError
+from pywrapai_graph.errors import (
+    AuthenticationError,
+    ProviderError,
+    PyWrapAIError,
+    RateLimitError,
+    ResponseFormatError,
+    UsageError,
+    VectorStoreError,
+)
+from pywrapai_graph.redaction import redact
 
 __all__ = ["main"]
 
@@ -35,7 +46,7 @@ or in pywrapai.yaml:
 (the provider's own key variable, e.g. ANTHROPIC_API_KEY, is read as usual)"""
 
 
-class CLIError(Exception):
+class CLIError(PyWrapAIError):
     """A failure reported to the shell user with an exit code."""
 
     def __init__(self, message: str, code: int = 1) -> None:
@@ -54,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help=f"YAML configuration (default: ./{DEFAULT_CONFIG_FILE} when it exists); "
         "repeat it to stack layers, later files on top",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="on failure, also print the Python traceback"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -221,35 +235,67 @@ def _prompts(container: Container, out: TextIO) -> int:
     return 0
 
 
+def _hint(exc: BaseException) -> str:
+    """What to try next after a runtime failure."""
+    if isinstance(exc, AuthenticationError):
+        return "check the API key (llm.api_key or the provider's own variable)"
+    if isinstance(exc, RateLimitError):
+        return "wait and retry, or raise llm.max_retries"
+    if isinstance(exc, ResponseFormatError):
+        return "the provider answered something unexpected; check llm.base_url and llm.model"
+    if isinstance(exc, ProviderError):
+        return "check llm.provider, llm.base_url and that the service is reachable"
+    if isinstance(exc, VectorStoreError):
+        return "check the store.* settings and that the store is reachable and writable"
+    if isinstance(exc, OSError):
+        return "check the path, its permissions and the free disk space"
+    return "run again with --debug for the traceback, and report it if it looks like a bug"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    return redact(text or type(exc).__name__)
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    config: list[str] = args.config or []
+    if not config and Path(DEFAULT_CONFIG_FILE).is_file():
+        config = [DEFAULT_CONFIG_FILE]
+    container = build_container(config)
+    if args.command == "ingest":
+        return _ingest(container, args.paths, args.follow_symlinks, out, err)
+    if args.command == "ask":
+        return _ask(container, args.question, args.show_messages, not args.no_rag, out)
+    if args.command == "prompts":
+        return _prompts(container, out)
+    if args.command == "eval":
+        return run_eval(container, args, out, err)
+    return _stats(container, out)
+
+
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code (see the module docstring)."""
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        config: list[str] = args.config or []
-        if not config and Path(DEFAULT_CONFIG_FILE).is_file():
-            config = [DEFAULT_CONFIG_FILE]
-        container = build_container(config)
-        if args.command == "ingest":
-            return _ingest(container, args.paths, args.follow_symlinks, out, err)
-        if args.command == "ask":
-            return _ask(container, args.question, args.show_messages, not args.no_rag, out)
-        if args.command == "prompts":
-            return _prompts(container, out)
-        if args.command == "eval":
-            return run_eval(container, args, out, err)
-        return _stats(container, out)
-    except CLIError as exc:
-        err.write(f"error: {exc}\n")
-        return exc.code
-    except UsageError as exc:
-        err.write(f"error: {exc}\n")
-        return 2
-    except (RuntimeFailure, PyWrapAIError, OSError) as exc:
-        err.write(f"error: {exc}\n")
+        return _run(args, out, err)
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return 130
+    except Exception as exc:  # the one place that turns any failure into an exit code
+        if args.debug:
+            err.write(redact("".join(traceback.format_exception(exc))))
+        if isinstance(exc, CLIError):
+            err.write(f"error: {_one_line(exc)}\n")
+            return exc.code
+        if isinstance(exc, UsageError):
+            err.write(f"error: {_one_line(exc)}\n")
+            return 2
+        kind = "" if isinstance(exc, PyWrapAIError | OSError) else f"{type(exc).__name__}: "
+        err.write(f"error: {kind}{_one_line(exc)}\nhint: {_hint(exc)}\n")
         return 1
 
 

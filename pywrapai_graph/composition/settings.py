@@ -209,11 +209,30 @@ def _describe(exc: ValidationError) -> str:
     return "invalid configuration:\n" + "\n".join(lines)
 
 
+#: a configuration file larger than this is refused (``--config /dev/zero`` must not hang)
+MAX_CONFIG_BYTES = 1 << 20
+#: ``PYWRAPAI_*`` variables that are not settings: read elsewhere, never reported as unknown
+OTHER_VARIABLES = frozenset({"PYWRAPAI_OFFLOAD_THREADS", "PYWRAPAI_PROVIDER", "PYWRAPAI_MODEL"})
+_TEST_VARIABLES = "PYWRAPAI_TEST_"  # the test suite's server URLs
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigurationError(f"cannot read config file {str(path)!r}: {exc.strerror}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigurationError(
+            f"config file {str(path)!r} is larger than {MAX_CONFIG_BYTES} bytes; "
+            "a configuration is a few lines of YAML"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"config file {str(path)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -276,6 +295,30 @@ def _merge(
 Source = Mapping[str, Any] | str | os.PathLike[str]
 
 
+def _check_environment() -> None:
+    """Unknown ``PYWRAPAI_*`` variables are errors, as unknown YAML keys are (a typo such as
+    ``PYWRAPAI_STORE_BACKEND`` would otherwise be ignored without a word).
+
+    Raises:
+        ConfigurationError: naming every unknown variable and the known sections.
+    """
+    sections = set(Settings.model_fields)
+    unknown = sorted(
+        name
+        for name in os.environ
+        if name.upper().startswith("PYWRAPAI_")
+        and name.upper() not in OTHER_VARIABLES
+        and not name.upper().startswith(_TEST_VARIABLES)
+        and name[len("PYWRAPAI_") :].split("__")[0].lower() not in sections
+    )
+    if unknown:
+        raise ConfigurationError(
+            f"unknown environment variable{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)}: PYWRAPAI_ variables name a setting as "
+            f"PYWRAPAI_<SECTION>__<KEY>, sections: {', '.join(sorted(sections))}"
+        )
+
+
 def load_settings(source: Source | Sequence[Source] | None = None) -> Settings:
     """Validated settings from a dict, a YAML file path, or (None) the environment alone.
 
@@ -295,6 +338,7 @@ def load_settings(source: Source | Sequence[Source] | None = None) -> Settings:
         data = _merge(data, layer if isinstance(layer, Mapping) else _read_yaml(Path(layer)))
     if not layers or any(not isinstance(layer, Mapping) for layer in layers):
         # the environment overrides files (a dict passed in code overrides the environment)
+        _check_environment()
         try:
             env = EnvSettingsSource(Settings)()
         except SettingsError as exc:
