@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._exact_index import (
+    PreparedBatch,
     check_k,
     metadata_json,
     prepare_batch,
@@ -19,12 +20,15 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.errors import ConfigurationError, StorageFullError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
-from pywrapai_graph.ports.vector_store import check_ids
+from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["PGVectorStore"]
+
+_DISK_FULL = "53100"  # SQLSTATE disk_full
 
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
@@ -159,6 +163,17 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
                     i=self._ident("_meta"), t=self._ident()
                 )
             )
+            cur.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {d} "
+                    "(doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
+                ).format(d=self._ident("__docs"))
+            )
+            cur.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                ).format(i=self._ident("__info"))
+            )
 
     def _run(self, work: Callable[[Any], T]) -> T:
         """Run ``work(cursor)`` in a transaction; reconnect once if the connection dropped."""
@@ -185,6 +200,13 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
                             f"{self._redact(str(exc).strip())}"
                         ) from scrubbed(exc, self._secrets())
                 except self._pg.Error as exc:
+                    if getattr(exc, "pgcode", None) == _DISK_FULL:
+                        raise StorageFullError(
+                            f"the PostgreSQL server's disk is full (table {self._table!r}); "
+                            "the transaction was rolled back. Free space on the server and "
+                            "run it again.",
+                            path=self._location(),
+                        ) from scrubbed(exc, self._secrets())
                     raise VectorStoreError(
                         f"PostgreSQL error on table {self._table!r}: "
                         f"{self._redact(str(exc).strip())}"
@@ -216,8 +238,11 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
         return self._run(work)
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._dim)
+    @property
+    def atomic_documents(self) -> bool:
+        return True
+
+    def _insert(self, cur: Any, batch: PreparedBatch) -> None:
         if not batch.ids:
             return
         rows = [
@@ -229,15 +254,90 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
             "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding"
         ).format(t=self._ident())
+        self._extras.execute_values(
+            cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s)", page_size=len(rows)
+        )
+
+    def _forget(self, cur: Any, doc_ids: list[str]) -> None:
+        """Drop the manifests of documents changed outside ``replace_document``."""
+        cur.execute(
+            self._sql.SQL("DELETE FROM {d} WHERE doc_id = ANY(%s)").format(d=self._ident("__docs")),
+            (doc_ids,),
+        )
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._dim)
+        if not batch.ids:
+            return
 
         def work(cur: Any) -> None:
-            self._extras.execute_values(
-                cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s)", page_size=len(rows)
-            )
+            self._insert(cur, batch)
+            self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
         with self._lock, self._lexical.writing() as lexical:
             self._run(work)
             lexical.upsert(batch.chunks)
+
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        check_document(manifest, chunks)
+        batch = prepare_batch(chunks, self._dim)
+        sql = self._sql
+        info = self._ident("__info")
+
+        def work(cur: Any) -> int:
+            # the first writer's identity wins, even against a concurrent first writer
+            if manifest.embedder.dimension:
+                cur.execute(
+                    sql.SQL(
+                        "INSERT INTO {i} (key, value) VALUES ('embedder', %s) "
+                        "ON CONFLICT (key) DO NOTHING"
+                    ).format(i=info),
+                    (manifest.embedder.to_json(),),
+                )
+            check_embedder(self._recorded(cur), manifest.embedder)
+            cur.execute(
+                sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident()),
+                (manifest.doc_id,),
+            )
+            removed = int(cur.rowcount)
+            self._insert(cur, batch)
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
+                    "ON CONFLICT (doc_id) DO UPDATE SET manifest = EXCLUDED.manifest"
+                ).format(d=self._ident("__docs")),
+                (manifest.doc_id, manifest.to_json()),
+            )
+            return removed
+
+        with self._lock, self._lexical.writing() as lexical:
+            lexical.remove_doc(manifest.doc_id)
+            lexical.upsert(batch.chunks)
+            return self._run(work)
+
+    def _recorded(self, cur: Any) -> EmbedderIdentity | None:
+        cur.execute(
+            self._sql.SQL("SELECT value FROM {i} WHERE key = 'embedder'").format(
+                i=self._ident("__info")
+            )
+        )
+        row = cur.fetchone()
+        return None if row is None else EmbedderIdentity.from_json(row[0])
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        statement = self._sql.SQL("SELECT manifest FROM {d} WHERE doc_id = %s").format(
+            d=self._ident("__docs")
+        )
+
+        def work(cur: Any) -> DocumentManifest | None:
+            cur.execute(statement, (doc_id,))
+            row = cur.fetchone()
+            return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+
+        return self._run(work)
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        return self._run(self._recorded)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -284,11 +384,15 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         wanted = check_ids(ids)
         if not wanted:
             return 0
-        statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=self._ident())
+        statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
+            t=self._ident()
+        )
 
         def work(cur: Any) -> int:
             cur.execute(statement, (wanted,))
-            return int(cur.rowcount)
+            docs = [r[0] for r in cur.fetchall()]
+            self._forget(cur, sorted(set(docs)))
+            return len(docs)
 
         with self._lock, self._lexical.writing() as lexical:
             lexical.remove(wanted)
@@ -299,14 +403,19 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
         def work(cur: Any) -> int:
             cur.execute(statement, (doc_id,))
-            return int(cur.rowcount)
+            removed = int(cur.rowcount)
+            self._forget(cur, [doc_id])
+            return removed
 
         with self._lock, self._lexical.writing() as lexical:
             lexical.remove_doc(doc_id)
             return self._run(work)
 
     def clear(self) -> None:
-        statement = self._sql.SQL("TRUNCATE {t}").format(t=self._ident())
+        """Remove every chunk, every manifest and the recorded embedder."""
+        statement = self._sql.SQL("TRUNCATE {t}, {d}, {i}").format(
+            t=self._ident(), d=self._ident("__docs"), i=self._ident("__info")
+        )
         with self._lock, self._lexical.writing() as lexical:
             lexical.clear()
             self._run(lambda cur: cur.execute(statement))
