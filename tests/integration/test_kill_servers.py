@@ -6,6 +6,8 @@ import itertools
 import shutil
 from pathlib import Path
 
+from chromadb.api.shared_system_client import SharedSystemClient
+
 from tests.faults.harness import clean_contents, cli_ingest, kill_runs, write_config, write_corpus
 
 KILLS = 6
@@ -48,6 +50,8 @@ def test_sigkill_chroma_embedded(tmp_path: Path) -> None:
     clean_b = clean_contents(config, docs)
 
     def restore_a() -> None:
+        # chromadb caches one client per folder in the process: forget the replaced folder's
+        SharedSystemClient.clear_system_cache()
         shutil.rmtree(tmp_path / "kb")
         shutil.copytree(template, tmp_path / "kb")
 

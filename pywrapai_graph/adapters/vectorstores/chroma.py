@@ -17,6 +17,7 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters.vectorstores._exact_index import (
+    PreparedBatch,
     check_k,
     metadata_json,
     prepare_batch,
@@ -24,10 +25,19 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
+from pywrapai_graph.adapters.vectorstores._versioned import (
+    ID_KEY,
+    VERSION_KEY,
+    DocRecord,
+    StoredChunk,
+    VersionedDocuments,
+    engine_id,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -44,10 +54,11 @@ _META = "pywrapai_meta"  # the chunk's metadata as JSON
 _DOC = "pywrapai_doc_id"
 _FIELD = "m."  # scalar metadata values, flattened for Chroma's where filters
 _SCALARS = (str, int, float, bool)
+_EMBEDDER = "e:embedder"
+_PAGE = 5000  # chunks per request when the lexical index is built from the collection
 #: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
 DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
-_PAGE = 5000  # chunks per request when the lexical index is built from the collection
 
 
 def validate_collection_name(name: str) -> str:
@@ -60,12 +71,20 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
-class ChromaVectorStore(LexicalSearch, BaseVectorStore):
+def _record(meta: Any) -> DocRecord:
+    return DocRecord(
+        str(meta["doc_id"]), str(meta["version"]), str(meta["manifest"]), str(meta["pending"])
+    )
+
+
+class ChromaVectorStore(LexicalSearch, VersionedDocuments):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
     telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
-    ``m.<key>`` fields so equality filters run inside Chroma.
+    ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
+    nothing through versions and records kept in a second collection, ``<collection>.docs``
+    (see ``_versioned``); in embedded mode a file lock serialises writing processes.
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
@@ -125,16 +144,20 @@ class ChromaVectorStore(LexicalSearch, BaseVectorStore):
                         f"Chroma at {self._where!r} failed: {redact(str(exc), [url])}"
                     ) from scrubbed(exc, [url])
             self._collection = self._open_collection()
+            self._docs = self._open_docs()
             self._dim = self._stored_dimension()
+            if self._file_lock is not None:  # only here can no other writer be mid-write
+                self._recover()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """The cross-process write lock in embedded mode (the server serialises otherwise)."""
-        if self._file_lock is None:
-            yield
-            return
-        with self._file_lock:
-            yield
+        """The thread lock, and the cross-process write lock in embedded mode."""
+        with self._lock:
+            if self._file_lock is None:
+                yield
+                return
+            with self._file_lock:
+                yield
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -160,6 +183,14 @@ class ChromaVectorStore(LexicalSearch, BaseVectorStore):
                 }
             },
         )
+
+    @property
+    def _docs_name(self) -> str:
+        return f"{self._name}.docs"
+
+    def _open_docs(self) -> Any:
+        """The collection of document records (manifests, versions) and the embedder."""
+        return self._client.get_or_create_collection(self._docs_name, embedding_function=None)
 
     def _stored_dimension(self) -> int | None:
         got = self._collection.get(limit=1, include=["embeddings"])
@@ -204,38 +235,147 @@ class ChromaVectorStore(LexicalSearch, BaseVectorStore):
         """Vector dimension, or None while the collection is empty."""
         return self._dim
 
+    # ------------------------------------------------------------------ engine primitives
+    def _record_id(self, doc_id: str) -> str:
+        return "d:" + doc_id
+
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        if not doc_ids:
+            return {}
+        with self._errors():
+            got = self._docs.get(ids=[self._record_id(d) for d in doc_ids], include=["metadatas"])
+        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+
+    def _pending_records(self) -> list[DocRecord]:
+        with self._errors():
+            got = self._docs.get(where={"pending": {"$ne": ""}}, include=["metadatas"])
+        return [
+            _record(m)
+            for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
+            if i[:2] == "d:"
+        ]
+
+    def _put_record(self, record: DocRecord) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[self._record_id(record.doc_id)],
+                embeddings=[[1.0]],
+                metadatas=[
+                    {
+                        "doc_id": record.doc_id,
+                        "version": record.version,
+                        "manifest": record.manifest,
+                        "pending": record.pending,
+                    }
+                ],
+            )
+
+    def _drop_records(self, doc_ids: Sequence[str]) -> None:
+        with self._errors():
+            self._docs.delete(ids=[self._record_id(d) for d in doc_ids])
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        with self._errors():
+            got = self._docs.get(ids=[_EMBEDDER], include=["metadatas"])
+        metas = got["metadatas"] or []
+        return EmbedderIdentity.from_json(str(metas[0]["embedder"])) if metas else None
+
+    def _put_embedder(self, identity: EmbedderIdentity) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[_EMBEDDER],
+                embeddings=[[1.0]],
+                metadatas=[{"embedder": identity.to_json(), "pending": ""}],
+            )
+
+    def _stored(self, got: Any) -> list[StoredChunk]:
+        return [
+            StoredChunk(i, str(m.get(ID_KEY, i)), str(m.get(VERSION_KEY, "")), str(m.get(_DOC, "")))
+            for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
+        ]
+
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        with self._errors():
+            return self._stored(self._collection.get(where={_DOC: doc_id}, include=["metadatas"]))
+
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        found: dict[str, StoredChunk] = {}
+        with self._errors():
+            for start in range(0, len(chunk_ids), 500):
+                part = list(chunk_ids[start : start + 500])
+                among: Any = {"$in": part}
+                for got in (
+                    self._collection.get(where={ID_KEY: among}, include=["metadatas"]),
+                    self._collection.get(ids=part, include=["metadatas"]),
+                ):
+                    found.update((c.engine_id, c) for c in self._stored(got))
+        return list(found.values())
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        if not batch.ids:
+            return
+        metadatas: list[Metadata] = [
+            {**self._metadata(c), ID_KEY: c.id, VERSION_KEY: v}
+            for c, v in zip(batch.chunks, versions, strict=True)
+        ]
+        ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
+        with self._errors():
+            limit = int(self._client.get_max_batch_size())
+            for start in range(0, len(ids), limit):
+                end = start + limit
+                self._collection.upsert(
+                    ids=ids[start:end],
+                    embeddings=batch.vectors[start:end],
+                    documents=[c.text for c in batch.chunks[start:end]],
+                    metadatas=metadatas[start:end],
+                )
+        self._dim = int(batch.vectors.shape[1])
+
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        with self._errors():
+            for start in range(0, len(ids), 500):
+                self._collection.delete(ids=list(ids[start : start + 500]))
+
     def _all_chunks(self) -> list[Chunk]:
-        chunks: list[Chunk] = []
+        """Every chunk of a committed version (what the lexical index is built from)."""
+        return self._committed(self._paged(None))
+
+    def _paged(self, where: Any) -> list[tuple[Chunk, str]]:
+        pairs: list[tuple[Chunk, str]] = []
         with self._errors():
             while True:
                 got = self._collection.get(
-                    include=["documents", "metadatas"], limit=_PAGE, offset=len(chunks)
+                    where=where, include=["documents", "metadatas"], limit=_PAGE, offset=len(pairs)
                 )
                 texts, metas = got.get("documents") or [], got.get("metadatas") or []
-                chunks += [
-                    Chunk(text or "", str(m[_DOC]), json.loads(str(m[_META])), chunk_id)
+                pairs += [
+                    (
+                        Chunk(
+                            text or "",
+                            str(m[_DOC]),
+                            json.loads(str(m[_META])),
+                            str(m.get(ID_KEY, chunk_id)),
+                        ),
+                        str(m.get(VERSION_KEY, "")),
+                    )
                     for chunk_id, text, m in zip(got["ids"], texts, metas, strict=True)
                 ]
                 if len(got["ids"]) < _PAGE:
-                    return chunks
+                    return pairs
 
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        if not filter:
+            return len(self)
+        with self._lock:
+            return len(self._committed(self._paged(self._where_filter(filter))))
+
+    # ------------------------------------------------------------------ port
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock, self._writing(), self._lexical.writing() as lexical:
-            batch = prepare_batch(chunks, self._dim)
-            if not batch.ids:
-                return
-            metadatas = [self._metadata(c) for c in batch.chunks]
-            with self._errors():
-                limit = int(self._client.get_max_batch_size())
-                for start in range(0, len(batch.ids), limit):
-                    end = start + limit
-                    self._collection.upsert(
-                        ids=batch.ids[start:end],
-                        embeddings=batch.vectors[start:end],
-                        documents=[c.text for c in batch.chunks[start:end]],
-                        metadatas=metadatas[start:end],
-                    )
-            self._dim = int(batch.vectors.shape[1])
+        batch = prepare_batch(chunks, self._dim)
+        if not batch.ids:
+            return
+        with self._writing(), self._lexical.writing() as lexical:
+            self._add_versioned(batch)
             lexical.upsert(batch.chunks)
 
     def search(
@@ -249,68 +389,71 @@ class ChromaVectorStore(LexicalSearch, BaseVectorStore):
             where = self._where_filter(filter)
             with self._errors():
                 count = int(self._collection.count())
-                if count == 0:
+            wanted = k
+            while True:  # ask for more when chunks of uncommitted versions took places
+                n = min(wanted, count)
+                if n == 0:
                     return []
-                result = self._collection.query(
-                    query_embeddings=query[np.newaxis, :],  # one row, kept float32
-                    n_results=min(k, count),
-                    where=where,
-                    include=["documents", "metadatas", "distances"],
-                )
-            ids = result["ids"][0]
-            docs = (result.get("documents") or [[]])[0]
-            metas = (result.get("metadatas") or [[]])[0]
-            distances = (result.get("distances") or [[]])[0]
-            return [
+                hits = self._query(query, n, where)
+                visible = self._visible(hits)
+                if len(visible) >= k or len(hits) < n or n == count:
+                    return visible[:k]
+                wanted = n * 2 + (len(hits) - len(visible))
+
+    def _query(self, query: Any, n: int, where: Any) -> list[tuple[ScoredChunk, str]]:
+        with self._errors():
+            result = self._collection.query(
+                query_embeddings=query[np.newaxis, :],  # one row, kept float32
+                n_results=n,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+        ids = result["ids"][0]
+        docs = (result.get("documents") or [[]])[0]
+        metas = (result.get("metadatas") or [[]])[0]
+        distances = (result.get("distances") or [[]])[0]
+        return [
+            (
                 ScoredChunk(
                     Chunk(
                         text=doc or "",
                         doc_id=str(meta[_DOC]),
                         metadata=json.loads(str(meta[_META])),
-                        id=chunk_id,
+                        id=str(meta.get(ID_KEY, chunk_id)),
                     ),
                     min(1.0 - float(distance), 1.0),
-                )
-                for chunk_id, doc, meta, distance in zip(ids, docs, metas, distances, strict=True)
-            ]
+                ),
+                str(meta.get(VERSION_KEY, "")),
+            )
+            for chunk_id, doc, meta, distance in zip(ids, docs, metas, distances, strict=True)
+        ]
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
-        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
-            if not wanted:
-                return 0
-            present = self._collection.get(ids=wanted, include=[])["ids"]
-            if present:
-                self._collection.delete(ids=present)
-            lexical.remove(present)
-            return len(present)
+        if not wanted:
+            return 0
+        with self._writing(), self._lexical.writing() as lexical:
+            lexical.remove(wanted)
+            return self._delete_chunks(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
-            where = self._where_filter(None, doc_id)
-            present = self._collection.get(where=where, include=[])["ids"]
-            if present:
-                self._collection.delete(ids=present)
-            lexical.remove(present)
-            return len(present)
+        with self._writing(), self._lexical.writing() as lexical:
+            lexical.remove_doc(doc_id)
+            return self._delete_document(doc_id)
 
     def clear(self) -> None:
-        with self._lock, self._writing(), self._lexical.writing() as lexical, self._errors():
-            self._client.delete_collection(self._name)
-            self._collection = self._open_collection()
-            self._dim = None
+        """Remove every chunk, every manifest and the recorded embedder."""
+        with self._writing(), self._lexical.writing() as lexical, self._errors():
             lexical.clear()
+            self._client.delete_collection(self._name)
+            self._client.delete_collection(self._docs_name)
+            self._collection = self._open_collection()
+            self._docs = self._open_docs()
+            self._dim = None
 
     def __len__(self) -> int:
         with self._lock, self._errors():
             return int(self._collection.count())
-
-    def count(self, filter: MetadataFilter | None = None) -> int:
-        if not filter:
-            return len(self)
-        where = self._where_filter(filter)
-        with self._lock, self._errors():
-            return len(self._collection.get(where=where, include=[])["ids"])
 
     def close(self) -> None:
         """Nothing to release explicitly (Chroma clients close with the process)."""

@@ -1,0 +1,219 @@
+"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant).
+
+Each document has a record beside the chunks: the *committed* chunk version, that version's
+manifest, and a *pending* version. ``replace_document`` goes:
+
+1. record.pending = v (the new version, a random token)
+2. upsert the chunks tagged with v, under engine ids of their own (``<chunk id>@v``), so the
+   committed version is untouched, batch after batch
+3. record.version = v, record.manifest = the manifest: **the commit point**
+4. delete the document's chunks of every other version
+5. record.pending = ""
+
+A chunk is visible only when its version is its document's committed one (``""`` for chunks
+written by plain ``add`` to a document never replaced), so readers skip the chunks of steps
+2 and 4, and a crash at any instant leaves the old version or the new one. On open (where
+the store holds a write lock), or at the next replace of the same document, the chunks of
+an interrupted version are removed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+
+from pywrapai_graph.adapters.vectorstores._exact_index import PreparedBatch, prepare_batch
+from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.vector_store import check_document, check_embedder
+
+__all__ = ["DocRecord", "VersionedDocuments", "engine_id"]
+
+#: metadata/payload keys on each chunk
+VERSION_KEY = "pywrapai_version"
+ID_KEY = "pywrapai_id"
+
+
+def engine_id(chunk_id: str, version: str) -> str:
+    """The id a chunk of ``version`` is stored under (its own id when unversioned)."""
+    return f"{chunk_id}@{version}" if version else chunk_id
+
+
+@dataclass(frozen=True, slots=True)
+class DocRecord:
+    """What the store knows of one document's versions."""
+
+    doc_id: str
+    version: str = ""
+    manifest: str = ""
+    pending: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk as the engine holds it: engine id, the caller's id, its version."""
+
+    engine_id: str
+    chunk_id: str
+    version: str
+    doc_id: str
+
+
+class VersionedDocuments(BaseVectorStore):
+    """``replace_document``, manifests and the embedder record over an engine's primitives."""
+
+    _dim: int | None
+    _lexical: LexicalMirror
+
+    # ------------------------------------------------------------------ engine primitives
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[None]:
+        """Hold this store's write locks (thread, and process where the engine needs one)."""
+
+    @abstractmethod
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """The records of these documents (absent ones are left out)."""
+
+    @abstractmethod
+    def _pending_records(self) -> list[DocRecord]:
+        """Records whose pending version is set."""
+
+    @abstractmethod
+    def _put_record(self, record: DocRecord) -> None: ...
+
+    @abstractmethod
+    def _drop_records(self, doc_ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def _recorded_embedder(self) -> EmbedderIdentity | None: ...
+
+    @abstractmethod
+    def _put_embedder(self, identity: EmbedderIdentity) -> None: ...
+
+    @abstractmethod
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """Every chunk the engine holds for one document, of any version."""
+
+    @abstractmethod
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        """Every stored copy (any version) of these caller ids."""
+
+    @abstractmethod
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        """Write a validated batch, chunk i tagged with ``versions[i]``."""
+
+    @abstractmethod
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None: ...
+
+    # ------------------------------------------------------------------ documents
+    @property
+    def atomic_documents(self) -> bool:
+        return True
+
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        check_document(manifest, chunks)
+        batch = prepare_batch(chunks, self._dim)
+        with self._writing(), self._lexical.writing() as lexical:
+            lexical.remove_doc(manifest.doc_id)
+            lexical.upsert(batch.chunks)
+            recorded = self._recorded_embedder()
+            identity = check_embedder(recorded, manifest.embedder)
+            old = self._records([manifest.doc_id]).get(manifest.doc_id)
+            committed_before = old.version if old else ""
+            before = sum(
+                c.version == committed_before for c in self._stored_chunks(manifest.doc_id)
+            )
+            version = uuid.uuid4().hex
+            record = old or DocRecord(manifest.doc_id)
+            self._put_record(replace(record, pending=version))
+            self._upsert(batch, [version] * len(batch.ids))
+            if identity is not None and recorded is None:
+                self._put_embedder(identity)
+            committed = DocRecord(manifest.doc_id, version, manifest.to_json(), pending=version)
+            self._put_record(committed)
+            self._clean(committed)
+            return before
+
+    def _clean(self, record: DocRecord) -> None:
+        """Finish (or undo) an interrupted replace of one document."""
+        stored = self._stored_chunks(record.doc_id)
+        if record.pending == record.version:  # committed: the other versions are stale
+            stale = [c.engine_id for c in stored if c.version != record.version]
+        else:  # never committed: its own chunks are
+            stale = [c.engine_id for c in stored if c.version == record.pending]
+        if stale:
+            self._delete_engine_ids(stale)
+        self._put_record(replace(record, pending=""))
+
+    def _recover(self) -> None:
+        """Clean what crashed writers left (call with the store's write lock held)."""
+        for record in self._pending_records():
+            self._clean(record)
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        record = self._records([doc_id]).get(doc_id)
+        if record is None or not record.manifest:
+            return None
+        return DocumentManifest.from_json(doc_id, record.manifest)
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        return self._recorded_embedder()
+
+    # ------------------------------------------------------------------ plain writes
+    def _add_versioned(self, batch: PreparedBatch) -> None:
+        """``add``: chunks join their document's committed version, whose manifest is dropped."""
+        docs = sorted({c.doc_id for c in batch.chunks})
+        records = self._records(docs)
+        for record in records.values():
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
+        versions = [records[c.doc_id].version if c.doc_id in records else "" for c in batch.chunks]
+        targets = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
+        others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in targets]
+        if others:
+            self._delete_engine_ids(others)
+        self._upsert(batch, versions)
+
+    def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """``delete``: every copy of these ids; their documents lose their manifests."""
+        copies = self._copies(chunk_ids)
+        if not copies:
+            return 0
+        for record in self._records(sorted({c.doc_id for c in copies})).values():
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
+        self._delete_engine_ids([c.engine_id for c in copies])
+        return len({c.chunk_id for c in copies})
+
+    def _delete_document(self, doc_id: str) -> int:
+        """``delete_by_doc``: every chunk of every version, and the record."""
+        record = self._records([doc_id]).get(doc_id)
+        stored = self._stored_chunks(doc_id)
+        if stored:
+            self._delete_engine_ids([c.engine_id for c in stored])
+        if record is not None:
+            self._drop_records([doc_id])
+        committed = record.version if record else ""
+        return sum(c.version == committed for c in stored)
+
+    def _visible(self, hits: list[tuple[ScoredChunk, str]]) -> list[ScoredChunk]:
+        """The hits (each with its chunk version) of committed versions only."""
+        keep = self._committed([(h.chunk, v) for h, v in hits])
+        ids = {id(c) for c in keep}
+        return [h for h, _ in hits if id(h.chunk) in ids]
+
+    def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
+        """The chunks (each with its version) of committed versions only."""
+        if not pairs:
+            return []
+        known = self._records(sorted({c.doc_id for c, _ in pairs}))
+        return [
+            c
+            for c, version in pairs
+            if version == (known[c.doc_id].version if c.doc_id in known else "")
+        ]
