@@ -12,12 +12,24 @@ from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_batch, prepare_query
+from pywrapai_graph.adapters.vectorstores._exact_index import (
+    PreparedBatch,
+    check_k,
+    prepare_batch,
+    prepare_query,
+)
 from pywrapai_graph.adapters.vectorstores._folder_integrity import verify_folder, write_record
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._versioned import (
+    DocRecord,
+    StoredChunk,
+    VersionedDocuments,
+    engine_id,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -29,6 +41,7 @@ __all__ = ["QdrantVectorStore"]
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 _UPSERT_BATCH = 512
+_EMBEDDER = "e:embedder"
 _SCROLL = 2048  # points per request when the lexical index is built from the collection
 
 
@@ -52,7 +65,20 @@ def _chunk(payload: dict[str, Any] | None) -> Chunk:
     )
 
 
-class QdrantVectorStore(LexicalSearch, BaseVectorStore):
+def _version(payload: dict[str, Any] | None) -> str:
+    return str((payload or {}).get("version", ""))
+
+
+def _record(payload: Any) -> DocRecord:
+    return DocRecord(
+        str(payload["doc_id"]),
+        str(payload["version"]),
+        str(payload["manifest"]),
+        str(payload["pending"]),
+    )
+
+
+class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -120,6 +146,9 @@ class QdrantVectorStore(LexicalSearch, BaseVectorStore):
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
+        if self._mode == "local":  # one process at a time holds a local folder
+            with self._writing():
+                self._recover()
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -214,63 +243,213 @@ class QdrantVectorStore(LexicalSearch, BaseVectorStore):
         """Vector dimension, or None before the collection exists."""
         return self._dim
 
-    def _all_chunks(self) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        if self._dim is None:
-            return chunks
-        offset = None
-        with self._errors():
-            while True:
-                points, offset = self._client.scroll(
-                    self._collection, limit=_SCROLL, offset=offset, with_payload=True
-                )
-                chunks += [_chunk(p.payload) for p in points]
-                if offset is None:
-                    return chunks
+    # ------------------------------------------------------------------ engine primitives
+    @property
+    def _docs(self) -> str:
+        return f"{self._collection}.docs"
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
+    def _docs_exist(self) -> bool:
+        return bool(self._client.collection_exists(self._docs))
+
+    def _ensure_docs(self) -> None:
         m = self._models
-        with self._writing(), self._lexical.writing() as lexical:
-            batch = prepare_batch(chunks, self._dim)
-            if not batch.ids:
-                return
+        if not self._docs_exist():
+            self._client.create_collection(
+                self._docs, vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE)
+            )
+
+    def _match(self, key: str, value: Any) -> Any:
+        m = self._models
+        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+
+    def _scroll(self, collection: str, selector: Any) -> list[Any]:
+        points: list[Any] = []
+        offset = None
+        while True:
+            page, offset = self._client.scroll(
+                collection, scroll_filter=selector, limit=1000, offset=offset, with_payload=True
+            )
+            points += page
+            if offset is None:
+                return points
+
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        with self._errors():
+            if not doc_ids or not self._docs_exist():
+                return {}
+            got = self._client.retrieve(
+                self._docs, [point_id("d:" + d) for d in doc_ids], with_payload=True
+            )
+        records = [_record(p.payload) for p in got]
+        return {r.doc_id: r for r in records}
+
+    def _pending_records(self) -> list[DocRecord]:
+        m = self._models
+        with self._errors():
+            if not self._docs_exist():
+                return []
+            selector = m.Filter(
+                must=[self._match("kind", "doc")], must_not=[self._match("pending", "")]
+            )
+            return [_record(p.payload) for p in self._scroll(self._docs, selector)]
+
+    def _put_point(self, key: str, payload: dict[str, Any]) -> None:
+        m = self._models
+        with self._errors():
+            self._ensure_docs()
+            point = m.PointStruct(id=point_id(key), vector=[1.0], payload=payload)
+            self._client.upsert(self._docs, [point], wait=True)
+
+    def _put_record(self, record: DocRecord) -> None:
+        self._put_point(
+            "d:" + record.doc_id,
+            {
+                "kind": "doc",
+                "doc_id": record.doc_id,
+                "version": record.version,
+                "manifest": record.manifest,
+                "pending": record.pending,
+            },
+        )
+
+    def _drop_records(self, doc_ids: Sequence[str]) -> None:
+        m = self._models
+        with self._errors():
+            if self._docs_exist():
+                ids = [point_id("d:" + d) for d in doc_ids]
+                self._client.delete(self._docs, m.PointIdsList(points=ids), wait=True)
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        with self._errors():
+            if not self._docs_exist():
+                return None
+            got = self._client.retrieve(self._docs, [point_id(_EMBEDDER)], with_payload=True)
+        return EmbedderIdentity.from_json((got[0].payload or {})["embedder"]) if got else None
+
+    def _put_embedder(self, identity: EmbedderIdentity) -> None:
+        self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
+
+    @staticmethod
+    def _stored(points: list[Any]) -> list[StoredChunk]:
+        out = []
+        for p in points:
+            version = str(p.payload.get("version", ""))
+            chunk = str(p.payload["id"])
+            out.append(StoredChunk(engine_id(chunk, version), chunk, version, p.payload["doc_id"]))
+        return out
+
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        with self._errors():
+            if self._dim is None:
+                return []
+            return self._stored(self._scroll(self._collection, self._filter(None, doc_id)))
+
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        m = self._models
+        with self._errors():
+            if self._dim is None:
+                return []
+            found: list[StoredChunk] = []
+            for start in range(0, len(chunk_ids), 500):
+                part = list(chunk_ids[start : start + 500])
+                selector = m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=part))])
+                found += self._stored(self._scroll(self._collection, selector))
+            return found
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        m = self._models
+        if not batch.ids:
+            return
+        with self._errors():
             if self._dim is None:
                 self._create(int(batch.vectors.shape[1]))
             points = [
                 m.PointStruct(
-                    id=point_id(c.id),
+                    id=point_id(engine_id(c.id, version)),
                     vector=v.tolist(),
                     payload={
                         "id": c.id,
                         "doc_id": c.doc_id,
                         "text": c.text,
                         "metadata": dict(c.metadata),
+                        "version": version,
                     },
                 )
-                for c, v in zip(batch.chunks, batch.vectors, strict=True)
+                for c, v, version in zip(batch.chunks, batch.vectors, versions, strict=True)
             ]
             for start in range(0, len(points), _UPSERT_BATCH):
                 self._client.upsert(
                     self._collection, points[start : start + _UPSERT_BATCH], wait=True
                 )
+
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        m = self._models
+        with self._errors():
+            for start in range(0, len(ids), 500):
+                part = [point_id(i) for i in ids[start : start + 500]]
+                self._client.delete(self._collection, m.PointIdsList(points=part), wait=True)
+
+    def _all_chunks(self) -> list[Chunk]:
+        """Every chunk of a committed version (what the lexical index is built from)."""
+        pairs: list[tuple[Chunk, str]] = []
+        if self._dim is None:
+            return []
+        offset = None
+        with self._errors():
+            while True:
+                points, offset = self._client.scroll(
+                    self._collection, limit=_SCROLL, offset=offset, with_payload=True
+                )
+                pairs += [(_chunk(p.payload), _version(p.payload)) for p in points]
+                if offset is None:
+                    return self._committed(pairs)
+
+    def count(self, filter: MetadataFilter | None = None) -> int:
+        with self._lock, self._errors():
+            if not filter:
+                return self._count()
+            points = self._scroll(self._collection, self._filter(filter))
+            return len(self._committed([(_chunk(p.payload), _version(p.payload)) for p in points]))
+
+    # ------------------------------------------------------------------ port
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._dim)
+        if not batch.ids:
+            return
+        with self._writing(), self._lexical.writing() as lexical:
+            self._add_versioned(batch)
             lexical.upsert(batch.chunks)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         check_k(k)
-        with self._lock, self._errors():
+        with self._lock:
             if self._dim is None:
                 return []
             query = prepare_query(query_vector, self._dim)
+            selector = self._filter(filter)
+            wanted = k
+            while True:  # ask for more when chunks of uncommitted versions took places
+                hits = self._query(query, wanted, selector)
+                visible = self._visible(hits)
+                if len(visible) >= k or len(hits) < wanted:
+                    return visible[:k]
+                wanted = wanted * 2 + (len(hits) - len(visible))
+
+    def _query(self, query: Any, n: int, selector: Any) -> list[tuple[ScoredChunk, str]]:
+        with self._errors():
             result = self._client.query_points(
                 self._collection,
                 query=query.tolist(),
-                limit=k,
-                query_filter=self._filter(filter),
+                limit=n,
+                query_filter=selector,
                 with_payload=True,
             )
-            return [ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)) for p in result.points]
+        return [
+            (ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)), _version(p.payload))
+            for p in result.points
+        ]
 
     def _count(self, selector_filter: Any = None) -> int:
         if self._dim is None:
@@ -280,46 +459,33 @@ class QdrantVectorStore(LexicalSearch, BaseVectorStore):
         )
 
     def delete(self, ids: Sequence[str]) -> int:
-        m = self._models
+        wanted = check_ids(ids)
+        if not wanted:
+            return 0
         with self._writing(), self._lexical.writing() as lexical:
-            wanted = check_ids(ids)
-            if self._dim is None or not wanted:
-                return 0
-            pids = list(dict.fromkeys(point_id(i) for i in wanted))
-            present = [
-                p.id for p in self._client.retrieve(self._collection, pids, with_payload=False)
-            ]
-            if present:
-                self._client.delete(self._collection, m.PointIdsList(points=present), wait=True)
             lexical.remove(wanted)
-            return len(present)
+            return self._delete_chunks(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        m = self._models
         with self._writing(), self._lexical.writing() as lexical:
-            selector = self._filter(None, doc_id=doc_id)
-            n = self._count(selector)
-            if n:
-                self._client.delete(self._collection, m.FilterSelector(filter=selector), wait=True)
             lexical.remove_doc(doc_id)
-            return n
+            return self._delete_document(doc_id)
 
     def clear(self) -> None:
+        """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing(), self._lexical.writing() as lexical:
+            lexical.clear()
+            if self._docs_exist():
+                self._client.delete_collection(self._docs)
             if self._dim is None:
                 return
             dim = self._dim
             self._client.delete_collection(self._collection)
             self._create(dim)
-            lexical.clear()
 
     def __len__(self) -> int:
         with self._lock, self._errors():
             return self._count()
-
-    def count(self, filter: MetadataFilter | None = None) -> int:
-        with self._lock, self._errors():
-            return self._count(self._filter(filter) if filter else None)
 
     def close(self) -> None:
         """Close the client (releases the local-mode file lock)."""
