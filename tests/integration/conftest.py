@@ -9,7 +9,9 @@ Only the Qdrant *server* needs Docker; without it those tests skip with the reas
 
 from __future__ import annotations
 
+import gc
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -42,6 +44,17 @@ def _container_url(kind: str) -> Iterator[str]:
 
         with QdrantContainer() as qdrant:
             yield f"http://{qdrant.rest_host_address}"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _collect_client_pools() -> Iterator[None]:
+    """chromadb's HttpClient keeps an httpx pool it never closes (its close() drops it
+    unclosed); collect those sockets here, at the end of the module that opened them,
+    rather than as a ResourceWarning inside whichever later test the collector runs in."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 class _Server(Protocol):
