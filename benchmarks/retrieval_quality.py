@@ -1,0 +1,154 @@
+"""Retrieval quality on Cranfield: hashing, local dense, lexical and hybrid vs a textbook BM25.
+
+Run: .venv/bin/python -m benchmarks.retrieval_quality [FOLDER]
+(FOLDER defaults to ../shared/data/cranfield beside the repository, as CI lays it out.)
+
+Every document is one chunk (the baseline indexes whole abstracts too); queries rank 100
+documents. The baseline is bm25s (method "lucene", k1 1.2, b 0.75, its English stop words,
+the Snowball stemmer of PyStemmer), run in this process and scored by the same code.
+Also measured here: the local embedder's ingest rate against raw onnxruntime on the same
+texts (tokenise, run, mean-pool: no store, no library), and 1 vs 2 onnxruntime threads.
+Targets: lexical within 0.01 nDCG@10 of the baseline; hybrid above dense and lexical;
+ingest with the local embedder at >= 0.8x the raw onnxruntime rate.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+import onnxruntime as ort
+import Stemmer
+from tokenizers import Tokenizer
+
+from pywrapai_graph import Embedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph.adapters.embedders.local import LocalEmbeddings, default_model_files
+from pywrapai_graph.adapters.sources.beir import BeirCollection, load_beir
+from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation, evaluate_retrieval
+from pywrapai_graph.application.retrieval_metrics import RetrievalScores, score_run
+
+DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
+BATCH, MAX_LENGTH = 32, 256
+
+
+def baseline_bm25(data: BeirCollection) -> RetrievalScores:
+    """bm25s over the same document texts."""
+    stemmer = Stemmer.Stemmer("english")
+    ids = [d.id for d in data.corpus]
+    tokens = bm25s.tokenize(
+        [d.text for d in data.corpus], stopwords="en", stemmer=stemmer, show_progress=False
+    )
+    model = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    model.index(tokens, show_progress=False)
+    query_ids = list(data.queries)
+    query_tokens = bm25s.tokenize(
+        [data.queries[q] for q in query_ids], stopwords="en", stemmer=stemmer, show_progress=False
+    )
+    results, _ = model.retrieve(query_tokens, k=100, show_progress=False)
+    run = {q: [ids[int(j)] for j in results[i]] for i, q in enumerate(query_ids)}
+    return score_run(run, data.qrels)
+
+
+def raw_onnxruntime_rate(texts: list[str]) -> float:
+    """Texts per second of plain onnxruntime: tokenise, run in batches, mean-pool."""
+    model_path, tokenizer_path = default_model_files()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.enable_truncation(MAX_LENGTH)
+    tokenizer.enable_padding()
+    start = time.perf_counter()
+    for i in range(0, len(texts), BATCH):
+        encoded = tokenizer.encode_batch(texts[i : i + BATCH])
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = session.run(None, feed)[0]
+        pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    return len(texts) / (time.perf_counter() - start)
+
+
+def thread_rates(texts: list[str]) -> dict[int, float]:
+    """Texts per second of the local embedder with 1 and 2 onnxruntime threads."""
+    rates = {}
+    for threads in (1, 2):
+        embedder = LocalEmbeddings(threads=threads)
+        start = time.perf_counter()
+        embedder.embed_array(texts)
+        rates[threads] = len(texts) / (time.perf_counter() - start)
+    return rates
+
+
+def evaluate(
+    data: BeirCollection, embedder: Embedder, modes: tuple[str, ...]
+) -> dict[str, RetrievalEvaluation]:
+    """Ingest once (whole documents), then run the queries in each mode on that store."""
+    store = InMemoryVectorStore()
+    results: dict[str, RetrievalEvaluation] = {}
+    for i, mode in enumerate(modes):
+        retriever = VectorRetriever(embedder, store, mode=mode)  # type: ignore[arg-type]
+        corpus = data.corpus if i == 0 else None
+        results[mode] = evaluate_retrieval(retriever, data.queries, data.qrels, corpus=corpus)
+    return results
+
+
+def main(argv: list[str]) -> None:
+    data = load_beir(argv[0] if argv else DEFAULT)
+    texts = [d.text for d in data.corpus if d.text.strip()]
+    print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} judged queries")
+
+    baseline = baseline_bm25(data)
+    hashing = evaluate(data, Embedder(provider="hashing"), ("dense", "hybrid"))
+    raw_rate = raw_onnxruntime_rate(texts)
+    local = Embedder(provider="local")
+    ours = evaluate(data, local, ("dense", "lexical", "hybrid"))
+    ingest_rate = len(texts) / ours["dense"].ingest_seconds
+    threads = thread_rates(texts[:200])
+
+    rows: list[tuple[str, Any]] = [
+        ("baseline BM25 (bm25s, k1 1.2, b 0.75)", baseline),
+        ("hashing, dense", hashing["dense"].scores),
+        ("hashing + BM25, hybrid (RRF)", hashing["hybrid"].scores),
+        ("local all-MiniLM-L6-v2 int8, dense", ours["dense"].scores),
+        ("lexical (our BM25, k1 1.2, b 0.75)", ours["lexical"].scores),
+        ("local + BM25, hybrid (RRF)", ours["hybrid"].scores),
+    ]
+    print(
+        f"\n{'retrieval':<42} {'nDCG@10':>8} {'R@100':>7} {'R@10':>7} {'MRR@10':>7} {'vs BM25':>8}"
+    )
+    for label, s in rows:
+        ratio = s.ndcg_at_10 / baseline.ndcg_at_10
+        print(
+            f"{label:<42} {s.ndcg_at_10:>8.4f} {s.recall_at_100:>7.4f} {s.recall_at_10:>7.4f} "
+            f"{s.mrr_at_10:>7.4f} {ratio:>7.2f}x"
+        )
+    truncated = ours["dense"].truncated_texts
+    print(
+        f"\nlocal embedder: {truncated} of {len(texts)} abstracts truncated at {MAX_LENGTH} tokens"
+    )
+    print(f"\n{'ingest rate (texts/s)':<42} {'rate':>8} {'ratio':>8}")
+    print(f"{'raw onnxruntime (batch 32, 1 thread)':<42} {raw_rate:>8.1f} {1.0:>7.2f}x")
+    print(
+        f"{'VectorRetriever + local embedder + store':<42} {ingest_rate:>8.1f} "
+        f"{ingest_rate / raw_rate:>7.2f}x"
+    )
+    print(f"{'local embedder, 1 thread (200 texts)':<42} {threads[1]:>8.1f} {1.0:>7.2f}x")
+    print(
+        f"{'local embedder, 2 threads (200 texts)':<42} {threads[2]:>8.1f} "
+        f"{threads[2] / threads[1]:>7.2f}x"
+    )
+    dense, lexical, hybrid = (ours[m].scores.ndcg_at_10 for m in ("dense", "lexical", "hybrid"))
+    print("\ntargets:")
+    print(f"  lexical within 0.01 of BM25: {abs(lexical - baseline.ndcg_at_10) <= 0.01}")
+    print(f"  hybrid above dense and lexical: {hybrid > max(dense, lexical)}")
+    print(f"  ingest >= 0.8x raw onnxruntime: {ingest_rate >= 0.8 * raw_rate}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
