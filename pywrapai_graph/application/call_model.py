@@ -14,6 +14,7 @@ from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
     ChatRequest,
+    GenerationParams,
     LLMResponse,
     Message,
     ResponseFormat,
@@ -53,8 +54,7 @@ def request_key(provider: str, request: ChatRequest) -> str:
         "tools": list(request.tools),
         "tool_choice": request.tool_choice,
         "format": dataclasses.astuple(request.response_format) if request.response_format else None,
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
+        "generation": request.generation.given(),
         "extra": dict(request.extra),
     }
     raw = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False)
@@ -118,8 +118,7 @@ class CallModel:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        generation: GenerationParams | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> ChatRequest:
         """Validate the arguments and build the request the adapter receives.
@@ -129,17 +128,19 @@ class CallModel:
         """
         if not messages:
             raise ValueError("no messages to send")
-        if max_tokens is not None and max_tokens <= 0:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        g = generation or GenerationParams()
         return ChatRequest(
             messages=tuple(messages),
             model=model,
             tools=_validate_tools(tools, tool_choice),
             tool_choice=tool_choice,
             response_format=response_format,
-            temperature=temperature,
-            max_tokens=max_tokens,
+            temperature=g.temperature,
+            max_tokens=g.max_tokens,
             extra=dict(extra or {}),
+            top_p=g.top_p,
+            stop=g.stop,
+            seed=g.seed,
         )
 
     def _cached(self, request: ChatRequest) -> tuple[str | None, LLMResponse | None]:

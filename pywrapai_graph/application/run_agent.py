@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.observability.observation import Observation, fire
@@ -21,7 +21,15 @@ from pywrapai_graph.application.observability.operations import (
 from pywrapai_graph.application.observability.scope import agent_run_context
 from pywrapai_graph.application.observability.telemetry import check_hooks, global_hooks
 from pywrapai_graph.application.tools import Tool, ToolRegistry, format_tool_output
-from pywrapai_graph.domain import LLMResponse, Message, Role, TokenUsage, ToolCall, ToolResult
+from pywrapai_graph.domain import (
+    GenerationOptions,
+    LLMResponse,
+    Message,
+    Role,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+)
 from pywrapai_graph.domain.agent import (
     AgentBudgetExceededError,
     AgentConfig,
@@ -189,11 +197,14 @@ class Agent:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> AgentResult:
         """Run the loop synchronously; returns the final answer with steps, usage and cost.
 
         ``filter`` / ``rag_k`` turn on RAG for this run's model calls, scoped to chunks
         with that metadata (at most ``rag_k`` of them); without them no context is injected.
+        Generation parameters (``max_tokens``, ``temperature``, ``top_p``, ``stop``,
+        ``seed``) apply to every model call of the run.
         """
         rag = filter is not None or rag_k is not None
         run = _Run(as_messages(input))
@@ -211,6 +222,7 @@ class Agent:
                             rag=rag,
                             filter=filter,
                             rag_k=rag_k,
+                            **generation,
                         )
                     run.book(response)
                     if not response.tool_calls:
@@ -232,6 +244,7 @@ class Agent:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> AgentResult:
         """Async :meth:`run`; a turn's tool calls run concurrently."""
         rag = filter is not None or rag_k is not None
@@ -250,6 +263,7 @@ class Agent:
                             rag=rag,
                             filter=filter,
                             rag_k=rag_k,
+                            **generation,
                         )
                     run.book(response)
                     if not response.tool_calls:

@@ -63,6 +63,7 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
         system_prompt=s.system_prompt,
         tracker=ledger,
         hooks=hooks,
+        generation=s.generation(),
         **_options(
             api_key=_secret(s.api_key),
             base_url=s.base_url,

@@ -6,7 +6,7 @@ import copy
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
 from pywrapai_graph.application.assemble_messages import AssembleMessages
@@ -14,6 +14,7 @@ from pywrapai_graph.application.retrieve_context import RetrieveContext
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.domain import (
+    GenerationOptions,
     InjectedChunk,
     LLMResponse,
     Message,
@@ -189,6 +190,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Assemble and send; ``response.context`` lists the injected chunks.
 
@@ -197,7 +199,11 @@ class GraphLLM:
         """
         messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         response = self._llm.chat(
-            messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            prompt_file=self._prompt_file,
+            **generation,
         )
         return self._with_context(response, hits)
 
@@ -211,11 +217,16 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Async :meth:`chat`; retrieval and the call never block the event loop."""
         messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
         response = await self._llm.achat(
-            messages, tools=tools, tool_choice=tool_choice, prompt_file=self._prompt_file
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            prompt_file=self._prompt_file,
+            **generation,
         )
         return self._with_context(response, hits)
 
@@ -228,6 +239,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> Iterator[str]:
         """Same assembly as :meth:`chat`, streamed.
 
@@ -237,7 +249,7 @@ class GraphLLM:
         if tools is not None:
             raise ValueError("GraphLLM.stream() does not accept tools=; use chat() for tools")
         messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return self._llm.stream(messages, prompt_file=self._prompt_file)
+        return self._llm.stream(messages, prompt_file=self._prompt_file, **generation)
 
     def astream(
         self,
@@ -248,6 +260,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> AsyncIterator[str]:
         """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
 
@@ -259,7 +272,9 @@ class GraphLLM:
 
         async def pieces() -> AsyncIterator[str]:
             messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
-            async for piece in self._llm.astream(messages, prompt_file=self._prompt_file):
+            async for piece in self._llm.astream(
+                messages, prompt_file=self._prompt_file, **generation
+            ):
                 yield piece
 
         return pieces()
@@ -273,10 +288,13 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> M:
         """:meth:`LLM.chat_structured` with prompt, history and RAG assembly."""
         messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return self._llm.chat_structured(messages, schema, prompt_file=self._prompt_file)
+        return self._llm.chat_structured(
+            messages, schema, prompt_file=self._prompt_file, **generation
+        )
 
     async def achat_structured(
         self,
@@ -287,10 +305,13 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> M:
         """Async :meth:`chat_structured`."""
         messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return await self._llm.achat_structured(messages, schema, prompt_file=self._prompt_file)
+        return await self._llm.achat_structured(
+            messages, schema, prompt_file=self._prompt_file, **generation
+        )
 
     # ------------------------------------------------------------------ copies
     def with_system_prompt(self, text: str) -> GraphLLM:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.application.assemble_messages import as_messages
@@ -12,7 +12,15 @@ from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.providers import make_chat_model
-from pywrapai_graph.domain import ChatRequest, LLMResponse, Message, Role, ToolSpec
+from pywrapai_graph.domain import (
+    ChatRequest,
+    GenerationOptions,
+    GenerationParams,
+    LLMResponse,
+    Message,
+    Role,
+    ToolSpec,
+)
 from pywrapai_graph.ports import ChatModel, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
 
@@ -42,6 +50,8 @@ class LLM:
         tracker: share a TokenTracker between instances; a new one by default.
         prices: the price table for a new tracker.
         hooks: observability hooks told about every call (see ``pywrapai_graph.observability``).
+        generation: default generation parameters (``max_tokens``, ``temperature``, ``top_p``,
+            ``stop``, ``seed``); a call's own keyword arguments win over them.
         **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
             ``max_retries`` (never shown in reprs or errors).
 
@@ -60,6 +70,7 @@ class LLM:
         tracker: TokenTracker | None = None,
         prices: PriceTable | None = None,
         hooks: Sequence[Hooks] | None = None,
+        generation: GenerationParams | None = None,
         **options: Any,
     ) -> None:
         if isinstance(provider, str):
@@ -71,6 +82,7 @@ class LLM:
                 )
             self._chat_model = provider
         self._model = model or self._chat_model.default_model
+        self._generation = generation or GenerationParams()
         self._system_prompt = system_prompt
         self._cache: ResponseCache | None = (
             LRUResponseCache() if cache is True else None if cache is False else cache
@@ -105,6 +117,11 @@ class LLM:
         return self._cache
 
     @property
+    def generation(self) -> GenerationParams:
+        """The default generation parameters of every call."""
+        return self._generation
+
+    @property
     def chat_model(self) -> ChatModel:
         """The adapter behind this facade."""
         return self._chat_model
@@ -121,8 +138,7 @@ class LLM:
         input: str | Sequence[Message],
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        generation: GenerationOptions | None = None,
         extra: Mapping[str, Any] | None = None,
         schema: type[BaseModel] | None = None,
     ) -> ChatRequest:
@@ -132,8 +148,7 @@ class LLM:
             tools=tools,
             tool_choice=tool_choice,
             response_format=CallModel.structured_format(schema) if schema else None,
-            temperature=temperature,
-            max_tokens=max_tokens,
+            generation=GenerationParams.of(generation or {}).over(self._generation),
             extra=extra,
         )
 
@@ -144,10 +159,9 @@ class LLM:
         *,
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Send the messages; returns the response with its usage and cost.
 
@@ -155,7 +169,7 @@ class LLM:
             ValueError: tools not in the neutral format, or an impossible ``tool_choice``.
             ProviderError: (subclasses) when the provider fails.
         """
-        request = self._request(input, tools, tool_choice, temperature, max_tokens, extra)
+        request = self._request(input, tools, tool_choice, generation, extra)
         return self._calls.chat(request, prompt_file=prompt_file)
 
     async def achat(
@@ -164,13 +178,12 @@ class LLM:
         *,
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Async :meth:`chat`."""
-        request = self._request(input, tools, tool_choice, temperature, max_tokens, extra)
+        request = self._request(input, tools, tool_choice, generation, extra)
         return await self._calls.achat(request, prompt_file=prompt_file)
 
     def stream(
@@ -178,10 +191,9 @@ class LLM:
         input: str | Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> Iterator[str]:
         """Yield the reply's text as it arrives; usage is recorded when the stream ends.
 
@@ -190,7 +202,7 @@ class LLM:
         """
         if tools:
             raise ValueError(_STREAM_TOOLS)
-        request = self._request(input, None, None, temperature, max_tokens, extra)
+        request = self._request(input, None, None, generation, extra)
         return self._calls.stream(request, prompt_file=prompt_file)
 
     def astream(
@@ -198,10 +210,9 @@ class LLM:
         input: str | Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> AsyncIterator[str]:
         """Async :meth:`stream`.
 
@@ -210,7 +221,7 @@ class LLM:
         """
         if tools:
             raise ValueError(_STREAM_TOOLS)
-        request = self._request(input, None, None, temperature, max_tokens, extra)
+        request = self._request(input, None, None, generation, extra)
         return self._calls.astream(request, prompt_file=prompt_file)
 
     def chat_structured(
@@ -218,17 +229,16 @@ class LLM:
         input: str | Sequence[Message],
         schema: type[M],
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> M:
         """Ask for JSON matching the pydantic ``schema`` and return a validated instance.
 
         Raises:
             StructuredOutputError: the reply is not valid JSON for ``schema`` (``raw`` keeps it).
         """
-        request = self._request(input, None, None, temperature, max_tokens, extra, schema)
+        request = self._request(input, None, None, generation, extra, schema)
         return CallModel.parse_structured(
             self._calls.chat(request, prompt_file=prompt_file), schema
         )
@@ -238,13 +248,12 @@ class LLM:
         input: str | Sequence[Message],
         schema: type[M],
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> M:
         """Async :meth:`chat_structured`."""
-        request = self._request(input, None, None, temperature, max_tokens, extra, schema)
+        request = self._request(input, None, None, generation, extra, schema)
         response = await self._calls.achat(request, prompt_file=prompt_file)
         return CallModel.parse_structured(response, schema)
 

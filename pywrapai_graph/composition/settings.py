@@ -28,6 +28,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
+from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.redaction import redact
 
@@ -68,6 +69,22 @@ class LLMSettings(_Section):
     timeout: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)
     system_prompt: str | None = None
+    # default generation parameters of every call (a call's own arguments win)
+    max_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    stop: list[str] | None = None
+    seed: int | None = None
+
+    def generation(self) -> GenerationParams:
+        """These defaults as :class:`GenerationParams`."""
+        return GenerationParams(
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            stop=tuple(self.stop) if self.stop is not None else None,
+            seed=self.seed,
+        )
 
     @field_validator("provider")
     @classmethod

@@ -1,6 +1,11 @@
 """Pure values of pywrapai-graph (standard library only)."""
 
 from pywrapai_graph.domain.documents import Chunk, Document, ScoredChunk
+from pywrapai_graph.domain.generation import (
+    GenerationOptions,
+    GenerationParams,
+    UnsupportedParameterWarning,
+)
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
 from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
@@ -13,6 +18,8 @@ __all__ = [
     "Chunk",
     "CostTotals",
     "Document",
+    "GenerationOptions",
+    "GenerationParams",
     "InjectedChunk",
     "LLMResponse",
     "Message",
@@ -24,4 +31,5 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "UnsupportedParameterWarning",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.domain.messages import Message
 
 __all__ = ["ChatRequest", "ResponseFormat", "ToolSpec"]
@@ -38,6 +39,7 @@ class ChatRequest:
         response_format: structured output request, or None for free text.
         temperature: sampling temperature, or None for the provider default.
         max_tokens: output token cap, or None for the adapter's default.
+        top_p, stop, seed: the other :class:`GenerationParams`, None when unset.
         extra: provider-specific parameters passed through unchanged.
     """
 
@@ -49,6 +51,14 @@ class ChatRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+
+    @property
+    def generation(self) -> GenerationParams:
+        """The generation parameters of this request."""
+        return GenerationParams(self.max_tokens, self.temperature, self.top_p, self.stop, self.seed)
 
     @property
     def tool_names(self) -> list[str]:

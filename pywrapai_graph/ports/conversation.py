@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Unpack, runtime_checkable
 
-from pywrapai_graph.domain import LLMResponse, Message, ToolSpec
+from pywrapai_graph.domain import GenerationOptions, LLMResponse, Message, ToolSpec
 from pywrapai_graph.ports.vector_store import MetadataFilter
 
 __all__ = ["Conversation"]
@@ -25,6 +25,7 @@ class Conversation(Protocol):
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """One call."""
         ...
@@ -39,6 +40,7 @@ class Conversation(Protocol):
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """One call on the provider's async client."""
         ...

@@ -7,6 +7,8 @@ each one sends, and configuration through ``LLM(provider=...)``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from pywrapai import LLM, Message, Role, TokenUsage, ToolCall, ToolResult
+from pywrapai_graph.domain import GenerationParams, UnsupportedParameterWarning
 from pywrapai_graph.errors import (
     ConfigurationError,
     MissingExtraError,
@@ -443,3 +446,84 @@ class TestOllamaChatModel(ChatModelContract):
         from pywrapai_graph.adapters.llm.ollama import OllamaChatModel
 
         return OllamaChatModel(self.model, base_url=wire.url, **_options(options))
+
+
+def _unsampled() -> set[str]:
+    import inspect
+
+    import anthropic
+
+    accepted = inspect.signature(anthropic.Anthropic(api_key="x").messages.create).parameters
+    return {p for p in ("temperature", "top_p") if p not in accepted}
+
+
+UNSAMPLED = _unsampled()
+
+WIRE_NAMES: dict[str, Callable[[Any], dict[str, Any]]] = {
+    # where each provider's generation parameters travel, under its own field names
+    "openai": lambda body: {
+        k: body.get(k) for k in ("max_completion_tokens", "temperature", "top_p", "stop", "seed")
+    },
+    "anthropic": lambda body: {
+        k: body.get(k) for k in ("max_tokens", "temperature", "top_p", "stop_sequences", "seed")
+    },
+    "gemini": lambda body: {
+        k: body["generationConfig"].get(k)
+        for k in ("maxOutputTokens", "temperature", "topP", "stopSequences", "seed")
+    },
+    "ollama": lambda body: {
+        k: body["options"].get(k) for k in ("num_predict", "temperature", "top_p", "stop", "seed")
+    },
+}
+
+
+FIRST = {"openai": "max_completion_tokens", "anthropic": "max_tokens"}
+FIRST |= {"gemini": "maxOutputTokens", "ollama": "num_predict"}
+
+
+def test_generation_parameters_reach_the_wire_under_each_providers_names(
+    provider: Provider,
+) -> None:
+    llm = provider.llm(generation=GenerationParams(max_tokens=99, temperature=1.5))
+    provider.wire.reply("one", "two", "three")
+    # the Messages API has no seed, and the installed anthropic SDK no temperature/top_p
+    unsupported = {"seed", *UNSAMPLED} if provider.name == "anthropic" else set()
+
+    def expected(values: dict[str, Any]) -> list[Any]:
+        return [None if k in unsupported else v for k, v in values.items()]
+
+    def warns() -> contextlib.AbstractContextManager[object]:
+        if unsupported:
+            return pytest.warns(UnsupportedParameterWarning, match="not sent")
+        return contextlib.nullcontext()
+
+    with warns():
+        llm.chat("Hi", max_tokens=7, temperature=0.25, top_p=0.5, stop=["END"], seed=42)
+    sent = list(WIRE_NAMES[provider.name](provider.sent()).values())
+    assert sent == expected(
+        {"max_tokens": 7, "temperature": 0.25, "top_p": 0.5, "stop": ["END"], "seed": 42}
+    )
+    # the configured defaults apply when a call sets nothing; a call's own values win
+    with warns():
+        "".join(llm.stream("Hi", top_p=0.75))
+    sent = list(WIRE_NAMES[provider.name](provider.sent()).values())
+    assert sent == expected(
+        {"max_tokens": 99, "temperature": 1.5, "top_p": 0.75, "stop": None, "seed": None}
+    )
+    with warns():
+        asyncio.run(llm.achat("Hi", max_tokens=3))
+    assert WIRE_NAMES[provider.name](provider.sent())[FIRST[provider.name]] == 3
+
+
+def test_bad_generation_parameters_are_refused_before_any_request(provider: Provider) -> None:
+    llm = provider.llm()
+    for bad, match in [
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"temperature": 3.0}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"stop": "END"}, "stop"),
+        ({"seed": 1.5}, "seed"),
+    ]:
+        with pytest.raises(ConfigurationError, match=match):
+            llm.chat("Hi", **bad)  # type: ignore[arg-type]
+    assert provider.wire.requests == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from abc import abstractmethod
 from collections.abc import (
     AsyncIterable,
@@ -17,10 +18,22 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters.llm._replies import BodyRecorder, StreamTally, decoding
-from pywrapai_graph.domain import Message, Role, StreamChunk, ToolResult
+from pywrapai_graph.domain import (
+    Message,
+    Role,
+    StreamChunk,
+    ToolResult,
+    UnsupportedParameterWarning,
+)
 from pywrapai_graph.ports import ChatModel
 
-__all__ = ["SDKChatModel", "add_tool_result", "system_text", "tool_result_of"]
+__all__ = [
+    "SDKChatModel",
+    "add_tool_result",
+    "system_text",
+    "tool_result_of",
+    "warn_unsupported",
+]
 
 
 def system_text(messages: Sequence[Message]) -> str | None:
@@ -58,6 +71,17 @@ def add_tool_result(
         last[key].append(item)
     else:
         turns.append({"role": "user", key: [item]})
+
+
+def warn_unsupported(provider: str, **values: object) -> None:
+    """Warn (UnsupportedParameterWarning) about set parameters ``provider`` has no field for."""
+    given = sorted(name for name, value in values.items() if value is not None)
+    if given:
+        warnings.warn(
+            f"{provider} has no {', '.join(given)} parameter; not sent",
+            UnsupportedParameterWarning,
+            stacklevel=4,
+        )
 
 
 class _Closable(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
@@ -16,6 +17,7 @@ from pywrapai_graph.adapters.llm._base import (
     add_tool_result,
     system_text,
     tool_result_of,
+    warn_unsupported,
 )
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
@@ -122,6 +124,10 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             close_async,
         )
         self._secret: str | None = self._client.api_key
+        # Recent SDKs dropped temperature/top_p from messages.create (newer models fix them):
+        # send what the installed SDK takes, warn about the rest.
+        accepted = inspect.signature(self._client.messages.create).parameters
+        self._sampling = frozenset(p for p in ("temperature", "top_p") if p in accepted)
         if not self._secret:
             raise ConfigurationError(
                 "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
@@ -151,8 +157,12 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             params["tool_choice"] = _tool_choice(request.tool_choice)
         if tools:
             params["tools"] = tools
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
+        sampling = {"temperature": request.temperature, "top_p": request.top_p}
+        params.update(drop_none(**{k: v for k, v in sampling.items() if k in self._sampling}))
+        if request.stop:
+            params["stop_sequences"] = list(request.stop)
+        unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
+        warn_unsupported(_PROVIDER, seed=request.seed, **unsent)
         params.update(request.extra)
         return params
 

@@ -9,6 +9,7 @@ from typing import Any
 from pywrapai_graph.adapters._gemini import gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -168,10 +169,15 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         if request.response_format is not None:
             config["response_mime_type"] = "application/json"
             config["response_schema"] = gemini_schema(request.response_format.json_schema)
-        if request.temperature is not None:
-            config["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            config["max_output_tokens"] = request.max_tokens
+        config.update(
+            drop_none(
+                max_output_tokens=request.max_tokens,
+                temperature=request.temperature,
+                top_p=request.top_p,
+                stop_sequences=list(request.stop) if request.stop else None,
+                seed=request.seed,
+            )
+        )
         config.update(request.extra)
         return t.GenerateContentConfig(**config)
 

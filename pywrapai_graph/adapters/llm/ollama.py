@@ -9,6 +9,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
@@ -116,11 +117,13 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
             _log.warning("Ollama does not support tool_choice=%r; ignoring it", request.tool_choice)
         if request.response_format is not None:
             params["format"] = dict(request.response_format.json_schema)
-        options: dict[str, Any] = {}
-        if request.temperature is not None:
-            options["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            options["num_predict"] = request.max_tokens
+        options = drop_none(
+            num_predict=request.max_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            stop=list(request.stop) if request.stop else None,
+            seed=request.seed,
+        )
         if options:
             params["options"] = options
         params.update(request.extra)

@@ -139,11 +139,16 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
                     "schema": dict(request.response_format.json_schema),
                 },
             }
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
         max_tokens = request.max_tokens or self._default_max_tokens
-        if max_tokens is not None:
-            params["max_completion_tokens"] = max_tokens
+        params.update(
+            drop_none(
+                max_completion_tokens=max_tokens,
+                temperature=request.temperature,
+                top_p=request.top_p,
+                stop=list(request.stop) if request.stop else None,
+                seed=request.seed,
+            )
+        )
         params.update(request.extra)
         return params
 
