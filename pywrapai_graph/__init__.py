@@ -65,6 +65,11 @@ _EXPORTS: dict[str, str] = {
     "retrieval_tool": "pywrapai_graph.application.retrieval_tool",
     "evaluate_retrieval": "pywrapai_graph.application.evaluate_retrieval",
     "load_beir": "pywrapai_graph.adapters.sources.beir",
+    "ScopedRetriever": "pywrapai_graph.application.scoped_retriever",
+    # serving
+    "ChatStream": "pywrapai_graph.application.chat_stream",
+    "AsyncChatStream": "pywrapai_graph.application.chat_stream",
+    "GenerationParams": "pywrapai_graph.domain",
 }
 
 __all__ = [
@@ -76,9 +81,11 @@ __all__ = [
     "AgentResult",
     "AgentStep",
     "AssembleMessages",
+    "AsyncChatStream",
     "BaseRetriever",
     "BaseVectorStore",
     "CallRecord",
+    "ChatStream",
     "ChromaVectorStore",
     "Chunk",
     "Chunker",
@@ -87,6 +94,7 @@ __all__ = [
     "Document",
     "Embedder",
     "FAISSVectorStore",
+    "GenerationParams",
     "GraphLLM",
     "HashingEmbedder",
     "InMemoryVectorStore",
@@ -100,6 +108,7 @@ __all__ = [
     "QdrantVectorStore",
     "Role",
     "SQLiteVectorStore",
+    "ScopedRetriever",
     "ScoredChunk",
     "TokenTracker",
     "TokenUsage",
@@ -129,12 +138,14 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
     from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
+    from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
     from pywrapai_graph.application.chunker import Chunker
     from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
     from pywrapai_graph.application.observability.scope import CostScope, cost_scope
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool
     from pywrapai_graph.application.run_agent import Agent
+    from pywrapai_graph.application.scoped_retriever import ScopedRetriever
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
     from pywrapai_graph.application.vector_retriever import VectorRetriever
@@ -146,6 +157,7 @@ if TYPE_CHECKING:
         Chunk,
         CostTotals,
         Document,
+        GenerationParams,
         LLMResponse,
         Message,
         Role,

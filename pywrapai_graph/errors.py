@@ -37,6 +37,7 @@ __all__ = [
     "ScopeError",
     "StorageFullError",
     "StoreBusyError",
+    "StreamNotFinishedError",
     "StructuredOutputError",
     "ToolArgumentsError",
     "UnknownProviderError",
@@ -117,6 +118,10 @@ class ToolArgumentsError(UsageError, TypeError):
 
 class ScopeError(UsageError, ValueError):
     """A metadata filter the retriever cannot apply, or one that contradicts a scoped view."""
+
+
+class StreamNotFinishedError(UsageError, RuntimeError):
+    """A stream's final response was read before the stream was iterated to its end."""
 
 
 # --------------------------------------------------------------------------- runtime failures

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream, StreamEvent
 from pywrapai_graph.application.observability.model_calls import observe_llm
 from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.token_tracker import TokenTracker
@@ -230,24 +231,14 @@ class CallModel:
             usage=rec.usage, model=rec.model, provider=rec.provider, cost_usd=rec.cost_usd
         )
 
-    def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> Iterator[str]:
-        """Yield text pieces; usage is recorded once the stream is exhausted."""
-        usage: TokenUsage | None = None
-        model: str | None = None
-        with (
-            self._observe(request, prompt_file, stream=True) as ob,
-            self._billed(request, prompt_file),
-        ):
-            for chunk in self._model.stream(request):
-                usage, model = _fold(chunk, usage, model)
-                if chunk.text:
-                    yield chunk.text
-            ob.result = self._record_stream(request, usage, model, prompt_file)
+    def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> ChatStream:
+        """The reply's text pieces; once exhausted, ``.response`` is the booked response
+        (usage and cost are recorded at the end)."""
+        return ChatStream(self._stream_events(request, prompt_file))
 
-    async def astream(
-        self, request: ChatRequest, *, prompt_file: str | None = None
-    ) -> AsyncIterator[str]:
-        """Async :meth:`stream`."""
+    async def _astream_events(
+        self, request: ChatRequest, prompt_file: str | None
+    ) -> AsyncIterator[StreamEvent]:
         usage: TokenUsage | None = None
         model: str | None = None
         with (
@@ -258,7 +249,28 @@ class CallModel:
                 usage, model = _fold(chunk, usage, model)
                 if chunk.text:
                     yield chunk.text
-            ob.result = self._record_stream(request, usage, model, prompt_file)
+            ob.result = booked = self._record_stream(request, usage, model, prompt_file)
+        yield booked
+
+    def _stream_events(
+        self, request: ChatRequest, prompt_file: str | None
+    ) -> Iterator[StreamEvent]:
+        usage: TokenUsage | None = None
+        model: str | None = None
+        with (
+            self._observe(request, prompt_file, stream=True) as ob,
+            self._billed(request, prompt_file),
+        ):
+            for chunk in self._model.stream(request):
+                usage, model = _fold(chunk, usage, model)
+                if chunk.text:
+                    yield chunk.text
+            ob.result = booked = self._record_stream(request, usage, model, prompt_file)
+        yield booked
+
+    def astream(self, request: ChatRequest, *, prompt_file: str | None = None) -> AsyncChatStream:
+        """Async :meth:`stream`."""
+        return AsyncChatStream(self._astream_events(request, prompt_file))
 
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:

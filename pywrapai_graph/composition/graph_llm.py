@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
 from pywrapai_graph.application.assemble_messages import AssembleMessages
+from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream, StreamEvent
 from pywrapai_graph.application.retrieve_context import RetrieveContext
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.llm import LLM
@@ -176,7 +177,10 @@ class GraphLLM:
     def _with_context(response: LLMResponse, hits: list[ScoredChunk]) -> LLMResponse:
         if not hits:
             return response
-        injected = tuple(InjectedChunk(h.chunk.id, h.score) for h in hits)
+        injected = tuple(
+            InjectedChunk(h.chunk.id, h.score, h.chunk.text, h.chunk.doc_id, dict(h.chunk.metadata))
+            for h in hits
+        )
         return dataclasses.replace(response, context=injected)
 
     # ------------------------------------------------------------------ calls
@@ -240,16 +244,23 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         **generation: Unpack[GenerationOptions],
-    ) -> Iterator[str]:
-        """Same assembly as :meth:`chat`, streamed.
+    ) -> ChatStream:
+        """Same assembly as :meth:`chat`, streamed: iterate the text; once exhausted,
+        ``.response`` holds the whole response with usage, cost and ``context``.
 
         Raises:
             ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
         """
         if tools is not None:
             raise ValueError("GraphLLM.stream() does not accept tools=; use chat() for tools")
-        messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return self._llm.stream(messages, prompt_file=self._prompt_file, **generation)
+        messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
+        stream = self._llm.stream(messages, prompt_file=self._prompt_file, **generation)
+
+        def events() -> Iterator[StreamEvent]:
+            yield from stream
+            yield self._with_context(stream.response, hits)
+
+        return ChatStream(events())
 
     def astream(
         self,
@@ -261,7 +272,7 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         **generation: Unpack[GenerationOptions],
-    ) -> AsyncIterator[str]:
+    ) -> AsyncChatStream:
         """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
 
         Raises:
@@ -270,14 +281,14 @@ class GraphLLM:
         if tools is not None:
             raise ValueError("GraphLLM.astream() does not accept tools=; use achat() for tools")
 
-        async def pieces() -> AsyncIterator[str]:
-            messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
-            async for piece in self._llm.astream(
-                messages, prompt_file=self._prompt_file, **generation
-            ):
+        async def events() -> AsyncIterator[StreamEvent]:
+            messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
+            stream = self._llm.astream(messages, prompt_file=self._prompt_file, **generation)
+            async for piece in stream:
                 yield piece
+            yield self._with_context(stream.response, hits)
 
-        return pieces()
+        return AsyncChatStream(events())
 
     def chat_structured(
         self,

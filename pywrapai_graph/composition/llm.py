@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.call_model import CallModel
+from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
@@ -194,8 +195,9 @@ class LLM:
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
-    ) -> Iterator[str]:
-        """Yield the reply's text as it arrives; usage is recorded when the stream ends.
+    ) -> ChatStream:
+        """Iterate the reply's text as it arrives; afterwards ``.response`` holds the whole
+        response (usage and cost are recorded when the stream ends).
 
         Raises:
             ValueError: when ``tools`` is given (streamed tool calls are not supported).
@@ -213,8 +215,8 @@ class LLM:
         extra: Mapping[str, Any] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
-    ) -> AsyncIterator[str]:
-        """Async :meth:`stream`.
+    ) -> AsyncChatStream:
+        """Async :meth:`stream`: ``async for`` the text, then ``.response``.
 
         Raises:
             ValueError: when ``tools`` is given.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pywrapai_graph.domain.messages import ToolCall
 from pywrapai_graph.domain.usage import TokenUsage
@@ -12,10 +14,21 @@ __all__ = ["InjectedChunk", "LLMResponse", "StreamChunk"]
 
 @dataclass(frozen=True, slots=True)
 class InjectedChunk:
-    """A retrieved chunk that was injected as RAG context into the request."""
+    """A retrieved chunk that was injected as RAG context into the request.
+
+    Attributes:
+        chunk_id: the chunk's id in the store.
+        score: its cosine similarity to the query.
+        text: the text that was injected (what a service shows as a source).
+        doc_id: the document it came from.
+        metadata: the chunk's metadata (title, URL, tenant, ...).
+    """
 
     chunk_id: str
     score: float
+    text: str = ""
+    doc_id: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,139 @@
+"""ChatStream / AsyncChatStream: iterate a reply's text, then read the whole response."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+
+from pywrapai_graph.domain import LLMResponse
+from pywrapai_graph.errors import StreamNotFinishedError
+
+__all__ = ["AsyncChatStream", "ChatStream", "StreamEvent"]
+
+#: What a stream's source yields: text pieces, then one final :class:`LLMResponse`.
+StreamEvent = str | LLMResponse
+
+_EARLY = (
+    "the stream is not finished: iterate it to the end before reading .response "
+    "(usage, cost and context are known only then)"
+)
+
+
+def _whole(event: LLMResponse, text: list[str]) -> LLMResponse:
+    return dataclasses.replace(event, content=event.content or "".join(text))
+
+
+class ChatStream(Iterator[str]):
+    """The text of a streamed reply, piece by piece; afterwards, the whole response.
+
+    ``for piece in graph.stream(...)`` works as with a plain iterator. Once the stream is
+    exhausted, :attr:`response` holds the final :class:`LLMResponse`: the full text, usage,
+    cost and (from ``GraphLLM``) the injected context.
+
+    Args:
+        source: yields text pieces, then exactly one ``LLMResponse``.
+    """
+
+    def __init__(
+        self,
+        source: Iterator[StreamEvent],
+    ) -> None:
+        self._source = source
+        self._text: list[str] = []
+        self._response: LLMResponse | None = None
+
+    def __iter__(self) -> ChatStream:
+        return self
+
+    def __next__(self) -> str:
+        for event in self._source:
+            if isinstance(event, LLMResponse):
+                self._response = _whole(event, self._text)
+                continue
+            self._text.append(event)
+            return event
+        raise StopIteration
+
+    @property
+    def done(self) -> bool:
+        """True once the final response has arrived."""
+        return self._response is not None
+
+    @property
+    def response(self) -> LLMResponse:
+        """The whole response (text, usage, cost, context).
+
+        Raises:
+            StreamNotFinishedError: the stream has not been iterated to its end.
+        """
+        if self._response is None:
+            raise StreamNotFinishedError(_EARLY)
+        return self._response
+
+    def text(self) -> str:
+        """Consume what is left and return the whole text."""
+        for _ in self:
+            pass
+        return self.response.content
+
+    def close(self) -> None:
+        """Stop early and release the connection (no usage is recorded)."""
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+
+class AsyncChatStream(AsyncIterator[str]):
+    """Async :class:`ChatStream`: ``async for piece in graph.astream(...)``, then ``.response``.
+
+    Nothing runs until the first ``__anext__`` (``GraphLLM`` retrieves context then, off the
+    event loop).
+    """
+
+    def __init__(
+        self,
+        source: AsyncIterator[StreamEvent],
+    ) -> None:
+        self._source = source
+        self._text: list[str] = []
+        self._response: LLMResponse | None = None
+
+    def __aiter__(self) -> AsyncChatStream:
+        return self
+
+    async def __anext__(self) -> str:
+        async for event in self._source:
+            if isinstance(event, LLMResponse):
+                self._response = _whole(event, self._text)
+                continue
+            self._text.append(event)
+            return event
+        raise StopAsyncIteration
+
+    @property
+    def done(self) -> bool:
+        """True once the final response has arrived."""
+        return self._response is not None
+
+    @property
+    def response(self) -> LLMResponse:
+        """The whole response (text, usage, cost, context).
+
+        Raises:
+            StreamNotFinishedError: the stream has not been iterated to its end.
+        """
+        if self._response is None:
+            raise StreamNotFinishedError(_EARLY)
+        return self._response
+
+    async def text(self) -> str:
+        """Consume what is left and return the whole text."""
+        async for _ in self:
+            pass
+        return self.response.content
+
+    async def aclose(self) -> None:
+        """Stop early and release the connection (no usage is recorded)."""
+        aclose = getattr(self._source, "aclose", None)
+        if aclose is not None:
+            await aclose()
