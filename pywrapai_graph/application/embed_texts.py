@@ -1,12 +1,117 @@
-"""Embedding use-case logic: how many tokens a text costs when the provider does not say."""
+"""EmbedTexts: turn texts into vectors through an embedding provider, accounting for each request.
+
+The use case behind ``Embedder``: it splits the input into provider-sized batches, checks
+that every request returned one vector per text, and records one
+``CallRecord(kind="embedding")`` per request (the provider's token count, or the
+4-characters-per-token estimate of reference D6 when it reports none).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["estimate_tokens"]
+from pywrapai_graph.application.observability.model_calls import observe_embedding
+from pywrapai_graph.application.observability.observation import Observation
+from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.domain import TokenUsage
+from pywrapai_graph.errors import ProviderError
+from pywrapai_graph.ports.embedding_provider import (
+    AsyncEmbeddingProvider,
+    EmbeddingBatch,
+    EmbeddingProvider,
+)
+from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.offload import offload
+
+__all__ = ["EmbedTexts", "estimate_tokens"]
 
 
 def estimate_tokens(texts: Sequence[str]) -> int:
     """The 4-characters-per-token heuristic (reference D6)."""
     return sum(max(1, len(t) // 4) for t in texts if t)
+
+
+class EmbedTexts:
+    """Embeds texts in batches of at most ``batch_size`` through ``provider``.
+
+    Args:
+        provider: the embedding adapter.
+        model: the model every request names.
+        tracker: receives one usage record per request.
+        batch_size: at most this many texts per request (capped by ``provider.max_batch``).
+        hooks: observability hooks told about every request.
+
+    Raises:
+        ValueError: for a batch size below 1.
+    """
+
+    def __init__(
+        self,
+        provider: EmbeddingProvider,
+        model: str,
+        tracker: TokenTracker,
+        *,
+        batch_size: int | None = None,
+        hooks: tuple[Hooks, ...] = (),
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.provider = provider
+        self.model = model
+        self.tracker = tracker
+        self.batch_size = min(batch_size or provider.max_batch, provider.max_batch)
+        self.truncated = 0
+        self._hooks = hooks
+
+    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+        items = list(texts)
+        return [items[i : i + self.batch_size] for i in range(0, len(items), self.batch_size)]
+
+    def _observe(self, part: list[str]) -> Observation:
+        return observe_embedding(self.provider.provider, self.model, len(part), hooks=self._hooks)
+
+    def _book(
+        self, part: list[str], batch: EmbeddingBatch, observed: Observation
+    ) -> list[list[float]]:
+        name = self.provider.provider
+        if len(batch.vectors) != len(part):
+            raise ProviderError(
+                f"{name}: {len(batch.vectors)} vectors for {len(part)} texts", provider=name
+            )
+        tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
+        observed.result = self.tracker.record(
+            "embedding", name, batch.model or self.model, TokenUsage(tokens)
+        )
+        if observed.active and batch.vectors:
+            observed.set({"gen_ai.embeddings.dimension.count": len(batch.vectors[0])})
+        self.truncated += batch.truncated
+        return batch.vectors
+
+    def run(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order.
+
+        Raises:
+            TypeError: when given a single string.
+            ProviderError: when the provider fails or returns the wrong number of vectors.
+        """
+        vectors: list[list[float]] = []
+        for part in self._parts(texts):
+            with self._observe(part) as observed:
+                batch = self.provider.embed_batch(part, self.model)
+                vectors.extend(self._book(part, batch, observed))
+        return vectors
+
+    async def _abatch(self, part: list[str]) -> EmbeddingBatch:
+        if isinstance(self.provider, AsyncEmbeddingProvider):
+            return await self.provider.aembed_batch(part, self.model)
+        return await offload(self.provider.embed_batch, part, self.model)
+
+    async def arun(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async :meth:`run`: the provider's async client, or the offload pool."""
+        vectors: list[list[float]] = []
+        for part in self._parts(texts):
+            with self._observe(part) as observed:
+                vectors.extend(self._book(part, await self._abatch(part), observed))
+        return vectors
