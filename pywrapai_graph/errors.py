@@ -10,6 +10,30 @@ Two families, so callers can tell a bug in their own code from a failure of the 
   refused, timed out or answered garbage. The original exception is kept as ``__cause__``.
 
 Messages never contain API keys or file contents.
+
+Map (builtins the reference promises in parentheses)::
+
+    PyWrapAIError
+      UsageError
+        ArgumentTypeError (TypeError)
+        ConfigurationError (ValueError)
+          EmbedderMismatchError
+          UnknownProviderError
+        MissingExtraError (ImportError)
+        PromptNotFoundError (FileNotFoundError)
+        ScopeError (ValueError)
+        StreamNotFinishedError (RuntimeError)
+        ToolArgumentsError (TypeError)
+        UnsafePromptNameError (ValueError)
+        UnsupportedOperationError (NotImplementedError)
+      RuntimeFailure
+        ProviderError
+          AuthenticationError, BadRequestError, IncompleteStreamError,
+          ProviderTimeoutError (TimeoutError), ProviderUnavailableError, RateLimitError
+        ResponseFormatError (ValueError)
+          StructuredOutputError
+        VectorStoreError
+          StorageFullError, StoreBusyError
 """
 
 from __future__ import annotations

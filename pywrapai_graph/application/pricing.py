@@ -2,18 +2,22 @@
 
 Prices are the providers' published list prices for standard (non-batch) usage as of
 2025-11, pinned so a cost figure never depends on the network. Override or extend them with
-``PriceTable({...})`` or ``PriceTable.default().with_prices({...})``. Models served locally
-(Ollama) cost nothing. Long-context surcharges (e.g. Gemini 2.5 Pro above 200k input tokens)
-are not modelled.
+``PriceTable({...})`` or ``PriceTable.default().with_prices({...})``. The data, including
+which providers serve models locally and so cost nothing, is ``default_prices.json`` beside
+this module: no provider is named in code. Long-context surcharges (e.g. Gemini 2.5 Pro
+above 200k input tokens) are not modelled.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 
 from pywrapai_graph.domain import CallKind, TokenUsage
 
@@ -22,7 +26,6 @@ __all__ = ["ModelPrice", "PriceTable"]
 _log = logging.getLogger(__name__)
 
 _PER_MILLION = 1_000_000.0
-_FREE_PROVIDERS = frozenset({"ollama", "scripted", "hashing", "local"})
 # Dated snapshots ("claude-haiku-4-5-20251001", "gpt-4o-mini-2024-07-18") and "-latest"
 # aliases are priced as their base model.
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest|preview(-\d{2}-\d{4})?)$")
@@ -53,37 +56,13 @@ class ModelPrice:
         return total / _PER_MILLION
 
 
-_DEFAULT_PRICES: dict[str, ModelPrice] = {
-    # OpenAI chat
-    "gpt-4o": ModelPrice(2.50, 10.00, 1.25),
-    "gpt-4o-mini": ModelPrice(0.15, 0.60, 0.075),
-    "gpt-4.1": ModelPrice(2.00, 8.00, 0.50),
-    "gpt-4.1-mini": ModelPrice(0.40, 1.60, 0.10),
-    "gpt-4.1-nano": ModelPrice(0.10, 0.40, 0.025),
-    "gpt-5": ModelPrice(1.25, 10.00, 0.125),
-    "gpt-5-mini": ModelPrice(0.25, 2.00, 0.025),
-    "gpt-5-nano": ModelPrice(0.05, 0.40, 0.005),
-    "o3": ModelPrice(2.00, 8.00, 0.50),
-    "o4-mini": ModelPrice(1.10, 4.40, 0.275),
-    # OpenAI embeddings
-    "text-embedding-3-small": ModelPrice(0.02),
-    "text-embedding-3-large": ModelPrice(0.13),
-    "text-embedding-ada-002": ModelPrice(0.10),
-    # Anthropic (cache write = 5-minute cache rate)
-    "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25),
-    "claude-sonnet-4-5": ModelPrice(3.00, 15.00, 0.30, 3.75),
-    "claude-opus-4-5": ModelPrice(5.00, 25.00, 0.50, 6.25),
-    "claude-opus-4-1": ModelPrice(15.00, 75.00, 1.50, 18.75),
-    "claude-sonnet-4": ModelPrice(3.00, 15.00, 0.30, 3.75),
-    "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00),
-    # Google Gemini
-    "gemini-2.5-pro": ModelPrice(1.25, 10.00, 0.125),
-    "gemini-2.5-flash": ModelPrice(0.30, 2.50, 0.03),
-    "gemini-2.5-flash-lite": ModelPrice(0.10, 0.40, 0.01),
-    "gemini-2.0-flash": ModelPrice(0.10, 0.40, 0.025),
-    "gemini-embedding-001": ModelPrice(0.15),
-    "text-embedding-004": ModelPrice(0.0),
-}
+@functools.cache
+def _default_data() -> tuple[dict[str, ModelPrice], frozenset[str]]:
+    """The shipped table (``default_prices.json``): model prices and the free providers."""
+    text = resources.files(__package__).joinpath("default_prices.json").read_text("utf-8")
+    data = json.loads(text)
+    prices = {name: ModelPrice(**rates) for name, rates in data["models"].items()}
+    return prices, frozenset(data["free_providers"])
 
 
 class PriceTable:
@@ -92,21 +71,31 @@ class PriceTable:
     Args:
         prices: model name → :class:`ModelPrice`. Names match exactly, or after dropping a
             dated snapshot suffix ("-20251001", "-2024-07-18", "-latest").
+        free_providers: providers whose calls cost nothing (models served locally); None
+            means the shipped table's list.
     """
 
-    def __init__(self, prices: Mapping[str, ModelPrice]) -> None:
+    def __init__(
+        self, prices: Mapping[str, ModelPrice], free_providers: Iterable[str] | None = None
+    ) -> None:
         self._prices = dict(prices)
+        self._free = _default_data()[1] if free_providers is None else frozenset(free_providers)
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     @classmethod
     def default(cls) -> PriceTable:
         """The pinned table shipped with the library."""
-        return cls(_DEFAULT_PRICES)
+        prices, free = _default_data()
+        return cls(prices, free)
 
     def with_prices(self, prices: Mapping[str, ModelPrice]) -> PriceTable:
         """A new table with ``prices`` added or replacing existing entries."""
-        return PriceTable({**self._prices, **prices})
+        return PriceTable({**self._prices, **prices}, self._free)
+
+    def with_free_providers(self, providers: Iterable[str]) -> PriceTable:
+        """A new table where calls to ``providers`` cost nothing (models served locally)."""
+        return PriceTable(self._prices, self._free | set(providers))
 
     def price_for(self, model: str) -> ModelPrice | None:
         """The price entry for ``model``, or None when the table does not know it."""
@@ -121,7 +110,7 @@ class PriceTable:
 
     def cost(self, kind: CallKind, provider: str, model: str, usage: TokenUsage) -> float:
         """USD cost of one call; 0.0 (with one warning per model) when the model is unknown."""
-        if provider in _FREE_PROVIDERS:
+        if provider in self._free:
             return 0.0
         price = self.price_for(model)
         if price is None:

@@ -1,1 +1,17 @@
-"""The composition root: turns names, paths and config into wired objects."""
+"""Composition: the only place that turns names, paths and configuration into objects.
+
+Map::
+
+    providers   CHAT_PROVIDERS, EMBEDDING_PROVIDERS   provider name -> (extra, typed factory)
+    backends    BACKENDS, register_backend            store name -> (settings, factory, extra,
+                                                      default path)
+    settings    Settings, load_settings               validated config (dict, YAML, env)
+    container   Container, build_container            dependency-injector wiring
+    llm         LLM                                   the chat facade
+    embedder    Embedder                              the embedding facade (over EmbedTexts)
+    graph_llm   GraphLLM                              prompts + RAG + LLM
+    cli         pywrapai-graph                        ingest / ask / prompts / stats
+
+The tables are the single place per extension: settings names, the container's choices and
+the default paths are derived from them.
+"""

@@ -1,4 +1,12 @@
-"""Pure values of pywrapai-graph (standard library only)."""
+"""Domain: the pure values everything else speaks in (standard library only).
+
+Messages (``Message``, ``Role``, ``ToolCall``, ``ToolResult``), requests and responses
+(``ChatRequest``, ``LLMResponse``, ``StreamChunk``), usage and cost (``TokenUsage``,
+``CallRecord``), documents (``Document``, ``Chunk``, ``ScoredChunk``, manifests) and agent
+results. Frozen, slotted dataclasses; no I/O, no third-party import (import-linter's
+``external_imports`` contract checks that). Layer rule: imports nothing of the package
+except ``errors`` and ``redaction``.
+"""
 
 from pywrapai_graph.domain.documents import Chunk, Document, ScoredChunk
 from pywrapai_graph.domain.generation import (

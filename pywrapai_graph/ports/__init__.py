@@ -1,4 +1,22 @@
-"""Ports: the typed interfaces the application needs from the outside world."""
+"""Ports: the typed interfaces the use cases need from the outside world.
+
+Map (one port per module)::
+
+    chat_model          ChatModel            a provider's chat API (LLM adapters)
+    embedding_provider  EmbeddingProvider    a provider's embedding API, one request at a time
+    embedder            EmbeddingModel       texts -> vectors, as use cases see it (Embedder)
+    vector_store        BaseVectorStore      the reference's ABC; add/search/clear/len required,
+                                             delete, count, dimension, documents optional
+    retriever           BaseRetriever        query -> scored chunks
+    prompt_source       PromptSource         versioned system prompts
+    response_cache      ResponseCache        cached chat responses
+    text_splitter       TextSplitter         document -> chunks
+    conversation        Conversation         a message history
+    hooks               Hooks                observability callbacks
+    offload             offload()            the bounded thread pool behind default async twins
+
+Ports import ``domain`` (and ``errors``) only, and the standard library.
+"""
 
 from pywrapai_graph.ports.chat_model import ChatModel
 from pywrapai_graph.ports.embedder import EmbeddingModel

@@ -137,3 +137,11 @@ def test_root_package_importing_an_adapter_eagerly_is_caught(project: Path) -> N
     out = _broken(_lint(project))
     assert "Only composition imports the adapters BROKEN" in out
     assert "pywrapai_graph -> pywrapai_graph.adapters.vectorstores.sqlite" in out
+
+
+def test_the_error_map_names_every_error() -> None:
+    from pywrapai_graph import errors
+
+    doc = errors.__doc__ or ""
+    missing = [name for name in errors.__all__ if name.endswith("Error") and name not in doc]
+    assert not missing, f"add {missing} to the map in pywrapai_graph/errors.py's docstring"

@@ -90,3 +90,21 @@ def test_tracker_is_thread_safe() -> None:
         t.join()
     assert len(tracker) == 2000
     assert tracker.total_usage == TokenUsage(2000, 2000)
+
+
+def test_free_providers_are_data_of_the_table(caplog: pytest.LogCaptureFixture) -> None:
+    mine = PriceTable({}, free_providers=["my-local-server"])
+    with caplog.at_level(logging.WARNING):
+        rec = TokenTracker(mine).record("chat", "my-local-server", "any", TokenUsage(5, 5))
+    assert rec.cost_usd == 0.0 and not caplog.records
+    priced = PriceTable.default().with_prices({"m": ModelPrice(1.0)})
+    assert priced.cost("chat", "ollama", "m", TokenUsage(1_000_000)) == 0.0  # shipped data
+    assert PriceTable({"m": ModelPrice(1.0)}, free_providers=[]).cost(
+        "chat", "ollama", "m", TokenUsage(1_000_000)
+    ) == pytest.approx(1.0)
+    assert (
+        PriceTable.default()
+        .with_free_providers(["openai"])
+        .cost("chat", "openai", "gpt-4o", TokenUsage(1_000_000))
+        == 0.0
+    )

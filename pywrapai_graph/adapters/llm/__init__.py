@@ -1,1 +1,1 @@
-"""llm adapters."""
+"""Chat-model adapters, one module per provider, each through its official SDK."""

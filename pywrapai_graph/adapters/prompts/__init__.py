@@ -1,1 +1,1 @@
-"""prompts adapters."""
+"""Prompt sources: the filesystem registry of versioned system prompts."""
