@@ -120,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
         help="backend, location and size",
         description="Show the configured backend, where it lives and its size.",
     )
+    clear = store_sub.add_parser(
+        "clear",
+        help="remove every chunk, manifest and the recorded embedder",
+        description="Empty the store, e.g. before re-ingesting with another embedding model.",
+    )
+    clear.add_argument("--yes", action="store_true", help="really clear it (required)")
     return parser
 
 
@@ -211,6 +217,19 @@ def _ask(container: Container, question: str, show: bool, rag: bool, out: TextIO
     return 0
 
 
+def _clear(container: Container, yes: bool, out: TextIO) -> int:
+    if not yes:
+        raise CLIError("store clear removes everything in the store: add --yes to confirm", 2)
+    store = container.vector_store()
+    try:
+        before = len(store)
+        store.clear()
+    finally:
+        store.close()
+    out.write(f"cleared: {before} chunks removed\n")
+    return 0
+
+
 def _stats(container: Container, out: TextIO) -> int:
     settings = container.settings()
     store = container.vector_store()
@@ -270,6 +289,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _prompts(container, out)
     if args.command == "eval":
         return run_eval(container, args, out, err)
+    if args.action == "clear":
+        return _clear(container, args.yes, out)
     return _stats(container, out)
 
 

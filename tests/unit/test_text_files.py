@@ -79,3 +79,31 @@ def test_cli_lists_every_skip_and_exits_3(
     out = io.StringIO()
     assert main(["ingest", str(tree / "a.md")], out=out, err=err) == 0
     assert "secret" not in out.getvalue()
+
+
+def test_store_clear_lets_another_embedder_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Refunds take five business days.")
+    config = tmp_path / "pywrapai.yaml"
+    config.write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["ingest", str(docs)], out=out, err=err) == 0
+    config.write_text(
+        "store:\n  backend: sqlite\n  path: kb/s.db\nembedder:\n  provider: hashing\n"
+        "  dimension: 64\n"
+    )
+    err = io.StringIO()
+    assert main(["ingest", str(docs)], out=io.StringIO(), err=err) == 2
+    assert "store clear" in err.getvalue() and "hashing" in err.getvalue()
+    err = io.StringIO()
+    assert main(["store", "clear"], out=io.StringIO(), err=err) == 2
+    assert "--yes" in err.getvalue()
+    out = io.StringIO()
+    assert main(["store", "clear", "--yes"], out=out, err=io.StringIO()) == 0
+    assert out.getvalue() == "cleared: 1 chunks removed\n"
+    assert main(["ingest", str(docs)], out=io.StringIO(), err=io.StringIO()) == 0

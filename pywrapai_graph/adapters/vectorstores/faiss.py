@@ -226,7 +226,12 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
                 "the FAISS index and its metadata disagree (the index file was replaced or "
                 "damaged outside this library); re-create the store from your documents"
             )
-        self._index = self._faiss.read_index(str(self._index_path))
+        try:
+            self._index = self._faiss.read_index(str(self._index_path))
+        except RuntimeError as exc:
+            raise VectorStoreError(
+                f"cannot read the FAISS index {str(self._index_path)!r}"
+            ) from exc
         rows = self._meta.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if self._index.ntotal != rows or self._index.d != self._dim:
             raise VectorStoreError("the FAISS index and its metadata disagree in size")
@@ -377,7 +382,12 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             self._meta.execute(f"DELETE FROM chunks WHERE int_id IN ({marks})", part)
 
     def _all_chunks(self) -> list[Chunk]:
-        rows = self._meta.execute("SELECT id, doc_id, text, metadata FROM chunks ORDER BY int_id")
+        try:
+            rows = self._meta.execute(
+                "SELECT id, doc_id, text, metadata FROM chunks ORDER BY int_id"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise sqlite_failure(str(self._meta_path), exc) from exc
         return [Chunk(r[2], doc_id=r[1], metadata=json.loads(r[3]), id=r[0]) for r in rows]
 
     def _before_lexical(self) -> None:
