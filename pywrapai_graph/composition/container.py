@@ -13,8 +13,9 @@ backend's driver loads only when that backend is selected.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dependency_injector import containers, providers
 
@@ -36,9 +37,11 @@ from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
 from pywrapai_graph.ports.hooks import Hooks
 
+T = TypeVar("T")
+
 HookSet = tuple[Hooks, ...]
 
-__all__ = ["Container", "build_container"]
+__all__ = ["Container", "LifecycleContainer", "build_container"]
 
 _log = logging.getLogger(__name__)
 
@@ -177,22 +180,98 @@ def make_agent(
     return Agent(graph=graph, registry=registry, config=config, hooks=hooks)
 
 
+# ---------------------------------------------------------------------------- lifecycle
+class _Built:
+    """What a container built that holds connections, in the order it was built."""
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._lock = threading.Lock()
+
+    def add(self, item: T) -> T:
+        if item is not None:  # no LLM configured
+            with self._lock:
+                self._items.append(item)
+        return item
+
+    def take(self) -> list[Any]:
+        """Everything built so far, newest first, and forget it."""
+        with self._lock:
+            items, self._items = self._items[::-1], []
+        return items
+
+
+def _tracked(built: _Built, factory: Callable[..., T], *args: Any) -> T:
+    return built.add(factory(*args))
+
+
+class LifecycleContainer(containers.DynamicContainer):
+    """The container instance: providers, plus closing what they built.
+
+    ``shutdown()`` closes every store and client the container built (sync connections);
+    ``await ashutdown()`` also closes the async clients of the running loop. Both forget the
+    built objects, so the container builds fresh ones if used again. Use it as a context
+    manager (``with`` / ``async with``) to shut down on exit.
+    """
+
+    _built: providers.Singleton[_Built]
+
+    def shutdown(self) -> None:
+        """Close every store and client this container built, then forget them."""
+        for item in self._built().take():
+            item.close()
+        self._forget()
+
+    async def ashutdown(self) -> None:
+        """:meth:`shutdown`, closing the running loop's async clients first."""
+        for item in self._built().take():
+            aclose = getattr(item, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            item.close()
+        self._forget()
+
+    def _forget(self) -> None:
+        for provider in self.traverse(types=[providers.Singleton]):
+            if provider is not self._built:
+                provider.reset()
+
+    def __enter__(self) -> LifecycleContainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    async def __aenter__(self) -> LifecycleContainer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.ashutdown()
+
+
 # ---------------------------------------------------------------------------- container
 class Container(containers.DeclarativeContainer):
-    """Every object of the library, built on first use from validated settings."""
+    """Every object of the library, built on first use from validated settings.
+
+    The instance is a :class:`LifecycleContainer`: ``container.shutdown()`` (or ``with
+    build_container(...) as container:``) closes every store and client it built.
+    """
+
+    instance_type = LifecycleContainer
 
     settings = providers.Dependency(instance_of=Settings)
+    _built = providers.Singleton(_Built)
 
     #: Observability hooks given to every object the container builds.
     hooks = providers.Dependency(instance_of=tuple, default=())
     #: One cost ledger for every chat, embedding and agent call the container's objects make.
     ledger = providers.Singleton(TokenTracker)
-    llm = providers.Singleton(make_llm, settings, ledger, hooks)
-    embedder = providers.Singleton(make_embedder, settings, ledger, hooks)
+    llm = providers.Singleton(_tracked, _built, make_llm, settings, ledger, hooks)
+    embedder = providers.Singleton(_tracked, _built, make_embedder, settings, ledger, hooks)
     #: The backend is looked up in the table when first used, so a backend registered
     #: with register_backend() after import is selectable like the built-in ones.
     vector_store: providers.Singleton[BaseVectorStore] = providers.Singleton(
-        make_vector_store, settings
+        _tracked, _built, make_vector_store, settings
     )
     chunker = providers.Singleton(
         providers.Callable(lambda s: Chunker(s.chunker.chunk_size, s.chunker.overlap), settings)
@@ -205,6 +284,15 @@ class Container(containers.DeclarativeContainer):
     # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
     scoped_retriever = providers.Factory(make_scoped_retriever, retriever)
     scoped_graph = providers.Factory(make_scoped_graph, graph, retriever)
+
+    if TYPE_CHECKING:  # the instance is a LifecycleContainer; these tell mypy so
+
+        def shutdown(self) -> None: ...
+        async def ashutdown(self) -> None: ...
+        def __enter__(self) -> Container: ...
+        def __exit__(self, *exc: object) -> None: ...
+        async def __aenter__(self) -> Container: ...
+        async def __aexit__(self, *exc: object) -> None: ...
 
 
 def build_container(
