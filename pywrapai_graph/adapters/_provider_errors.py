@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters._unreachable import cannot_reach, endpoint_of
 from pywrapai_graph.errors import (
     AuthenticationError,
     BadRequestError,
@@ -47,12 +48,17 @@ def error_for_status(
     provider: str,
     retry_after: float | None = None,
     secrets: Iterable[str | None] = (),
+    where: str | None = None,
 ) -> ProviderError:
-    """Our exception for an HTTP status from ``provider`` (message redacted)."""
+    """Our exception for an HTTP status from ``provider`` at ``where`` (message redacted)."""
     text = f"{provider}: {redact(message, secrets)}"
     if status in (401, 403):
+        at = f" at {where}" if where else ""
         return AuthenticationError(
-            f"{text} (check the API key for {provider})", provider=provider, status_code=status
+            f"{provider}{at}: the server rejected the credentials (HTTP {status}): "
+            f"{redact(message, secrets)} (check the API key for {provider})",
+            provider=provider,
+            status_code=status,
         )
     if status == 429:
         return RateLimitError(text, provider=provider, status_code=status, retry_after=retry_after)
@@ -68,7 +74,7 @@ def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iter
         yield
     except sdk.APITimeoutError as exc:
         raise ProviderTimeoutError(
-            f"{provider}: the request timed out", provider=provider
+            _unreachable(provider, exc, [secret], timeout=True), provider=provider
         ) from scrubbed(exc, [secret])
     except sdk.APIStatusError as exc:
         raise error_for_status(
@@ -77,10 +83,11 @@ def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iter
             provider=provider,
             retry_after=retry_after_seconds(exc.response.headers),
             secrets=[secret],
+            where=endpoint_of(exc),
         ) from scrubbed(exc, [secret])
     except sdk.APIConnectionError as exc:
         raise ProviderUnavailableError(
-            f"{provider}: cannot reach the API: {redact(str(exc), [secret])}", provider=provider
+            _unreachable(provider, exc, [secret]), provider=provider
         ) from scrubbed(exc, [secret])
 
 
@@ -106,12 +113,21 @@ def status_code_errors(
             provider=provider,
             retry_after=retry_after_seconds(headers(exc) if headers else None),
             secrets=[secret],
+            where=endpoint_of(exc),
         ) from scrubbed(exc, [secret])
     except timeouts as exc:
         raise ProviderTimeoutError(
-            f"{provider}: the request timed out", provider=provider
+            _unreachable(provider, exc, [secret], timeout=True), provider=provider
         ) from scrubbed(exc, [secret])
     except transports as exc:
         raise ProviderUnavailableError(
-            f"{provider}: cannot reach the server ({type(exc).__name__})", provider=provider
+            _unreachable(provider, exc, [secret]), provider=provider
         ) from scrubbed(exc, [secret])
+
+
+def _unreachable(
+    provider: str, exc: BaseException, secrets: list[str | None], *, timeout: bool = False
+) -> str:
+    where = endpoint_of(exc) or "its API (address unknown)"
+    message = cannot_reach(provider, where, exc, reason="timeout" if timeout else None)
+    return redact(message, secrets)

@@ -8,6 +8,8 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -16,6 +18,7 @@ import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -59,6 +62,26 @@ _PAGE = 5000  # chunks per request when the lexical index is built from the coll
 #: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
 DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
+#: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+
+def _probe(host: str, port: int, secure: bool, timeout: float) -> None:
+    """Ask the server's heartbeat once, so an unreachable server fails fast and clearly.
+
+    Raises:
+        OSError: DNS, refused, timeout, TLS (``urllib.error.URLError``), or HTTP 401/403.
+    """
+    shown = f"[{host}]" if ":" in host else host
+    url = f"{'https' if secure else 'http'}://{shown}:{port}/api/v2/heartbeat"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        if exc.code in (401, 403):
+            raise
+        # the server answers: anything else is for chromadb to report
 
 
 def validate_collection_name(name: str) -> str:
@@ -91,6 +114,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         url: a Chroma server URL (``HttpClient``); exactly one of path/url.
         collection: the collection name (validated against Chroma's rules).
         ef_search: HNSW search breadth (recall vs speed).
+        timeout: seconds to wait for a server's first answer.
 
     Raises:
         ConfigurationError: both or neither of path/url, or an invalid collection name.
@@ -108,6 +132,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         collection: str = "pywrapai",
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
+        timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
@@ -132,16 +157,17 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                 )
             else:
                 parsed = urlparse(str(url))
+                host = parsed.hostname or "localhost"
+                port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+                secure = parsed.scheme == "https"
                 try:
+                    _probe(host, port, secure, timeout)
                     self._client = chromadb.HttpClient(
-                        host=parsed.hostname or "localhost",
-                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                        ssl=parsed.scheme == "https",
-                        settings=settings,
+                        host=host, port=port, ssl=secure, settings=settings
                     )
-                except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
+                except (OSError, ValueError) as exc:  # ValueError: "Could not connect to..."
                     raise VectorStoreError(
-                        f"Chroma at {self._where!r} failed: {redact(str(exc), [url])}"
+                        cannot_reach("Chroma", address(str(url), default_port=port), exc)
                     ) from scrubbed(exc, [url])
             self._collection = self._open_collection()
             self._docs = self._open_docs()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._unreachable import cannot_reach
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -107,9 +108,31 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         """The DSN without its password, for messages and the repr."""
         return redact(self._dsn, self._secrets()[1:])
 
+    def _server(self) -> tuple[str, dict[str, Any]]:
+        """``host:port`` for messages (never the user or password), and connect() options."""
+        params: dict[str, str] = {}
+        with contextlib.suppress(Exception):
+            params = self._pg.extensions.parse_dsn(self._dsn)
+        host = params.get("host") or "localhost"
+        where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
+        # libpq waits forever by default; a connect_timeout in the DSN wins over ours
+        options = {} if "connect_timeout" in params else {"connect_timeout": 10}
+        return where, options
+
     def _connect(self) -> None:
+        where, options = self._server()
         try:
-            self._conn = self._pg.connect(self._dsn, connect_timeout=10)
+            self._conn = self._pg.connect(self._dsn, **options)
+        except self._pg.OperationalError as exc:  # no session: DNS, refused, timeout, TLS, auth
+            raise VectorStoreError(
+                self._redact(cannot_reach("PostgreSQL", where, exc))
+            ) from scrubbed(exc, self._secrets())
+        except self._pg.Error as exc:  # e.g. an unparsable DSN
+            raise VectorStoreError(
+                f"invalid PostgreSQL connection string {self._location()!r}: "
+                f"{self._redact(str(exc).strip())}"
+            ) from scrubbed(exc, self._secrets())
+        try:
             self._conn.autocommit = True
             with self._conn.cursor() as cur:
                 cur.execute("CREATE EXTENSION IF NOT EXISTS vector")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -89,6 +90,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location`` for a local directory.
+        timeout: seconds a server request may take (the client's default otherwise).
 
     Raises:
         MissingExtraError: ``qdrant-client`` is not installed.
@@ -107,6 +109,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         dimension: int | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
+        timeout: int | None = None,
     ) -> None:
         qc = require("qdrant_client", "qdrant", "qdrant-client")
         self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
@@ -127,7 +130,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             if url is not None:
                 # no background version-check thread: failures surface on our own calls
                 self._client: QdrantClient = qc.QdrantClient(
-                    url=url, api_key=api_key, check_compatibility=False
+                    url=url, api_key=api_key, timeout=timeout, check_compatibility=False
                 )
             elif self._mode == "memory":
                 self._client = qc.QdrantClient(location=":memory:")
@@ -143,6 +146,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 "Close the other QdrantVectorStore first (close() releases the lock)."
             ) from exc
         self._secrets = [api_key, url]
+        self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
@@ -186,10 +190,15 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         try:
             yield
         except failures as exc:
-            where = self._where
-            raise VectorStoreError(
-                f"Qdrant at {where!r} failed: {type(exc).__name__}"
-            ) from scrubbed(exc, self._secrets)
+            status = getattr(exc, "status_code", None)
+            if self._address is not None and (
+                not isinstance(exc, exc_mod.UnexpectedResponse) or status in (401, 403)
+            ):
+                message = cannot_reach("Qdrant", self._address, exc)
+            else:
+                message = f"Qdrant at {self._where!r} failed: {type(exc).__name__}"
+                message += f" (HTTP {status})" if status else ""
+            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
 
     def _existing_dimension(self) -> int | None:
         if not self._client.collection_exists(self._collection):
