@@ -11,7 +11,8 @@ repository's ``pywrapai.yaml`` and ``examples/`` and a ``.venv`` link to the tes
 environment, with ``TMPDIR`` inside that folder, the provider SDKs' environment variables
 pointing at the local wire servers, and ``pip`` unable to download anything. A snippet that
 leaves files behind is run a second time in the same folder: it must succeed again, and a
-Python snippet must print the same thing (re-running a snippet is idempotent).
+Python snippet must print the same thing, durations aside (re-running a snippet is
+idempotent).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "
 KINDS = ("run", "integration", "illustration")
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
 _MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)\s*(?:[—–:-]+\s*(?P<reason>.*?))?\s*-->")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|seconds)\b")
 #: what a wire server answers to every chat call of a snippet
 WIRE_REPLY = "This is the local wire server answering."
 _TIMEOUT = 180
@@ -186,6 +188,11 @@ def _execute(
     return done.returncode, done.stdout, done.stderr
 
 
+def _untimed(output: str) -> str:
+    """``output`` with durations such as ``in 0.85s`` blanked: they differ on every run."""
+    return _DURATION.sub("<time>", output)
+
+
 def _tail(text: str, lines: int = 40) -> str:
     kept = text.strip().splitlines()[-lines:]
     return "\n".join("    " + line for line in kept) or "    (nothing)"
@@ -216,7 +223,7 @@ def run(snippet: Snippet, base: Path, extra_env: Mapping[str, str]) -> str:
         second = _execute(snippet, script, work, env)
         if second[0] != 0:
             raise AssertionError(failure(snippet, "failed when run a second time", second))
-        if snippet.lang == "python" and second[1] != first[1]:
+        if snippet.lang == "python" and _untimed(second[1]) != _untimed(first[1]):
             raise AssertionError(
                 failure(
                     snippet,

@@ -1,4 +1,4 @@
-""""Cannot reach" messages: which host and port, why (DNS, refused, timeout, TLS, auth), what next.
+""" "Cannot reach" messages: which host and port, why (DNS, refused, timeout, TLS, auth), what next.
 
 Every adapter that talks to a server (the four providers, Qdrant, Chroma, PostgreSQL) words
 its connection failures here, so they read alike::
@@ -110,10 +110,9 @@ def reason_of(exc: BaseException) -> Reason:
         return "tls"
     if any(isinstance(e, ConnectionRefusedError) for e in errors) or _REFUSED.search(texts):
         return "refused"
-    if (
-        any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in errors)
-        or _TIMEOUT.search(texts)
-    ):
+    if any(
+        isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in errors
+    ) or _TIMEOUT.search(texts):
         return "timeout"
     return "other"
 

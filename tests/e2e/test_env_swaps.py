@@ -108,3 +108,4 @@ def test_qdrant_url_over_the_shipped_file_is_not_a_conflict(
     code, _, err = run("store", "stats")
     assert code == 1  # nothing listens there: a runtime failure, not a configuration error
     assert "not both" not in err
+    assert "cannot reach Qdrant at 127.0.0.1:9: the connection was refused" in err

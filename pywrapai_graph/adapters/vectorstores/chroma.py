@@ -6,10 +6,10 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse

@@ -12,6 +12,24 @@ that implements only the sync methods passes them through the base class's threa
 ``new_store`` is called again with the same location to test reopening: a store whose
 ``persistent`` is True must show the same data; a non-persistent one must start empty.
 Approximate backends (``exact`` is False) are held to recall instead of identical ids.
+
+Rules for a store author (docs/writing-a-store.md has a complete store that passes):
+
+* A valid vector is a flat sequence of numbers of the store's dimension (the first batch
+  decides). ``add`` rejects, with a ``ValueError`` that names the chunk id and says
+  ``no embedding``, ``dimension`` (or ``flat list``), ``NaN``, ``infinite`` or ``zero``:
+  a missing embedding, a wrong length or a nested list, a NaN, a value outside the float32
+  range, an all-zero vector.
+* Vectors are float32: ``1e39`` is finite in Python but infinite in float32, so it must be
+  rejected as infinite before conversion (check ``abs(v) > np.finfo(np.float32).max``),
+  never stored as ``inf``.
+* A rejected batch leaves the store exactly as it was; ids upsert, the last of a repeated
+  id in one batch wins.
+* ``search`` returns cosine similarity, highest first, at most ``k``; bad queries (wrong
+  dimension, zero norm) and ``k < 1`` raise ``ValueError``. Returned chunks carry text,
+  ``doc_id`` and metadata, no embedding.
+* Metadata is JSON (str, int, float, bool, None, lists, dicts); a filter keeps chunks whose
+  metadata has every given key with an equal value.
 """
 
 from __future__ import annotations
