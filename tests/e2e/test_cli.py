@@ -104,7 +104,8 @@ def test_provider_failure_is_exit_1(workdir: Path, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
         code, _, err = run("ask", "x")
     assert code == 1
-    assert err.startswith("error: openai: ")
+    assert err.startswith("error: openai at 127.0.0.1:")
+    assert "rejected the credentials (HTTP 401)" in err
     assert "bad key" in err
 
 
