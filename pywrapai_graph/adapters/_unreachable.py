@@ -15,13 +15,15 @@ from __future__ import annotations
 import re
 import socket
 import ssl
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pywrapai_graph.redaction import redact
 
-__all__ = ["Reason", "address", "cannot_reach", "endpoint_of", "reason_of"]
+__all__ = ["Reason", "address", "cannot_reach", "endpoint_of", "probe", "reason_of"]
 
 Reason = Literal["dns", "refused", "timeout", "tls", "auth", "other"]
 
@@ -166,3 +168,19 @@ def cannot_reach(
     detail = redact(" ".join(_text(innermost).split()))[:300]
     detail = f": {detail}" if detail else ""
     return f"cannot reach {service} at {where}: {summary}{detail}. {advice}."
+
+
+def probe(url: str, timeout: float) -> None:
+    """GET ``url`` once, so an unreachable server fails fast and clearly (for clients that
+    would otherwise wait forever). Any HTTP answer but 401/403 counts as reachable.
+
+    Raises:
+        OSError: DNS, refused, timeout, TLS (``urllib.error.URLError``), or HTTP 401/403.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        if exc.code in (401, 403):
+            raise

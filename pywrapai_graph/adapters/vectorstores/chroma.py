@@ -6,8 +6,6 @@ import json
 import os
 import re
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +16,7 @@ import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -64,24 +62,6 @@ DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
 #: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
 DEFAULT_CONNECT_TIMEOUT = 10.0
-
-
-def _probe(host: str, port: int, secure: bool, timeout: float) -> None:
-    """Ask the server's heartbeat once, so an unreachable server fails fast and clearly.
-
-    Raises:
-        OSError: DNS, refused, timeout, TLS (``urllib.error.URLError``), or HTTP 401/403.
-    """
-    shown = f"[{host}]" if ":" in host else host
-    url = f"{'https' if secure else 'http'}://{shown}:{port}/api/v2/heartbeat"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout):
-            return
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        if exc.code in (401, 403):
-            raise
-        # the server answers: anything else is for chromadb to report
 
 
 def validate_collection_name(name: str) -> str:
@@ -161,7 +141,9 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                 port = parsed.port or (443 if parsed.scheme == "https" else 8000)
                 secure = parsed.scheme == "https"
                 try:
-                    _probe(host, port, secure, timeout)
+                    shown = f"[{host}]" if ":" in host else host
+                    scheme = "https" if secure else "http"
+                    probe(f"{scheme}://{shown}:{port}/api/v2/heartbeat", timeout)
                     self._client = chromadb.HttpClient(
                         host=host, port=port, ssl=secure, settings=settings
                     )
