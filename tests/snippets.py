@@ -6,7 +6,10 @@ before a block (blank lines skipped) may say how the test suite treats it::
     <!-- snippet: integration -->                 needs a server: run in the integration stage
     <!-- snippet: illustration — why not run -->  never run; the reason is required
 
-Unmarked snippets run in the unit stage. Each runs in a fresh folder holding a copy of the
+A page that contains ``<!-- snippets: sequence -->`` is a walk-through: its snippets run in
+order in one folder, as one shell session (variables a bash step exports reach the later
+steps), in the integration stage when any step is marked so. Unmarked snippets run in the
+unit stage. Each runs in a fresh folder holding a copy of the
 repository's ``pywrapai.yaml`` and ``examples/`` and a ``.venv`` link to the test's virtual
 environment, with ``TMPDIR`` inside that folder, the provider SDKs' environment variables
 pointing at the local wire servers, and ``pip`` unable to download anything. A snippet that
@@ -17,9 +20,11 @@ idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -33,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 KINDS = ("run", "integration", "illustration")
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
+_SEQUENCE = re.compile(r"<!--\s*snippets:\s*sequence\s*-->")
 _MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[\w-]+)\s*(?:[—–:-]+\s*(?P<reason>.*?))?\s*-->")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|seconds)\b")
 #: what a wire server answers to every chat call of a snippet
@@ -50,6 +56,7 @@ class Snippet:
     code: str
     kind: str  # "run", "integration", "illustration", or an unknown word (a test fails)
     reason: str
+    sequence: bool = False  # one step of a walk-through page
 
     @property
     def where(self) -> str:
@@ -64,8 +71,10 @@ def documents() -> list[Path]:
 def parse(path: Path) -> list[Snippet]:
     """The python and bash snippets of one Markdown file, with their markers."""
     snippets: list[Snippet] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
     rel = path.relative_to(ROOT).as_posix()
+    sequence = _SEQUENCE.search(text) is not None
     i = 0
     while i < len(lines):
         opening = _FENCE.match(lines[i])
@@ -79,7 +88,7 @@ def parse(path: Path) -> list[Snippet]:
         if lang in LANGUAGES:
             kind, reason = _marker(lines, i)
             code = "\n".join(lines[i + 1 : end]) + "\n"
-            snippets.append(Snippet(rel, i + 1, LANGUAGES[lang], code, kind, reason))
+            snippets.append(Snippet(rel, i + 1, LANGUAGES[lang], code, kind, reason, sequence))
         i = end + 1
     return snippets
 
@@ -97,6 +106,24 @@ def _marker(lines: list[str], fence_index: int) -> tuple[str, str]:
 def collect() -> list[Snippet]:
     """Every snippet of every document."""
     return [s for doc in documents() for s in parse(doc)]
+
+
+def single(kind: str) -> list[Snippet]:
+    """The snippets of ``kind`` that run on their own (not steps of a walk-through)."""
+    return [s for s in collect() if s.kind == kind and not s.sequence]
+
+
+def walkthroughs(stage: str) -> dict[str, list[Snippet]]:
+    """The walk-through pages of a stage ("run" or "integration"), steps in order."""
+    pages: dict[str, list[Snippet]] = {}
+    for s in collect():
+        if s.sequence:
+            pages.setdefault(s.file, []).append(s)
+    return {
+        page: steps
+        for page, steps in pages.items()
+        if any(s.kind == "integration" for s in steps) == (stage == "integration")
+    }
 
 
 def problems(snippet: Snippet) -> str | None:
@@ -165,27 +192,69 @@ def _state(work: Path) -> set[str]:
 
 
 def _execute(
-    snippet: Snippet, script: Path, work: Path, env: dict[str, str]
+    snippet: Snippet, script: Path, work: Path, env: dict[str, str], env_out: Path | None = None
 ) -> tuple[int, str, str]:
-    command = (
-        [sys.executable, str(script)]
-        if snippet.lang == "python"
-        else ["bash", "-e", "-o", "pipefail", str(script)]
+    """Run one snippet; whatever it left running in the background is stopped after. With
+    ``env_out``, a bash snippet's final environment is written there (NUL-separated)."""
+    if snippet.lang == "python":
+        command = [sys.executable, str(script)]
+    elif env_out is None:
+        command = ["bash", "-e", "-o", "pipefail", str(script)]
+    else:  # as in one shell session: what the step exports reaches the next steps
+        source = '. "$1"; env -0 > "$2"'
+        command = ["bash", "-e", "-o", "pipefail", "-c", source, "bash", str(script), str(env_out)]
+    proc = subprocess.Popen(
+        command,
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
-        done = subprocess.run(
-            command,
-            check=False,
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out, err = (v.decode(errors="replace") if v else "" for v in (exc.stdout, exc.stderr))
+        out, err = proc.communicate(timeout=_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _stop_group(proc.pid)
+        out, err = proc.communicate()
         return -1, out, f"timed out after {_TIMEOUT} s\n{err}"
-    return done.returncode, done.stdout, done.stderr
+    _stop_group(proc.pid)
+    return proc.returncode, out, err
+
+
+def _stop_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _read_env(path: Path) -> dict[str, str]:
+    pairs = (item.partition("=") for item in path.read_text().split("\0") if "=" in item)
+    return {k: v for k, _, v in pairs if k not in ("PWD", "OLDPWD", "SHLVL", "_")}
+
+
+def run_walkthrough(steps: list[Snippet], base: Path, extra_env: Mapping[str, str]) -> list[str]:
+    """Run a walk-through page's steps in order in one folder, as one shell session;
+    returns what each step printed.
+
+    Raises:
+        AssertionError: naming the first step that failed (file:line).
+    """
+    work = repository_copy(base)
+    env = _environment(work, extra_env)
+    runnable = [s for s in steps if s.kind != "illustration"]
+    outputs = []
+    for number, step in enumerate(runnable, 1):
+        script = base / f"step{number}.{'py' if step.lang == 'python' else 'sh'}"
+        script.write_text(step.code, encoding="utf-8")
+        env_out = base / f"step{number}.env" if step.lang == "bash" else None
+        result = _execute(step, script, work, env, env_out)
+        if result[0] != 0:
+            what = f"failed (step {number} of {len(runnable)}; the steps before it ran first)"
+            raise AssertionError(failure(step, what, result))
+        if env_out is not None and env_out.exists():
+            env = _read_env(env_out)
+        outputs.append(result[1])
+    return outputs
 
 
 def _untimed(output: str) -> str:

@@ -11,7 +11,8 @@ from tests import snippets
 from tests.snippets import Snippet
 
 ALL = snippets.collect()
-UNIT = [s for s in ALL if s.kind == "run"]
+UNIT = snippets.single("run")
+UNIT_PAGES = snippets.walkthroughs("run")
 
 
 def test_every_snippet_is_run_or_marked_illustration_with_a_reason() -> None:
@@ -76,3 +77,20 @@ def test_snippet_runs_as_written(
     snippet: Snippet, tmp_path: Path, wire_env: dict[str, str]
 ) -> None:
     snippets.run(snippet, tmp_path, wire_env)
+
+
+def test_walkthroughs_run_as_written(tmp_path: Path, wire_env: dict[str, str]) -> None:
+    for number, (page, steps) in enumerate(sorted(UNIT_PAGES.items())):
+        snippets.run_walkthrough(steps, tmp_path / str(number), wire_env)
+        assert page
+
+
+def test_a_walkthrough_carries_exports_and_names_the_failing_step(tmp_path: Path) -> None:
+    steps = [
+        Snippet("docs/w.md", 3, "bash", "export GREETING=hello\n", "run", "", True),
+        Snippet("docs/w.md", 9, "python", "print('between')\n", "run", "", True),
+        Snippet("docs/w.md", 12, "bash", "echo never", "illustration", "no", True),
+        Snippet("docs/w.md", 20, "bash", 'test "$GREETING" = hello\nfalse\n', "run", "", True),
+    ]
+    with pytest.raises(AssertionError, match=r"docs/w\.md:20: .*step 3 of 3"):
+        snippets.run_walkthrough(steps, tmp_path, {})

@@ -5,6 +5,7 @@ against the embedded PostgreSQL+pgvector and Chroma servers, named by ``DATABASE
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,17 +13,19 @@ import pytest
 
 from tests import snippets
 from tests.e2e.test_env_swaps import prepare_repo, swap_and_use
+from tests.integration.servers import free_port
 from tests.snippets import Snippet
 
 pytestmark = pytest.mark.integration
 
-SERVER_SNIPPETS = [s for s in snippets.collect() if s.kind == "integration"]
+SERVER_SNIPPETS = snippets.single("integration")
+SERVER_PAGES = snippets.walkthroughs("integration")
 
 
 @pytest.fixture(scope="module")
 def server_env(pg_url: str, chroma_url: str) -> Iterator[dict[str, str]]:
     with snippets.wire_environment() as env:
-        yield {**env, "DATABASE_URL": pg_url, "CHROMA_URL": chroma_url}
+        yield {**env, "DATABASE_URL": pg_url, "CHROMA_URL": chroma_url, "PORT": str(free_port())}
 
 
 @pytest.mark.parametrize("snippet", SERVER_SNIPPETS, ids=[s.where for s in SERVER_SNIPPETS])
@@ -30,6 +33,18 @@ def test_server_snippet_runs_as_written(
     snippet: Snippet, tmp_path: Path, server_env: dict[str, str]
 ) -> None:
     snippets.run(snippet, tmp_path, server_env)
+
+
+@pytest.mark.parametrize("page", list(SERVER_PAGES))
+def test_walkthrough_runs_as_written(page: str, tmp_path: Path, server_env: dict[str, str]) -> None:
+    outputs = snippets.run_walkthrough(SERVER_PAGES[page], tmp_path, server_env)
+    if page == "docs/run-it-for-real.md":  # the service answered over HTTP, with its sources
+        health, answer = outputs[-1].strip().splitlines()
+        assert json.loads(health)["chunks"] >= 2
+        reply = json.loads(answer)
+        assert reply["answer"] == snippets.WIRE_REPLY
+        assert reply["sources"], reply
+        assert "Refunds are issued within 5 business days" in outputs[-3]  # ask --show-messages
 
 
 def _table(tmp_path: Path) -> str:
