@@ -9,6 +9,10 @@ that every request returned one vector per text, and records one
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
 
 from pywrapai_graph.application.observability.model_calls import observe_embedding
 from pywrapai_graph.application.observability.observation import Observation
@@ -29,6 +33,30 @@ __all__ = ["EmbedTexts", "estimate_tokens"]
 def estimate_tokens(texts: Sequence[str]) -> int:
     """The 4-characters-per-token heuristic (reference D6)."""
     return sum(max(1, len(t) // 4) for t in texts if t)
+
+
+def _as_lists(vectors: list[list[float]] | memoryview) -> list[list[float]]:
+    """The public view: a list of Python floats per vector."""
+    if isinstance(vectors, memoryview):
+        return cast(list[list[float]], vectors.tolist())
+    return vectors
+
+
+def _float32_rows(
+    vectors: list[list[float]] | memoryview, provider: str
+) -> npt.NDArray[np.float32]:
+    """A batch as a float32 matrix: a memoryview as is, JSON lists converted once."""
+    if isinstance(vectors, memoryview):
+        return np.asarray(vectors, dtype=np.float32)
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):
+        matrix = None
+    if matrix is None or matrix.ndim != 2:
+        raise ProviderError(
+            f"{provider}: the vectors are not a list of equal-length lists", provider=provider
+        )
+    return matrix
 
 
 class EmbedTexts:
@@ -74,7 +102,7 @@ class EmbedTexts:
 
     def _book(
         self, part: list[str], batch: EmbeddingBatch, observed: Observation
-    ) -> list[list[float]]:
+    ) -> list[list[float]] | memoryview:
         name = self.provider.provider
         if len(batch.vectors) != len(part):
             raise ProviderError(
@@ -84,8 +112,11 @@ class EmbedTexts:
         observed.result = self.tracker.record(
             "embedding", name, batch.model or self.model, TokenUsage(tokens)
         )
-        if observed.active and batch.vectors:
-            observed.set({"gen_ai.embeddings.dimension.count": len(batch.vectors[0])})
+        if observed.active and len(batch.vectors):
+            vectors = batch.vectors
+            size = vectors.shape[1] if isinstance(vectors, memoryview) and vectors.shape else 0
+            dimension = len(vectors[0]) if isinstance(vectors, list) else size
+            observed.set({"gen_ai.embeddings.dimension.count": dimension})
         self.truncated += batch.truncated
         return batch.vectors
 
@@ -100,8 +131,33 @@ class EmbedTexts:
         for part in self._parts(texts):
             with self._observe(part) as observed:
                 batch = self.provider.embed_batch(part, self.model)
-                vectors.extend(self._book(part, batch, observed))
+                vectors.extend(_as_lists(self._book(part, batch, observed)))
         return vectors
+
+    def run_matrix(self, texts: Sequence[str]) -> memoryview:
+        """The vectors as one (len(texts), dimension) float32 matrix, in a ``memoryview``:
+        vectors a provider computes locally never become Python floats.
+
+        Raises:
+            TypeError: when given a single string.
+            ProviderError: when the provider fails or returns vectors of different sizes.
+        """
+        name = self.provider.provider
+        parts: list[npt.NDArray[np.float32]] = []
+        for part in self._parts(texts):
+            with self._observe(part) as observed:
+                batch = self.provider.embed_batch(part, self.model)
+                parts.append(_float32_rows(self._book(part, batch, observed), name))
+        if not parts:
+            dimension = getattr(self.provider, "dimension", None)
+            size = dimension if isinstance(dimension, int) and dimension > 0 else 0
+            return np.empty((0, size), np.float32).data
+        if len({p.shape[1] for p in parts}) != 1:
+            raise ProviderError(
+                f"{name}: batches returned vectors of different sizes", provider=name
+            )
+        matrix = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return np.ascontiguousarray(matrix, dtype=np.float32).data
 
     async def _abatch(self, part: list[str]) -> EmbeddingBatch:
         if isinstance(self.provider, AsyncEmbeddingProvider):
@@ -113,5 +169,5 @@ class EmbedTexts:
         vectors: list[list[float]] = []
         for part in self._parts(texts):
             with self._observe(part) as observed:
-                vectors.extend(self._book(part, await self._abatch(part), observed))
+                vectors.extend(_as_lists(self._book(part, await self._abatch(part), observed)))
         return vectors

@@ -6,6 +6,10 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeGuard
+
+import numpy as np
+import numpy.typing as npt
 
 from pywrapai_graph.application.chunker import chunk_id
 from pywrapai_graph.application.observability.operations import observe_store
@@ -14,6 +18,9 @@ from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, I
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import ArgumentTypeError, ProviderError
 from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, TextSplitter
+from pywrapai_graph.ports.embedder import MatrixEmbeddingModel
+
+Matrix = npt.NDArray[np.float32]
 
 __all__ = [
     "IngestDocuments",
@@ -52,6 +59,24 @@ def content_hash(doc: Document, chunker: TextSplitter | None) -> str:
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def _takes_vectors(store: BaseVectorStore) -> bool:
+    """The store has its own ``replace_document_vectors`` (a bulk path for float32 arrays)."""
+    return type(store).replace_document_vectors is not BaseVectorStore.replace_document_vectors
+
+
+def _matrix_is_current(embedder: EmbeddingModel) -> TypeGuard[MatrixEmbeddingModel]:
+    """``embed_matrix`` exists and is no older than ``embed``: a subclass that overrides
+    ``embed`` alone (to count or change calls) is served through its ``embed``."""
+    if not isinstance(embedder, MatrixEmbeddingModel):
+        return False
+    mro = type(embedder).__mro__
+    owner = {
+        name: next(i for i, c in enumerate(mro) if name in vars(c))
+        for name in ("embed", "embed_matrix")
+    }
+    return owner["embed_matrix"] <= owner["embed"]
 
 
 class IngestDocuments:
@@ -110,9 +135,12 @@ class IngestDocuments:
         done = known = 0
         for group in self._groups(docs, skip_unchanged, outcomes, on_document):
             known += sum(len(chunks) for _, _, chunks in group)
-            self._embed([c for _, _, chunks in group for c in chunks])
+            vectors = self._embed([c for _, _, chunks in group for c in chunks])
+            row = 0
             for doc, digest, chunks in group:
-                outcome = self._write(doc, digest, chunks)
+                rows = None if vectors is None else vectors[row : row + len(chunks)]
+                row += len(chunks)
+                outcome = self._write(doc, digest, chunks, rows)
                 outcomes.append(outcome)
                 done += len(chunks)
                 if on_document is not None:
@@ -166,7 +194,45 @@ class IngestDocuments:
             return []
         return [Chunk(doc.text, doc_id=doc.id, metadata=dict(doc.metadata), id=chunk_id(doc.id, 0))]
 
-    def _embed(self, chunks: Sequence[Chunk]) -> None:
+    def _embed(self, chunks: Sequence[Chunk]) -> Matrix | None:
+        """Embed ``chunks``: as one float32 matrix for a store with a bulk path, else into
+        each ``chunk.embedding`` (then None is returned)."""
+        if not _takes_vectors(self.store):
+            self._embed_lists(chunks)
+            return None
+        out: Matrix | None = None
+        for start in range(0, len(chunks), self.batch_size):
+            batch = chunks[start : start + self.batch_size]
+            vectors = self._embed_batch([c.text for c in batch])
+            if vectors is None:  # not a matrix: the store validates the lists, as always
+                self._embed_lists(chunks)
+                return None
+            if out is None:
+                out = np.empty((len(chunks), vectors.shape[1]), dtype=np.float32)
+            elif vectors.shape[1] != out.shape[1]:
+                raise ProviderError("the embedder returned vectors of different sizes")
+            out[start : start + len(batch)] = vectors
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Matrix | None:
+        """One batch's vectors as float32 rows; None when the embedder's lists are ragged."""
+        if _matrix_is_current(self.embedder):
+            vectors = np.asarray(self.embedder.embed_matrix(texts), dtype=np.float32)
+        else:
+            try:
+                with np.errstate(over="ignore"):  # beyond float32: inf, refused by the store
+                    vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+            except (TypeError, ValueError):
+                return None
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            if vectors.ndim == 2 or vectors.shape[:1] != (len(texts),):
+                raise ProviderError(
+                    f"the embedder returned {vectors.shape[0]} vectors for {len(texts)} texts"
+                )
+            return None
+        return vectors
+
+    def _embed_lists(self, chunks: Sequence[Chunk]) -> None:
         for start in range(0, len(chunks), self.batch_size):
             batch = chunks[start : start + self.batch_size]
             vectors = self.embedder.embed([c.text for c in batch])
@@ -177,9 +243,11 @@ class IngestDocuments:
             for chunk, vector in zip(batch, vectors, strict=True):
                 chunk.embedding = vector
 
-    def _identity(self, chunks: Sequence[Chunk]) -> EmbedderIdentity:
+    def _identity(self, chunks: Sequence[Chunk], vectors: Matrix | None) -> EmbedderIdentity:
         provider, model = embedder_name(self.embedder)
-        if chunks and chunks[0].embedding is not None:
+        if vectors is not None and len(vectors):
+            dimension = int(vectors.shape[1])
+        elif chunks and chunks[0].embedding is not None:
             dimension = len(chunks[0].embedding)
         else:  # an empty document: keep the store's record, or leave the dimension open
             recorded = self.store.embedder_identity()
@@ -187,11 +255,16 @@ class IngestDocuments:
             dimension = recorded.dimension if recorded is not None and same else 0
         return EmbedderIdentity(provider, model, dimension)
 
-    def _write(self, doc: Document, digest: str, chunks: list[Chunk]) -> DocumentOutcome:
+    def _write(
+        self, doc: Document, digest: str, chunks: list[Chunk], vectors: Matrix | None
+    ) -> DocumentOutcome:
         manifest = DocumentManifest(
-            doc.id, digest, len({c.id for c in chunks}), self._identity(chunks)
+            doc.id, digest, len({c.id for c in chunks}), self._identity(chunks, vectors)
         )
         with observe_store(self.store.db_system, "replace_document", chunks=len(chunks)):
-            before = self.store.replace_document(manifest, chunks)
+            if vectors is None:
+                before = self.store.replace_document(manifest, chunks)
+            else:
+                before = self.store.replace_document_vectors(manifest, chunks, vectors.data)
         status = IngestStatus.REPLACED if before else IngestStatus.ADDED
         return DocumentOutcome(doc.id, status, len(chunks))

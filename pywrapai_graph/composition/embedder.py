@@ -11,7 +11,7 @@ from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.providers import EMBEDDING_PROVIDERS, make_embedding_provider
-from pywrapai_graph.ports.embedder import AsyncEmbeddingModel
+from pywrapai_graph.ports.embedder import AsyncEmbeddingModel, MatrixEmbeddingModel
 from pywrapai_graph.ports.embedding_provider import (
     AsyncEmbeddingProvider,
     EmbeddingProvider,
@@ -21,7 +21,7 @@ from pywrapai_graph.ports.hooks import Hooks
 __all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
 
 
-class Embedder(AsyncEmbeddingModel):
+class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
     """Turns texts into vectors through a provider, splitting large inputs into batches.
 
     ``aembed``/``aembed_one`` use the provider's native async client (one per event loop);
@@ -102,6 +102,17 @@ class Embedder(AsyncEmbeddingModel):
             ProviderError: when the provider fails or returns the wrong number of vectors.
         """
         return self._embed.run(texts)
+
+    def embed_matrix(self, texts: Sequence[str]) -> memoryview:
+        """The vectors as one (len(texts), dimension) float32 matrix, in a ``memoryview``.
+
+        What ingest uses: vectors a provider computes locally never become Python floats.
+
+        Raises:
+            TypeError: when given a single string.
+            ProviderError: when the provider fails or returns vectors of different sizes.
+        """
+        return self._embed.run_matrix(texts)
 
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""

@@ -7,7 +7,13 @@ from typing import Protocol, runtime_checkable
 
 from pywrapai_graph.ports.offload import offload
 
-__all__ = ["AsyncEmbeddingModel", "EmbeddingModel", "aembed", "aembed_one"]
+__all__ = [
+    "AsyncEmbeddingModel",
+    "EmbeddingModel",
+    "MatrixEmbeddingModel",
+    "aembed",
+    "aembed_one",
+]
 
 
 @runtime_checkable
@@ -52,3 +58,16 @@ async def aembed_one(embedder: EmbeddingModel, text: str) -> list[float]:
     if isinstance(embedder, AsyncEmbeddingModel):
         return await embedder.aembed_one(text)
     return await offload(embedder.embed_one, text)
+
+
+@runtime_checkable
+class MatrixEmbeddingModel(EmbeddingModel, Protocol):
+    """An embedder that can also return its vectors as one float32 matrix.
+
+    Ingest uses it to hand vectors to a store's bulk path without building a Python float
+    per value; ``embed`` stays the public ``list[list[float]]`` view.
+    """
+
+    def embed_matrix(self, texts: Sequence[str]) -> memoryview:
+        """A 2-D float32 ``memoryview`` (row-major), row ``i`` the vector of ``texts[i]``."""
+        ...

@@ -12,9 +12,14 @@ __all__ = ["AsyncEmbeddingProvider", "EmbeddingBatch", "EmbeddingProvider"]
 @dataclass(frozen=True, slots=True)
 class EmbeddingBatch:
     """Vectors for one request, the token count when the provider reports one, and how many
-    texts the model truncated (local models with a fixed maximum length)."""
+    texts the model truncated (local models with a fixed maximum length).
 
-    vectors: list[list[float]]
+    ``vectors`` is a list of lists (what an HTTP API's JSON gives) or, for providers that
+    compute them locally, a 2-D float32 ``memoryview`` (row-major, one row per text) so the
+    vectors reach a store's bulk path without a Python float per value.
+    """
+
+    vectors: list[list[float]] | memoryview
     input_tokens: int | None = None
     model: str | None = None
     truncated: int = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -15,7 +15,14 @@ from pywrapai_graph.errors import (
 )
 from pywrapai_graph.ports.offload import offload
 
-__all__ = ["BaseVectorStore", "MetadataFilter", "check_document", "check_embedder", "check_ids"]
+__all__ = [
+    "BaseVectorStore",
+    "MetadataFilter",
+    "check_document",
+    "check_embedder",
+    "check_ids",
+    "check_vectors",
+]
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
@@ -207,6 +214,27 @@ class BaseVectorStore(ABC):
         self.add(chunks)
         return removed
 
+    def replace_document_vectors(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
+    ) -> int:
+        """:meth:`replace_document` with the embeddings given as one float32 matrix.
+
+        ``vectors`` is a 2-D float32 ``memoryview`` (row-major), row ``i`` the embedding of
+        ``chunks[i]``; the chunks' own ``embedding`` is ignored. Ingest calls this so vectors
+        travel as arrays: built-in stores override it and never build a Python float per
+        value. This default sets each ``chunk.embedding`` to a list and calls
+        :meth:`replace_document`, so any store accepts it.
+
+        Raises:
+            ValueError: ``vectors`` does not have one row per chunk, or as for
+                :meth:`replace_document`.
+        """
+        check_vectors(chunks, vectors)
+        rows = cast(list[list[float]], vectors.tolist())
+        for chunk, row in zip(chunks, rows, strict=True):
+            chunk.embedding = row
+        return self.replace_document(manifest, chunks)
+
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         """The manifest of the complete stored version of ``doc_id``, or None.
 
@@ -286,6 +314,16 @@ def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
             f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
             f"{len({c.id for c in chunks})} distinct ones were given"
         )
+
+
+def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
+    """Raises ValueError unless ``vectors`` is a float32 matrix with one row per chunk."""
+    given: object = vectors  # callers outside mypy may pass an array
+    if not isinstance(given, memoryview) or given.ndim != 2 or given.format != "f":
+        raise ValueError("vectors must be a 2-D float32 memoryview, one row per chunk")
+    if vectors.shape is None or vectors.shape[0] != len(chunks):
+        rows = vectors.shape[0] if vectors.shape else 0
+        raise ValueError(f"{rows} vectors were given for {len(chunks)} chunks")
 
 
 def check_ids(ids: Sequence[str]) -> list[str]:

@@ -6,14 +6,27 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from pywrapai_graph import Chunk, InMemoryVectorStore, SQLiteVectorStore
+from pywrapai_graph import (
+    Chunk,
+    Chunker,
+    Document,
+    Embedder,
+    HashingEmbedder,
+    InMemoryVectorStore,
+    SQLiteVectorStore,
+)
 from pywrapai_graph.adapters.vectorstores._exact_index import ExactIndex, prepare_batch
+from pywrapai_graph.application.ingest_documents import IngestDocuments
+from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 
 
@@ -114,16 +127,17 @@ def test_sqlite_concurrent_readers_and_writer(tmp_path: Path) -> None:
 
 def test_in_memory_growth_is_amortised() -> None:
     index = ExactIndex()
-    reallocations = 0
-    last = None
+    capacities = set()
     for i in range(200):
         index.upsert(prepare_batch(make_chunks(10, 4, seed=i, prefix=f"b{i}-"), index.dimension))
-        base = index.matrix.base if index.matrix.base is not None else index.matrix
-        if base is not last:
-            reallocations += 1
-            last = base
+        capacities.add(index.capacity)
     assert len(index) == 2000
-    assert reallocations <= 8  # doubling: log2(2000 / 64) + 1, not one per add
+    assert index.capacity <= 2000 * 9 // 8
+    # geometric growth by an eighth: log(2000 / 64) / log(1.125) + 1 reallocations, not 200
+    assert len(capacities) <= 31
+    first = make_chunks(1, 4, seed=999, prefix="probe-")
+    index.upsert(prepare_batch(first, index.dimension))
+    assert index.search(np.asarray(first[0].embedding, np.float32), 1)[0].chunk.id == "probe-0"
 
 
 def test_in_memory_search_many_matches_single_searches() -> None:
@@ -145,3 +159,77 @@ def test_in_memory_fixed_dimension() -> None:
 def test_add_single_chunk_instead_of_list_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="list of chunks"):
         InMemoryVectorStore().add(make_chunks(1, 4)[0])  # type: ignore[arg-type]
+
+
+class _RecordingMemoryStore(InMemoryVectorStore):
+    """A real in-memory store that remembers what its bulk path was handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed: list[tuple[list[Chunk], memoryview]] = []
+
+    def replace_document_vectors(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
+    ) -> int:
+        self.handed.append((list(chunks), vectors))
+        return super().replace_document_vectors(manifest, chunks, vectors)
+
+
+@pytest.mark.parametrize("provider", ["hashing", "wire-lists"])
+def test_ingest_hands_stores_float32_matrices_never_lists(provider: str) -> None:
+    embedder: EmbeddingModel = (
+        Embedder("hashing", dimension=32) if provider == "hashing" else _ListEmbedder()
+    )
+    store = _RecordingMemoryStore()
+    docs = [
+        Document(
+            " ".join(f"Sentence {j} of text {i} names w{i}x{j}." for j in range(40)), id=f"d{i}"
+        )
+        for i in range(3)
+    ]
+    report = IngestDocuments(embedder, store, Chunker(200, 20), batch_size=7)(docs)
+    assert report.added == ["d0", "d1", "d2"]
+    assert [len(chunks) for chunks, _ in store.handed] == [
+        len(Chunker(200, 20).split(d)) for d in docs
+    ]
+    for chunks, vectors in store.handed:
+        assert all(c.embedding is None for c in chunks)  # no list of Python floats was built
+        assert vectors.format == "f" and vectors.shape == (len(chunks), 32)
+        expected = np.asarray(embedder.embed([c.text for c in chunks]), dtype=np.float32)
+        np.testing.assert_allclose(np.asarray(vectors), expected, rtol=1e-6)
+    query = embedder.embed_one(store.handed[0][0][0].text)
+    assert store.search(query, k=1)[0].chunk.id == store.handed[0][0][0].id
+
+
+class _ListEmbedder:
+    """An embedder that only speaks lists (as a user's own would)."""
+
+    provider, model = "lists", "l"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return HashingEmbedder(32).embed(texts)
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+def test_embed_matrix_is_the_float32_view_of_embed() -> None:
+    texts = ["alpha beta", "gamma", "", "delta " * 50]
+    for embedder in (Embedder("hashing", dimension=48, batch_size=3), HashingEmbedder(48)):
+        matrix = np.asarray(embedder.embed_matrix(texts))
+        assert matrix.dtype == np.float32 and matrix.shape == (4, 48)
+        np.testing.assert_array_equal(matrix, np.asarray(embedder.embed(texts), np.float32))
+
+
+def test_a_user_store_without_a_bulk_path_still_gets_lists() -> None:
+    class Plain(InMemoryVectorStore):
+        replace_document_vectors = BaseVectorStore.replace_document_vectors
+        seen: ClassVar[list[list[float] | None]] = []
+
+        def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+            self.seen.extend(c.embedding for c in chunks)
+            return super().replace_document(manifest, chunks)
+
+    store = Plain()
+    IngestDocuments(Embedder("hashing", dimension=16), store)([Document("some text here", id="x")])
+    assert len(Plain.seen) == 1 and isinstance(Plain.seen[0], list) and len(Plain.seen[0]) == 16

@@ -32,7 +32,7 @@ class HashingEmbeddings(AsyncEmbeddingProvider):
         """Nothing to release."""
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        return EmbeddingBatch(self._hasher.vectors(texts), None, self._hasher.model)
+        return EmbeddingBatch(self._hasher.matrix(texts).data, None, self._hasher.model)
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         return await offload(self.embed_batch, texts, model)

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from pywrapai_graph.application.embed_texts import estimate_tokens
 from pywrapai_graph.application.token_tracker import TokenTracker
@@ -66,6 +67,10 @@ class HashingEmbedder:
         return weights
 
     def _vector(self, text: str) -> list[float]:
+        unit: list[float] = self._unit(text).tolist()
+        return unit
+
+    def _unit(self, text: str) -> npt.NDArray[np.float64]:
         vec = np.zeros(self.dimension, dtype=np.float64)
         for bucket, weight in self._features(text).items():
             vec[bucket] = weight
@@ -74,7 +79,7 @@ class HashingEmbedder:
             # No word characters at all: a fixed unit vector keeps the result usable.
             vec[0] = 1.0
             norm = 1.0
-        unit: list[float] = (vec / norm).tolist()
+        unit: npt.NDArray[np.float64] = vec / norm
         return unit
 
     def vectors(self, texts: Sequence[str]) -> list[list[float]]:
@@ -82,6 +87,23 @@ class HashingEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a list of texts; use embed_one() for one text")
         return [self._vector(t) for t in texts]
+
+    def matrix(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The unit vectors of ``texts`` as one float32 matrix, without recording usage."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._unit(text)
+        return out
+
+    def embed_matrix(self, texts: Sequence[str]) -> memoryview:
+        """The vectors as one float32 matrix (what ingest uses: no Python float per value)."""
+        out = self.matrix(texts)
+        self.tokens.record(
+            "embedding", self.provider, self.model, TokenUsage(estimate_tokens(texts))
+        )
+        return out.data
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text."""

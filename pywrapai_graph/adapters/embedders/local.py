@@ -213,4 +213,6 @@ class LocalEmbeddings(EmbeddingProvider):
         if not texts:
             return EmbeddingBatch([], 0, self.default_model)
         vectors, tokens, truncated = self.embed_array(texts)
-        return EmbeddingBatch(vectors.tolist(), tokens, self.default_model, truncated)
+        return EmbeddingBatch(
+            np.ascontiguousarray(vectors).data, tokens, self.default_model, truncated
+        )

@@ -9,6 +9,7 @@ Not thread-safe on its own: the stores that use it hold a lock.
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,9 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import DocumentManifest
+from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.vector_store import check_vectors
 
 __all__ = [
     "ExactIndex",
+    "MatrixBulkStore",
     "PreparedBatch",
     "check_k",
     "matches_filter",
@@ -52,6 +57,29 @@ def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None
     return all(key in metadata and metadata[key] == value for key, value in filter.items())
 
 
+class MatrixBulkStore(BaseVectorStore):
+    """A store whose document writes take the vectors as a float32 matrix (the bulk path).
+
+    ``replace_document`` (list embeddings) and ``replace_document_vectors`` (a float32
+    ``memoryview``) both end in ``_replace``, which gets the matrix or None.
+    """
+
+    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        return self._replace(manifest, chunks, None)
+
+    def replace_document_vectors(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
+    ) -> int:
+        check_vectors(chunks, vectors)
+        return self._replace(manifest, chunks, np.asarray(vectors))
+
+    @abstractmethod
+    def _replace(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
+    ) -> int:
+        """Make ``chunks`` the whole document; ``vectors`` (row i for chunk i) or None."""
+
+
 class PreparedBatch:
     """A validated batch: unique ids (last one wins), normalised vectors, their chunks."""
 
@@ -63,8 +91,13 @@ class PreparedBatch:
         self.chunks = chunks
 
 
-def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBatch:
+def prepare_batch(
+    chunks: Sequence[Chunk], dimension: int | None, vectors: Matrix | None = None
+) -> PreparedBatch:
     """Validate and normalise a batch before anything is written.
+
+    With ``vectors`` (row ``i`` for ``chunks[i]``) the chunks' ``embedding`` is ignored and no
+    Python float is built; otherwise the embeddings are converted once.
 
     Raises:
         ValueError: naming the first bad chunk: embedding missing, wrong dimension,
@@ -72,16 +105,44 @@ def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBat
     """
     if isinstance(chunks, Chunk):
         raise TypeError("add() takes a list of chunks, not a single Chunk")
-    latest: dict[str, Chunk] = {}
-    for c in chunks:
+    latest: dict[str, int] = {}
+    for i, c in enumerate(chunks):
         if not isinstance(c, Chunk):
             raise TypeError(f"expected Chunk objects, got {type(c).__name__}")
-        latest[c.id] = c  # an id repeated in one batch: the last one wins (upsert)
-    unique = list(latest.values())
+        latest[c.id] = i  # an id repeated in one batch: the last one wins (upsert)
+    rows = list(latest.values())
+    unique = [chunks[i] for i in rows]
     if not unique:
         return PreparedBatch([], np.empty((0, dimension or 0), np.float32), [])
+    if vectors is None:
+        matrix = _as_matrix(unique, _embedding_dimension(unique, dimension))
+    else:
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+            raise ValueError(f"{vectors.shape[0]} vectors were given for {len(chunks)} chunks")
+        expected = dimension if dimension is not None else int(vectors.shape[1])
+        if vectors.shape[1] != expected or expected == 0:
+            raise ValueError(
+                f"chunk {unique[0].id!r} has dimension {vectors.shape[1]}, "
+                f"but the store expects {expected}"
+            )
+        # One copy: the caller's buffer is never normalised in place.
+        matrix = np.array(vectors if len(rows) == len(chunks) else vectors[rows], np.float32)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = unique[int(np.argmin(finite))]
+        raise ValueError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
+    norms = np.linalg.norm(matrix, axis=1)
+    if not (norms > 0).all():
+        bad = unique[int(np.argmin(norms > 0))]
+        raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
+    matrix /= norms[:, None]
+    return PreparedBatch([c.id for c in unique], matrix, unique)
+
+
+def _embedding_dimension(chunks: list[Chunk], dimension: int | None) -> int:
+    """The chunks' common embedding size (the store's when it has one)."""
     expected = dimension
-    for c in unique:
+    for c in chunks:
         if c.embedding is None:
             raise ValueError(f"chunk {c.id!r} has no embedding; embed chunks before adding them")
         size = len(c.embedding)
@@ -90,17 +151,7 @@ def prepare_batch(chunks: Sequence[Chunk], dimension: int | None) -> PreparedBat
             raise ValueError(
                 f"chunk {c.id!r} has dimension {size}, but the store expects {expected}"
             )
-    vectors = _as_matrix(unique, expected or 0)
-    finite = np.isfinite(vectors).all(axis=1)
-    if not finite.all():
-        bad = unique[int(np.argmin(finite))]
-        raise ValueError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
-    norms = np.linalg.norm(vectors, axis=1)
-    if not (norms > 0).all():
-        bad = unique[int(np.argmin(norms > 0))]
-        raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
-    vectors /= norms[:, None]
-    return PreparedBatch([c.id for c in unique], vectors, unique)
+    return expected or 0
 
 
 def _as_matrix(chunks: list[Chunk], dim: int) -> Matrix:
@@ -172,8 +223,13 @@ class ExactIndex:
         return self._dim
 
     @property
+    def capacity(self) -> int:
+        """Rows allocated (grown geometrically, by an eighth)."""
+        return int(self._matrix.shape[0])
+
+    @property
     def matrix(self) -> Matrix:
-        """The used rows (a view, no copy)."""
+        """The used rows (a view, no copy: valid until the next write)."""
         return self._matrix[: self._n]
 
     def __len__(self) -> int:
@@ -194,7 +250,13 @@ class ExactIndex:
         needed = self._n + extra
         if needed <= self._matrix.shape[0]:
             return
-        capacity = max(needed, 2 * self._matrix.shape[0], 64)
+        capacity = max(needed, self._matrix.shape[0] + self._matrix.shape[0] // 8, 64)
+        if self._matrix.flags.owndata and self._matrix.base is None:
+            # realloc: a large matrix is moved by remapping its pages, never copied, so
+            # memory while adding stays about the size of the data (a copy would double it).
+            # Safe: the index hands out no views that outlive a call.
+            self._matrix.resize((capacity, self._dim or 0), refcheck=False)
+            return
         grown = np.empty((capacity, self._dim or 0), dtype=np.float32)
         grown[: self._n] = self._matrix[: self._n]
         self._matrix = grown
@@ -207,14 +269,18 @@ class ExactIndex:
             self._dim = int(batch.vectors.shape[1])
             self._matrix = np.empty((0, self._dim), dtype=np.float32)
         self._reserve(len(batch.ids))
+        rows_of = self._rows
+        if not any(chunk_id in rows_of for chunk_id in batch.ids):
+            self._append(batch)
+            return
         rows = np.empty(len(batch.ids), dtype=np.intp)
         for i, (chunk_id, chunk) in enumerate(zip(batch.ids, batch.chunks, strict=True)):
             record = (chunk.text, chunk.doc_id, dict(chunk.metadata))
-            row = self._rows.get(chunk_id)
+            row = rows_of.get(chunk_id)
             if row is None:
                 row = self._n
                 self._n += 1
-                self._rows[chunk_id] = row
+                rows_of[chunk_id] = row
                 self._ids.append(chunk_id)
                 self._records.append(record)
             else:
@@ -223,6 +289,21 @@ class ExactIndex:
             rows[i] = row
             self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
         self._matrix[rows] = batch.vectors
+
+    def _append(self, batch: PreparedBatch) -> None:
+        """Only new ids: one slice assignment and bulk list/dict updates."""
+        start, count = self._n, len(batch.ids)
+        self._matrix[start : start + count] = batch.vectors
+        self._ids.extend(batch.ids)
+        self._records.extend((c.text, c.doc_id, dict(c.metadata)) for c in batch.chunks)
+        self._rows.update(zip(batch.ids, range(start, start + count), strict=True))
+        by_doc = self._by_doc
+        for chunk_id, chunk in zip(batch.ids, batch.chunks, strict=True):
+            members = by_doc.get(chunk.doc_id)
+            if members is None:
+                members = by_doc[chunk.doc_id] = set()
+            members.add(chunk_id)
+        self._n += count
 
     def load(
         self,

@@ -9,6 +9,8 @@ import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     ExactIndex,
+    Matrix,
+    MatrixBulkStore,
     check_k,
     prepare_batch,
     prepare_query,
@@ -16,13 +18,17 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
-from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
+from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.vector_store import (
+    check_document,
+    check_embedder,
+    check_ids,
+)
 
 __all__ = ["InMemoryVectorStore"]
 
 
-class InMemoryVectorStore(LexicalSearch, BaseVectorStore):
+class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
     """Keeps vectors in process memory; thread-safe; good to ~100k chunks per GB of RAM at 1536d.
 
     Args:
@@ -62,11 +68,13 @@ class InMemoryVectorStore(LexicalSearch, BaseVectorStore):
             for c in batch.chunks:  # a document changed outside replace_document
                 self._manifests.pop(c.doc_id, None)
 
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+    def _replace(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
+    ) -> int:
         check_document(manifest, chunks)
         with self._lock, self._lexical.writing() as lexical:
             identity = check_embedder(self._embedder, manifest.embedder)
-            batch = prepare_batch(chunks, self._index.dimension)
+            batch = prepare_batch(chunks, self._index.dimension, vectors)
             before = self._index.ids_of_doc(manifest.doc_id)
             kept = set(batch.ids)
             self._index.remove([i for i in before if i not in kept])

@@ -10,11 +10,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     ExactIndex,
+    Matrix,
+    MatrixBulkStore,
     PreparedBatch,
     check_k,
     metadata_json,
@@ -27,13 +30,14 @@ from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
 __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _DELETE_BATCH = 500
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _table_name(name: str) -> str:
@@ -45,7 +49,31 @@ def _table_name(name: str) -> str:
     return name
 
 
-class SQLiteVectorStore(LexicalSearch, BaseVectorStore):
+def _metadata_json(chunks: Sequence[Chunk]) -> Iterator[str]:
+    """Each chunk's metadata as JSON; a run of identical metadata (a document's) is encoded once."""
+    last: dict[str, Any] | None = None
+    encoded = ""
+    for c in chunks:
+        if last is None or not _same_scalars(c.metadata, last):
+            encoded, last = metadata_json(c), c.metadata
+        yield encoded
+
+
+def _same_scalars(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal flat metadata whose values also have the same types (1, 1.0 and True are equal
+    but encode differently); nested values never count as the same."""
+    return a == b and all(type(v) is type(b[k]) and type(v) in _SCALARS for k, v in a.items())
+
+
+def _row_bytes(batch: PreparedBatch) -> list[bytes]:
+    """Each normalised vector as a float32 BLOB, cut from one buffer of the whole matrix."""
+    dim = int(batch.vectors.shape[1])
+    raw = np.ascontiguousarray(batch.vectors).tobytes()
+    step = 4 * dim
+    return [raw[i : i + step] for i in range(0, len(raw), step)]
+
+
+class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
     The table is loaded into an in-memory matrix when the store opens and kept in step
@@ -201,16 +229,20 @@ class SQLiteVectorStore(LexicalSearch, BaseVectorStore):
                 self._sync()
             return self._index.dimension
 
-    def _insert(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> PreparedBatch:
-        batch = prepare_batch(chunks, self._index.dimension)
+    def _insert(
+        self, conn: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Matrix | None = None
+    ) -> PreparedBatch:
+        batch = prepare_batch(chunks, self._index.dimension, vectors)
         if batch.ids:
             dim = int(batch.vectors.shape[1])
             conn.executemany(
                 f'INSERT OR REPLACE INTO "{self._table}" '
                 "(id, doc_id, text, metadata, dim, embedding) VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (c.id, c.doc_id, c.text, metadata_json(c), dim, v.tobytes())
-                    for c, v in zip(batch.chunks, batch.vectors, strict=True)
+                    (c.id, c.doc_id, c.text, js, dim, v)
+                    for c, js, v in zip(
+                        batch.chunks, _metadata_json(batch.chunks), _row_bytes(batch), strict=True
+                    )
                 ],
             )
         return batch
@@ -226,7 +258,9 @@ class SQLiteVectorStore(LexicalSearch, BaseVectorStore):
             after.append(partial(self._index.upsert, batch))
             after.append(partial(self._lexical.upsert, batch.chunks))
 
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+    def _replace(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
+    ) -> int:
         check_document(manifest, chunks)
         with self._write() as after:
             conn = self._conn
@@ -234,7 +268,7 @@ class SQLiteVectorStore(LexicalSearch, BaseVectorStore):
             identity = check_embedder(recorded, manifest.embedder)
             before = self._index.ids_of_doc(manifest.doc_id)
             conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (manifest.doc_id,))
-            batch = self._insert(conn, chunks)
+            batch = self._insert(conn, chunks, vectors)
             conn.execute(
                 f'INSERT OR REPLACE INTO "{self._docs}" (doc_id, manifest) VALUES (?, ?)',
                 (manifest.doc_id, manifest.to_json()),

@@ -440,6 +440,23 @@ class VectorStoreContract(LexicalSearchContract, ABC):
         assert store.delete_by_doc("d1") == 3
         assert store.document_manifest("d1") is None
 
+    def test_replace_document_vectors_takes_a_float32_matrix(self, store: BaseVectorStore) -> None:
+        chunks = document_chunks("d1", 4, self.dim, "v1")
+        matrix = np.asarray([c.embedding for c in chunks], dtype=np.float32)
+        for c in chunks:
+            c.embedding = None  # the matrix is the only source of the vectors
+        manifest = manifest_for("d1", chunks, self.dim)
+        with pytest.raises(ValueError, match="3 vectors were given for 4 chunks"):
+            store.replace_document_vectors(manifest, chunks, matrix[:3].data)
+        assert store.replace_document_vectors(manifest, chunks, matrix.data) == 0
+        assert len(store) == 4
+        for row, c in zip(matrix, chunks, strict=True):
+            hit = store.search(row.tolist(), k=1)[0]
+            assert hit.chunk.id == c.id
+            assert hit.score == pytest.approx(1.0, abs=1e-5)
+        if store.atomic_documents:
+            assert store.document_manifest("d1") == manifest
+
     def test_a_failed_replace_keeps_the_old_version(self, store: BaseVectorStore) -> None:
         v1 = document_chunks("d1", 4, self.dim, "v1")
         store.replace_document(manifest_for("d1", v1, self.dim), v1)
