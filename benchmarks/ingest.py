@@ -13,7 +13,8 @@ import numpy as np
 from benchmarks._data import chunk_batches, unit_vectors
 from benchmarks._table import print_table
 from pywrapai_graph import Chunk, InMemoryVectorStore
-from pywrapai_graph.adapters.vectorstores._exact_index import ExactIndex, PreparedBatch
+from pywrapai_graph.adapters.vectorstores._exact_index import PreparedBatch
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
 
 N, DIM, BATCH = 100_000, 384, 1000
 

@@ -22,7 +22,8 @@ from pywrapai_graph import (
     InMemoryVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores._exact_index import ExactIndex, prepare_batch
+from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter, prepare_batch
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import VectorStoreError
@@ -233,3 +234,84 @@ def test_a_user_store_without_a_bulk_path_still_gets_lists() -> None:
     store = Plain()
     IngestDocuments(Embedder("hashing", dimension=16), store)([Document("some text here", id="x")])
     assert len(Plain.seen) == 1 and isinstance(Plain.seen[0], list) and len(Plain.seen[0]) == 16
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_filtered_search_uses_columns_kept_in_step_with_writes(kind: str, tmp_path: Path) -> None:
+    store: InMemoryVectorStore | SQLiteVectorStore = (
+        InMemoryVectorStore() if kind == "memory" else SQLiteVectorStore(tmp_path / "f.db")
+    )
+    rng = np.random.default_rng(5)
+    colours = ["red", "green", "blue", 1, True, 1.0, None, ["a"], {"x": 1}]
+
+    def batch(start: int, n: int) -> list[Chunk]:
+        out = []
+        for i in range(start, start + n):
+            meta: dict[str, object] = {"colour": colours[int(rng.integers(len(colours)))]}
+            if i % 3:
+                meta["shape"] = "round" if i % 2 else "square"
+            emb = rng.standard_normal(8).tolist()
+            out.append(Chunk(f"t{i}", f"d{i % 7}", meta, f"c{i}", emb))
+        return out
+
+    kept: dict[str, Chunk] = {}
+
+    def check() -> None:
+        q = rng.standard_normal(8).tolist()
+        for flt in (
+            {"colour": "red"},
+            {"colour": 1},
+            {"colour": ["a"]},
+            {"colour": {"x": 1}},
+            {"colour": None, "shape": "round"},
+            {"shape": "square"},
+            {"nope": 1},
+        ):
+            expected = {c.id for c in kept.values() if matches_filter(c.metadata, flt)}
+            got = store.search(q, k=len(kept) + 5, filter=flt)
+            assert {h.chunk.id for h in got} == expected, flt
+            assert all(matches_filter(h.chunk.metadata, flt) for h in got)
+            scores = [h.score for h in got]
+            assert scores == sorted(scores, reverse=True)
+
+    first = batch(0, 60)
+    store.add(first)
+    kept.update((c.id, c) for c in first)
+    check()  # builds the columns
+    more = batch(60, 40) + batch(0, 10)  # new rows and replaced ones (new metadata)
+    store.add(more)
+    kept.update((c.id, c) for c in more)
+    removed = [f"c{i}" for i in range(20, 45)]
+    store.delete(removed)
+    for i in removed:
+        kept.pop(i)
+    store.delete_by_doc("d3")
+    kept = {k: c for k, c in kept.items() if c.doc_id != "d3"}
+    check()  # the columns followed every write
+    store.close()
+
+
+def test_sqlite_open_reads_ids_and_vectors_only(tmp_path: Path) -> None:
+    path = tmp_path / "lazy.db"
+    writer = SQLiteVectorStore(path)
+    chunks = make_chunks(50, 8)
+    writer.add(chunks)
+    writer.close()
+    # A chunk whose metadata is not JSON any more: opening and unfiltered searches that do
+    # not return it still work, so the open read no metadata.
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE vector_chunks SET metadata = 'not json' WHERE id = 'c49'")
+    reader = SQLiteVectorStore(path)
+    assert len(reader) == 50
+    hit = reader.search(chunks[0].embedding or [], k=1)[0]
+    assert (hit.chunk.id, hit.chunk.text, hit.chunk.metadata) == (
+        "c0",
+        chunks[0].text,
+        chunks[0].metadata,
+    )
+    assert [len(r) for r in reader.search_many([c.embedding or [] for c in chunks[:3]], k=2)] == [
+        2,
+        2,
+        2,
+    ]
+    reader.close()

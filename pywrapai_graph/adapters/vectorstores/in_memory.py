@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
-    ExactIndex,
     Matrix,
     MatrixBulkStore,
     check_k,
@@ -16,6 +15,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
-    ExactIndex,
     Matrix,
     MatrixBulkStore,
     PreparedBatch,
@@ -26,6 +25,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -37,6 +37,7 @@ __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _DELETE_BATCH = 500
+_LOAD_BATCH = 4096
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -71,6 +72,12 @@ def _row_bytes(batch: PreparedBatch) -> list[bytes]:
     raw = np.ascontiguousarray(batch.vectors).tobytes()
     step = 4 * dim
     return [raw[i : i + step] for i in range(0, len(raw), step)]
+
+
+def _end_read(conn: sqlite3.Connection) -> None:
+    """Close a read transaction (SQLite may already have ended it after an error)."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
 
 
 class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
@@ -160,30 +167,96 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def _sync(self) -> None:
-        """Reload the matrix when another connection has committed since we last looked."""
+        """Reload the matrix when another connection has committed since we last looked.
+
+        Only ids and vectors are read, in one pass into a preallocated matrix; texts and
+        metadata stay in the file until a search returns them (or a filter needs a key).
+        """
         version = self._data_version()
         if version == self._version:
             return
-        rows = self._conn.execute(
-            f'SELECT id, doc_id, text, metadata, dim, embedding FROM "{self._table}"'
-        ).fetchall()
-        index = ExactIndex()
-        if rows:
-            dims = {r[4] for r in rows}
-            if len(dims) != 1 or any(len(r[5]) != 4 * r[4] for r in rows):
-                raise VectorStoreError(
-                    f"table {self._table!r} holds vectors of different dimensions {sorted(dims)}"
-                )
-            dim = dims.pop()
-            vectors = np.frombuffer(b"".join([r[5] for r in rows]), dtype=np.float32)
-            index.load(
-                [r[0] for r in rows],
-                vectors.reshape(len(rows), dim).copy(),
-                [(r[2], r[1], json.loads(r[3])) for r in rows],
-            )
-        self._index = index
+        with self._snapshot():  # one snapshot for the count and the rows
+            self._index = self._load()
         self._lexical.reset()
         self._version = version
+
+    def _load(self) -> ExactIndex:
+        index = ExactIndex(metadata_source=self._all_metadata)
+        # count(*) walks the small doc_id index; the one table scan is the copy below.
+        count = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()[0]
+        first = self._conn.execute(f'SELECT dim FROM "{self._table}" LIMIT 1').fetchone()
+        if not count or first is None:
+            return index
+        dim = int(first[0])
+        if dim < 1:
+            raise VectorStoreError(f"table {self._table!r} holds vectors of dimension {dim}")
+        matrix = np.empty((count, dim), dtype=np.float32)
+        flat = matrix.data.cast("B")
+        step = 4 * dim
+        ids: list[str] = []
+        cursor = self._conn.execute(f'SELECT id, embedding FROM "{self._table}"')
+        done = 0
+        while rows := cursor.fetchmany(_LOAD_BATCH):
+            blob = b"".join([r[1] for r in rows])
+            if len(blob) != step * len(rows) or done + len(rows) > count:
+                bad = next((r for r in rows if len(r[1]) != step), rows[0])
+                raise VectorStoreError(
+                    f"table {self._table!r} holds vectors of different dimensions: "
+                    f"{bad[0]!r} has {len(bad[1]) // 4}, the first row {dim}"
+                )
+            flat[done * step : (done + len(rows)) * step] = blob
+            ids.extend([r[0] for r in rows])
+            done += len(rows)
+        index.load(ids, matrix)
+        return index
+
+    def _all_metadata(self, rows: int) -> list[dict[str, Any]]:
+        """Every row's metadata in the index's row order (read once, when a filter needs it)."""
+        by_id = {
+            chunk_id: json.loads(meta)
+            for chunk_id, meta in self._conn.execute(f'SELECT id, metadata FROM "{self._table}"')
+        }
+        return [by_id[self._index.id_at(row)] for row in range(rows)]
+
+    def _fetch(self, ids: list[str]) -> dict[str, Chunk]:
+        """The stored chunks (without embedding) of ``ids``."""
+        found: dict[str, Chunk] = {}
+        for start in range(0, len(ids), _DELETE_BATCH):
+            part = ids[start : start + _DELETE_BATCH]
+            marks = ",".join("?" * len(part))
+            for chunk_id, doc_id, text, meta in self._conn.execute(
+                f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN ({marks})',
+                part,
+            ):
+                found[chunk_id] = Chunk(text, doc_id, json.loads(meta), chunk_id)
+        return found
+
+    def _scored(self, hits: Hits) -> list[ScoredChunk]:
+        rows, scores = hits
+        ids = [self._index.id_at(int(r)) for r in rows]
+        chunks = self._fetch(ids)
+        return [
+            ScoredChunk(chunk=chunks[i], score=min(float(s), 1.0))
+            for i, s in zip(ids, scores, strict=True)
+            if i in chunks
+        ]
+
+    def _doc_ids(self, doc_id: str) -> list[str]:
+        rows = self._conn.execute(f'SELECT id FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
+        return sorted(r[0] for r in rows)
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction (unless one is open): the matrix and the rows read agree."""
+        conn = self._conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            _end_read(conn)
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -266,7 +339,7 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             conn = self._conn
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
-            before = self._index.ids_of_doc(manifest.doc_id)
+            before = self._doc_ids(manifest.doc_id)
             conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (manifest.doc_id,))
             batch = self._insert(conn, chunks, vectors)
             conn.execute(
@@ -310,33 +383,47 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         check_k(k)
-        with self._lock:
-            with self._reading():
-                self._sync()
+        with self._lock, self._reading(), self._snapshot():
+            self._sync()
             if len(self._index) == 0:
                 return []
             query = prepare_query(query_vector, self._index.dimension)
-            return self._index.search(query, k, filter)
+            return self._scored(self._index.search_rows(query, k, filter))
+
+    def search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+    ) -> list[list[ScoredChunk]]:
+        """Search a batch of queries with one matrix product."""
+        check_k(k)
+        with self._lock, self._reading(), self._snapshot():
+            self._sync()
+            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
+            if not queries:
+                return []
+            return [self._scored(h) for h in self._index.search_many_rows(np.stack(queries), k)]
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
         with self._write() as after:
             conn = self._conn
             present = [i for i in wanted if i in self._index]
+            docs: set[str] = set()
             for start in range(0, len(present), _DELETE_BATCH):
                 part = present[start : start + _DELETE_BATCH]
                 marks = ",".join("?" * len(part))
-                conn.execute(f'DELETE FROM "{self._table}" WHERE id IN ({marks})', part)
-            self._forget_docs(conn, {self._index.doc_of(i) for i in present})
+                where = f'FROM "{self._table}" WHERE id IN ({marks})'
+                docs.update(r[0] for r in conn.execute(f"SELECT DISTINCT doc_id {where}", part))
+                conn.execute(f"DELETE {where}", part)
+            self._forget_docs(conn, docs)
             after.append(partial(self._index.remove, present))
             after.append(partial(self._lexical.remove, present))
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
         with self._write() as after:
+            ids = self._doc_ids(doc_id)
             self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
             self._forget_docs(self._conn, {doc_id})
-            ids = self._index.ids_of_doc(doc_id)
             after.append(partial(self._index.remove, ids))
             after.append(partial(self._lexical.remove_doc, doc_id))
             return len(ids)
@@ -350,7 +437,12 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             after.append(self._lexical.clear)
 
     def _all_chunks(self) -> list[Chunk]:
-        return self._index.chunks()
+        return [
+            Chunk(text, doc_id, json.loads(meta), chunk_id)
+            for chunk_id, doc_id, text, meta in self._conn.execute(
+                f'SELECT id, doc_id, text, metadata FROM "{self._table}"'
+            )
+        ]
 
     def _before_lexical(self) -> None:
         with self._reading():
@@ -363,9 +455,8 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             return len(self._index)
 
     def count(self, filter: MetadataFilter | None = None) -> int:
-        with self._lock:
-            with self._reading():
-                self._sync()
+        with self._lock, self._reading(), self._snapshot():
+            self._sync()
             return self._index.count(filter)
 
     def close(self) -> None:

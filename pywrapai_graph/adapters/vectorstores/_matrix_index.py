@@ -1,0 +1,304 @@
+"""ExactIndex: the exact cosine search shared by the in-memory and SQLite stores.
+
+Rows are L2-normalised once at insert and kept in one float32 matrix that grows by an eighth
+at a time through ``realloc`` (amortised O(1) per row, and a large matrix is remapped, never
+copied, so memory while adding stays about the size of the data). A search is one
+matrix-vector product over the used rows plus ``argpartition`` for the top k; a metadata
+filter first selects rows through :class:`MetadataColumns` and scores only those.
+
+Two modes: with records (the in-memory store) each row keeps its text, document and
+metadata; without (the SQLite store, which reads them for the hits only) a
+``metadata_source`` gives the metadata when a filter needs a new column.
+Not thread-safe on its own: the stores that use it hold a lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores._metadata_columns import (
+    MetadataColumns,
+    MetadataSource,
+)
+from pywrapai_graph.domain import Chunk, ScoredChunk
+
+__all__ = ["ExactIndex", "Hits"]
+
+Rows = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.float32]
+#: (rows, scores), best first.
+Hits = tuple[Rows, Scores]
+Record = tuple[str, str, dict[str, Any]]
+
+
+class ExactIndex:
+    """Normalised rows, id ↔ row maps, exact top-k cosine search.
+
+    Args:
+        dimension: fix the dimension up front (otherwise the first insert decides).
+        metadata_source: given, the index keeps no records (text, document, metadata);
+            it is called for every row's metadata when a filter needs it.
+    """
+
+    def __init__(
+        self, dimension: int | None = None, *, metadata_source: MetadataSource | None = None
+    ) -> None:
+        self._fixed_dim = dimension
+        self._keeps_records = metadata_source is None
+        self._columns = MetadataColumns(metadata_source or self._record_metadata)
+        self._reset()
+
+    def _reset(self) -> None:
+        dimension = self._dim = self._fixed_dim
+        self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
+        self._n = 0
+        self._ids: list[str] = []
+        # (text, doc_id, metadata) per row: our own copy, so callers' later edits do not leak in
+        self._records: list[Record] = []
+        self._rows: dict[str, int] = {}
+        self._by_doc: dict[str, set[str]] = {}
+        self._columns.clear()
+
+    def _record_metadata(self, rows: int) -> list[dict[str, Any]]:
+        return [record[2] for record in self._records[:rows]]
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, fixed by the first insert (or given)."""
+        return self._dim
+
+    @property
+    def capacity(self) -> int:
+        """Rows allocated (grown geometrically, by an eighth)."""
+        return int(self._matrix.shape[0])
+
+    @property
+    def matrix(self) -> Matrix:
+        """The used rows (a view, no copy: valid until the next write)."""
+        return self._matrix[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._rows
+
+    def id_at(self, row: int) -> str:
+        """The chunk id stored at ``row``."""
+        return self._ids[row]
+
+    def ids_of_doc(self, doc_id: str) -> list[str]:
+        """Ids of the chunks of one document (records mode)."""
+        return sorted(self._by_doc.get(doc_id, ()))
+
+    def doc_of(self, chunk_id: str) -> str:
+        """The document of a stored chunk (records mode)."""
+        return self._records[self._rows[chunk_id]][1]
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._n + extra
+        if needed <= self._matrix.shape[0]:
+            return
+        capacity = max(needed, self._matrix.shape[0] + self._matrix.shape[0] // 8, 64)
+        if self._matrix.flags.owndata and self._matrix.base is None:
+            # realloc: a large matrix is moved by remapping its pages, never copied.
+            # Safe: the index hands out no views that outlive a call.
+            self._matrix.resize((capacity, self._dim or 0), refcheck=False)
+        else:
+            grown = np.empty((capacity, self._dim or 0), dtype=np.float32)
+            grown[: self._n] = self._matrix[: self._n]
+            self._matrix = grown
+        self._columns.grow(capacity, self._n)
+
+    def upsert(self, batch: PreparedBatch) -> None:
+        """Insert new ids, overwrite existing ones (the batch must be validated)."""
+        if not batch.ids:
+            return
+        if self._dim is None:
+            self._dim = int(batch.vectors.shape[1])
+            self._matrix = np.empty((0, self._dim), dtype=np.float32)
+        self._reserve(len(batch.ids))
+        rows_of = self._rows
+        if not any(chunk_id in rows_of for chunk_id in batch.ids):
+            self._append(batch)
+            return
+        rows = np.empty(len(batch.ids), dtype=np.intp)
+        keep = self._keeps_records
+        for i, (chunk_id, chunk) in enumerate(zip(batch.ids, batch.chunks, strict=True)):
+            row = rows_of.get(chunk_id)
+            if row is None:
+                row = self._n
+                self._n += 1
+                rows_of[chunk_id] = row
+                self._ids.append(chunk_id)
+                if keep:
+                    self._records.append(_record(chunk))
+            elif keep:
+                self._forget_doc(row)
+                self._records[row] = _record(chunk)
+            rows[i] = row
+            if keep:
+                self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
+        self._matrix[rows] = batch.vectors
+        self._columns.assign(rows, [c.metadata for c in batch.chunks])
+
+    def _append(self, batch: PreparedBatch) -> None:
+        """Only new ids: one slice assignment and bulk list/dict updates."""
+        start, count = self._n, len(batch.ids)
+        self._matrix[start : start + count] = batch.vectors
+        self._ids.extend(batch.ids)
+        self._rows.update(zip(batch.ids, range(start, start + count), strict=True))
+        if self._keeps_records:
+            self._records.extend(_record(c) for c in batch.chunks)
+            by_doc = self._by_doc
+            for chunk_id, chunk in zip(batch.ids, batch.chunks, strict=True):
+                members = by_doc.get(chunk.doc_id)
+                if members is None:
+                    members = by_doc[chunk.doc_id] = set()
+                members.add(chunk_id)
+        self._n += count
+        self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
+
+    def load(self, ids: list[str], vectors: Matrix, records: list[Record] | None = None) -> None:
+        """Fill an empty index in one step (vectors already normalised, ids unique).
+
+        The matrix is adopted as is (no copy): the caller must not keep using it.
+        """
+        if self._n:
+            raise RuntimeError("load() needs an empty index")
+        self._dim = int(vectors.shape[1])
+        self._matrix = vectors
+        self._n = len(ids)
+        self._ids = list(ids)
+        self._rows = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        if records is not None and self._keeps_records:
+            self._records = records
+            for chunk_id, (_, doc_id, _) in zip(ids, records, strict=True):
+                self._by_doc.setdefault(doc_id, set()).add(chunk_id)
+
+    def _forget_doc(self, row: int) -> None:
+        doc_id = self._records[row][1]
+        members = self._by_doc.get(doc_id)
+        if members is not None:
+            members.discard(self._ids[row])
+            if not members:
+                del self._by_doc[doc_id]
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
+        removed = 0
+        keep = self._keeps_records
+        for chunk_id in ids:
+            row = self._rows.get(chunk_id)
+            if row is None:
+                continue
+            if keep:
+                self._forget_doc(row)
+            del self._rows[chunk_id]
+            last = self._n - 1
+            if row != last:
+                self._matrix[row] = self._matrix[last]
+                self._ids[row] = self._ids[last]
+                if keep:
+                    self._records[row] = self._records[last]
+                self._rows[self._ids[row]] = row
+                self._columns.move(row, last)
+            self._ids.pop()
+            if keep:
+                self._records.pop()
+            self._n -= 1
+            removed += 1
+        return removed
+
+    def chunk_at(self, row: int) -> Chunk:
+        """A fresh Chunk (without embedding) for one row (records mode)."""
+        text, doc_id, metadata = self._records[row]
+        return Chunk(text=text, doc_id=doc_id, metadata=dict(metadata), id=self._ids[row])
+
+    def chunks(self) -> list[Chunk]:
+        """Every stored chunk (without embeddings; records mode)."""
+        return [self.chunk_at(row) for row in range(self._n)]
+
+    def count(self, filter: Mapping[str, Any] | None = None) -> int:
+        """How many rows match ``filter`` (all without one)."""
+        if not filter:
+            return self._n
+        return int(np.count_nonzero(self._columns.mask(filter, self._n, self.capacity)))
+
+    def clear(self) -> None:
+        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
+        self._reset()
+
+    # ------------------------------------------------------------------ search
+    def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:
+        """The top ``k`` rows by cosine similarity to the normalised ``query``, best first.
+
+        A filter selects rows through the metadata columns first, then only those are scored.
+        """
+        n = self._n
+        if n == 0:
+            return _NO_HITS
+        if not filter:
+            return _top(self._matrix[:n] @ query, k)
+        candidates = np.flatnonzero(self._columns.mask(filter, n, self.capacity))
+        if candidates.shape[0] == 0:
+            return _NO_HITS
+        rows, scores = _top(self._matrix[candidates] @ query, k)
+        return candidates[rows], scores
+
+    def search(
+        self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None
+    ) -> list[ScoredChunk]:
+        """:meth:`search_rows` as :class:`ScoredChunk` objects (records mode)."""
+        return self._scored(self.search_rows(query, k, filter))
+
+    def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
+        """Top ``k`` for each row of the normalised ``queries`` matrix.
+
+        One matrix product and one row-wise ``argpartition`` for the whole batch.
+        """
+        n = self._n
+        if n == 0:
+            return [_NO_HITS for _ in range(queries.shape[0])]
+        all_scores = queries @ self._matrix[:n].T
+        if k >= n:
+            return [_top(row, k) for row in all_scores]
+        parts = np.argpartition(all_scores, n - k, axis=1)[:, n - k :]
+        out = []
+        for row, part in zip(all_scores, parts, strict=True):
+            order = part[np.argsort(row[part])[::-1]]
+            out.append((order, row[order]))
+        return out
+
+    def search_many(self, queries: Matrix, k: int) -> list[list[ScoredChunk]]:
+        """:meth:`search_many_rows` as :class:`ScoredChunk` lists (records mode)."""
+        return [self._scored(hits) for hits in self.search_many_rows(queries, k)]
+
+    def _scored(self, hits: Hits) -> list[ScoredChunk]:
+        rows, scores = hits
+        return [
+            ScoredChunk(chunk=self.chunk_at(int(r)), score=min(float(s), 1.0))
+            for r, s in zip(rows, scores, strict=True)
+        ]
+
+
+_NO_HITS: Hits = (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32))
+
+
+def _record(chunk: Chunk) -> Record:
+    return (chunk.text, chunk.doc_id, dict(chunk.metadata))
+
+
+def _top(scores: Scores, k: int) -> Hits:
+    n = scores.shape[0]
+    if k >= n:
+        order = np.argsort(scores)[::-1]
+    else:
+        part = np.argpartition(scores, n - k)[n - k :]
+        order = part[np.argsort(scores[part])[::-1]]
+    return order.astype(np.intp, copy=False), scores[order]

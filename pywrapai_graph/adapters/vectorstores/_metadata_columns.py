@@ -1,0 +1,104 @@
+"""MetadataColumns: metadata values as row-aligned columns, so a filter is a vector compare.
+
+A metadata filter used to test every stored chunk's dict in a Python loop. Here each filtered
+key has an object column aligned with the vector matrix (row ``i`` holds row ``i``'s value,
+or a marker when the key is missing); a filter is one C-level comparison per key, and the
+search then scores only the matching rows. A column is built the first time its key is
+filtered on and is kept in step by every write after that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MetadataColumns"]
+
+Objects = npt.NDArray[np.object_]
+Mask = npt.NDArray[np.bool_]
+#: Called with the row count: every row's metadata, in row order.
+MetadataSource = Callable[[int], Sequence[Mapping[str, Any]]]
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class _Missing:
+    """Stands for an absent key: equal to nothing."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _objects(values: Iterable[object], count: int) -> Objects:
+    # fromiter keeps each value as one object (a list value is not spread over the array).
+    return np.fromiter(values, dtype=object, count=count)
+
+
+class MetadataColumns:
+    """Object columns of metadata values for the keys filters use.
+
+    Args:
+        source: gives every row's metadata when a column for a new key is first needed.
+    """
+
+    def __init__(self, source: MetadataSource) -> None:
+        self._source = source
+        self._columns: dict[str, Objects] = {}
+
+    def clear(self) -> None:
+        """Forget every column (they are rebuilt on demand)."""
+        self._columns.clear()
+
+    def grow(self, capacity: int, rows: int) -> None:
+        """Follow the matrix to ``capacity`` rows, keeping the first ``rows``."""
+        for key, column in self._columns.items():
+            if column.shape[0] < capacity:
+                grown = np.empty(capacity, dtype=object)
+                grown[:rows] = column[:rows]
+                self._columns[key] = grown
+
+    def assign(
+        self, rows: npt.NDArray[np.intp] | slice, metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Set the values of ``rows`` from their new metadata."""
+        for key, column in self._columns.items():
+            column[rows] = _objects((m.get(key, _MISSING) for m in metadata), len(metadata))
+
+    def move(self, target: int, source: int) -> None:
+        """Row ``source`` now lives at ``target`` (a delete swapped it in)."""
+        for column in self._columns.values():
+            column[target] = column[source]
+
+    def mask(self, filter: Mapping[str, Any], rows: int, capacity: int) -> Mask:
+        """Rows whose metadata has every key of ``filter`` with an equal value."""
+        mask: Mask = np.ones(rows, dtype=bool)
+        for key, value in filter.items():
+            column = self._column(key, rows, capacity)[:rows]
+            if isinstance(value, _SCALARS):
+                mask &= np.asarray(column == value, dtype=bool)
+            else:  # a list or dict value: numpy would spread it, so compare one by one
+                mask &= np.fromiter((v == value for v in column), dtype=bool, count=rows)
+        return mask
+
+    def _column(self, key: str, rows: int, capacity: int) -> Objects:
+        column = self._columns.get(key)
+        if column is None:
+            metadata = self._source(rows)
+            column = np.empty(capacity, dtype=object)
+            column[:rows] = _objects((m.get(key, _MISSING) for m in metadata), rows)
+            self._columns[key] = column
+        return column
