@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks._data import Matrix, unit_vectors
 from benchmarks._table import best_of, print_table
-from pywrapai_graph import Chunk, Embedder, InMemoryVectorStore, SQLiteVectorStore
+from pywrapai_graph import Chunk, Embedder, SQLiteVectorStore
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 
 N, DIM, ASK_N = 100_000, 384, 85_000
@@ -71,8 +71,6 @@ def opening() -> None:
         fill(path, m, EmbedderIdentity("bench", "m", DIM))
         t_floor = best_of(lambda: floor(path, qm), repeat=3)
         t_open = best_of(lambda: open_and_search(path, q), repeat=3)
-        memory = InMemoryVectorStore()
-        memory.add([Chunk("t", "d", {}, str(i), row) for i, row in enumerate(m[:1].tolist())])
         reader = SQLiteVectorStore(path)
         t_steady = best_of(lambda: reader.search(q, k=10), repeat=7, number=5)
         reader.close()

@@ -133,20 +133,21 @@ class IngestDocuments:
         """
         outcomes: list[DocumentOutcome] = []
         done = known = 0
-        for group in self._groups(docs, skip_unchanged, outcomes, on_document):
-            known += sum(len(chunks) for _, _, chunks in group)
-            vectors = self._embed([c for _, _, chunks in group for c in chunks])
-            row = 0
-            for doc, digest, chunks in group:
-                rows = None if vectors is None else vectors[row : row + len(chunks)]
-                row += len(chunks)
-                outcome = self._write(doc, digest, chunks, rows)
-                outcomes.append(outcome)
-                done += len(chunks)
-                if on_document is not None:
-                    on_document(outcome)
-                if progress is not None:
-                    progress(done, known)
+        with self.store.bulk_load():  # pgvector: COPY; HNSW built after loading an empty table
+            for group in self._groups(docs, skip_unchanged, outcomes, on_document):
+                known += sum(len(chunks) for _, _, chunks in group)
+                vectors = self._embed([c for _, _, chunks in group for c in chunks])
+                row = 0
+                for doc, digest, chunks in group:
+                    rows = None if vectors is None else vectors[row : row + len(chunks)]
+                    row += len(chunks)
+                    outcome = self._write(doc, digest, chunks, rows)
+                    outcomes.append(outcome)
+                    done += len(chunks)
+                    if on_document is not None:
+                        on_document(outcome)
+                    if progress is not None:
+                        progress(done, known)
         _log.debug("ingested %d documents (%d chunks)", len(outcomes), done)
         return IngestReport(tuple(outcomes))
 

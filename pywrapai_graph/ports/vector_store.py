@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Self, cast
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -234,6 +235,15 @@ class BaseVectorStore(ABC):
         for chunk, row in zip(chunks, rows, strict=True):
             chunk.embedding = row
         return self.replace_document(manifest, chunks)
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for writing many chunks at once (ingest runs inside one).
+
+        Stores that load faster that way override it (pgvector: binary COPY for every
+        write, and the HNSW index built once after loading an empty table). This default
+        does nothing.
+        """
+        return nullcontext()
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         """The manifest of the complete stored version of ``doc_id``, or None.
