@@ -245,9 +245,14 @@ class ExactIndex:
             return _NO_HITS
         if not filter:
             return _top(self._matrix[:n] @ query, k)
-        candidates = np.flatnonzero(self._columns.mask(filter, n, self.capacity))
-        if candidates.shape[0] == 0:
+        mask = self._columns.mask(filter, n, self.capacity)
+        count = int(np.count_nonzero(mask))
+        if count == 0:
             return _NO_HITS
+        if 4 * count > n:  # a broad filter: scoring every row beats gathering the matches
+            masked = np.where(mask, self._matrix[:n] @ query, np.float32(-np.inf))
+            return _top(masked.astype(np.float32, copy=False), min(k, count))
+        candidates = np.flatnonzero(mask)
         rows, scores = _top(self._matrix[candidates] @ query, k)
         return candidates[rows], scores
 
