@@ -25,9 +25,10 @@ from pywrapai_graph import (
 from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter, prepare_batch
 from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
 from pywrapai_graph.application.ingest_documents import IngestDocuments
+from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel
+from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, MetadataFilter
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 
 
@@ -315,3 +316,38 @@ def test_sqlite_open_reads_ids_and_vectors_only(tmp_path: Path) -> None:
         2,
     ]
     reader.close()
+
+
+class _CountingSQLiteStore(SQLiteVectorStore):
+    """A real SQLite store that counts how it is asked about documents."""
+
+    searches = 0
+    manifest_lookups = 0
+
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        type(self).searches += 1
+        return super().search(query_vector, k, filter)
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        type(self).manifest_lookups += 1
+        return super().document_manifest(doc_id)
+
+
+def test_re_ingest_decides_unchanged_by_one_manifest_lookup_never_a_search(
+    tmp_path: Path,
+) -> None:
+    store = _CountingSQLiteStore(tmp_path / "re.db")
+    docs = [
+        Document(f"File {i} says something specific about w{i}. " * 12, id=f"f{i}")
+        for i in range(25)
+    ]
+    ingest = IngestDocuments(Embedder("hashing", dimension=32), store, Chunker(120, 12))
+    assert len(ingest(docs).added) == 25
+    _CountingSQLiteStore.searches = _CountingSQLiteStore.manifest_lookups = 0
+    report = ingest(docs)
+    assert len(report.unchanged) == 25
+    assert _CountingSQLiteStore.searches == 0
+    assert _CountingSQLiteStore.manifest_lookups == 25  # one indexed lookup per document
+    store.close()
