@@ -351,3 +351,19 @@ def test_re_ingest_decides_unchanged_by_one_manifest_lookup_never_a_search(
     assert _CountingSQLiteStore.searches == 0
     assert _CountingSQLiteStore.manifest_lookups == 25  # one indexed lookup per document
     store.close()
+
+
+def test_faiss_search_many_matches_single_searches(tmp_path: Path) -> None:
+    pytest.importorskip("faiss")
+    from pywrapai_graph import FAISSVectorStore
+
+    store = FAISSVectorStore(str(tmp_path / "i.faiss"), str(tmp_path / "m.db"))
+    assert store.search_many([[1.0] * 8], k=2) == [[]]
+    chunks = make_chunks(60, 8)
+    store.add(chunks)
+    queries = [c.embedding or [] for c in chunks[:5]]
+    batched = store.search_many(queries, k=3)
+    single = [store.search(q, k=3) for q in queries]
+    assert [[h.chunk.id for h in r] for r in batched] == [[h.chunk.id for h in r] for r in single]
+    assert [r[0].chunk.id for r in batched] == [c.id for c in chunks[:5]]
+    store.close()

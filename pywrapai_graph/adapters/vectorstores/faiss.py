@@ -473,6 +473,21 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             scores, labels = self._index.search(q, k, params=params)
             return self._hits(scores[0], labels[0])
 
+    def search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+    ) -> list[list[ScoredChunk]]:
+        """Search a batch of queries with one FAISS call (one matrix product for a flat index)."""
+        check_k(k)
+        with self._snapshot():
+            queries = [prepare_query(q, self._dim) for q in query_vectors]
+            if not queries:
+                return []
+            if self._index is None or self._index.ntotal == 0:
+                return [[] for _ in queries]
+            k = min(k, int(self._index.ntotal))
+            scores, labels = self._index.search(np.stack(queries), k)
+            return [self._hits(s, lbl) for s, lbl in zip(scores, labels, strict=True)]
+
     def _hits(self, scores: np.ndarray, labels: np.ndarray) -> list[ScoredChunk]:
         found = [(int(lbl), float(s)) for lbl, s in zip(labels, scores, strict=True) if lbl >= 0]
         if not found:
