@@ -197,3 +197,16 @@ def test_config_sets_the_retrieval_mode() -> None:
     )
     with pytest.raises(ConfigurationError, match=r"retriever\.mode"):
         build_container({"retriever": {"mode": "fuzzy"}})
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_tenant_scopes_apply_to_the_lexical_side(mode: str) -> None:
+    base = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), k=5, mode=mode)  # type: ignore[arg-type]
+    acme, globex = base.scoped({"tenant": "acme"}), base.scoped({"tenant": "globex"})
+    acme.add_documents([Document("Acme refunds take five business days.", id="policy")])
+    globex.add_documents([Document("Globex refunds take thirty days.", id="policy")])
+    assert {h.chunk.metadata["tenant"] for h in acme.retrieve("refunds days")} == {"acme"}
+    assert [h.chunk.text for h in globex.retrieve("refunds thirty")] == [
+        "Globex refunds take thirty days."
+    ]
+    assert len(base.retrieve("refunds")) == 2  # the unscoped retriever sees both tenants
