@@ -9,31 +9,45 @@ Two families, so callers can tell a bug in their own code from a failure of the 
 * :class:`RuntimeFailure` — something outside the caller's control failed: the provider
   refused, timed out or answered garbage. The original exception is kept as ``__cause__``.
 
-Messages never contain API keys or file contents.
-
-Map (builtins the reference promises in parentheses)::
+Messages never contain API keys or file contents (:class:`PyWrapAIError` redacts its text
+arguments), and an error raised from an SDK or driver error keeps a redacted copy of it as
+``__cause__``. The whole tree (builtins each class also derives from in parentheses; the
+agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
 
     PyWrapAIError
-      UsageError
-        ArgumentTypeError (TypeError)
-        ConfigurationError (ValueError)
-          EmbedderMismatchError
-          UnknownProviderError
-        MissingExtraError (ImportError)
-        PromptNotFoundError (FileNotFoundError)
-        ScopeError (ValueError)
-        StreamNotFinishedError (RuntimeError)
-        ToolArgumentsError (TypeError)
-        UnsafePromptNameError (ValueError)
-        UnsupportedOperationError (NotImplementedError)
-      RuntimeFailure
-        ProviderError
-          AuthenticationError, BadRequestError, IncompleteStreamError,
-          ProviderTimeoutError (TimeoutError), ProviderUnavailableError, RateLimitError
-        ResponseFormatError (ValueError)
-          StructuredOutputError
-        VectorStoreError
-          StorageFullError, StoreBusyError
+    ├── RuntimeFailure
+    │   ├── AgentBudgetExceededError
+    │   ├── AgentMaxTurnsError
+    │   ├── ProviderError
+    │   │   ├── AuthenticationError
+    │   │   ├── BadRequestError
+    │   │   ├── IncompleteStreamError
+    │   │   ├── ProviderTimeoutError (TimeoutError, OSError)
+    │   │   ├── ProviderUnavailableError
+    │   │   └── RateLimitError
+    │   ├── ResponseFormatError (ValueError)
+    │   │   └── StructuredOutputError
+    │   └── VectorStoreError
+    │       ├── StorageFullError
+    │       └── StoreBusyError
+    └── UsageError
+        ├── ArgumentTypeError (TypeError)
+        ├── ConfigurationError (ValueError)
+        │   ├── EmbedderMismatchError
+        │   └── UnknownProviderError
+        ├── InputNotFoundError (FileNotFoundError, OSError)
+        ├── InvalidArgumentError (ValueError)
+        ├── InvalidStateError (RuntimeError)
+        ├── MissingExtraError (ImportError)
+        ├── PromptNotFoundError (FileNotFoundError, OSError)
+        ├── ScopeError (ValueError)
+        ├── StreamNotFinishedError (RuntimeError)
+        ├── ToolArgumentsError (TypeError)
+        ├── UnknownToolError (KeyError, LookupError)
+        ├── UnsafePromptNameError (ValueError)
+        └── UnsupportedOperationError (NotImplementedError, RuntimeError)
+
+Any error raised while an agent run was under way carries ``partial`` (the run so far).
 """
 
 from __future__ import annotations
@@ -49,6 +63,9 @@ __all__ = [
     "ConfigurationError",
     "EmbedderMismatchError",
     "IncompleteStreamError",
+    "InputNotFoundError",
+    "InvalidArgumentError",
+    "InvalidStateError",
     "MissingExtraError",
     "PromptNotFoundError",
     "ProviderError",
@@ -65,6 +82,7 @@ __all__ = [
     "StructuredOutputError",
     "ToolArgumentsError",
     "UnknownProviderError",
+    "UnknownToolError",
     "UnsafePromptNameError",
     "UnsupportedOperationError",
     "UsageError",
@@ -115,6 +133,26 @@ class MissingExtraError(UsageError, ImportError):
 
 class ArgumentTypeError(UsageError, TypeError):
     """An argument of the wrong type (e.g. a bare string where a list of ids is expected)."""
+
+
+class InvalidArgumentError(UsageError, ValueError):
+    """An argument's value is invalid: empty, out of range, malformed, or inconsistent."""
+
+
+class UnknownToolError(UsageError, KeyError):
+    """The model (or the caller) named a tool that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidStateError(UsageError, RuntimeError):
+    """The call is not valid now (an async tool invoked inside a running loop, a server that
+    is not started, a load into a non-empty index)."""
+
+
+class InputNotFoundError(UsageError, FileNotFoundError):
+    """A file or directory named as input does not exist."""
 
 
 class EmbedderMismatchError(ConfigurationError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pywrapai_graph.domain import Message, Role
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["AssembleMessages", "as_messages"]
 
@@ -20,7 +21,7 @@ def as_messages(input: str | Sequence[Message]) -> list[Message]:
     messages = list(input)
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"input[{i}] is {type(m).__name__}; pass a str or a list of Message objects"
             )
     return messages
@@ -42,7 +43,7 @@ class AssembleMessages:
 
     def __init__(self, system_prompt: str | None, *, versioning: bool) -> None:
         if versioning and system_prompt is None:
-            raise ValueError("versioning is on but no system prompt text was given")
+            raise InvalidArgumentError("versioning is on but no system prompt text was given")
         self._system_prompt = system_prompt
         self._versioning = versioning
 
@@ -76,7 +77,9 @@ class AssembleMessages:
         """
         current = as_messages(input)
         if not current:
-            raise ValueError("input is an empty list; pass the current message as text or Message")
+            raise InvalidArgumentError(
+                "input is an empty list; pass the current message as text or Message"
+            )
         past = as_messages(history or [])
         if not self._versioning:
             return past, current

@@ -23,7 +23,13 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolSpec,
 )
-from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError, StructuredOutputError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    IncompleteStreamError,
+    InvalidArgumentError,
+    ResponseFormatError,
+    StructuredOutputError,
+)
 from pywrapai_graph.ports import ChatModel, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
 
@@ -70,22 +76,22 @@ def _validate_tools(
     for i, spec in enumerate(specs):
         given: object = spec  # callers without a type checker pass anything
         if isinstance(given, Mapping) and ("function" in spec or "input_schema" in spec):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"tools[{i}] is in a provider-specific format; pass ToolRegistry.to_schema()"
             )
         if not isinstance(given, Mapping) or not spec.get("name"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"tools[{i}] is not a tool definition; pass ToolRegistry.to_schema() "
                 "(dicts with 'name', 'description', 'parameters')"
             )
         names.append(spec["name"])
     if tool_choice is not None and tool_choice not in (*_TOOL_CHOICES, *names):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"tool_choice={tool_choice!r} is neither one of {list(_TOOL_CHOICES)} nor the "
             f"name of an offered tool {names}"
         )
     if tool_choice == "required" and not specs:
-        raise ValueError("tool_choice='required' needs at least one tool in tools=")
+        raise InvalidArgumentError("tool_choice='required' needs at least one tool in tools=")
     return specs
 
 
@@ -128,7 +134,7 @@ class CallModel:
             ValueError: for tools not in the neutral format or an impossible ``tool_choice``.
         """
         if not messages:
-            raise ValueError("no messages to send")
+            raise InvalidArgumentError("no messages to send")
         g = generation or GenerationParams()
         return ChatRequest(
             messages=tuple(messages),
@@ -279,7 +285,7 @@ class CallModel:
 
         given: object = schema
         if not (isinstance(given, type) and issubclass(given, BaseModel)):
-            raise TypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
+            raise ArgumentTypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
         return ResponseFormat(name=schema.__name__, json_schema=schema.model_json_schema())
 
     @staticmethod

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 from pywrapai_graph.domain import Chunk, Document
+from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["MIN_CHUNK_CHARS", "Chunker", "chunk_id"]
 
@@ -142,16 +143,16 @@ class Chunker:
     def __init__(self, chunk_size: int = 500, overlap: int = 50) -> None:
         for name, value in (("chunk_size", chunk_size), ("overlap", overlap)):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be an int, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
         if chunk_size <= MIN_CHUNK_CHARS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk_size must be greater than {MIN_CHUNK_CHARS} (chunks under "
                 f"{MIN_CHUNK_CHARS} characters are dropped), got {chunk_size}"
             )
         if overlap < 0:
-            raise ValueError(f"overlap must be >= 0, got {overlap}")
+            raise InvalidArgumentError(f"overlap must be >= 0, got {overlap}")
         if overlap >= chunk_size:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"overlap ({overlap}) must be smaller than chunk_size ({chunk_size}); "
                 "otherwise every chunk would repeat the previous one"
             )

@@ -18,7 +18,7 @@ from pywrapai_graph.application.observability.model_calls import observe_embeddi
 from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
-from pywrapai_graph.errors import ProviderError
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.ports.embedding_provider import (
     AsyncEmbeddingProvider,
     EmbeddingBatch,
@@ -83,7 +83,7 @@ class EmbedTexts:
         hooks: tuple[Hooks, ...] = (),
     ) -> None:
         if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
         self.provider = provider
         self.model = model
         self.tracker = tracker
@@ -93,7 +93,7 @@ class EmbedTexts:
 
     def _parts(self, texts: Sequence[str]) -> list[list[str]]:
         if isinstance(texts, str):
-            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+            raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
         items = list(texts)
         return [items[i : i + self.batch_size] for i in range(0, len(items), self.batch_size)]
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pywrapai_graph.application.retrieval_metrics import Qrels, RetrievalScores, score_run
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import Document, ScoredChunk
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import TextSplitter
 
 if TYPE_CHECKING:
@@ -109,7 +110,9 @@ def evaluate_retrieval(
         ValueError: k or chunks_per_document < 1.
     """
     if k < 1 or chunks_per_document < 1:
-        raise ValueError(f"k and chunks_per_document must be >= 1, got {k}, {chunks_per_document}")
+        raise InvalidArgumentError(
+            f"k and chunks_per_document must be >= 1, got {k}, {chunks_per_document}"
+        )
     usage = _Usage(retriever.embedder)
     tokens0, cost0, truncated0 = usage.now()
     chunks = 0

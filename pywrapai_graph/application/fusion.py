@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_RRF_K", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
@@ -37,7 +38,7 @@ def reciprocal_rank_fusion(
         ValueError: rrf_k < 0, or weights of the wrong length or negative.
     """
     if rrf_k < 0:
-        raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+        raise InvalidArgumentError(f"rrf_k must be >= 0, got {rrf_k}")
     w = _weights(weights, len(rankings))
     scores: dict[str, float] = {}
     chunks: dict[str, Chunk] = {}
@@ -83,5 +84,5 @@ def _weights(weights: Sequence[float] | None, n: int) -> Sequence[float]:
     if weights is None:
         return [1.0] * n
     if len(weights) != n or any(x < 0 for x in weights):
-        raise ValueError(f"need {n} non-negative weights, got {list(weights)}")
+        raise InvalidArgumentError(f"need {n} non-negative weights, got {list(weights)}")
     return weights

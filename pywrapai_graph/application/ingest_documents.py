@@ -16,7 +16,7 @@ from pywrapai_graph.application.observability.operations import observe_store
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, IngestStatus
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import ArgumentTypeError, ProviderError
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, TextSplitter
 from pywrapai_graph.ports.embedder import MatrixEmbeddingModel
 
@@ -109,7 +109,7 @@ class IngestDocuments:
         batch_size: int = 256,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
         self.embedder = embedder
         self.store = store
         self.chunker = chunker

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pywrapai_graph.application.inject_context import inject_context, query_text
 from pywrapai_graph.domain import Message, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter
 
 __all__ = ["RetrieveContext"]
@@ -14,7 +15,7 @@ __all__ = ["RetrieveContext"]
 
 def _check_k(k: int) -> int:
     if not is_positive_int(k):
-        raise ValueError(f"rag_k must be a positive int, got {k!r}")
+        raise InvalidArgumentError(f"rag_k must be a positive int, got {k!r}")
     return k
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pywrapai_graph.domain import Document, ScoredChunk
-from pywrapai_graph.errors import ScopeError
+from pywrapai_graph.errors import ArgumentTypeError, ScopeError
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter, TextSplitter
 
 __all__ = ["ScopedRetriever", "merge_scope"]
@@ -87,7 +87,9 @@ class ScopedRetriever(BaseRetriever):
         out = []
         for doc in docs:
             if not isinstance(doc, Document):
-                raise TypeError(f"add_documents() takes Document objects, got {type(doc).__name__}")
+                raise ArgumentTypeError(
+                    f"add_documents() takes Document objects, got {type(doc).__name__}"
+                )
             doc_id = doc.id if doc.id.startswith(self._prefix) else self._prefix + doc.id
             metadata = merge_scope(self._scope, doc.metadata)
             out.append(dataclasses.replace(doc, metadata=metadata, id=doc_id))

@@ -14,6 +14,7 @@ from pywrapai_graph.application.observability.accounting import RunningTotals
 from pywrapai_graph.application.observability.scope import active_scopes, current_agent_run
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.domain import CallKind, CallRecord, CostTotals, TokenUsage
+from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_MAX_RECORDS", "TokenTracker"]
 
@@ -50,7 +51,7 @@ class TokenTracker:
     ) -> None:
         cap: object = max_records  # callers may pass anything at run time
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-            raise ValueError(f"max_records must be an int >= 0, got {max_records!r}")
+            raise InvalidArgumentError(f"max_records must be an int >= 0, got {max_records!r}")
         self._prices = prices if prices is not None else PriceTable.default()
         self._max_records = max_records
         self._lock = threading.Lock()

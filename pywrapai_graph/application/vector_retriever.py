@@ -23,7 +23,11 @@ from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, UnsupportedOperationError
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    UnsupportedOperationError,
+)
 from pywrapai_graph.ports import (
     BaseRetriever,
     BaseVectorStore,
@@ -97,11 +101,13 @@ class VectorRetriever(BaseRetriever):
         candidates: int = 100,
     ) -> None:
         if not is_positive_int(k):
-            raise ValueError(f"k must be a positive int, got {k!r}")
+            raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
         if not -1.0 <= min_score <= 1.0:
-            raise ValueError(f"min_score is a cosine similarity in [-1, 1], got {min_score}")
+            raise InvalidArgumentError(
+                f"min_score is a cosine similarity in [-1, 1], got {min_score}"
+            )
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
         self.embedder = embedder
         self.store = store
         self.k = k

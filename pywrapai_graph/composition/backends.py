@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
 from pywrapai_graph.ports import BaseVectorStore
 
 if TYPE_CHECKING:
@@ -59,7 +59,9 @@ class _PathOrUrlSettings(BackendSettings):
     @model_validator(mode="after")
     def _not_both(self) -> _PathOrUrlSettings:
         if self.path is not None and self.url is not None:
-            raise ValueError(f"backend {self.backend!r} takes store.path or store.url, not both")
+            raise InvalidArgumentError(
+                f"backend {self.backend!r} takes store.path or store.url, not both"
+            )
         return self
 
 

@@ -23,6 +23,7 @@ from pywrapai_graph.domain import (
     ToolSpec,
 )
 from pywrapai_graph.domain.checks import is_positive_int
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import (
     BaseRetriever,
     MetadataFilter,
@@ -70,7 +71,7 @@ class GraphLLM:
         prompt_source: PromptSource | None = None,
     ) -> None:
         if enable_system_prompt_versioning and not prompt_file:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "enable_system_prompt_versioning=True requires prompt_file= "
                 "(a file name inside prompts_dir, e.g. 'support-agent-v1.txt')"
             )
@@ -83,7 +84,7 @@ class GraphLLM:
             assert prompt_file is not None
             self._system_prompt = self._prompts.load(prompt_file)
         if not is_positive_int(rag_k):
-            raise ValueError(f"rag_k must be a positive int, got {rag_k!r}")
+            raise InvalidArgumentError(f"rag_k must be a positive int, got {rag_k!r}")
         self._retriever = retriever
         self._rag_k = rag_k
         self._context = RetrieveContext(retriever, rag_k) if retriever is not None else None
@@ -252,7 +253,9 @@ class GraphLLM:
             ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
         """
         if tools is not None:
-            raise ValueError("GraphLLM.stream() does not accept tools=; use chat() for tools")
+            raise InvalidArgumentError(
+                "GraphLLM.stream() does not accept tools=; use chat() for tools"
+            )
         messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         stream = self._llm.stream(messages, prompt_file=self._prompt_file, **generation)
 
@@ -279,7 +282,9 @@ class GraphLLM:
             ValueError: when ``tools`` is passed.
         """
         if tools is not None:
-            raise ValueError("GraphLLM.astream() does not accept tools=; use achat() for tools")
+            raise InvalidArgumentError(
+                "GraphLLM.astream() does not accept tools=; use achat() for tools"
+            )
 
         async def events() -> AsyncIterator[StreamEvent]:
             messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
@@ -332,7 +337,7 @@ class GraphLLM:
             TypeError: when ``text`` is not a string.
         """
         if not isinstance(text, str):
-            raise TypeError(f"system prompt must be str, got {type(text).__name__}")
+            raise ArgumentTypeError(f"system prompt must be str, got {type(text).__name__}")
         clone = copy.copy(self)
         clone._system_prompt = text
         clone._versioning = True

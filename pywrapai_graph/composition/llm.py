@@ -22,6 +22,7 @@ from pywrapai_graph.domain import (
     Role,
     ToolSpec,
 )
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import ChatModel, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
 
@@ -78,7 +79,7 @@ class LLM:
             self._chat_model = make_chat_model(provider, model, options)
         else:
             if options:
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"adapter options {sorted(options)} only apply when provider is a name"
                 )
             self._chat_model = provider
@@ -203,7 +204,7 @@ class LLM:
             ValueError: when ``tools`` is given (streamed tool calls are not supported).
         """
         if tools:
-            raise ValueError(_STREAM_TOOLS)
+            raise InvalidArgumentError(_STREAM_TOOLS)
         request = self._request(input, None, None, generation, extra)
         return self._calls.stream(request, prompt_file=prompt_file)
 
@@ -222,7 +223,7 @@ class LLM:
             ValueError: when ``tools`` is given.
         """
         if tools:
-            raise ValueError(_STREAM_TOOLS)
+            raise InvalidArgumentError(_STREAM_TOOLS)
         request = self._request(input, None, None, generation, extra)
         return self._calls.astream(request, prompt_file=prompt_file)
 

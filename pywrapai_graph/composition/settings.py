@@ -29,7 +29,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 from pywrapai_graph.domain.generation import GenerationParams
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
 from pywrapai_graph.redaction import redact
 
 __all__ = [
@@ -90,7 +90,9 @@ class LLMSettings(_Section):
     @classmethod
     def _known_provider(cls, value: str | None) -> str | None:
         if value is not None and value not in CHAT_PROVIDERS:
-            raise ValueError(f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}")
+            raise InvalidArgumentError(
+                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
+            )
         return value
 
 
@@ -109,7 +111,7 @@ class EmbedderSettings(_Section):
     @classmethod
     def _known_provider(cls, value: str) -> str:
         if value not in EMBEDDING_PROVIDERS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown embedding provider {value!r}; known: {', '.join(EMBEDDING_PROVIDERS)}"
             )
         return value
@@ -131,7 +133,7 @@ class StoreSettings(_Section):
     @classmethod
     def _known_backend(cls, value: str) -> str:
         if value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; known: {', '.join(BACKENDS)}")
+            raise InvalidArgumentError(f"unknown backend {value!r}; known: {', '.join(BACKENDS)}")
         return value
 
     @model_validator(mode="after")
@@ -146,7 +148,7 @@ class StoreSettings(_Section):
                 else str(e["msg"]).removeprefix("Value error, ")
                 for e in exc.errors()
             ]
-            raise ValueError("; ".join(problems)) from None
+            raise InvalidArgumentError("; ".join(problems)) from None
         return self
 
     def location(self) -> str:
@@ -182,7 +184,7 @@ class ChunkerSettings(_Section):
     @model_validator(mode="after")
     def _overlap_smaller(self) -> ChunkerSettings:
         if self.overlap >= self.chunk_size:
-            raise ValueError("chunker.overlap must be smaller than chunker.chunk_size")
+            raise InvalidArgumentError("chunker.overlap must be smaller than chunker.chunk_size")
         return self
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pywrapai_graph.domain.messages import Message, ToolCall, ToolResult
 from pywrapai_graph.domain.usage import TokenUsage
-from pywrapai_graph.errors import RuntimeFailure
+from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
 
 __all__ = [
     "AgentBudgetExceededError",
@@ -134,11 +134,11 @@ class AgentConfig:
     def __post_init__(self) -> None:
         turns: object = self.max_turns
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {turns!r}")
+            raise InvalidArgumentError(f"max_turns must be a positive int, got {turns!r}")
         if self.tool_error_policy not in _POLICIES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"tool_error_policy must be one of {list(_POLICIES)}, "
                 f"got {self.tool_error_policy!r}"
             )
         if self.max_cost_usd is not None and self.max_cost_usd < 0:
-            raise ValueError(f"max_cost_usd must be >= 0, got {self.max_cost_usd}")
+            raise InvalidArgumentError(f"max_cost_usd must be >= 0, got {self.max_cost_usd}")

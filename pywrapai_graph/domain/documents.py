@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pywrapai_graph.errors import ArgumentTypeError
+
 __all__ = ["Chunk", "Document", "ScoredChunk"]
 
 
@@ -23,7 +25,7 @@ class Document:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError(f"Document.text must be str, got {type(self.text).__name__}")
+            raise ArgumentTypeError(f"Document.text must be str, got {type(self.text).__name__}")
 
 
 @dataclass(slots=True)

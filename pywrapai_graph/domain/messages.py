@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
 
 
@@ -38,7 +40,7 @@ class ToolCall:
 
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, Mapping):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"ToolCall.arguments must be a mapping, got {type(self.arguments).__name__}"
             )
         # Our own copy: a caller mutating its dict afterwards cannot change this call.
@@ -78,16 +80,16 @@ class Message:
             try:
                 object.__setattr__(self, "role", Role(str(role)))
             except ValueError:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"Message.role must be one of {[r.value for r in Role]}, got {role!r}"
                 ) from None
         content: object = self.content
         if not isinstance(content, str):
-            raise TypeError(f"Message.content must be str, got {type(content).__name__}")
+            raise ArgumentTypeError(f"Message.content must be str, got {type(content).__name__}")
         if self.tool_calls is not None:
             calls = tuple(self.tool_calls)
             object.__setattr__(self, "tool_calls", calls or None)
         if self.tool_calls and self.role is not Role.ASSISTANT:
-            raise ValueError("only an ASSISTANT message can carry tool_calls")
+            raise InvalidArgumentError("only an ASSISTANT message can carry tool_calls")
         if self.tool_result is not None and self.role is not Role.TOOL:
-            raise ValueError("only a TOOL message can carry a tool_result")
+            raise InvalidArgumentError("only a TOOL message can carry a tool_result")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pywrapai_graph.errors import InvalidArgumentError
+
 __all__ = ["CallKind", "CallRecord", "CostTotals", "TokenUsage"]
 
 CallKind = Literal["chat", "embedding"]
@@ -36,7 +38,9 @@ class TokenUsage:
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"TokenUsage.{name} must be a non-negative int, got {value!r}")
+                raise InvalidArgumentError(
+                    f"TokenUsage.{name} must be a non-negative int, got {value!r}"
+                )
 
     @property
     def total_tokens(self) -> int:

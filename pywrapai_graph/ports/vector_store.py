@@ -12,6 +12,7 @@ from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import (
     ArgumentTypeError,
     EmbedderMismatchError,
+    InvalidArgumentError,
     UnsupportedOperationError,
 )
 from pywrapai_graph.ports.offload import offload
@@ -316,11 +317,11 @@ def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
         if not isinstance(c, Chunk):
             raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
         if c.doc_id != manifest.doc_id:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk {c.id!r} belongs to document {c.doc_id!r}, not {manifest.doc_id!r}"
             )
     if len({c.id for c in chunks}) != manifest.chunk_count:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
             f"{len({c.id for c in chunks})} distinct ones were given"
         )
@@ -330,10 +331,10 @@ def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
     """Raises ValueError unless ``vectors`` is a float32 matrix with one row per chunk."""
     given: object = vectors  # callers outside mypy may pass an array
     if not isinstance(given, memoryview) or given.ndim != 2 or given.format != "f":
-        raise ValueError("vectors must be a 2-D float32 memoryview, one row per chunk")
+        raise InvalidArgumentError("vectors must be a 2-D float32 memoryview, one row per chunk")
     if vectors.shape is None or vectors.shape[0] != len(chunks):
         rows = vectors.shape[0] if vectors.shape else 0
-        raise ValueError(f"{rows} vectors were given for {len(chunks)} chunks")
+        raise InvalidArgumentError(f"{rows} vectors were given for {len(chunks)} chunks")
 
 
 def check_ids(ids: Sequence[str]) -> list[str]:

@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 
 from pywrapai_graph.domain import LLMResponse
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import ResponseCache
 
 __all__ = ["LRUResponseCache"]
@@ -23,7 +24,7 @@ class LRUResponseCache(ResponseCache):
 
     def __init__(self, max_entries: int = 1024) -> None:
         if max_entries <= 0:
-            raise ValueError(f"max_entries must be positive, got {max_entries}")
+            raise InvalidArgumentError(f"max_entries must be positive, got {max_entries}")
         self._max = max_entries
         self._data: OrderedDict[str, LLMResponse] = OrderedDict()
         self._lock = threading.Lock()

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from pywrapai_graph.application.embed_texts import estimate_tokens
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["HashingEmbedder"]
 
@@ -43,9 +44,9 @@ class HashingEmbedder:
 
     def __init__(self, dimension: int = 384, ngram: int = 3) -> None:
         if dimension <= 0:
-            raise ValueError(f"dimension must be positive, got {dimension}")
+            raise InvalidArgumentError(f"dimension must be positive, got {dimension}")
         if ngram < 0:
-            raise ValueError(f"ngram must be >= 0, got {ngram}")
+            raise InvalidArgumentError(f"ngram must be >= 0, got {ngram}")
         self.dimension = dimension
         self.ngram = ngram
         self.model = f"hashing-{dimension}"
@@ -85,13 +86,13 @@ class HashingEmbedder:
     def vectors(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, without recording usage."""
         if isinstance(texts, str):
-            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+            raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
         return [self._vector(t) for t in texts]
 
     def matrix(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The unit vectors of ``texts`` as one float32 matrix, without recording usage."""
         if isinstance(texts, str):
-            raise TypeError("embed() takes a list of texts; use embed_one() for one text")
+            raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i] = self._unit(text)

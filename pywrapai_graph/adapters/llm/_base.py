@@ -25,6 +25,7 @@ from pywrapai_graph.domain import (
     ToolResult,
     UnsupportedParameterWarning,
 )
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import ChatModel
 
 __all__ = [
@@ -49,7 +50,9 @@ def tool_result_of(m: Message) -> ToolResult:
         ValueError: the message names no call (``tool_result`` is None).
     """
     if m.tool_result is None:
-        raise ValueError("a TOOL message needs tool_result=ToolResult(...) to name its call")
+        raise InvalidArgumentError(
+            "a TOOL message needs tool_result=ToolResult(...) to name its call"
+        )
     return m.tool_result
 
 

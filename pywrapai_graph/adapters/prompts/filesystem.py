@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from pywrapai_graph.domain.checks import is_text
-from pywrapai_graph.errors import PromptNotFoundError, UnsafePromptNameError
+from pywrapai_graph.errors import InvalidArgumentError, PromptNotFoundError, UnsafePromptNameError
 from pywrapai_graph.ports import PromptSource
 
 __all__ = ["PromptRegistry"]
@@ -64,11 +64,13 @@ class PromptRegistry(PromptSource):
                 f"available: {self.list_files()}"
             )
         if path.stat().st_size > _MAX_PROMPT_BYTES:
-            raise ValueError(f"prompt file {filename!r} is larger than 1 MiB")
+            raise InvalidArgumentError(f"prompt file {filename!r} is larger than 1 MiB")
         try:
             return path.read_text(encoding="utf-8").strip()
         except UnicodeDecodeError:
-            raise ValueError(f"prompt file {filename!r} is not valid UTF-8 text") from None
+            raise InvalidArgumentError(
+                f"prompt file {filename!r} is not valid UTF-8 text"
+            ) from None
 
     def _resolve(self, filename: str) -> Path:
         if not is_text(filename) or not filename.strip():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pywrapai_graph.domain import Document
 from pywrapai_graph.domain.ingest_report import SkippedSource
+from pywrapai_graph.errors import InputNotFoundError
 
 __all__ = ["TEXT_SUFFIXES", "TextFiles"]
 
@@ -56,7 +57,7 @@ class TextFiles:
         self.paths = [Path(p) for p in paths]
         for path in self.paths:
             if not os.path.lexists(path):
-                raise FileNotFoundError(f"no such file or directory: {path}")
+                raise InputNotFoundError(f"no such file or directory: {path}")
         self.follow_symlinks = follow_symlinks
         self.suffixes = tuple(s.lower() for s in suffixes)
         self.roots = [os.path.realpath(p) for p in self.paths]

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.manifest import DocumentManifest
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.vector_store import check_vectors
 
@@ -39,7 +40,7 @@ def metadata_json(chunk: Chunk) -> str:
     try:
         return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
             "use str, int, float, bool, None, lists and dicts"
         ) from None
@@ -99,11 +100,11 @@ def prepare_batch(
             NaN/inf (also after float32 conversion), or zero norm.
     """
     if isinstance(chunks, Chunk):
-        raise TypeError("add() takes a list of chunks, not a single Chunk")
+        raise ArgumentTypeError("add() takes a list of chunks, not a single Chunk")
     latest: dict[str, int] = {}
     for i, c in enumerate(chunks):
         if not isinstance(c, Chunk):
-            raise TypeError(f"expected Chunk objects, got {type(c).__name__}")
+            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
         latest[c.id] = i  # an id repeated in one batch: the last one wins (upsert)
     rows = list(latest.values())
     unique = [chunks[i] for i in rows]
@@ -113,10 +114,12 @@ def prepare_batch(
         matrix = _as_matrix(unique, _embedding_dimension(unique, dimension))
     else:
         if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise ValueError(f"{vectors.shape[0]} vectors were given for {len(chunks)} chunks")
+            raise InvalidArgumentError(
+                f"{vectors.shape[0]} vectors were given for {len(chunks)} chunks"
+            )
         expected = dimension if dimension is not None else int(vectors.shape[1])
         if vectors.shape[1] != expected or expected == 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk {unique[0].id!r} has dimension {vectors.shape[1]}, "
                 f"but the store expects {expected}"
             )
@@ -125,11 +128,13 @@ def prepare_batch(
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         bad = unique[int(np.argmin(finite))]
-        raise ValueError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
+        raise InvalidArgumentError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
     norms = np.linalg.norm(matrix, axis=1)
     if not (norms > 0).all():
         bad = unique[int(np.argmin(norms > 0))]
-        raise ValueError(f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined")
+        raise InvalidArgumentError(
+            f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined"
+        )
     matrix /= norms[:, None]
     return PreparedBatch([c.id for c in unique], matrix, unique)
 
@@ -139,11 +144,13 @@ def _embedding_dimension(chunks: list[Chunk], dimension: int | None) -> int:
     expected = dimension
     for c in chunks:
         if c.embedding is None:
-            raise ValueError(f"chunk {c.id!r} has no embedding; embed chunks before adding them")
+            raise InvalidArgumentError(
+                f"chunk {c.id!r} has no embedding; embed chunks before adding them"
+            )
         size = len(c.embedding)
         expected = size if expected is None else expected
         if size != expected or size == 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk {c.id!r} has dimension {size}, but the store expects {expected}"
             )
     return expected or 0
@@ -163,10 +170,10 @@ def _as_matrix(chunks: list[Chunk], dim: int) -> Matrix:
             except (TypeError, ValueError):
                 row = None
             if row is None or row.shape != (dim,):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"chunk {c.id!r} has an embedding that is not a flat list of {dim} numbers"
                 )
-        raise ValueError(f"embeddings are not a flat list of {dim} numbers each")
+        raise InvalidArgumentError(f"embeddings are not a flat list of {dim} numbers each")
     return vectors
 
 
@@ -179,12 +186,14 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     with np.errstate(over="ignore"):
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
     if dimension is not None and q.shape[0] != dimension:
-        raise ValueError(f"query has dimension {q.shape[0]}, but the store holds {dimension}")
+        raise InvalidArgumentError(
+            f"query has dimension {q.shape[0]}, but the store holds {dimension}"
+        )
     if not np.isfinite(q).all():
-        raise ValueError("query vector has NaN or infinite values")
+        raise InvalidArgumentError("query vector has NaN or infinite values")
     norm = float(np.linalg.norm(q))
     if norm == 0.0:
-        raise ValueError("query vector has zero norm; cosine similarity is undefined")
+        raise InvalidArgumentError("query vector has zero norm; cosine similarity is undefined")
     return q / np.float32(norm)
 
 
@@ -192,4 +201,4 @@ def check_k(k: int) -> None:
     """Raises ValueError unless ``k`` is a positive int."""
     given: object = k
     if isinstance(given, bool) or not isinstance(given, int | np.integer) or given < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+        raise InvalidArgumentError(f"k must be a positive int, got {k!r}")

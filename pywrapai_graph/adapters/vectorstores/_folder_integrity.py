@@ -17,7 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.errors import ArgumentTypeError, VectorStoreError
 
 __all__ = ["RECORD_NAME", "file_sha256", "verify_folder", "write_record"]
 
@@ -86,7 +86,7 @@ def _recorded(root: Path) -> dict[str, str]:
         data = json.loads(path.read_bytes()[: 64 << 20])
         files = data["files"] if data.get("format") == _FORMAT else None
         if not isinstance(files, dict):
-            raise TypeError("no file table")
+            raise ArgumentTypeError("no file table")
         return {str(k): str(v) for k, v in files.items()}
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise VectorStoreError(

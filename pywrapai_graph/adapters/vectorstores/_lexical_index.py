@@ -34,6 +34,7 @@ import numpy.typing as npt
 from pywrapai_graph.adapters.vectorstores._exact_index import check_k, matches_filter
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch", "check_bm25"]
@@ -42,7 +43,7 @@ __all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch", "check_bm25"]
 def check_bm25(k1: float, b: float) -> None:
     """Raises ValueError unless k1 >= 0 and 0 <= b <= 1."""
     if not (math.isfinite(k1) and k1 >= 0.0 and 0.0 <= b <= 1.0):
-        raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        raise InvalidArgumentError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
 
 
 class LexicalIndex:

@@ -26,6 +26,7 @@ from pywrapai_graph.adapters.vectorstores._metadata_columns import (
     MetadataSource,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import InvalidStateError
 
 __all__ = ["ExactIndex", "Hits"]
 
@@ -170,7 +171,7 @@ class ExactIndex:
         The matrix is adopted as is (no copy): the caller must not keep using it.
         """
         if self._n:
-            raise RuntimeError("load() needs an empty index")
+            raise InvalidStateError("load() needs an empty index")
         self._dim = int(vectors.shape[1])
         self._matrix = vectors
         self._n = len(ids)

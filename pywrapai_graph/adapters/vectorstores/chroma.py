@@ -37,7 +37,7 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
@@ -214,7 +214,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             clauses.append({_DOC: doc_id})
         for key, value in (filter or {}).items():
             if not isinstance(value, _SCALARS):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"Chroma filters match str, int, float or bool values; {key!r} is "
                     f"{type(value).__name__}"
                 )

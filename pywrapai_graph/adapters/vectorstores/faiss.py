@@ -45,7 +45,7 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
@@ -189,7 +189,7 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         checksum = self._meta_value("index_sha256")
         if stored_dim is not None:
             if self._dim is not None and int(stored_dim) != self._dim:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"the store holds dimension {stored_dim}, but dimension={self._dim} was given"
                 )
             self._dim = int(stored_dim)
@@ -336,7 +336,7 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             self._dim = int(batch.vectors.shape[1])
             self._index = self._new_index(self._dim)
         elif batch.vectors.shape[1] != self._dim:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk {batch.ids[0]!r} has dimension {batch.vectors.shape[1]}, but the store "
                 f"expects {self._dim}"
             )

@@ -29,7 +29,7 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
@@ -157,7 +157,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             with self._writing():
                 self._create(dimension)
         elif dimension is not None and self._dim != dimension:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"collection {collection!r} has dimension {self._dim}, not {dimension}"
             )
 
@@ -232,7 +232,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             elif isinstance(value, float):
                 conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
             else:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"Qdrant filters match str, int, float or bool values; {key!r} is "
                     f"{type(value).__name__}"
                 )

@@ -29,7 +29,7 @@ from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
@@ -43,7 +43,7 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _table_name(name: str) -> str:
     if not is_text(name) or not _IDENTIFIER.fullmatch(name):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"table_name {name!r} is not a valid identifier: use letters, digits and "
             "underscores, starting with a letter or underscore (at most 63 characters)"
         )

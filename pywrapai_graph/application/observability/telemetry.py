@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pywrapai_graph.errors import ArgumentTypeError
 from pywrapai_graph.ports.hooks import Hooks
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def check_hooks(hooks: Iterable[Hooks] | None) -> tuple[Hooks, ...]:
     out = tuple(hooks or ())
     for h in out:
         if not isinstance(h, Hooks):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"hooks must be pywrapai_graph.observability.Hooks instances, got "
                 f"{type(h).__name__}; subclass Hooks and override on_llm_call etc."
             )

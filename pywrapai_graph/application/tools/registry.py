@@ -16,6 +16,7 @@ from pywrapai_graph.application.tools.provider_schemas import (
 )
 from pywrapai_graph.application.tools.tool import TOOL_ATTRIBUTE, Tool
 from pywrapai_graph.domain import ToolCall, ToolResult
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, UnknownToolError
 from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["ToolRegistry", "format_tool_output"]
@@ -39,7 +40,7 @@ def format_tool_output(value: Any) -> str:
 
 
 def _reject(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
+    raise ArgumentTypeError(type(value).__name__)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -76,12 +77,12 @@ class ToolRegistry:
             attached = getattr(item, TOOL_ATTRIBUTE, None)
             if not isinstance(attached, Tool):
                 what = getattr(item, "__name__", type(item).__name__)
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{what!r} is not a tool: decorate it with @tool or pass a Tool instance"
                 )
             found = attached
         if found.name in self._tools:
-            raise ValueError(f"a tool named {found.name!r} is already registered")
+            raise InvalidArgumentError(f"a tool named {found.name!r} is already registered")
         self._tools[found.name] = found
         return found
 
@@ -94,7 +95,9 @@ class ToolRegistry:
         try:
             return self._tools[name]
         except KeyError:
-            raise KeyError(f"no tool named {name!r}; registered tools: {self.names}") from None
+            raise UnknownToolError(
+                f"no tool named {name!r}; registered tools: {self.names}"
+            ) from None
 
     def execute(self, tool_call: ToolCall) -> ToolResult:
         """Run one call. An exception inside the tool, or invalid arguments, become

@@ -14,7 +14,12 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from pywrapai_graph.application.tools.docstrings import parse_docstring
 from pywrapai_graph.application.tools.type_schema import check_value, is_optional, schema_for_hint
-from pywrapai_graph.errors import ToolArgumentsError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidStateError,
+    ToolArgumentsError,
+)
 
 __all__ = ["TOOL_ATTRIBUTE", "Tool", "tool"]
 
@@ -48,11 +53,13 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
-            raise ValueError("Tool.name must be a non-empty string")
+            raise InvalidArgumentError("Tool.name must be a non-empty string")
         if not callable(self.fn):
-            raise TypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
+            raise ArgumentTypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
         if self.parameters.get("type", "object") != "object":
-            raise ValueError(f"Tool {self.name!r}: parameters must be a JSON Schema object")
+            raise InvalidArgumentError(
+                f"Tool {self.name!r}: parameters must be a JSON Schema object"
+            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -125,7 +132,7 @@ class Tool:
                 asyncio.get_running_loop()
             except RuntimeError:
                 return asyncio.run(self.fn(**kwargs))
-            raise RuntimeError(
+            raise InvalidStateError(
                 f"tool {self.name!r} is async and an event loop is running; use aexecute()"
             )
         return self.fn(**kwargs)
@@ -228,7 +235,7 @@ def tool(
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
-            raise TypeError(f"@tool needs a function, got {type(func).__name__}")
+            raise ArgumentTypeError(f"@tool needs a function, got {type(func).__name__}")
         built = build_tool(func, name, description)
         wrapper: Callable[P, R]
         if inspect.iscoroutinefunction(func):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from pywrapai_graph.errors import InvalidStateError
 from pywrapai_graph.testing.scripted import ScriptedReply
 
 __all__ = ["RecordedRequest", "WireResponse", "WireServer"]
@@ -265,7 +266,7 @@ class WireServer:
     def port(self) -> int:
         """The port the server listens on."""
         if self._httpd is None:
-            raise RuntimeError("the server is not started")
+            raise InvalidStateError("the server is not started")
         return int(self._httpd.server_address[1])
 
     @property
