@@ -5,6 +5,7 @@ metadata JSON and filters, and the float32 bulk path (the exact search is ExactI
 from __future__ import annotations
 
 import json
+import math
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -46,11 +47,87 @@ def metadata_json(chunk: Chunk) -> str:
         ) from None
 
 
+def same_value(stored: Any, wanted: Any) -> bool:
+    """JSON equality: ``True`` never equals ``1`` (Python's ``==`` says it does)."""
+    if isinstance(stored, bool) or isinstance(wanted, bool):
+        return type(stored) is type(wanted) and stored == wanted
+    return bool(stored == wanted)
+
+
 def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """True when ``metadata`` has every key of ``filter`` with an equal value."""
+    """True when ``metadata`` has every key of ``filter`` with an equal (JSON) value."""
     if not filter:
         return True
-    return all(key in metadata and metadata[key] == value for key, value in filter.items())
+    return all(key in metadata and same_value(metadata[key], v) for key, v in filter.items())
+
+
+#: the largest k any backend is asked for; a larger k (2**63...) means "all of them"
+MAX_K = 2**31 - 1
+_SCALARS = (str, int, float, bool)
+
+
+def _check_text(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"{what} contains a lone surrogate ({value!r:.60}); it is not valid Unicode text"
+        ) from None
+
+
+def _check_json_value(value: Any, what: str) -> None:
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"{what} is {value}, which JSON cannot hold")
+        return
+    if isinstance(value, str):
+        _check_text(value, what)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, list | tuple | dict):
+                raise InvalidArgumentError(f"{what} nests a container; use a flat list")
+            _check_json_value(item, what)
+        return
+    raise InvalidArgumentError(
+        f"{what} is a {type(value).__name__}; metadata values are JSON scalars "
+        "(str, int, float, bool, None) or flat lists of them"
+    )
+
+
+def check_chunk(chunk: Chunk) -> None:
+    """The same rules on every backend: UTF-8 encodable text and ids, JSON-scalar metadata.
+
+    Raises:
+        InvalidArgumentError: naming the chunk and the offending field.
+    """
+    _check_text(chunk.id, f"chunk id {chunk.id!r}")
+    _check_text(chunk.doc_id, f"chunk {chunk.id!r} doc_id")
+    _check_text(chunk.text, f"chunk {chunk.id!r} text")
+    for key, value in chunk.metadata.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"chunk {chunk.id!r} has a metadata key {key!r}: not a str")
+        _check_text(key, f"chunk {chunk.id!r} metadata key")
+        _check_json_value(value, f"chunk {chunk.id!r} metadata {key!r}")
+
+
+def check_filter(filter: Mapping[str, Any] | None) -> None:
+    """A filter maps str keys to JSON scalars (str, int, float, bool).
+
+    Raises:
+        InvalidArgumentError: another key or value type, NaN, or a lone surrogate.
+    """
+    for key, value in (filter or {}).items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"filter key {key!r} is not a str")
+        _check_text(key, "filter key")
+        if not isinstance(value, _SCALARS):
+            raise InvalidArgumentError(
+                f"filters match str, int, float or bool values; {key!r} is {type(value).__name__}"
+            )
+        _check_json_value(value, f"filter value for {key!r}")
 
 
 class MatrixBulkStore(BaseVectorStore):
@@ -105,6 +182,7 @@ def prepare_batch(
     for i, c in enumerate(chunks):
         if not isinstance(c, Chunk):
             raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
+        check_chunk(c)
         latest[c.id] = i  # an id repeated in one batch: the last one wins (upsert)
     rows = list(latest.values())
     unique = [chunks[i] for i in rows]
@@ -197,8 +275,16 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     return q / np.float32(norm)
 
 
-def check_k(k: int) -> None:
-    """Raises ValueError unless ``k`` is a positive int."""
+def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
+    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted), after checking
+    ``filter`` too.
+
+    Raises:
+        InvalidArgumentError: ``k`` is not a positive integer (bools are refused), or the
+            filter is not str keys to JSON scalars.
+    """
     given: object = k
     if isinstance(given, bool) or not isinstance(given, int | np.integer) or given < 1:
         raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
+    check_filter(filter)
+    return min(int(given), MAX_K)

@@ -258,7 +258,7 @@ class LexicalMirror:
         self, query: str, k: int, filter: Mapping[str, Any] | None, k1: float, b: float
     ) -> list[ScoredChunk]:
         """BM25 top ``k`` (see the module docstring)."""
-        check_k(k)
+        k = check_k(k, filter)
         check_bm25(k1, b)
         if self._index is None:
             index = LexicalIndex()

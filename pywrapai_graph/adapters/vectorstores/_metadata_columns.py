@@ -90,6 +90,13 @@ class MetadataColumns:
             column = self._column(key, rows, capacity)[:rows]
             if isinstance(value, _SCALARS):
                 mask &= np.asarray(column == value, dtype=bool)
+                if isinstance(value, int | float):  # JSON: True never equals 1
+                    wanted_bool = isinstance(value, bool)
+                    mask &= np.fromiter(
+                        (isinstance(v, bool) is wanted_bool for v in column),
+                        dtype=bool,
+                        count=rows,
+                    )
             else:  # a list or dict value: numpy would spread it, so compare one by one
                 mask &= np.fromiter((v == value for v in column), dtype=bool, count=rows)
         return mask

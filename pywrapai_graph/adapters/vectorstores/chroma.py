@@ -389,7 +389,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         with self._lock:
             if self._dim is None:
                 return []

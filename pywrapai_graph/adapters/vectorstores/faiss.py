@@ -452,7 +452,7 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         with self._snapshot():
             if self._index is None or self._index.ntotal == 0:
                 return []

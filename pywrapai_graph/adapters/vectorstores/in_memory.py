@@ -96,7 +96,7 @@ class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         with self._lock:
             if len(self._index) == 0:
                 return []
@@ -107,7 +107,7 @@ class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
         self, query_vectors: Sequence[Sequence[float]], k: int = 4
     ) -> list[list[ScoredChunk]]:
         """Search a batch of queries with one matrix product."""
-        check_k(k)
+        k = check_k(k)
         with self._lock:
             queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
             if not queries:

@@ -465,7 +465,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         query = prepare_query(query_vector, self._dim)
         sql = self._sql
         where = sql.SQL("WHERE metadata @> %s::jsonb") if filter else sql.SQL("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,23 @@ _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 _UPSERT_BATCH = 512
 _EMBEDDER = "e:embedder"
 _SCROLL = 2048  # points per request when the lexical index is built from the collection
+
+
+# Scalar metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse
+# quotes, so a filter on any key string ("a.b", 'q"k') goes through these names.
+_FIELDS = "pywrapai_fields"
+
+
+def _field(key: str) -> str:
+    return f"{_FIELDS}.k{key.encode('utf-8').hex()}"
+
+
+def _fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        _field(k).split(".", 1)[1]: v
+        for k, v in metadata.items()
+        if isinstance(v, str | int | float | bool)
+    }
 
 
 def point_id(chunk_id: str) -> str:
@@ -226,7 +243,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         if doc_id is not None:
             conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
         for key, value in (filter or {}).items():
-            field = f"metadata.{key}"
+            field = _field(key)
             if isinstance(value, bool | int | str):
                 conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=value)))
             elif isinstance(value, float):
@@ -382,6 +399,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                         "text": c.text,
                         "metadata": dict(c.metadata),
                         "version": version,
+                        _FIELDS: _fields(c.metadata),
                     },
                 )
                 for c, v, version in zip(batch.chunks, batch.vectors, versions, strict=True)
@@ -432,7 +450,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         with self._lock:
             if self._dim is None:
                 return []

@@ -382,7 +382,7 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        check_k(k)
+        k = check_k(k, filter)
         with self._lock, self._reading(), self._snapshot():
             self._sync()
             if len(self._index) == 0:

@@ -1,0 +1,106 @@
+"""One behaviour on every backend for metadata, filters, ``k`` and text (issue 11).
+
+Mixed into :class:`~pywrapai_graph.testing.contracts.vector_store.VectorStoreContract`, so
+the six shipped stores and any user-written one prove it: JSON scalars and flat lists only
+in metadata (one error for anything else), ``True`` never equal to ``1`` in a filter, any key
+string filterable (dots and quotes included), any integral ``k`` (numpy ints, ``2**63``)
+clamped to the store's size, lone surrogates refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.ports import BaseVectorStore
+
+__all__ = ["HostileInputContract"]
+
+
+def _unit(dim: int, axis: int) -> list[float]:
+    vector = [0.0] * dim
+    vector[axis % dim] = 1.0
+    return vector
+
+
+class HostileInputContract:
+    """Hostile and edge inputs every store treats the same way."""
+
+    dim: ClassVar[int]
+
+    def _chunk(self, i: int, metadata: dict[str, Any], text: str = "t") -> Chunk:
+        return Chunk(text, "doc", metadata, id=f"h{i}", embedding=_unit(self.dim, i))
+
+    @pytest.mark.parametrize(
+        "value",
+        [object(), {1, 2}, {"nested": {"dict": 1}}, [[1, 2]], float("nan"), b"bytes"],
+        ids=["object", "set", "dict", "nested-list", "nan", "bytes"],
+    )
+    def test_metadata_beyond_json_scalars_is_refused(
+        self, store: BaseVectorStore, value: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="h0"):
+            store.add([self._chunk(0, {"k": value})])
+        assert len(store) == 0
+
+    def test_json_scalars_and_flat_lists_round_trip(self, store: BaseVectorStore) -> None:
+        metadata = {"s": "x", "i": 3, "f": 0.5, "b": False, "none": None, "tags": ["a", 1]}
+        store.add([self._chunk(0, metadata)])
+        assert store.search(_unit(self.dim, 0), k=1)[0].chunk.metadata == metadata
+
+    @pytest.mark.parametrize("where", ["text", "doc_id", "key", "value"])
+    def test_lone_surrogates_are_refused(self, store: BaseVectorStore, where: str) -> None:
+        bad = "bad \ud800 text"
+        chunk = Chunk(
+            bad if where == "text" else "t",
+            bad if where == "doc_id" else "doc",
+            {bad: 1} if where == "key" else {"k": bad} if where == "value" else {},
+            id="h0",
+            embedding=_unit(self.dim, 0),
+        )
+        with pytest.raises(ValueError, match="surrogate"):
+            store.add([chunk])
+        assert len(store) == 0
+        with pytest.raises(ValueError, match="surrogate"):
+            store.search(_unit(self.dim, 0), k=1, filter={"k": bad})
+
+    def test_a_bool_never_equals_an_int(self, store: BaseVectorStore) -> None:
+        store.add([self._chunk(0, {"n": True}), self._chunk(1, {"n": 1})])
+        query = _unit(self.dim, 0)
+        assert [h.chunk.id for h in store.search(query, k=5, filter={"n": 1})] == ["h1"]
+        assert [h.chunk.id for h in store.search(query, k=5, filter={"n": True})] == ["h0"]
+        assert [h.chunk.id for h in store.search(query, k=5, filter={"n": False})] == []
+
+    @pytest.mark.parametrize("key", ["a.b", 'q"k', "with space", "ünïcødé", "$and", "m.x"])
+    def test_any_key_string_can_be_filtered(self, store: BaseVectorStore, key: str) -> None:
+        store.add([self._chunk(0, {key: "yes"}), self._chunk(1, {key: "no"})])
+        hits = store.search(_unit(self.dim, 1), k=5, filter={key: "yes"})
+        assert [h.chunk.id for h in hits] == ["h0"]
+
+    @pytest.mark.parametrize(
+        "k",
+        [np.int64(2), np.int32(2), np.uint8(2), 2**31, 2**63, 10**30],
+        ids=["int64", "int32", "uint8", "2**31", "2**63", "10**30"],
+    )
+    def test_any_integral_k_is_clamped(self, store: BaseVectorStore, k: Any) -> None:
+        store.add([self._chunk(0, {}), self._chunk(1, {})])
+        assert len(store.search(_unit(self.dim, 0), k=k)) == 2
+
+    @pytest.mark.parametrize("k", [0, -1, True, 2.0, "3", None], ids=repr)
+    def test_a_k_that_is_not_a_positive_integer_is_refused(
+        self, store: BaseVectorStore, k: Any
+    ) -> None:
+        store.add([self._chunk(0, {})])
+        with pytest.raises((ValueError, TypeError)):
+            store.search(_unit(self.dim, 0), k=k)
+
+    @pytest.mark.parametrize("value", [["x"], {"x": 1}, None, float("inf")], ids=repr)
+    def test_a_filter_value_beyond_json_scalars_is_refused(
+        self, store: BaseVectorStore, value: Any
+    ) -> None:
+        store.add([self._chunk(0, {"k": "x"})])
+        with pytest.raises(ValueError, match="k"):
+            store.search(_unit(self.dim, 0), k=1, filter={"k": value})
