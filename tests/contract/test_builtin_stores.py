@@ -8,15 +8,16 @@ from pathlib import Path
 from pywrapai_graph import InMemoryVectorStore, SQLiteVectorStore
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract
 
 
-class TestInMemoryVectorStore(VectorStoreContract):
+class TestInMemoryVectorStore(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return InMemoryVectorStore()
 
 
-class TestSQLiteVectorStore(VectorStoreContract):
+class TestSQLiteVectorStore(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return SQLiteVectorStore(location / "store.db", table_name="contract_chunks")
 
@@ -48,6 +49,6 @@ class SyncOnlyStore(BaseVectorStore):
         return len(self._inner)
 
 
-class TestSyncOnlyStore(VectorStoreContract):
+class TestSyncOnlyStore(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return SyncOnlyStore()

@@ -12,10 +12,11 @@ import pytest
 from pywrapai_graph import FAISSVectorStore
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
-class TestFAISSVectorStore(VectorStoreContract):
+class TestFAISSVectorStore(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return FAISSVectorStore(location / "docs.faiss", location / "docs_meta.pkl")
 

@@ -15,15 +15,16 @@ from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
-class TestQdrantLocalPath(VectorStoreContract):
+class TestQdrantLocalPath(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
 
 
-class TestQdrantInMemory(VectorStoreContract):
+class TestQdrantInMemory(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")
 

@@ -11,6 +11,7 @@ import pytest
 from pywrapai_graph import ChromaVectorStore, PGVectorStore, QdrantVectorStore
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
@@ -18,7 +19,7 @@ def name_for(location: Path, prefix: str) -> str:
     return f"{prefix}_{hashlib.sha1(str(location).encode()).hexdigest()[:12]}"
 
 
-class TestPGVectorStore(VectorStoreContract):
+class TestPGVectorStore(VectorStoreContract, HostileInputContract):
     @pytest.fixture(autouse=True)
     def _server(self, pg_url: str) -> None:
         self.url = pg_url
@@ -27,12 +28,12 @@ class TestPGVectorStore(VectorStoreContract):
         return PGVectorStore(self.url, table_name=name_for(location, "t"), dimension=self.dim)
 
 
-class TestChromaEmbedded(VectorStoreContract):
+class TestChromaEmbedded(VectorStoreContract, HostileInputContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
-class TestChromaServer(VectorStoreContract):
+class TestChromaServer(VectorStoreContract, HostileInputContract):
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url
@@ -41,7 +42,7 @@ class TestChromaServer(VectorStoreContract):
         return ChromaVectorStore(url=self.url, collection=name_for(location, "c"))
 
 
-class TestQdrantServer(VectorStoreContract):
+class TestQdrantServer(VectorStoreContract, HostileInputContract):
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:
         self.url = qdrant_url

@@ -87,13 +87,18 @@ def _check_json_value(value: Any, what: str) -> None:
         return
     if isinstance(value, list | tuple):
         for item in value:
-            if isinstance(item, list | tuple | dict):
-                raise InvalidArgumentError(f"{what} nests a container; use a flat list")
+            _check_json_value(item, what)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgumentError(f"{what} has a non-str key {key!r}")
+            _check_text(key, what)
             _check_json_value(item, what)
         return
     raise InvalidArgumentError(
-        f"{what} is a {type(value).__name__}; metadata values are JSON scalars "
-        "(str, int, float, bool, None) or flat lists of them"
+        f"{what} is a {type(value).__name__}; metadata values are JSON: str, int, float, "
+        "bool, None, lists and str-keyed dicts of them"
     )
 
 
