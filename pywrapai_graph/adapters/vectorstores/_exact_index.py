@@ -119,7 +119,7 @@ def check_chunk(chunk: Chunk) -> None:
 
 
 def check_filter(filter: Mapping[str, Any] | None) -> None:
-    """A filter maps str keys to JSON scalars (str, int, float, bool).
+    """A filter maps str keys to JSON values.
 
     Raises:
         InvalidArgumentError: another key or value type, NaN, or a lone surrogate.
@@ -128,10 +128,6 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
         if not isinstance(key, str):
             raise InvalidArgumentError(f"filter key {key!r} is not a str")
         _check_text(key, "filter key")
-        if not isinstance(value, _SCALARS):
-            raise InvalidArgumentError(
-                f"filters match str, int, float or bool values; {key!r} is {type(value).__name__}"
-            )
         _check_json_value(value, f"filter value for {key!r}")
 
 

@@ -97,7 +97,7 @@ class HostileInputContract:
         with pytest.raises((ValueError, TypeError)):
             store.search(_unit(self.dim, 0), k=k)
 
-    @pytest.mark.parametrize("value", [["x"], {"x": 1}, None, float("inf")], ids=repr)
+    @pytest.mark.parametrize("value", [float("inf"), float("nan"), object(), b"bytes"], ids=repr)
     def test_a_filter_value_beyond_json_scalars_is_refused(
         self, store: BaseVectorStore, value: Any
     ) -> None:
