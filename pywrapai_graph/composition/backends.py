@@ -123,6 +123,34 @@ def _pgvector(store: StoreSettings) -> BaseVectorStore:
 
     required = _PGVectorSettings.model_validate(store.model_dump(exclude_none=True))
     return PGVectorStore(
+        required.dsn.get_secret_value(),
+        table_name=store.table,
+        dimension=required.dimension,
+        pool_size=store.pool_size,
+        statement_timeout_ms=store.statement_timeout_ms,
+        create_schema=store.create_schema,
+    )
+
+
+def init_pgvector_schema(store: StoreSettings) -> bool:
+    """``pywrapai-graph store init``: create the pgvector schema with an owner's DSN.
+
+    Returns:
+        True when something was created, False when everything already existed.
+
+    Raises:
+        ConfigurationError: not a pgvector store, another dimension, or a newer schema version.
+        VectorStoreError: the server cannot be reached, or the role lacks a right (named).
+    """
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+
+    if store.backend != "pgvector":
+        raise ConfigurationError(
+            f"store init prepares a PostgreSQL schema; the configured backend is "
+            f"{store.backend!r} (set store.backend: pgvector)"
+        )
+    required = _PGVectorSettings.model_validate(store.model_dump(exclude_none=True))
+    return PGVectorStore.init_schema(
         required.dsn.get_secret_value(), table_name=store.table, dimension=required.dimension
     )
 

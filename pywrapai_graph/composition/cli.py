@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pywrapai_graph.adapters.sources.text_files import TextFiles
+from pywrapai_graph.composition.backends import init_pgvector_schema
 from pywrapai_graph.composition.container import Container, build_container
 from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
 from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
@@ -126,6 +127,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Empty the store, e.g. before re-ingesting with another embedding model.",
     )
     clear.add_argument("--yes", action="store_true", help="really clear it (required)")
+    store_sub.add_parser(
+        "init",
+        help="create the PostgreSQL schema (extension, table, indexes, version row)",
+        description=(
+            "Create the pgvector extension, the table, its indexes and the schema-version row, "
+            "with the configured store.dsn (an owner's). Idempotent; refuses a newer schema "
+            "version. The service can then run with store.create_schema: false and a role "
+            "holding only SELECT, INSERT, UPDATE, DELETE."
+        ),
+    )
     return parser
 
 
@@ -230,6 +241,14 @@ def _clear(container: Container, yes: bool, out: TextIO) -> int:
     return 0
 
 
+def _init(container: Container, out: TextIO) -> int:
+    store = container.settings().store
+    created = init_pgvector_schema(store)
+    state = "created" if created else "already up to date (nothing changed)"
+    out.write(f"schema for {store.location()}: {state}\n")
+    return 0
+
+
 def _stats(container: Container, out: TextIO) -> int:
     settings = container.settings()
     store = container.vector_store()
@@ -291,6 +310,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return run_eval(container, args, out, err)
     if args.action == "clear":
         return _clear(container, args.yes, out)
+    if args.action == "init":
+        return _init(container, out)
     return _stats(container, out)
 
 

@@ -128,6 +128,12 @@ class StoreSettings(_Section):
     dsn: SecretStr | None = None
     api_key: SecretStr | None = None
     dimension: int | None = Field(default=None, gt=0)
+    # PostgreSQL (pgvector) only
+    pool_size: int = Field(default=4, ge=1, description="server connections at most")
+    statement_timeout_ms: int | None = Field(default=None, gt=0)
+    create_schema: bool = Field(
+        default=True, description="false: a DML-only role; run `pywrapai-graph store init` once"
+    )
 
     @field_validator("backend")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,9 +83,24 @@ def test_pg_creates_extension_table_and_hnsw_index(pg_url: str, pg_store: PGVect
     assert "gin (metadata)" in defs
 
 
-def test_pg_one_round_trip_per_batch(pg_store: PGVectorStore) -> None:
+def idle_connection(store: PGVectorStore) -> Any:
+    """The one idle pooled connection of a store made with pool_size=1."""
+    store.count()  # the pool opens its connection on first use
+    [conn] = store._pool._pool
+    return conn
+
+
+@pytest.fixture
+def pg_store1(pg_url: str, tmp_path: Path) -> Iterator[PGVectorStore]:
+    store = PGVectorStore(pg_url, table_name=name_for(tmp_path, "s"), dimension=8, pool_size=1)
+    yield store
+    store.close()
+
+
+def test_pg_one_round_trip_per_batch(pg_store1: PGVectorStore) -> None:
+    pg_store = pg_store1
     statements: list[str] = []
-    conn = pg_store._conn
+    conn = idle_connection(pg_store)
 
     class Tracing(type(conn.cursor())):  # type: ignore[misc]
         def execute(self, query: object, vars: object = None) -> object:
@@ -99,13 +115,14 @@ def test_pg_one_round_trip_per_batch(pg_store: PGVectorStore) -> None:
 
 
 def test_pg_reconnects_once_after_a_dropped_connection(
-    pg_url: str, pg_store: PGVectorStore
+    pg_url: str, pg_store1: PGVectorStore
 ) -> None:
     import psycopg2
 
+    pg_store = pg_store1
     chunks = make_chunks(5, 8)
     pg_store.add(chunks)
-    pid = pg_store._conn.get_backend_pid()
+    pid = idle_connection(pg_store).get_backend_pid()
     admin = psycopg2.connect(pg_url)
     admin.autocommit = True
     with admin.cursor() as cur:

@@ -8,6 +8,7 @@ import json
 import re
 import struct
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -23,6 +24,11 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._pg_schema import (
+    check_schema,
+    init_schema,
+    missing_right,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -34,6 +40,10 @@ from pywrapai_graph.redaction import redact, scrubbed
 __all__ = ["PGVectorStore"]
 
 _DISK_FULL = "53100"  # SQLSTATE disk_full
+_NO_PRIVILEGE = "42501"  # insufficient_privilege
+_CANCELED = "57014"  # query_canceled (statement_timeout)
+#: Server connections a store opens at most (threads and the async offload share them).
+DEFAULT_POOL_SIZE = 4
 
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
@@ -90,6 +100,13 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         table_name: a plain identifier (letters, digits, underscores).
         dimension: must match the embedding model, and an existing table.
         ef_search: HNSW search breadth for this store's session.
+        pool_size: server connections (a ``psycopg2.pool`` pool) shared by threads and by the
+            async offload; a caller waits while all are in use.
+        statement_timeout_ms: the server cancels a statement running longer (the error names
+            the setting); None leaves the server's default.
+        create_schema: create the extension, table and indexes when missing (needs DDL
+            rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
+            exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
 
     Raises:
         ConfigurationError: invalid table name, or a dimension that disagrees with the table.
@@ -107,7 +124,34 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         dimension: int = 1536,
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        statement_timeout_ms: int | None = None,
+        create_schema: bool = True,
     ) -> None:
+        self._prepare(connection_string, table_name, dimension, pool_size, statement_timeout_ms)
+        self._ef_search = ef_search
+        self._lock = threading.RLock()
+        self._lexical = LexicalMirror(self._all_chunks)
+        self._bulk = 0
+        self._owns_schema = create_schema
+        dim = dimension
+        with self._connection() as conn:
+            if create_schema:
+                self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
+                self._register(conn)  # the extension may be new: adapt vectors on this one too
+            else:
+                self._guarded(lambda: check_schema(conn, self._sql, self._table, dim), "SELECT")
+
+    # ------------------------------------------------------------------ connection
+    def _prepare(
+        self,
+        dsn: str,
+        table_name: str,
+        dimension: int,
+        pool_size: int,
+        statement_timeout_ms: int | None,
+    ) -> None:
+        """Validate the arguments, load the driver and open the pool."""
         if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
             raise ConfigurationError(
                 f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
@@ -115,23 +159,28 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             )
         if not is_positive_int(dimension):
             raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        if not is_positive_int(pool_size):
+            raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
+        if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
+            raise ConfigurationError(
+                f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
+            )
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
+        self._pool_mod = require("psycopg2.pool", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
         self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
         self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
-        self._dsn = connection_string
+        self._dsn = dsn
         self._table = table_name
         self._dim = dimension
-        self._ef_search = ef_search
-        self._lock = threading.RLock()
-        self._lexical = LexicalMirror(self._all_chunks)
-        self._conn: Any = None
-        self._bulk = 0
-        with self._lock:
-            self._connect()
-            self._setup()
+        self._ef_search = DEFAULT_EF_SEARCH
+        self._pool_size = pool_size
+        self._timeout_ms = statement_timeout_ms
+        # the pool never blocks: the semaphore makes a thread wait for a free connection
+        self._slots = threading.BoundedSemaphore(pool_size)
+        self._configured: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._pool = self._open_pool()
 
-    # ------------------------------------------------------------------ connection
     def _secrets(self) -> list[str]:
         """The DSN and the password inside it, whatever the form (URL or key=value)."""
         secrets = [self._dsn]
@@ -159,122 +208,152 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         options = {} if "connect_timeout" in params else {"connect_timeout": 10}
         return where, options
 
-    def _connect(self) -> None:
-        where, options = self._server()
-        try:
-            self._conn = self._pg.connect(self._dsn, **options)
-        except self._pg.OperationalError as exc:  # no session: DNS, refused, timeout, TLS, auth
-            raise VectorStoreError(
-                self._redact(cannot_reach("PostgreSQL", where, exc))
-            ) from scrubbed(exc, self._secrets())
-        except self._pg.Error as exc:  # e.g. an unparsable DSN
-            raise VectorStoreError(
-                f"invalid PostgreSQL connection string {self._location()!r}: "
-                f"{self._redact(str(exc).strip())}"
-            ) from scrubbed(exc, self._secrets())
-        try:
-            self._conn.autocommit = True
-            with self._conn.cursor() as cur:
-                cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
-                with contextlib.suppress(self._pg.Error):
-                    # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
-                    cur.execute("SET hnsw.iterative_scan = relaxed_order")
-            self._register(self._conn)
+    def _open_pool(self) -> Any:
+        _, options = self._server()
+        options["application_name"] = f"pywrapai-graph:{self._table}"
+        if self._timeout_ms is not None:
+            options["options"] = f"-c statement_timeout={self._timeout_ms}"
+        try:  # psycopg2 keeps at most minconn idle connections: keep them all
+            return self._pool_mod.ThreadedConnectionPool(
+                self._pool_size, self._pool_size, self._dsn, **options
+            )
         except self._pg.Error as exc:
-            raise VectorStoreError(
-                f"cannot connect to PostgreSQL at {self._location()!r}: "
-                f"{self._redact(str(exc).strip())}"
-            ) from scrubbed(exc, self._secrets())
+            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+
+    def _unreachable(self, exc: BaseException) -> VectorStoreError:
+        if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
+            return VectorStoreError(
+                self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
+            )
+        return VectorStoreError(
+            f"invalid PostgreSQL connection string {self._location()!r}: "
+            f"{self._redact(str(exc).strip())}"
+        )
+
+    def _configure(self, conn: Any) -> None:
+        """Session settings, once per pooled connection."""
+        if conn in self._configured:
+            return
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+            with contextlib.suppress(self._pg.Error):
+                # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                cur.execute("SET hnsw.iterative_scan = relaxed_order")
+        with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
+            self._register(conn)
+        self._configured.add(conn)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection for one unit of work (waits while all are in use)."""
+        with self._slots:
+            try:
+                conn = self._pool.getconn()
+                self._configure(conn)
+            except self._pg.Error as exc:
+                raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+            broken = False
+            try:
+                yield conn
+            except (self._pg.OperationalError, self._pg.InterfaceError):
+                broken = True
+                raise
+            finally:
+                self._pool.putconn(conn, close=broken or bool(conn.closed))
 
     def _ident(self, suffix: str = "") -> Any:
         return self._sql.Identifier(self._table + suffix)
 
-    def _setup(self) -> None:
-        sql = self._sql
-        with self._conn.cursor() as cur:
-            cur.execute(
-                "SELECT atttypmod FROM pg_attribute "
-                "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
-                (self._sql.Identifier(self._table).as_string(self._conn),),
-            )
-            row = cur.fetchone()
-            if row is not None and row[0] != self._dim:
-                raise ConfigurationError(
-                    f"table {self._table!r} stores vectors of dimension {row[0]}, but "
-                    f"dimension={self._dim} was given; use another table or the matching model"
-                )
-            cur.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
-                    "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-                    "embedding vector({d}) NOT NULL)"
-                ).format(t=self._ident(), d=sql.Literal(self._dim))
-            )
-            cur.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-                ).format(i=self._ident("_hnsw"), t=self._ident())
-            )
-            cur.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
-                    i=self._ident("_doc"), t=self._ident()
-                )
-            )
-            cur.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
-                    i=self._ident("_meta"), t=self._ident()
-                )
-            )
-            cur.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {d} "
-                    "(doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-                ).format(d=self._ident("__docs"))
-            )
-            cur.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-                ).format(i=self._ident("__info"))
-            )
+    def _guarded(self, work: Callable[[], T], operation: str) -> T:
+        """``work()``, with a missing right reported as the right and how to grant it."""
+        try:
+            return work()
+        except self._pg.Error as exc:
+            if getattr(exc, "pgcode", None) == _NO_PRIVILEGE:
+                raise VectorStoreError(
+                    f"PostgreSQL refused {operation} on {self._table!r}: "
+                    f"{missing_right(exc, self._table, operation)}"
+                ) from scrubbed(exc, self._secrets())
+            raise VectorStoreError(
+                f"PostgreSQL error setting up table {self._table!r}: "
+                f"{self._redact(str(exc).strip())}"
+            ) from scrubbed(exc, self._secrets())
 
-    def _run(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(cursor)`` in a transaction; reconnect once if the connection dropped."""
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._connect()
-                    with self._conn.cursor() as cur:
-                        cur.execute("BEGIN")
-                        try:
-                            result = work(cur)
-                            cur.execute("COMMIT")
-                        except BaseException:
-                            if not self._conn.closed:
-                                cur.execute("ROLLBACK")
-                            raise
-                        return result
-                except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                    self._conn = None
-                    if attempt == 2:
-                        raise VectorStoreError(
-                            f"lost the PostgreSQL connection to {self._location()!r}: "
-                            f"{self._redact(str(exc).strip())}"
-                        ) from scrubbed(exc, self._secrets())
-                except self._pg.Error as exc:
-                    if getattr(exc, "pgcode", None) == _DISK_FULL:
-                        raise StorageFullError(
-                            f"the PostgreSQL server's disk is full (table {self._table!r}); "
-                            "the transaction was rolled back. Free space on the server and "
-                            "run it again.",
-                            path=self._location(),
-                        ) from scrubbed(exc, self._secrets())
-                    raise VectorStoreError(
-                        f"PostgreSQL error on table {self._table!r}: "
-                        f"{self._redact(str(exc).strip())}"
-                    ) from scrubbed(exc, self._secrets())
+    def _run(self, work: Callable[[Any], T], operation: str = "SELECT") -> T:
+        """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
+        is replaced once before an error is raised."""
+        for attempt in (1, 2):
+            try:
+                with self._connection() as conn, conn.cursor() as cur:
+                    cur.execute("BEGIN")
+                    try:
+                        result = work(cur)
+                        cur.execute("COMMIT")
+                    except BaseException:
+                        if not conn.closed:
+                            cur.execute("ROLLBACK")
+                        raise
+                    return result
+            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
+                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+            except self._pg.Error as exc:
+                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
+        code = getattr(exc, "pgcode", None)
+        if code == _DISK_FULL:
+            return StorageFullError(
+                f"the PostgreSQL server's disk is full (table {self._table!r}); "
+                "the transaction was rolled back. Free space on the server and run it again.",
+                path=self._location(),
+            )
+        if code == _NO_PRIVILEGE:
+            return VectorStoreError(
+                f"PostgreSQL refused {operation} on {self._table!r}: "
+                f"{missing_right(exc, self._table, operation)}"
+            )
+        if code == _CANCELED and self._timeout_ms is not None:
+            return VectorStoreError(
+                f"a statement on table {self._table!r} ran longer than statement_timeout "
+                f"({self._timeout_ms} ms) and was cancelled; raise store.statement_timeout_ms "
+                "or narrow the query"
+            )
+        if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
+            return VectorStoreError(
+                f"lost the PostgreSQL connection to {self._location()!r}: "
+                f"{self._redact(str(exc).strip())}"
+            )
+        return VectorStoreError(
+            f"PostgreSQL error on table {self._table!r}: {self._redact(str(exc).strip())}"
+        )
+
+    @classmethod
+    def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
+        """Create the extension, table, indexes and schema-version row; run once as the owner.
+
+        Idempotent: a second run changes nothing and returns False.
+
+        Raises:
+            ConfigurationError: another dimension, or a schema version newer than this release.
+            VectorStoreError: the server cannot be reached, or a right is missing (named).
+        """
+        store = cls.__new__(cls)
+        store._prepare(connection_string, table_name, dimension, 1, None)
+        try:
+            with store._connection() as conn:
+                return store._guarded(
+                    lambda: init_schema(conn, store._sql, table_name, dimension), "CREATE"
+                )
+        finally:
+            store._pool.closeall()
+
+    @property
+    def pool_size(self) -> int:
+        """The most server connections this store opens at once."""
+        return self._pool_size
 
     # ------------------------------------------------------------------ port
     @property
@@ -360,7 +439,8 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         are the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer.
         """
         with self._lock:
-            rebuild = self._bulk == 0 and self.count() == 0
+            # a DML-only role (create_schema=False) may not drop and rebuild the index
+            rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
             if rebuild:
                 drop = self._sql.SQL("DROP INDEX IF EXISTS {i}").format(i=self._ident("_hnsw"))
                 self._run(lambda cur: cur.execute(drop))
@@ -398,7 +478,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
         with self._lock, self._lexical.writing() as lexical:
-            self._run(work)
+            self._run(work, "INSERT")
             lexical.upsert(batch.chunks)
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
@@ -436,7 +516,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         with self._lock, self._lexical.writing() as lexical:
             lexical.remove_doc(manifest.doc_id)
             lexical.upsert(batch.chunks)
-            return self._run(work)
+            return self._run(work, "INSERT")
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
         cur.execute(
@@ -519,7 +599,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
         with self._lock, self._lexical.writing() as lexical:
             lexical.remove(wanted)
-            return self._run(work)
+            return self._run(work, "DELETE")
 
     def delete_by_doc(self, doc_id: str) -> int:
         statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
@@ -532,7 +612,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
         with self._lock, self._lexical.writing() as lexical:
             lexical.remove_doc(doc_id)
-            return self._run(work)
+            return self._run(work, "DELETE")
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
@@ -541,17 +621,16 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         )
         with self._lock, self._lexical.writing() as lexical:
             lexical.clear()
-            self._run(lambda cur: cur.execute(statement))
+            self._run(lambda cur: cur.execute(statement), "TRUNCATE")
 
     def __len__(self) -> int:
         return self.count()
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close every pooled connection."""
         with self._lock:
-            if self._conn is not None and not self._conn.closed:
-                self._conn.close()
-            self._conn = None
+            if not self._pool.closed:
+                self._pool.closeall()
 
     def __repr__(self) -> str:
         return (

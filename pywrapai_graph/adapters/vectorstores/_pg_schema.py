@@ -1,0 +1,190 @@
+"""The PostgreSQL schema of PGVectorStore: creation, version row, and rights-aware errors.
+
+``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
+indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``) and a row in
+``pywrapai_schema`` naming the table, its dimension and the schema version. An owner runs it
+once (``pywrapai-graph store init``); the service can then use a
+role with only ``SELECT, INSERT, UPDATE, DELETE`` (``store.create_schema: false``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+
+__all__ = [
+    "SCHEMA_TABLE",
+    "SCHEMA_VERSION",
+    "check_schema",
+    "init_schema",
+    "missing_right",
+]
+
+#: The layout this release reads and writes; a newer one in the database is refused.
+SCHEMA_VERSION = 1
+SCHEMA_TABLE = "pywrapai_schema"
+
+_GRANT_DML = "GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO <role>"
+_INIT_HINT = (
+    "or set store.create_schema: false (PGVectorStore(create_schema=False)) and run "
+    "`pywrapai-graph store init` once with an owner's DSN"
+)
+
+
+def missing_right(exc: Any, table: str, operation: str) -> str:
+    """What right the role lacks for ``operation`` on ``table``, and how to get it."""
+    text = str(getattr(exc, "pgerror", None) or exc)
+    if "extension" in text:
+        return (
+            "the role may not create the 'vector' extension: CREATE EXTENSION needs the "
+            f"database owner or a superuser ({_INIT_HINT})"
+        )
+    schema = re.search(r"permission denied for schema (\w+)", text)
+    if schema:
+        return (
+            f"the role lacks CREATE on schema {schema.group(1)} needed to create table "
+            f"{table!r}: GRANT CREATE ON SCHEMA {schema.group(1)} TO <role>, {_INIT_HINT}"
+        )
+    if SCHEMA_TABLE in text:
+        return f"the role cannot read {SCHEMA_TABLE}: GRANT SELECT ON {SCHEMA_TABLE} TO <role>"
+    if operation == "TRUNCATE":
+        return (
+            f"the role lacks TRUNCATE on table {table!r} (clear()): "
+            f"GRANT TRUNCATE ON {table} TO <role>"
+        )
+    if operation == "CREATE":
+        return f"the role may not create or alter table {table!r}: {_INIT_HINT}"
+    return f"the role lacks {operation} on table {table!r}: " + _GRANT_DML.format(table=table)
+
+
+def _ident(sql: Any, name: str) -> Any:
+    return sql.Identifier(name)
+
+
+def _schema_row(cur: Any, sql: Any, table: str) -> tuple[int, int] | None:
+    cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
+    if cur.fetchone()[0] is None:
+        return None
+    cur.execute(
+        sql.SQL("SELECT version, dimension FROM {s} WHERE table_name = %s").format(
+            s=_ident(sql, SCHEMA_TABLE)
+        ),
+        (table,),
+    )
+    row = cur.fetchone()
+    return (int(row[0]), int(row[1])) if row is not None else None
+
+
+def _check_version(row: tuple[int, int] | None, table: str) -> None:
+    if row is not None and row[0] > SCHEMA_VERSION:
+        raise ConfigurationError(
+            f"table {table!r} has schema version {row[0]}, newer than the version {SCHEMA_VERSION} "
+            "this pywrapai-graph knows; upgrade pywrapai-graph (nothing was changed)"
+        )
+
+
+def _table_dimension(cur: Any, sql: Any, table: str, conn: Any) -> int | None:
+    cur.execute(
+        "SELECT atttypmod FROM pg_attribute "
+        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+        (_ident(sql, table).as_string(conn),),
+    )
+    row = cur.fetchone()
+    return int(row[0]) if row is not None else None
+
+
+def _check_dimension(found: int | None, dimension: int, table: str) -> None:
+    if found is not None and found != dimension:
+        raise ConfigurationError(
+            f"table {table!r} stores vectors of dimension {found}, but dimension={dimension} "
+            "was given; use another table or the matching model"
+        )
+
+
+def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
+    """Read-only checks for a role without DDL rights: the table exists, fits, and is not
+    of a newer schema version.
+
+    Raises:
+        VectorStoreError: the table does not exist (run ``store init``).
+        ConfigurationError: another dimension, or a newer schema version.
+    """
+    with conn.cursor() as cur:
+        found = _table_dimension(cur, sql, table, conn)
+        if found is None:
+            raise VectorStoreError(
+                f"table {table!r} does not exist and create_schema is off: run "
+                "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
+                "the table, its indexes and the schema-version row)"
+            )
+        _check_dimension(found, dimension, table)
+        _check_version(_schema_row(cur, sql, table), table)
+
+
+def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
+    """Create the extension, table, indexes and schema-version row (idempotent).
+
+    Returns:
+        True when something was created, False when all of it already existed.
+
+    Raises:
+        ConfigurationError: another dimension, or a newer schema version (nothing changed).
+    """
+    with conn.cursor() as cur:
+        found = _table_dimension(cur, sql, table, conn)
+        _check_dimension(found, dimension, table)
+        row = _schema_row(cur, sql, table) if found is not None else None
+        _check_version(row, table)
+        if found is not None and row is not None:
+            return False
+        t = _ident(sql, table)
+        cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+                "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
+                "embedding vector({d}) NOT NULL)"
+            ).format(t=t, d=sql.Literal(dimension))
+        )
+        cur.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+            ).format(i=_ident(sql, table + "_hnsw"), t=t)
+        )
+        cur.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
+                i=_ident(sql, table + "_doc"), t=t
+            )
+        )
+        cur.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
+                i=_ident(sql, table + "_meta"), t=t
+            )
+        )
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
+            ).format(d=_ident(sql, table + "__docs"))
+        )
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            ).format(i=_ident(sql, table + "__info"))
+        )
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
+                "version INT NOT NULL, dimension INT NOT NULL, "
+                "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            ).format(s=_ident(sql, SCHEMA_TABLE))
+        )
+        cur.execute(
+            sql.SQL(
+                "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
+                "ON CONFLICT (table_name) DO NOTHING"
+            ).format(s=_ident(sql, SCHEMA_TABLE)),
+            (table, SCHEMA_VERSION, dimension),
+        )
+        return True
