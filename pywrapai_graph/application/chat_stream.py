@@ -19,11 +19,40 @@ _EARLY = (
 )
 
 
-def _whole(event: LLMResponse, text: list[str]) -> LLMResponse:
-    return dataclasses.replace(event, content=event.content or "".join(text))
+class _Received:
+    """What a stream has delivered so far: its text pieces, then its final response."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._response: LLMResponse | None = None
+
+    def _take(self, event: StreamEvent) -> str | None:
+        """Record ``event``; the text piece to hand out, or None for the final response."""
+        if isinstance(event, LLMResponse):
+            content = event.content or "".join(self._text)
+            self._response = dataclasses.replace(event, content=content)
+            return None
+        self._text.append(event)
+        return event
+
+    @property
+    def done(self) -> bool:
+        """True once the final response has arrived."""
+        return self._response is not None
+
+    @property
+    def response(self) -> LLMResponse:
+        """The whole response (text, usage, cost, context).
+
+        Raises:
+            StreamNotFinishedError: the stream has not been iterated to its end.
+        """
+        if self._response is None:
+            raise StreamNotFinishedError(_EARLY)
+        return self._response
 
 
-class ChatStream(Iterator[str]):
+class ChatStream(_Received, Iterator[str]):
     """The text of a streamed reply, piece by piece; afterwards, the whole response.
 
     ``for piece in graph.stream(...)`` works as with a plain iterator. Once the stream is
@@ -38,37 +67,18 @@ class ChatStream(Iterator[str]):
         self,
         source: Iterator[StreamEvent],
     ) -> None:
+        super().__init__()
         self._source = source
-        self._text: list[str] = []
-        self._response: LLMResponse | None = None
 
     def __iter__(self) -> ChatStream:
         return self
 
     def __next__(self) -> str:
         for event in self._source:
-            if isinstance(event, LLMResponse):
-                self._response = _whole(event, self._text)
-                continue
-            self._text.append(event)
-            return event
+            piece = self._take(event)
+            if piece is not None:
+                return piece
         raise StopIteration
-
-    @property
-    def done(self) -> bool:
-        """True once the final response has arrived."""
-        return self._response is not None
-
-    @property
-    def response(self) -> LLMResponse:
-        """The whole response (text, usage, cost, context).
-
-        Raises:
-            StreamNotFinishedError: the stream has not been iterated to its end.
-        """
-        if self._response is None:
-            raise StreamNotFinishedError(_EARLY)
-        return self._response
 
     def text(self) -> str:
         """Consume what is left and return the whole text."""
@@ -83,7 +93,7 @@ class ChatStream(Iterator[str]):
             close()
 
 
-class AsyncChatStream(AsyncIterator[str]):
+class AsyncChatStream(_Received, AsyncIterator[str]):
     """Async :class:`ChatStream`: ``async for piece in graph.astream(...)``, then ``.response``.
 
     Nothing runs until the first ``__anext__`` (``GraphLLM`` retrieves context then, off the
@@ -94,37 +104,18 @@ class AsyncChatStream(AsyncIterator[str]):
         self,
         source: AsyncIterator[StreamEvent],
     ) -> None:
+        super().__init__()
         self._source = source
-        self._text: list[str] = []
-        self._response: LLMResponse | None = None
 
     def __aiter__(self) -> AsyncChatStream:
         return self
 
     async def __anext__(self) -> str:
         async for event in self._source:
-            if isinstance(event, LLMResponse):
-                self._response = _whole(event, self._text)
-                continue
-            self._text.append(event)
-            return event
+            piece = self._take(event)
+            if piece is not None:
+                return piece
         raise StopAsyncIteration
-
-    @property
-    def done(self) -> bool:
-        """True once the final response has arrived."""
-        return self._response is not None
-
-    @property
-    def response(self) -> LLMResponse:
-        """The whole response (text, usage, cost, context).
-
-        Raises:
-            StreamNotFinishedError: the stream has not been iterated to its end.
-        """
-        if self._response is None:
-            raise StreamNotFinishedError(_EARLY)
-        return self._response
 
     async def text(self) -> str:
         """Consume what is left and return the whole text."""
