@@ -7,15 +7,12 @@ Run: .venv/bin/python -m benchmarks.sqlite_store
    measured in the same run (best of 3, warm page cache for both); steady-state search
    against the in-memory store.
 2. ``pywrapai-graph ask --show-messages`` on an 85k-chunk store (hashing embedder, no LLM)
-   against ``python -c "import numpy, sqlite3"``.
+   against ``python -c "import numpy, sqlite3"``: :mod:`benchmarks.ask_cli` (also runnable alone).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,10 +21,10 @@ import numpy as np
 
 from benchmarks._data import Matrix, unit_vectors
 from benchmarks._table import best_of, print_table
-from pywrapai_graph import Chunk, Embedder, SQLiteVectorStore
+from pywrapai_graph import Chunk, SQLiteVectorStore
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 
-N, DIM, ASK_N = 100_000, 384, 85_000
+N, DIM = 100_000, 384
 
 
 def fill(path: Path, m: Matrix, identity: EmbedderIdentity, per_doc: int = 100) -> None:
@@ -85,38 +82,9 @@ def opening() -> None:
     )
 
 
-def ask() -> None:
-    embedder = Embedder("hashing")
-    identity = EmbedderIdentity(embedder.provider, embedder.model, DIM)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ask.db"
-        fill(path, unit_vectors(ASK_N, DIM, seed=9), identity)
-        env = {
-            **os.environ,
-            "PYWRAPAI_STORE__BACKEND": "sqlite",
-            "PYWRAPAI_STORE__PATH": str(path),
-            "PYWRAPAI_EMBEDDER__PROVIDER": "hashing",
-        }
-        cli = [sys.executable, "-m", "pywrapai_graph.composition.cli"]
-        command = [*cli, "ask", "--show-messages", "How long do refunds take?"]
-        base = [sys.executable, "-c", "import numpy, sqlite3"]
-
-        def run(args: list[str]) -> None:
-            subprocess.run(args, cwd=tmp, env=env, check=True, capture_output=True)
-
-        t_base = best_of(lambda: run(base), repeat=3)
-        t_ask = best_of(lambda: run(command), repeat=3)
-    print_table(
-        f"2. ask --show-messages on a {ASK_N:,}-chunk SQLite store (ms)",
-        [
-            ('python -c "import numpy, sqlite3" (floor)', t_base, 1.0),
-            ("pywrapai-graph ask --show-messages", t_ask, t_ask / t_base),
-        ],
-        unit="ms",
-    )
-
-
 def main() -> None:
+    from benchmarks.ask_cli import ask  # it imports fill() from here
+
     start = time.perf_counter()
     opening()
     ask()

@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pywrapai_graph.adapters.sources.text_files import TextFiles
 from pywrapai_graph.composition.backends import init_pgvector_schema
-from pywrapai_graph.composition.container import Container, build_container
+from pywrapai_graph.composition.command_objects import CommandObjects
 from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
-from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE
+from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE, load_settings
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestStatus
 from pywrapai_graph.errors import (
     AuthenticationError,
@@ -160,8 +159,10 @@ class _Progress:
 
 
 def _ingest(
-    container: Container, paths: Sequence[str], follow: bool, out: TextIO, err: TextIO
+    container: CommandObjects, paths: Sequence[str], follow: bool, out: TextIO, err: TextIO
 ) -> int:
+    from pywrapai_graph.adapters.sources.text_files import TextFiles
+
     try:
         files = TextFiles(paths, follow_symlinks=follow)
     except FileNotFoundError as exc:
@@ -196,7 +197,7 @@ def _ingest(
     return EXIT_SKIPPED if files.skipped else 0
 
 
-def _ask(container: Container, question: str, show: bool, rag: bool, out: TextIO) -> int:
+def _ask(container: CommandObjects, question: str, show: bool, rag: bool, out: TextIO) -> int:
     graph = container.graph()
     llm = container.llm()
     messages, hits = graph.assemble(question, rag=rag)
@@ -228,7 +229,7 @@ def _ask(container: Container, question: str, show: bool, rag: bool, out: TextIO
     return 0
 
 
-def _clear(container: Container, yes: bool, out: TextIO) -> int:
+def _clear(container: CommandObjects, yes: bool, out: TextIO) -> int:
     if not yes:
         raise CLIError("store clear removes everything in the store: add --yes to confirm", 2)
     store = container.vector_store()
@@ -241,7 +242,7 @@ def _clear(container: Container, yes: bool, out: TextIO) -> int:
     return 0
 
 
-def _init(container: Container, out: TextIO) -> int:
+def _init(container: CommandObjects, out: TextIO) -> int:
     store = container.settings().store
     created = init_pgvector_schema(store)
     state = "created" if created else "already up to date (nothing changed)"
@@ -249,7 +250,7 @@ def _init(container: Container, out: TextIO) -> int:
     return 0
 
 
-def _stats(container: Container, out: TextIO) -> int:
+def _stats(container: CommandObjects, out: TextIO) -> int:
     settings = container.settings()
     store = container.vector_store()
     dimension = getattr(store, "dimension", None)
@@ -262,7 +263,7 @@ def _stats(container: Container, out: TextIO) -> int:
     return 0
 
 
-def _prompts(container: Container, out: TextIO) -> int:
+def _prompts(container: CommandObjects, out: TextIO) -> int:
     settings = container.settings()
     files = container.prompts().list_files()
     if not files:
@@ -299,7 +300,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config: list[str] = args.config or []
     if not config and Path(DEFAULT_CONFIG_FILE).is_file():
         config = [DEFAULT_CONFIG_FILE]
-    container = build_container(config)
+    # the container's factories without the container: dependency-injector's import alone
+    # costs more than an `ask` (see CommandObjects)
+    container = CommandObjects(load_settings(config))
     if args.command == "ingest":
         return _ingest(container, args.paths, args.follow_symlinks, out, err)
     if args.command == "ask":

@@ -12,172 +12,34 @@ backend's driver loads only when that backend is selected.
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dependency_injector import containers, providers
 
-from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.observability.telemetry import check_hooks
-from pywrapai_graph.application.run_agent import Agent
-from pywrapai_graph.application.scoped_retriever import ScopedRetriever
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry
-from pywrapai_graph.application.vector_retriever import VectorRetriever
-from pywrapai_graph.composition.backends import build_store
-from pywrapai_graph.composition.embedder import Embedder
-from pywrapai_graph.composition.graph_llm import GraphLLM
-from pywrapai_graph.composition.llm import LLM
-from pywrapai_graph.composition.no_provider import NoProviderChatModel
+from pywrapai_graph.composition.factories import (
+    make_agent,
+    make_chunker,
+    make_embedder,
+    make_graph,
+    make_llm,
+    make_prompts,
+    make_retriever,
+    make_scoped_graph,
+    make_scoped_retriever,
+    make_vector_store,
+)
 from pywrapai_graph.composition.settings import Settings, Source, load_settings
-from pywrapai_graph.domain.agent import AgentConfig
-from pywrapai_graph.errors import MissingExtraError
-from pywrapai_graph.ports import BaseVectorStore, PromptSource
+from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.hooks import Hooks
 
 T = TypeVar("T")
 
-HookSet = tuple[Hooks, ...]
-
 __all__ = ["Container", "LifecycleContainer", "build_container"]
-
-_log = logging.getLogger(__name__)
-
-
-def _secret(value: Any) -> str | None:
-    return None if value is None else str(value.get_secret_value())
-
-
-def _options(**values: Any) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-# ---------------------------------------------------------------------------- factories
-def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | None:
-    """The configured LLM, or None when no provider is configured."""
-    s = settings.llm
-    if s.provider is None:
-        return None
-    return LLM(
-        provider=s.provider,
-        model=s.model,
-        system_prompt=s.system_prompt,
-        tracker=ledger,
-        hooks=hooks,
-        generation=s.generation(),
-        **_options(
-            api_key=_secret(s.api_key),
-            base_url=s.base_url,
-            timeout=s.timeout,
-            max_retries=s.max_retries,
-        ),
-    )
-
-
-def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> Embedder:
-    """The configured embedder, booking into the container's one ledger.
-
-    ``local`` without its packages falls back to ``hashing`` with a warning, so the bundled
-    configuration still runs on an install without the ``[local]`` extra.
-    """
-    s = settings.embedder
-    if s.provider == "local":
-        try:
-            return Embedder(
-                provider="local",
-                model=s.model,
-                tracker=ledger,
-                hooks=hooks,
-                **_options(model_dir=s.model_dir, threads=s.threads),
-            )
-        except MissingExtraError as exc:
-            _log.warning("%s; falling back to the lexical 'hashing' embedder", exc)
-            return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
-    if s.provider == "hashing":
-        return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
-    return Embedder(
-        provider=s.provider,
-        model=s.model,
-        tracker=ledger,
-        hooks=hooks,
-        **_options(api_key=_secret(s.api_key), base_url=s.base_url),
-    )
-
-
-def make_vector_store(settings: Settings) -> BaseVectorStore:
-    """The store ``store.backend`` names, built by its row in the backend table."""
-    return build_store(settings.store)
-
-
-def make_retriever(
-    settings: Settings, embedder: Embedder, store: BaseVectorStore, hooks: HookSet
-) -> VectorRetriever:
-    s = settings.retriever
-    return VectorRetriever(
-        embedder,
-        store,
-        k=s.k,
-        min_score=s.min_score,
-        mode=s.mode,
-        k1=s.k1,
-        b=s.b,
-        fusion=s.fusion,
-        rrf_k=s.rrf_k,
-        weights=(s.dense_weight, s.lexical_weight),
-        candidates=s.candidates,
-        hooks=hooks,
-    )
-
-
-def make_prompts(settings: Settings) -> PromptSource:
-    from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
-
-    return PromptRegistry(settings.prompts.dir)
-
-
-def make_graph(
-    settings: Settings,
-    llm: LLM | None,
-    retriever: VectorRetriever,
-    prompts: PromptSource,
-    ledger: TokenTracker,
-    hooks: HookSet,
-) -> GraphLLM:
-    """The GraphLLM; with no LLM configured, ``assemble`` works and calls explain what to set."""
-    if llm is None:
-        llm = LLM(provider=NoProviderChatModel(), tracker=ledger, hooks=hooks)
-    return GraphLLM(
-        llm=llm,
-        enable_system_prompt_versioning=settings.prompts.file is not None,
-        prompt_file=settings.prompts.file,
-        retriever=retriever,
-        rag_k=settings.rag_k,
-        prompt_source=prompts,
-    )
-
-
-def make_scoped_retriever(retriever: VectorRetriever, scope: Mapping[str, Any]) -> ScopedRetriever:
-    """A per-request view of the retriever: reads filter by ``scope``, writes stamp it."""
-    return retriever.scoped(scope)
-
-
-def make_scoped_graph(
-    graph: GraphLLM, retriever: VectorRetriever, scope: Mapping[str, Any]
-) -> GraphLLM:
-    """A per-request copy of the graph whose RAG reads only ``scope`` (shares LLM and cache)."""
-    return graph.with_retriever(retriever.scoped(scope))
-
-
-def make_agent(
-    settings: Settings, graph: GraphLLM, registry: ToolRegistry, hooks: HookSet
-) -> Agent:
-    s = settings.agent
-    config = AgentConfig(
-        max_turns=s.max_turns, tool_error_policy=s.tool_error_policy, max_cost_usd=s.max_cost_usd
-    )
-    return Agent(graph=graph, registry=registry, config=config, hooks=hooks)
 
 
 # ---------------------------------------------------------------------------- lifecycle
@@ -273,9 +135,7 @@ class Container(containers.DeclarativeContainer):
     vector_store: providers.Singleton[BaseVectorStore] = providers.Singleton(
         _tracked, _built, make_vector_store, settings
     )
-    chunker = providers.Singleton(
-        providers.Callable(lambda s: Chunker(s.chunker.chunk_size, s.chunker.overlap), settings)
-    )
+    chunker = providers.Singleton(make_chunker, settings)
     retriever = providers.Singleton(make_retriever, settings, embedder, vector_store, hooks)
     prompts = providers.Singleton(make_prompts, settings)
     graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger, hooks)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from pywrapai_graph.adapters.sources.beir import load_beir
-from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
-from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation, evaluate_retrieval
-from pywrapai_graph.composition.container import Container, make_retriever
-from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.composition.factories import make_retriever
+
+if TYPE_CHECKING:
+    from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation
+    from pywrapai_graph.composition.command_objects import CommandObjects
+    from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["add_eval_parser", "run_eval"]
 
@@ -81,8 +82,13 @@ def _report(result: RetrievalEvaluation, name: str, queries: int, embedder: str)
     )
 
 
-def run_eval(container: Container, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run_eval(container: CommandObjects, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``eval``; returns the exit code."""
+    # imported here: the other commands never load the BEIR reader or the evaluation
+    from pywrapai_graph.adapters.sources.beir import load_beir
+    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+    from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
+
     collection = load_beir(args.folder)
     settings = container.settings()
     if args.mode is not None:

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -242,6 +241,8 @@ _TEST_VARIABLES = "PYWRAPAI_TEST_"  # the test suite's server URLs
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # here: a run configured by the environment alone never loads the parser
+
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_CONFIG_BYTES + 1)

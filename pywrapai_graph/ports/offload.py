@@ -9,7 +9,6 @@ library's own default for I/O-bound pools). It is created on first use, never at
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import os
@@ -54,6 +53,8 @@ async def offload(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T
 
     The caller's context variables travel with the call (as with ``asyncio.to_thread``).
     """
+    import asyncio  # here, not at import: sync programs (the CLI) never load asyncio
+
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     return await loop.run_in_executor(_executor(), call)

@@ -37,7 +37,6 @@ __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _DELETE_BATCH = 500
-_LOAD_BATCH = 4096
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -193,20 +192,20 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
         matrix = np.empty((count, dim), dtype=np.float32)
         flat = matrix.data.cast("B")
         step = 4 * dim
+        end = count * step
         ids: list[str] = []
-        cursor = self._conn.execute(f'SELECT id, embedding FROM "{self._table}"')
-        done = 0
-        while rows := cursor.fetchmany(_LOAD_BATCH):
-            blob = b"".join([r[1] for r in rows])
-            if len(blob) != step * len(rows) or done + len(rows) > count:
-                bad = next((r for r in rows if len(r[1]) != step), rows[0])
+        at = 0
+        # Row by row straight into the matrix: measured faster than fetchmany batches joined
+        # and copied (no intermediate buffer, no batch lists) — this loop is most of an open.
+        for chunk_id, blob in self._conn.execute(f'SELECT id, embedding FROM "{self._table}"'):
+            if len(blob) != step or at == end:
                 raise VectorStoreError(
                     f"table {self._table!r} holds vectors of different dimensions: "
-                    f"{bad[0]!r} has {len(bad[1]) // 4}, the first row {dim}"
+                    f"{chunk_id!r} has {len(blob) // 4}, the first row {dim}"
                 )
-            flat[done * step : (done + len(rows)) * step] = blob
-            ids.extend([r[0] for r in rows])
-            done += len(rows)
+            flat[at : at + step] = blob
+            ids.append(chunk_id)
+            at += step
         index.load(ids, matrix)
         return index
 

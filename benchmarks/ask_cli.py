@@ -1,0 +1,96 @@
+"""``pywrapai-graph ask --show-messages`` on an 85k-chunk SQLite store, against its floors.
+
+Run: .venv/bin/python -m benchmarks.ask_cli
+
+Every row is a fresh interpreter run as a user runs the command (subprocess, wall clock,
+median of the runs, all rows interleaved in one loop so machine load hits them alike):
+
+- ``python -c "import numpy, sqlite3"``: the floor of any process that searches vectors;
+- the same plus reading every stored vector into one matrix (``SELECT embedding``): the
+  floor of an exact search that starts cold;
+- importing the command line module (what every command pays before it reads anything);
+- ``pywrapai-graph ask --show-messages QUESTION`` (hashing embedder, no LLM configured).
+
+The package's bytecode is compiled first, as ``pip install`` does: a run with
+``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` would compile every module each time.
+"""
+
+from __future__ import annotations
+
+import compileall
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pywrapai_graph
+from benchmarks._data import unit_vectors
+from benchmarks._table import print_table
+from benchmarks.sqlite_store import fill
+from pywrapai_graph import Embedder
+from pywrapai_graph.domain.manifest import EmbedderIdentity
+
+ASK_N, DIM, RUNS = 85_000, 384, 9
+QUESTION = "How long do refunds take?"
+
+
+def median_runs(commands: dict[str, list[str]], cwd: str, env: dict[str, str]) -> dict[str, float]:
+    """The median wall time of each command over ``RUNS`` interleaved rounds."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(RUNS):
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def ask() -> None:
+    compileall.compile_dir(os.path.dirname(pywrapai_graph.__file__), quiet=1)
+    embedder = Embedder("hashing")
+    identity = EmbedderIdentity(embedder.provider, embedder.model, DIM)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ask.db"
+        fill(path, unit_vectors(ASK_N, DIM, seed=9), identity)
+        env = {
+            **os.environ,
+            "PYWRAPAI_STORE__BACKEND": "sqlite",
+            "PYWRAPAI_STORE__PATH": str(path),
+            "PYWRAPAI_EMBEDDER__PROVIDER": "hashing",
+        }
+        read = (
+            "import numpy, sqlite3\n"
+            f"c = sqlite3.connect({str(path)!r})\n"
+            "b = b''.join(r[0] for r in c.execute('SELECT embedding FROM vector_chunks'))\n"
+            f"numpy.frombuffer(b, numpy.float32).reshape(-1, {DIM})\n"
+        )
+        cli = [sys.executable, "-m", "pywrapai_graph.composition.cli"]
+        t = median_runs(
+            {
+                "floor": [sys.executable, "-c", "import numpy, sqlite3"],
+                "read": [sys.executable, "-c", read],
+                "import": [sys.executable, "-c", "import pywrapai_graph.composition.cli"],
+                "ask": [*cli, "ask", "--show-messages", QUESTION],
+            },
+            tmp,
+            env,
+        )
+    base = t["floor"]
+    print_table(
+        f"ask --show-messages on a {ASK_N:,}-chunk SQLite store (ms, median of {RUNS})",
+        [
+            ('python -c "import numpy, sqlite3" (floor)', base, 1.0),
+            ("floor + SELECT embedding into one matrix", t["read"], t["read"] / base),
+            ("import pywrapai_graph.composition.cli", t["import"], t["import"] / base),
+            ("pywrapai-graph ask --show-messages", t["ask"], t["ask"] / base),
+        ],
+        unit="ms",
+    )
+    print(f"target: ask under 500 ms -> {'met' if t['ask'] < 0.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    ask()

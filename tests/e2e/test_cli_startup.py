@@ -1,0 +1,134 @@
+"""What `pywrapai-graph ask` loads and builds: only what the command uses, wired as the container.
+
+The command line builds its objects with the container's factories through
+:class:`CommandObjects` instead of a dependency-injector container (whose import, with the
+web framework it probes for, cost more than an `ask` on an 85k-chunk store). These tests keep
+that structure: no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pywrapai_graph import SQLiteVectorStore
+from pywrapai_graph.composition.cli import main
+from pywrapai_graph.composition.command_objects import CommandObjects
+from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.composition.settings import load_settings
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.testing.contracts.vector_store import make_chunks
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "How long do refunds take?"
+#: modules `ask` on a SQLite store with the hashing embedder has no use for
+NOT_LOADED = [
+    "dependency_injector",
+    "fastapi",
+    "chromadb",
+    "qdrant_client",
+    "psycopg2",
+    "faiss",
+    "pywrapai_graph.application.run_agent",
+    "pywrapai_graph.adapters.sources.beir",
+]
+_PROBE = (
+    "import json, sys\n"
+    "from pywrapai_graph.composition.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(json.dumps([code, sorted(sys.modules)]))\n"
+)
+
+
+@pytest.fixture
+def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with one ingested Markdown file in a SQLite store, configured by a YAML file."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.upper().startswith("PYWRAPAI_") and not name.upper().startswith("PYWRAPAI_TEST_"):
+            monkeypatch.delenv(name)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "refunds.md").write_text(
+        "# Refunds\n\nRefunds are issued within 5 business days after we receive the parcel.\n"
+    )
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/store.db\n")
+    assert main(["ingest", "docs"]) == 0
+    return tmp_path
+
+
+def _probe(cwd: Path, env: dict[str, str], *argv: str) -> tuple[int, list[str], str]:
+    """Run the CLI in a fresh interpreter: exit code, every module it imported, its output."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *shown, last = done.stdout.rstrip("\n").split("\n")
+    code, modules = json.loads(last)
+    return code, modules, "\n".join(shown)
+
+
+def test_ask_imports_no_container_no_other_backend_and_no_yaml_without_a_file(kb: Path) -> None:
+    (kb / "pywrapai.yaml").unlink()
+    env = {
+        **os.environ,
+        "PYWRAPAI_STORE__BACKEND": "sqlite",
+        "PYWRAPAI_STORE__PATH": str(kb / "kb" / "store.db"),
+        "PYWRAPAI_EMBEDDER__PROVIDER": "hashing",
+    }
+    code, modules, out = _probe(kb, env, "ask", "--show-messages", QUESTION)
+    assert code == 0
+    assert "Refunds are issued within 5 business days" in out
+    assert [m for m in [*NOT_LOADED, "yaml"] if m in modules] == []
+
+
+def test_every_command_runs_without_dependency_injector(kb: Path) -> None:
+    for argv in (["ask", QUESTION], ["store", "stats"], ["ingest", "docs"]):
+        code, modules, _ = _probe(kb, dict(os.environ), *argv)
+        assert code == 0, argv
+        assert "dependency_injector" not in modules, argv
+        assert "yaml" in modules  # the configuration file was read
+
+
+def test_command_objects_show_the_same_messages_as_the_container(kb: Path) -> None:
+    settings = load_settings(["pywrapai.yaml"])
+    objects = CommandObjects(settings)
+    container = build_container(settings)
+    ours = objects.graph().assemble(QUESTION)
+    theirs = container.graph().assemble(QUESTION)
+    assert ours == theirs
+    assert ours[1]  # context was retrieved
+    objects.vector_store().close()
+    container.shutdown()
+
+
+def test_command_objects_build_each_object_once_and_share_them(kb: Path) -> None:
+    objects = CommandObjects(load_settings(["pywrapai.yaml"]))
+    graph = objects.graph()
+    assert objects.graph() is graph
+    assert objects.retriever().store is objects.vector_store()
+    assert objects.retriever().embedder is objects.embedder()
+    assert objects.embedder().tokens is objects.ledger()
+    assert objects.llm() is None  # no provider configured
+    assert objects.hooks() == ()
+    assert objects.settings().store.backend == "sqlite"
+    objects.vector_store().close()
+
+
+def test_a_row_of_another_dimension_fails_the_open_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SQLiteVectorStore(path) as store:
+        store.add(make_chunks(5, 8))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE vector_chunks SET embedding = zeroblob(16) WHERE id = 'c3'")
+    with pytest.raises(VectorStoreError, match="different dimensions: 'c3' has 4, the first row 8"):
+        SQLiteVectorStore(path)
