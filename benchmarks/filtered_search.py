@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python -m benchmarks.filtered_search
 
-For the in-memory and SQLite stores: an unfiltered search (the anchor), a selective filter
+For the in-memory, SQLite and FAISS stores: an unfiltered search (the anchor), a selective filter
 (1% of the chunks), a broad one (50%), and the old way of filtering — a Python loop testing
 every chunk's metadata (``matches_filter``) before the matrix product — all in one run.
 The first filtered search of a key builds its column (timed apart); later ones reuse it.
@@ -18,14 +18,15 @@ import numpy as np
 
 from benchmarks._data import unit_vectors
 from benchmarks._table import best_of, print_table
-from pywrapai_graph import Chunk, InMemoryVectorStore, SQLiteVectorStore
+from pywrapai_graph import Chunk, FAISSVectorStore, InMemoryVectorStore, SQLiteVectorStore
 from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.ports import BaseVectorStore
 
 N, DIM = 100_000, 384
 
 
-def fill(store: InMemoryVectorStore | SQLiteVectorStore, m: np.ndarray) -> list[dict[str, object]]:
+def fill(store: BaseVectorStore, m: np.ndarray) -> list[dict[str, object]]:
     identity = EmbedderIdentity("bench", "m", DIM)
     metas: list[dict[str, object]] = []
     for d in range(N // 100):
@@ -40,7 +41,7 @@ def fill(store: InMemoryVectorStore | SQLiteVectorStore, m: np.ndarray) -> list[
     return metas
 
 
-def run(name: str, store: InMemoryVectorStore | SQLiteVectorStore, m: np.ndarray) -> None:
+def run(name: str, store: BaseVectorStore, m: np.ndarray) -> None:
     metas = fill(store, m)
     q = unit_vectors(1, DIM, seed=3)[0]
     ql = q.tolist()
@@ -78,6 +79,9 @@ def main() -> None:
         store = SQLiteVectorStore(Path(tmp) / "f.db")
         run("SQLiteVectorStore", store, m)
         store.close()
+        faiss_store = FAISSVectorStore(Path(tmp) / "f.faiss", Path(tmp) / "f.meta")
+        run("FAISSVectorStore", faiss_store, m)
+        faiss_store.close()
 
 
 if __name__ == "__main__":

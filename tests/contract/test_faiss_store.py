@@ -7,9 +7,10 @@ import pickle
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from pywrapai_graph import FAISSVectorStore
+from pywrapai_graph import Chunk, FAISSVectorStore
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
@@ -81,29 +82,42 @@ def test_no_temp_files_left_behind(tmp_path: Path) -> None:
     for i in range(3):
         store.add(make_chunks(5, 8, seed=i, prefix=f"b{i}-"))
     store.delete(["b0-1"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.faiss.lock", "a.meta"]
+    names = ["a.faiss", "a.faiss.lock", "a.faiss.log", "a.meta"]  # base, lock, segment log, meta
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
     assert len(store) == 14
+    store.compact()
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    assert (tmp_path / "a.faiss.log").stat().st_size == 0
+    store.close()
 
 
+@pytest.mark.parametrize("write", ["append", "compact"])
 def test_failed_write_leaves_files_and_memory_as_they_were(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
 ) -> None:
     store = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta", dimension=8)
     store.add(make_chunks(4, 8))
     import faiss
 
-    def broken_write(index: object, path: str) -> None:
+    def broken_write(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(faiss, "write_index", broken_write)
+    if write == "compact":  # the whole index is written
+        monkeypatch.setattr(faiss, "write_index", broken_write)
+        monkeypatch.setattr(FAISSVectorStore, "_should_compact", lambda *a: True)
+    else:  # a segment is appended to the log
+        monkeypatch.setattr(os, "fsync", broken_write)
     with pytest.raises(VectorStoreError, match="disk full"):
         store.add(make_chunks(3, 8, seed=2, prefix="new"))
     monkeypatch.undo()
     assert len(store) == 4
     assert store.dimension == 8
+    assert (tmp_path / "a.faiss.log").stat().st_size == 0 if write == "append" else True
     store.close()
     reopened = FAISSVectorStore(tmp_path / "a.faiss", tmp_path / "a.meta")
     assert len(reopened) == 4
+    reopened.add(make_chunks(3, 8, seed=2, prefix="new"))  # and it writes again
+    assert len(reopened) == 7
     reopened.close()
 
 
@@ -118,15 +132,17 @@ def test_a_commit_whose_rename_was_cut_short_is_finished_on_open(
     def crash(src: object, dst: object) -> None:
         raise KeyboardInterrupt  # the process dies right after the metadata committed
 
+    store.add(make_chunks(3, 8, seed=2, prefix="new"))  # a segment in the log
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
-        store.add(make_chunks(3, 8, seed=2, prefix="new"))
+        store.compact()  # writes the whole index: pending, commit, rename
     monkeypatch.undo()
     store.close()
     assert (tmp_path / "a.faiss.pending").exists()
     reopened = FAISSVectorStore(index, meta)
     assert len(reopened) == 7  # the committed write, rolled forward
     assert not (tmp_path / "a.faiss.pending").exists()
+    assert (tmp_path / "a.faiss.log").stat().st_size == 0  # its segment is in the base now
     reopened.close()
 
 
@@ -172,3 +188,192 @@ def test_another_process_write_is_seen_by_an_open_store(tmp_path: Path) -> None:
     assert len(writer) == 7
     reader.close()
     writer.close()
+
+
+def test_an_append_cut_short_before_its_commit_is_cut_off_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog
+
+    index, meta, log = tmp_path / "a.faiss", tmp_path / "a.meta", tmp_path / "a.faiss.log"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(4, 8))
+    store.add(make_chunks(2, 8, seed=1, prefix="x"))
+    committed = log.stat().st_size
+    real_append = SegmentLog.append
+
+    def append_then_die(self: SegmentLog, offset: int, data: bytes) -> object:
+        real_append(self, offset, data)
+        raise KeyboardInterrupt  # the process dies after the append, before the commit
+
+    monkeypatch.setattr(SegmentLog, "append", append_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        store.add(make_chunks(3, 8, seed=2, prefix="new"))
+    monkeypatch.undo()
+    store.close()
+    with log.open("ab") as f:  # and a torn write beyond it
+        f.write(b"\x00" * 100)
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == 6
+    assert log.stat().st_size == committed
+    reopened.add(make_chunks(3, 8, seed=2, prefix="new"))
+    reopened.close()
+    again = FAISSVectorStore(index, meta)
+    assert len(again) == 9
+    again.close()
+
+
+def test_a_tampered_or_truncated_segment_is_refused(tmp_path: Path) -> None:
+    index, meta, log = tmp_path / "a.faiss", tmp_path / "a.meta", tmp_path / "a.faiss.log"
+    store = FAISSVectorStore(index, meta)
+    store.add(make_chunks(4, 8))
+    store.add(make_chunks(2, 8, seed=1, prefix="x"))
+    store.close()
+    original = log.read_bytes()
+    data = bytearray(original)
+    data[-3] ^= 0x40  # one vector value changed
+    log.write_bytes(bytes(data))
+    with pytest.raises(VectorStoreError, match="disagree"):
+        FAISSVectorStore(index, meta)
+    log.write_bytes(original[:-10])
+    with pytest.raises(VectorStoreError, match="shorter"):
+        FAISSVectorStore(index, meta)
+    log.unlink()
+    with pytest.raises(VectorStoreError, match="missing"):
+        FAISSVectorStore(index, meta)
+    log.write_bytes(original)
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == 6
+    reopened.close()
+
+
+def _file_state(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+@pytest.mark.parametrize("existing", [200, 5_000])
+def test_adding_one_chunk_appends_a_few_bytes_and_leaves_the_base_alone(
+    tmp_path: Path, existing: int
+) -> None:
+    index, meta, log = tmp_path / "a.faiss", tmp_path / "a.meta", tmp_path / "a.faiss.log"
+    dim = 64
+    store = FAISSVectorStore(index, meta)
+    for start in range(0, existing, 1000):
+        store.add(make_chunks(min(1000, existing - start), dim, seed=start, prefix=f"b{start}-"))
+    base, log_size = _file_state(index), log.stat().st_size if log.exists() else 0
+    for i in range(3):
+        store.add(make_chunks(1, dim, seed=10_000 + i, prefix=f"one{i}-"))
+        grown = log.stat().st_size - log_size
+        assert grown <= 64 + 12 * dim  # header + label + vector: O(1), whatever the store holds
+        log_size += grown
+        assert _file_state(index) == base  # the base was not rewritten (same inode, mtime)
+    store.delete(["one0-0"])  # deletes write nothing to the index files
+    store.delete([f"b0-{i}" for i in range(100)])
+    assert log.stat().st_size == log_size and _file_state(index) == base
+    left = existing + 3 - 1 - 100
+    assert len(store) == left
+    store.close()
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == left
+    reopened.compact()
+    assert log.stat().st_size == 0
+    # the deleted rows are gone from disk too
+    assert index.stat().st_size <= base[2] + log_size - 101 * 4 * dim
+    assert len(reopened) == left
+    reopened.close()
+
+
+def test_compaction_happens_on_its_own_when_the_log_outgrows_the_base(tmp_path: Path) -> None:
+    index, meta, log = tmp_path / "a.faiss", tmp_path / "a.meta", tmp_path / "a.faiss.log"
+    store = FAISSVectorStore(index, meta, compact_bytes=0)
+    store.add(make_chunks(10, 8))  # the first write makes the base
+    sizes = []
+    for i in range(12):
+        store.add(make_chunks(3, 8, seed=i + 1, prefix=f"x{i}-"))
+        sizes.append(log.stat().st_size)
+        assert log.stat().st_size <= index.stat().st_size + 200
+    assert 0 in sizes  # folded into the base at least once
+    assert sizes[-1] > 0 or len(set(sizes)) > 1
+    store.close()
+    reopened = FAISSVectorStore(index, meta)
+    assert len(reopened) == 10 + 36
+    reopened.close()
+
+
+def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter
+    from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    identity = EmbedderIdentity("t", "m", 8)
+    rng = np.random.default_rng(3)
+    values: list[object] = [1, True, 1.0, None, "x", ["a", 1], 0, False]
+    kept: dict[str, tuple[str, dict[str, object], np.ndarray]] = {}
+
+    def write_doc(store: FAISSVectorStore, doc: str, n: int, version: int) -> None:
+        chunks = []
+        for i in range(n):
+            metadata = {"v": values[int(rng.integers(len(values)))], "doc": doc}
+            if i % 3 == 0:
+                metadata["extra"] = version
+            chunks.append(Chunk(f"{doc} {i}", doc, metadata, f"{doc}-{version}-{i}"))
+        vectors = rng.standard_normal((n, 8)).astype(np.float32)
+        manifest = DocumentManifest(doc, f"h{version}", n, identity)
+        store.replace_document_vectors(manifest, chunks, vectors.data)
+        for key in [k for k, c in kept.items() if c[0] == doc]:
+            del kept[key]
+        for c, v in zip(chunks, vectors, strict=True):
+            kept[c.id] = (doc, dict(c.metadata), v / np.linalg.norm(v))
+
+    def brute_force(q: np.ndarray, flt: dict[str, object], k: int) -> list[str]:
+        q = q / np.linalg.norm(q)
+        scored = [(float(v @ q), cid) for cid, (_, m, v) in kept.items() if matches_filter(m, flt)]
+        return [cid for _, cid in sorted(scored, reverse=True)[:k]]
+
+    def check(store: FAISSVectorStore) -> None:
+        assert len(store) == len(kept)
+        filters: list[dict[str, object]] = [
+            {"v": 1},
+            {"v": True},
+            {"v": 1.0},
+            {"v": None},
+            {"v": ["a", 1]},
+            {"v": 0, "extra": 1},
+            {"doc": "d1"},
+            {"missing": 1},
+            {"extra": 2},
+        ]
+        for flt in filters:
+            q = rng.standard_normal(8).astype(np.float32)
+            for k in (1, 5, 1000):
+                got = store.search(q.tolist(), k=k, filter=flt)
+                assert [h.chunk.id for h in got] == brute_force(q, flt, k), (flt, k)
+            assert store.count(flt) == len(brute_force(q, flt, 10**6))
+
+    store = FAISSVectorStore(index, meta)
+    for d in range(6):
+        write_doc(store, f"d{d}", 20 + d, 1)
+    check(store)
+    write_doc(store, "d1", 7, 2)  # replaced: new rows in the log, old ones deleted
+    write_doc(store, "d6", 9, 1)
+    store.delete([k for k in kept if k.endswith("-3")][:4])
+    for key in [k for k in kept if k.endswith("-3")][:4]:
+        del kept[key]
+    store.delete_by_doc("d4")
+    for key in [k for k, c in kept.items() if c[0] == "d4"]:
+        del kept[key]
+    check(store)
+    store.close()
+    store = FAISSVectorStore(index, meta)
+    check(store)  # the files, read back: deleted rows dropped, columns rebuilt
+    write_doc(store, "d2", 5, 3)
+    check(store)
+    store.compact()
+    check(store)
+    store.close()
+    store = FAISSVectorStore(index, meta)
+    check(store)
+    store.clear()
+    assert len(store) == 0 and store.search([1.0] * 8, k=3, filter={"v": 1}) == []
+    store.close()

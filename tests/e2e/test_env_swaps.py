@@ -66,7 +66,11 @@ def swap_and_use(
     ("backend", "location", "files"),
     [
         ("sqlite", ".pywrapai/store.db", {"store.db"}),
-        ("faiss", ".pywrapai/store.faiss", {"store.db", "store.faiss", "store.meta.db"}),
+        (
+            "faiss",
+            ".pywrapai/store.faiss",
+            {"store.db", "store.faiss", "store.faiss.log", "store.meta.db"},
+        ),
         ("qdrant", ".pywrapai/qdrant", {"store.db", "qdrant"}),
         ("chroma", ".pywrapai/chroma", {"store.db", "chroma"}),
     ],

@@ -168,14 +168,18 @@ def kill_runs(
     assert full.returncode == 0, full.stderr.decode()
     duration = time.monotonic() - began
     report = KillReport()
-    for _ in range(2 * kills):
+    for _ in range(3 * kills):
         if report.kills == kills:
             break
         restore_a()
         proc = start_ingest(config, docs_b)
-        time.sleep(rng.uniform(0.05, duration))
+        delay = rng.uniform(0.05, duration)
+        time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        report.kills += proc.returncode == -signal.SIGKILL  # not if it had finished already
+        killed = proc.returncode == -signal.SIGKILL  # not if it had finished already
+        report.kills += killed
+        if not killed:  # this run was quicker than the first: aim within its length
+            duration = max(delay, 0.1)
         check_after_kill(config, clean_a, clean_b, report)
     return report

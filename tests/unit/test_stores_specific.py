@@ -237,11 +237,20 @@ def test_a_user_store_without_a_bulk_path_still_gets_lists() -> None:
     assert len(Plain.seen) == 1 and isinstance(Plain.seen[0], list) and len(Plain.seen[0]) == 16
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def _filter_store(kind: str, tmp_path: Path) -> BaseVectorStore:
+    if kind == "memory":
+        return InMemoryVectorStore()
+    if kind == "sqlite":
+        return SQLiteVectorStore(tmp_path / "f.db")
+    pytest.importorskip("faiss")
+    from pywrapai_graph import FAISSVectorStore
+
+    return FAISSVectorStore(tmp_path / "f.faiss", tmp_path / "f.meta")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "faiss"])
 def test_filtered_search_uses_columns_kept_in_step_with_writes(kind: str, tmp_path: Path) -> None:
-    store: InMemoryVectorStore | SQLiteVectorStore = (
-        InMemoryVectorStore() if kind == "memory" else SQLiteVectorStore(tmp_path / "f.db")
-    )
+    store = _filter_store(kind, tmp_path)
     rng = np.random.default_rng(5)
     colours = ["red", "green", "blue", 1, True, 1.0, None, ["a"], {"x": 1}]
 

@@ -28,7 +28,7 @@ from pywrapai_graph.adapters.vectorstores._metadata_columns import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidStateError
 
-__all__ = ["ExactIndex", "Hits"]
+__all__ = ["ExactIndex", "Hits", "masked_top"]
 
 Rows = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.float32]
@@ -246,16 +246,7 @@ class ExactIndex:
             return _NO_HITS
         if not filter:
             return _top(self._matrix[:n] @ query, k)
-        mask = self._columns.mask(filter, n, self.capacity)
-        count = int(np.count_nonzero(mask))
-        if count == 0:
-            return _NO_HITS
-        if 4 * count > n:  # a broad filter: scoring every row beats gathering the matches
-            masked = np.where(mask, self._matrix[:n] @ query, np.float32(-np.inf))
-            return _top(masked.astype(np.float32, copy=False), min(k, count))
-        candidates = np.flatnonzero(mask)
-        rows, scores = _top(self._matrix[candidates] @ query, k)
-        return candidates[rows], scores
+        return masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
 
     def search(
         self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None
@@ -294,6 +285,23 @@ class ExactIndex:
 
 
 _NO_HITS: Hits = (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32))
+
+
+def masked_top(matrix: Matrix, query: Matrix, mask: npt.NDArray[np.bool_], k: int) -> Hits:
+    """The top ``k`` rows of ``matrix`` among those ``mask`` selects, best first.
+
+    A selective mask scores only the matching rows; a broad one (over a quarter of the rows)
+    scores every row and masks the rest, which beats gathering the matches.
+    """
+    count = int(np.count_nonzero(mask))
+    if count == 0:
+        return _NO_HITS
+    if 4 * count > matrix.shape[0]:
+        masked = np.where(mask, matrix @ query, np.float32(-np.inf))
+        return _top(masked.astype(np.float32, copy=False), min(k, count))
+    candidates = np.flatnonzero(mask)
+    rows, scores = _top(matrix[candidates] @ query, k)
+    return candidates[rows], scores
 
 
 def _record(chunk: Chunk) -> Record:

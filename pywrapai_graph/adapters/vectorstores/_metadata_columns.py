@@ -83,6 +83,17 @@ class MetadataColumns:
         for column in self._columns.values():
             column[target] = column[source]
 
+    def delete(self, rows: npt.NDArray[np.intp], count: int) -> None:
+        """Drop ``rows`` of the first ``count`` rows; the rows after them move up, in order."""
+        if not len(rows):
+            return
+        keep: Mask = np.ones(count, dtype=bool)
+        keep[rows] = False
+        kept = int(np.count_nonzero(keep))
+        for column in self._columns.values():
+            column[:kept] = column[:count][keep]
+            column[kept:count] = None
+
     def mask(self, filter: Mapping[str, Any], rows: int, capacity: int) -> Mask:
         """Rows whose metadata has every key of ``filter`` with an equal value."""
         mask: Mask = np.ones(rows, dtype=bool)

@@ -4,13 +4,23 @@ Security override of the reference: chunk metadata is never pickled. ``meta_path
 SQLite database (whatever its file name); a file in any other format is refused without
 being executed.
 
-Every write is one metadata transaction plus one index file, under a cross-process file lock
-(``<index>.lock``): the new index is written to ``<index>.pending`` and synced, the metadata
-commits naming its checksum, then the pending file is renamed over the index. A crash at any
-instant leaves the last committed state recoverable: on open, a pending file whose checksum
-the metadata names is renamed into place (the commit happened), any other is removed (it
-did not). A second process writing the same store waits for the lock, then gets
-:class:`StoreBusyError`; a process that finds the files changed by another reloads them.
+Files: the base index ``<index>`` (a FAISS file), the segment log ``<index>.log`` and the
+metadata. Every write is one metadata transaction under a cross-process file lock
+(``<index>.lock``). A write that adds rows appends one segment (its rows' labels and
+vectors) to the log, synced, and the metadata commits the segment's offset, length and
+SHA-256; deletes only change the metadata (the rows it no longer lists are dropped when the
+files are read). So a small write costs what it adds, not the size of the store.
+:meth:`FAISSVectorStore.compact` folds the log into the base: the whole index is written to
+``<index>.pending`` and synced, the metadata commits its checksum (and forgets the
+segments), then the pending file is renamed over the base and the log emptied. The first
+write, ``clear()``, and a log that outgrows the base (and ``compact_bytes``) go that way.
+
+A crash at any instant leaves the last committed state recoverable: on open, a pending file
+whose checksum the metadata names is renamed into place (the commit happened), any other is
+removed (it did not), and log bytes past the last committed segment are cut off. Every byte
+read is checked against a checksum the metadata recorded. A second process writing the same
+store waits for the lock, then gets :class:`StoreBusyError`; a process that finds the files
+changed by another reloads them.
 """
 
 from __future__ import annotations
@@ -25,12 +35,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._exact_index import (
+    Matrix,
+    MatrixBulkStore,
     PreparedBatch,
     check_k,
-    matches_filter,
     metadata_json,
     prepare_batch,
     prepare_query,
@@ -43,10 +55,13 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
     os_failure,
     sqlite_failure,
 )
+from pywrapai_graph.adapters.vectorstores._matrix_index import masked_top
+from pywrapai_graph.adapters.vectorstores._metadata_columns import MetadataColumns
+from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog, encode_segment
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 
 __all__ = ["FAISSVectorStore"]
@@ -58,26 +73,36 @@ _SCHEMA = (
     "doc_id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS chunks_doc_id ON chunks (doc_id);"
     "CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS segments (seq INTEGER PRIMARY KEY, offset INTEGER NOT NULL, "
+    "length INTEGER NOT NULL, rows INTEGER NOT NULL, sha256 TEXT NOT NULL);"
 )
+#: The log may grow to this many bytes (or the base's size, if larger) before a write folds it in.
+COMPACT_BYTES = 256 * 2**20
 T = TypeVar("T")
+Labels = npt.NDArray[np.int64]
 
 
-class FAISSVectorStore(LexicalSearch, BaseVectorStore):
+class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
-        index_path: the FAISS index file; created on the first add.
+        index_path: the base FAISS index file; created on the first add. The segment log
+            lives next to it as ``<index>.log``.
         meta_path: the chunk metadata file (SQLite; never a pickle); created on first add.
         dimension: fixed up front, or inferred from the first add.
         threads: FAISS OpenMP threads (process-wide). The default, 1, was measured fastest
             for single-query search on 2 cores (2.2 ms vs 3.5 ms at 20k x 384: see
             ``benchmarks/backends.py``); None keeps FAISS's own default (all cores).
         lock_timeout: seconds a write waits for another process's write to finish.
+        compact_bytes: a write compacts (see :meth:`compact`) when the segment log would
+            grow past this many bytes and past the base file's size, or when deleted and
+            replaced rows take more room in the files than this and than the live rows.
+            Geometric, so every row is rewritten O(1) times on average.
 
     Raises:
         MissingExtraError: ``faiss-cpu`` is not installed.
         VectorStoreError: ``meta_path`` is not our metadata format (e.g. a pickle file),
-            one file exists without the other, or the two files disagree.
+            one file exists without the other, or the files disagree (a checksum).
         StoreBusyError: (on writes) another process kept the write lock past ``lock_timeout``.
         StorageFullError: (on writes) the disk is full; nothing of the write was kept.
     """
@@ -93,6 +118,7 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         *,
         threads: int | None = 1,
         lock_timeout: float = 30.0,
+        compact_bytes: int = COMPACT_BYTES,
     ) -> None:
         self._faiss = require("faiss", "faiss", "faiss-cpu")
         if threads is not None:
@@ -100,14 +126,30 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         self._index_path = Path(index_path)
         self._meta_path = Path(meta_path)
         self._pending = self._index_path.with_name(self._index_path.name + ".pending")
+        self._log = SegmentLog(
+            self._index_path.with_name(self._index_path.name + ".log"), str(self._index_path)
+        )
         self._file_lock = WriteLock(
             self._index_path.with_name(self._index_path.name + ".lock"), lock_timeout
         )
+        self._compact_bytes = compact_bytes
         self._lock = threading.RLock()
         self._fixed_dim = dimension
         self._dim = dimension
         self._index: Any = None
         self._generation = -1
+        # What the committed files hold (set by _load and by each commit).
+        self._has_base = False
+        self._base_bytes = 0
+        self._log_end = 0
+        self._file_rows = 0  # rows in the base and the log, deleted ones included
+        self._next_label = 0
+        # The write in progress: rows added (for its segment), and whether it compacts.
+        self._added: list[tuple[Labels, Matrix]] = []
+        self._compact_now = False
+        # Metadata values by key, aligned with the index rows (row order = label order).
+        self._columns = MetadataColumns(self._row_metadata)
+        self._capacity = 0
         self._lexical = LexicalMirror(self._all_chunks)
         with self._file_lock:
             self._meta = self._open_meta(lock_timeout)
@@ -174,6 +216,14 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
     def _stored_generation(self) -> int:
         return int(self._meta_value("generation") or 0)
 
+    def _segments(self) -> list[Segment]:
+        return [
+            Segment(*row)
+            for row in self._meta.execute(
+                "SELECT offset, length, rows, sha256 FROM segments ORDER BY seq"
+            )
+        ]
+
     def _remove_orphans(self) -> None:
         """Temp files of writers that died (this version's and the older ``.faiss-*.tmp``)."""
         for orphan in self._index_path.parent.glob(".faiss-*.tmp"):
@@ -194,6 +244,7 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
                 )
             self._dim = int(stored_dim)
         self._generation = self._stored_generation()
+        self._columns.clear()
         index_ok = self._index_path.exists() and (
             checksum is not None and _sha256(self._index_path) == checksum
         )
@@ -209,13 +260,19 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             index_ok = True
         if self._pending.exists():  # a write that never committed
             self._pending.unlink()
+        segments = self._segments()
+        self._log_end = segments[-1].end if segments else 0
+        with suppress(VectorStoreError):  # tidiness only: reads and appends stop at _log_end
+            self._log.truncate(self._log_end)  # an append that never committed
+        self._has_base = checksum is not None
         if checksum is None:
-            if self._index_path.exists():
+            if self._index_path.exists() or segments:
                 raise VectorStoreError(
                     f"index file {str(self._index_path)!r} exists without matching metadata at "
                     f"{str(self._meta_path)!r}"
                 )
             self._index = None if self._dim is None else self._new_index(self._dim)
+            self._base_bytes = self._file_rows = self._next_label = self._capacity = 0
             return
         if not self._index_path.exists():
             raise VectorStoreError(
@@ -232,9 +289,32 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             raise VectorStoreError(
                 f"cannot read the FAISS index {str(self._index_path)!r}"
             ) from exc
-        rows = self._meta.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        if self._index.ntotal != rows or self._index.d != self._dim:
+        if self._index.d != self._dim:
             raise VectorStoreError("the FAISS index and its metadata disagree in size")
+        labels, vectors = self._log.read(segments, int(self._dim or 0))
+        if labels.size:
+            self._index.add_with_ids(vectors, labels)
+        self._base_bytes = self._index_path.stat().st_size
+        self._drop_deleted_rows()
+        self._capacity = int(self._index.ntotal)
+
+    def _drop_deleted_rows(self) -> None:
+        """Remove the rows the files hold but the metadata no longer lists (deleted ones)."""
+        in_files = self._labels().copy()
+        live = np.fromiter(
+            (r[0] for r in self._meta.execute("SELECT int_id FROM chunks ORDER BY int_id")),
+            dtype=np.int64,
+        )
+        self._file_rows = int(in_files.size)
+        stored_next = int(self._meta_value("next_label") or 0)
+        self._next_label = max(stored_next, int(in_files.max()) + 1 if in_files.size else 0)
+        if in_files.size and not (np.diff(in_files) > 0).all():
+            raise VectorStoreError("the FAISS index holds rows out of order; it was not ours")
+        if np.setdiff1d(live, in_files, assume_unique=True).size:
+            raise VectorStoreError("the FAISS index and its metadata disagree in size")
+        if live.size != in_files.size:
+            dead = in_files[~np.isin(in_files, live, assume_unique=True)]
+            self._index.remove_ids(dead)
 
     def _reload(self) -> None:
         """Return to what the files say (after a failed write, or another process's write)."""
@@ -245,6 +325,21 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
 
     def _new_index(self, dim: int) -> Any:
         return self._faiss.IndexIDMap2(self._faiss.IndexFlatIP(dim))
+
+    def _labels(self) -> Labels:
+        """The label of every index row, in row order (a view: valid until the next write)."""
+        n = int(self._index.ntotal) if self._index is not None else 0
+        if n == 0:
+            return np.empty(0, np.int64)
+        labels: Labels = self._faiss.rev_swig_ptr(self._index.id_map.data(), n)
+        return labels
+
+    def _vectors(self) -> Matrix:
+        """Every row's vector (a view of FAISS's storage: valid until the next write)."""
+        n, dim = int(self._index.ntotal), int(self._dim or 0)
+        flat = self._faiss.downcast_index(self._index.index)
+        vectors: Matrix = self._faiss.rev_swig_ptr(flat.get_xb(), n * dim)
+        return vectors.reshape(n, dim)
 
     def _write_pending(self) -> str:
         """Write the index to the pending file, synced; returns its checksum."""
@@ -257,18 +352,72 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             raise os_failure(str(self._index_path), exc) from exc
         return _sha256(self._pending)
 
+    def _should_compact(self, log_end: int, file_rows: int) -> bool:
+        if self._compact_now or not self._has_base:
+            return True
+        limit = max(self._base_bytes, self._compact_bytes)
+        dead = (file_rows - int(self._index.ntotal)) * 4 * int(self._dim or 0)
+        live = int(self._index.ntotal) * 4 * int(self._dim or 0)
+        return log_end > limit or dead > max(live, self._compact_bytes)
+
+    def _commit_files(self) -> Callable[[], None]:
+        """Write this transaction's rows to the files (inside it); returns the after-COMMIT step.
+
+        Either one segment appended to the log, or (compacting) the whole index to the
+        pending file, renamed over the base after the commit.
+        """
+        added = self._added
+        data = (
+            encode_segment(
+                np.concatenate([labels for labels, _ in added]),
+                np.concatenate([vectors for _, vectors in added]),
+            )
+            if added
+            else b""
+        )
+        file_rows = self._file_rows + sum(labels.size for labels, _ in added)
+        self._set_meta("dimension", str(self._dim))
+        if not self._should_compact(self._log_end + len(data), file_rows):
+            if not data:
+                return lambda: None
+            segment = self._log.append(self._log_end, data)
+            self._meta.execute(
+                "INSERT INTO segments (offset, length, rows, sha256) VALUES (?, ?, ?, ?)",
+                segment,
+            )
+
+            def appended() -> None:
+                self._log_end = segment.end
+                self._file_rows = file_rows
+
+            return appended
+        checksum = self._write_pending()
+        self._set_meta("index_sha256", checksum)
+        self._meta.execute("DELETE FROM segments")
+
+        def compacted() -> None:
+            os.replace(self._pending, self._index_path)
+            fsync_dir(self._index_path.parent)
+            self._has_base = True
+            self._base_bytes = self._index_path.stat().st_size
+            self._file_rows = int(self._index.ntotal)
+            self._log_end = 0
+            with suppress(VectorStoreError):  # the next open or append cuts it off anyway
+                self._log.truncate(0)
+
+        return compacted
+
     def _transaction(self, work: Callable[[], T]) -> T:
-        """Run ``work()`` (index + metadata changes) and commit it to both files, or nothing."""
+        """Run ``work()`` (index + metadata changes) and commit it to the files, or nothing."""
         with self._lock, self._file_lock:
+            self._added = []
             try:
                 self._meta.execute("BEGIN IMMEDIATE")
                 if self._stored_generation() != self._generation:
                     self._reload()  # another process wrote since we last looked
                 result = work()
-                if self._index is not None:
-                    checksum = self._write_pending()
-                    self._set_meta("index_sha256", checksum)
-                    self._set_meta("dimension", str(self._dim))
+                after_commit = self._commit_files() if self._index is not None else lambda: None
+                self._set_meta("next_label", str(self._next_label))
                 self._set_meta("generation", str(self._generation + 1))
                 self._meta.execute("COMMIT")
             except BaseException as exc:
@@ -281,9 +430,10 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
                 if isinstance(exc, sqlite3.Error):
                     raise sqlite_failure(str(self._meta_path), exc) from exc
                 raise
-            if self._index is not None:
-                os.replace(self._pending, self._index_path)
-                fsync_dir(self._index_path.parent)
+            finally:
+                self._added = []
+                self._compact_now = False
+            after_commit()
             self._generation += 1
             return result
 
@@ -313,6 +463,20 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
                     self._meta.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise sqlite_failure(str(self._meta_path), exc) from exc
+
+    def compact(self) -> None:
+        """Fold the segment log into the base index file and drop deleted rows from disk.
+
+        Writes the whole index once (to ``<index>.pending``, synced, committed by checksum,
+        renamed over the base) and empties the log; as crash-safe as any write. Writes do
+        this on their own when the log outgrows the base (see ``compact_bytes``); call it
+        after a large ingest or many deletes to make the files as small as the data.
+        """
+        with self._lock:
+            if self._index is None:
+                return
+            self._compact_now = True
+            self._transaction(lambda: None)
 
     # ------------------------------------------------------------------ port
     @property
@@ -344,15 +508,21 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         known = self._int_ids("id", [r[0] for r in rows])
         if known:
             self._remove_int_ids(known)
-        next_id = int(
-            self._meta.execute("SELECT coalesce(max(int_id), -1) + 1 FROM chunks").fetchone()[0]
-        )
-        labels = np.arange(next_id, next_id + len(rows), dtype=np.int64)
+        count = len(rows)
+        labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
+        self._next_label += count
         self._meta.executemany(
             "INSERT INTO chunks (int_id, id, doc_id, text, metadata) VALUES (?, ?, ?, ?, ?)",
             [(int(i), *r) for i, r in zip(labels, rows, strict=True)],
         )
-        self._index.add_with_ids(np.ascontiguousarray(batch.vectors), labels)
+        vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
+        start = int(self._index.ntotal)
+        self._index.add_with_ids(vectors, labels)
+        self._added.append((labels, vectors))
+        if start + count > self._capacity:
+            self._capacity = max(start + count, self._capacity + self._capacity // 8, 64)
+            self._columns.grow(self._capacity, start)
+        self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def _int_ids(self, column: str, values: Sequence[str]) -> list[int]:
         found: list[int] = []
@@ -368,9 +538,19 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         return found
 
     def _remove_int_ids(self, int_ids: list[int]) -> None:
-        """Drop chunks from the index and the metadata, and the manifests of their documents."""
+        """Drop chunks from the index and the metadata, and the manifests of their documents.
+
+        The files keep their rows until the next compaction; the metadata no longer lists
+        them, so a load drops them again.
+        """
         if self._index is not None:
-            self._index.remove_ids(np.asarray(int_ids, dtype=np.int64))
+            wanted = np.unique(np.asarray(int_ids, dtype=np.int64))
+            labels = self._labels()
+            rows = np.searchsorted(labels, wanted)
+            found = rows < labels.size
+            found[found] = labels[rows[found]] == wanted[found]
+            self._columns.delete(rows[found].astype(np.intp), int(labels.size))
+            self._index.remove_ids(wanted)
         for start in range(0, len(int_ids), 500):
             part = int_ids[start : start + 500]
             marks = ",".join("?" * len(part))
@@ -380,6 +560,16 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
                 part,
             )
             self._meta.execute(f"DELETE FROM chunks WHERE int_id IN ({marks})", part)
+
+    def _row_metadata(self, rows: int) -> list[dict[str, Any]]:
+        """Every row's metadata in row order (rows are in label order), for a new column."""
+        found = [
+            json.loads(r[0])
+            for r in self._meta.execute("SELECT metadata FROM chunks ORDER BY int_id")
+        ]
+        if len(found) != rows:
+            raise VectorStoreError("the FAISS index and its metadata disagree in size")
+        return found
 
     def _all_chunks(self) -> list[Chunk]:
         try:
@@ -410,10 +600,12 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
             self._transaction(work)
             lexical.upsert(batch.chunks)
 
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+    def _replace(
+        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
+    ) -> int:
         check_document(manifest, chunks)
         with self._lock, self._lexical.writing() as lexical:
-            batch = prepare_batch(chunks, self._dim)
+            batch = prepare_batch(chunks, self._dim, vectors)
 
             def work() -> int:
                 recorded = self._meta_value("embedder")
@@ -452,25 +644,23 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
+        """Top ``k`` by cosine; a filter selects rows through metadata columns first.
+
+        A selective filter scores only its rows (a numpy product over FAISS's own storage);
+        a broad one scores every row and masks the rest.
+        """
         k = check_k(k, filter)
         with self._snapshot():
             if self._index is None or self._index.ntotal == 0:
                 return []
-            q = prepare_query(query_vector, self._dim)[None, :]
-            params = None
+            q = prepare_query(query_vector, self._dim)
             if filter:
-                allowed = [
-                    int_id
-                    for int_id, meta in self._meta.execute("SELECT int_id, metadata FROM chunks")
-                    if matches_filter(json.loads(meta), filter)
-                ]
-                if not allowed:
-                    return []
-                selector = self._faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
-                params = self._faiss.SearchParameters(sel=selector)
-                k = min(k, len(allowed))
+                n = int(self._index.ntotal)
+                mask = self._columns.mask(filter, n, self._capacity)
+                rows, scores = masked_top(self._vectors(), q, mask, k)
+                return self._hits(scores, self._labels()[rows])
             k = min(k, int(self._index.ntotal))
-            scores, labels = self._index.search(q, k, params=params)
+            scores, labels = self._index.search(q[None, :], k)
             return self._hits(scores[0], labels[0])
 
     def search_many(
@@ -541,11 +731,13 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         return self._delete_where("doc_id", [doc_id])
 
     def clear(self) -> None:
-        """Remove every chunk, every manifest and the recorded embedder."""
+        """Remove every chunk, every manifest and the recorded embedder (and empty the files)."""
 
         def work() -> None:
             if self._index is not None:
                 self._index.reset()
+                self._compact_now = True
+            self._columns.clear()
             self._meta.execute("DELETE FROM chunks")
             self._meta.execute("DELETE FROM documents")
             self._meta.execute("DELETE FROM meta WHERE key = 'embedder'")
@@ -562,11 +754,13 @@ class FAISSVectorStore(LexicalSearch, BaseVectorStore):
         if not filter:
             return len(self)
         with self._snapshot():
-            rows = self._meta.execute("SELECT metadata FROM chunks")
-            return sum(1 for (meta,) in rows if matches_filter(json.loads(meta), filter))
+            if self._index is None:
+                return 0
+            n = int(self._index.ntotal)
+            return int(np.count_nonzero(self._columns.mask(filter, n, self._capacity)))
 
     def close(self) -> None:
-        """Close the metadata database."""
+        """Close the metadata database (the files are complete after every write)."""
         with self._lock:
             self._meta.close()
 
