@@ -6,7 +6,10 @@ Map::
     backends    BACKENDS, register_backend            store name -> (settings, factory, extra,
                                                       default path)
     settings    Settings, load_settings               validated config (dict, YAML, env)
-    container   Container, build_container            dependency-injector wiring
+    environment environment_values                    the PYWRAPAI_* variables as a layer
+    factories   make_llm, make_vector_store, ...      build each object from the settings
+    container   Container, build_container            dependency-injector wiring (library)
+    command_objects  CommandObjects                   the same factories for one CLI command
     llm         LLM                                   the chat facade
     embedder    Embedder                              the embedding facade (over EmbedTexts)
     graph_llm   GraphLLM                              prompts + RAG + LLM

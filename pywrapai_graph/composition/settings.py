@@ -23,9 +23,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
+from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
@@ -208,12 +208,15 @@ class AgentSettings(_Section):
     max_cost_usd: float | None = Field(default=None, ge=0)
 
 
-class Settings(BaseSettings):
-    """Everything the container needs."""
+class Settings(BaseModel):
+    """Everything the container needs.
 
-    model_config = SettingsConfigDict(
-        env_prefix="PYWRAPAI_", env_nested_delimiter="__", extra="forbid"
-    )
+    ``Settings(**values)`` puts ``values`` on top of the ``PYWRAPAI_*`` environment (as the
+    pydantic-settings class it replaces did; see
+    :mod:`~pywrapai_graph.composition.environment`).
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, arbitrary_types_allowed=True)
 
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()
@@ -223,6 +226,9 @@ class Settings(BaseSettings):
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
     rag_k: int = Field(default=4, ge=1)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**with_environment(type(self), values))
 
 
 def _describe(exc: ValidationError) -> str:
@@ -365,11 +371,7 @@ def load_settings(source: Source | Sequence[Source] | None = None) -> Settings:
     if not layers or any(not isinstance(layer, Mapping) for layer in layers):
         # the environment overrides files (a dict passed in code overrides the environment)
         _check_environment()
-        try:
-            env = EnvSettingsSource(Settings)()
-        except SettingsError as exc:
-            raise ConfigurationError(f"invalid PYWRAPAI_* environment variable: {exc}") from None
-        data = _merge(data, env)
+        data = _merge(data, environment_values(Settings))
     try:
         return Settings(**data)
     except ValidationError as exc:

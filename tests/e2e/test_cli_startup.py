@@ -31,6 +31,8 @@ QUESTION = "How long do refunds take?"
 NOT_LOADED = [
     "dependency_injector",
     "fastapi",
+    "pydantic_settings",
+    "asyncio",
     "chromadb",
     "qdrant_client",
     "psycopg2",
