@@ -15,7 +15,9 @@ from pywrapai_graph.errors import (
     InvalidArgumentError,
     UnsupportedOperationError,
 )
+from pywrapai_graph.ports.checked_methods import guard_methods
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_inputs import check_delete_ids, check_filter
 
 __all__ = [
     "BaseVectorStore",
@@ -68,10 +70,22 @@ class BaseVectorStore(ABC):
     ``supports_delete = False``, and ``replace_document`` then only upserts.
     ``dimension`` and ``count(filter)`` have defaults built on the required methods.
 
+    The base class checks the inputs of every public method a subclass defines before that
+    method runs (:mod:`pywrapai_graph.ports.checked_methods`): chunks (valid Unicode,
+    metadata values JSON scalars or flat lists of them), ``k`` (any integral number of at
+    least 1, clamped), filters (the same values), delete's ids (a list of str, never a bare
+    str); and it drops from ``search``/``lexical_search`` results any hit whose metadata is
+    not *equal* to the filter (``True`` never equals ``1``), asking for more when it had
+    to. A store written by a user follows the same rules as the built-in ones for free.
+
     ``db_system`` names the engine on tracing spans (``db.system.name``).
     """
 
     db_system: str = "other"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_methods(cls, BaseVectorStore)
 
     @property
     def persistent(self) -> bool:
@@ -187,6 +201,7 @@ class BaseVectorStore(ABC):
         Raises:
             UnsupportedOperationError: a filter was given and the backend cannot count by one.
         """
+        check_filter(filter)
         if not filter:
             return len(self)
         raise UnsupportedOperationError(
@@ -337,13 +352,8 @@ def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
         raise InvalidArgumentError(f"{rows} vectors were given for {len(chunks)} chunks")
 
 
-def check_ids(ids: Sequence[str]) -> list[str]:
-    """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
-    if isinstance(ids, str | bytes):
-        raise ArgumentTypeError(
-            f"delete() takes a list of ids, got the string {ids!r}; write delete([{ids!r}])"
-        )
-    return list(dict.fromkeys(ids))
+#: The distinct ids, in order; a bare ``str`` or a non-str id is refused.
+check_ids = check_delete_ids
 
 
 def check_embedder(

@@ -8,16 +8,15 @@ from pathlib import Path
 from pywrapai_graph import InMemoryVectorStore, SQLiteVectorStore
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
-from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract
 
 
-class TestInMemoryVectorStore(VectorStoreContract, HostileInputContract):
+class TestInMemoryVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return InMemoryVectorStore()
 
 
-class TestSQLiteVectorStore(VectorStoreContract, HostileInputContract):
+class TestSQLiteVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return SQLiteVectorStore(location / "store.db", table_name="contract_chunks")
 
@@ -49,6 +48,6 @@ class SyncOnlyStore(BaseVectorStore):
         return len(self._inner)
 
 
-class TestSyncOnlyStore(VectorStoreContract, HostileInputContract):
+class TestSyncOnlyStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return SyncOnlyStore()

@@ -8,11 +8,10 @@ from pywrapai_graph.composition.backends import register_backend
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts import VectorStoreContract
-from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from tests.fixtures.dict_store import BACKEND, DictVectorStore
 
 
-class TestDictVectorStore(VectorStoreContract, HostileInputContract):
+class TestDictVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return DictVectorStore()
 

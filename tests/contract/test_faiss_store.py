@@ -13,11 +13,10 @@ import pytest
 from pywrapai_graph import Chunk, FAISSVectorStore
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
-class TestFAISSVectorStore(VectorStoreContract, HostileInputContract):
+class TestFAISSVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return FAISSVectorStore(location / "docs.faiss", location / "docs_meta.pkl")
 

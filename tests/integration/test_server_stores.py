@@ -12,7 +12,6 @@ import pytest
 from pywrapai_graph import ChromaVectorStore, PGVectorStore, QdrantVectorStore
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
@@ -20,7 +19,7 @@ def name_for(location: Path, prefix: str) -> str:
     return f"{prefix}_{hashlib.sha1(str(location).encode()).hexdigest()[:12]}"
 
 
-class TestPGVectorStore(VectorStoreContract, HostileInputContract):
+class TestPGVectorStore(VectorStoreContract):
     @pytest.fixture(autouse=True)
     def _server(self, pg_url: str) -> None:
         self.url = pg_url
@@ -29,12 +28,12 @@ class TestPGVectorStore(VectorStoreContract, HostileInputContract):
         return PGVectorStore(self.url, table_name=name_for(location, "t"), dimension=self.dim)
 
 
-class TestChromaEmbedded(VectorStoreContract, HostileInputContract):
+class TestChromaEmbedded(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
-class TestChromaServer(VectorStoreContract, HostileInputContract):
+class TestChromaServer(VectorStoreContract):
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url
@@ -43,7 +42,7 @@ class TestChromaServer(VectorStoreContract, HostileInputContract):
         return ChromaVectorStore(url=self.url, collection=name_for(location, "c"))
 
 
-class TestQdrantServer(VectorStoreContract, HostileInputContract):
+class TestQdrantServer(VectorStoreContract):
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:
         self.url = qdrant_url

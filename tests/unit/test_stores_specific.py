@@ -252,7 +252,7 @@ def _filter_store(kind: str, tmp_path: Path) -> BaseVectorStore:
 def test_filtered_search_uses_columns_kept_in_step_with_writes(kind: str, tmp_path: Path) -> None:
     store = _filter_store(kind, tmp_path)
     rng = np.random.default_rng(5)
-    colours = ["red", "green", "blue", 1, True, 1.0, None, ["a"], {"x": 1}]
+    colours = ["red", "green", "blue", 1, True, 1.0, None, ["a"], ["a", 1]]
 
     def batch(start: int, n: int) -> list[Chunk]:
         out = []
@@ -272,7 +272,7 @@ def test_filtered_search_uses_columns_kept_in_step_with_writes(kind: str, tmp_pa
             {"colour": "red"},
             {"colour": 1},
             {"colour": ["a"]},
-            {"colour": {"x": 1}},
+            {"colour": ["a", 1]},
             {"colour": None, "shape": "round"},
             {"shape": "square"},
             {"nope": 1},

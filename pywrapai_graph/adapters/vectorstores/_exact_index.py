@@ -5,10 +5,8 @@ metadata JSON and filters, and the float32 bulk path (the exact search is ExactI
 from __future__ import annotations
 
 import json
-import math
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -17,16 +15,28 @@ from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.store_inputs import (
+    MAX_K,
+    check_chunk,
+    check_filter,
+    check_k,
+    matches_filter,
+    same_value,
+)
 from pywrapai_graph.ports.vector_store import check_vectors
 
 __all__ = [
+    "MAX_K",
     "MatrixBulkStore",
     "PreparedBatch",
+    "check_chunk",
+    "check_filter",
     "check_k",
     "matches_filter",
     "metadata_json",
     "prepare_batch",
     "prepare_query",
+    "same_value",
 ]
 
 Matrix = npt.NDArray[np.float32]
@@ -43,92 +53,8 @@ def metadata_json(chunk: Chunk) -> str:
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
-            "use str, int, float, bool, None, lists and dicts"
+            "use str, int, float, bool, None and flat lists of them"
         ) from None
-
-
-def same_value(stored: Any, wanted: Any) -> bool:
-    """JSON equality: ``True`` never equals ``1`` (Python's ``==`` says it does)."""
-    if isinstance(stored, bool) or isinstance(wanted, bool):
-        return type(stored) is type(wanted) and stored == wanted
-    return bool(stored == wanted)
-
-
-def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """True when ``metadata`` has every key of ``filter`` with an equal (JSON) value."""
-    if not filter:
-        return True
-    return all(key in metadata and same_value(metadata[key], v) for key, v in filter.items())
-
-
-#: the largest k any backend is asked for; a larger k (2**63...) means "all of them"
-MAX_K = 2**31 - 1
-_SCALARS = (str, int, float, bool)
-
-
-def _check_text(value: str, what: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(
-            f"{what} contains a lone surrogate ({value!r:.60}); it is not valid Unicode text"
-        ) from None
-
-
-def _check_json_value(value: Any, what: str) -> None:
-    if value is None or isinstance(value, bool | int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidArgumentError(f"{what} is {value}, which JSON cannot hold")
-        return
-    if isinstance(value, str):
-        _check_text(value, what)
-        return
-    if isinstance(value, list | tuple):
-        for item in value:
-            _check_json_value(item, what)
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidArgumentError(f"{what} has a non-str key {key!r}")
-            _check_text(key, what)
-            _check_json_value(item, what)
-        return
-    raise InvalidArgumentError(
-        f"{what} is a {type(value).__name__}; metadata values are JSON: str, int, float, "
-        "bool, None, lists and str-keyed dicts of them"
-    )
-
-
-def check_chunk(chunk: Chunk) -> None:
-    """The same rules on every backend: UTF-8 encodable text and ids, JSON-scalar metadata.
-
-    Raises:
-        InvalidArgumentError: naming the chunk and the offending field.
-    """
-    _check_text(chunk.id, f"chunk id {chunk.id!r}")
-    _check_text(chunk.doc_id, f"chunk {chunk.id!r} doc_id")
-    _check_text(chunk.text, f"chunk {chunk.id!r} text")
-    for key, value in chunk.metadata.items():
-        if not isinstance(key, str):
-            raise InvalidArgumentError(f"chunk {chunk.id!r} has a metadata key {key!r}: not a str")
-        _check_text(key, f"chunk {chunk.id!r} metadata key")
-        _check_json_value(value, f"chunk {chunk.id!r} metadata {key!r}")
-
-
-def check_filter(filter: Mapping[str, Any] | None) -> None:
-    """A filter maps str keys to JSON values.
-
-    Raises:
-        InvalidArgumentError: another key or value type, NaN, or a lone surrogate.
-    """
-    for key, value in (filter or {}).items():
-        if not isinstance(key, str):
-            raise InvalidArgumentError(f"filter key {key!r} is not a str")
-        _check_text(key, "filter key")
-        _check_json_value(value, f"filter value for {key!r}")
 
 
 class MatrixBulkStore(BaseVectorStore):
@@ -274,18 +200,3 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     if norm == 0.0:
         raise InvalidArgumentError("query vector has zero norm; cosine similarity is undefined")
     return q / np.float32(norm)
-
-
-def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
-    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted), after checking
-    ``filter`` too.
-
-    Raises:
-        InvalidArgumentError: ``k`` is not a positive integer (bools are refused), or the
-            filter is not str keys to JSON scalars.
-    """
-    given: object = k
-    if isinstance(given, bool) or not isinstance(given, int | np.integer) or given < 1:
-        raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
-    check_filter(filter)
-    return min(int(given), MAX_K)

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pywrapai_graph.ports.store_inputs import same_value
+
 __all__ = ["MetadataColumns"]
 
 Objects = npt.NDArray[np.object_]
@@ -108,8 +110,8 @@ class MetadataColumns:
                         dtype=bool,
                         count=rows,
                     )
-            else:  # a list or dict value: numpy would spread it, so compare one by one
-                mask &= np.fromiter((v == value for v in column), dtype=bool, count=rows)
+            else:  # a list value: numpy would spread it, so compare one by one
+                mask &= np.fromiter((same_value(v, value) for v in column), dtype=bool, count=rows)
         return mask
 
     def _column(self, key: str, rows: int, capacity: int) -> Objects:

@@ -37,8 +37,9 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
+from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -54,6 +55,8 @@ _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _META = "pywrapai_meta"  # the chunk's metadata as JSON
 _DOC = "pywrapai_doc_id"
 _FIELD = "m."  # scalar metadata values, flattened for Chroma's where filters
+# lists and None as canonical JSON text: Chroma cannot match either by equality
+_JSON_FIELD = "j."
 _SCALARS = (str, int, float, bool)
 _EMBEDDER = "e:embedder"
 _PAGE = 5000  # chunks per request when the lexical index is built from the collection
@@ -213,12 +216,10 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         if doc_id is not None:
             clauses.append({_DOC: doc_id})
         for key, value in (filter or {}).items():
-            if not isinstance(value, _SCALARS):
-                raise InvalidArgumentError(
-                    f"Chroma filters match str, int, float or bool values; {key!r} is "
-                    f"{type(value).__name__}"
-                )
-            clauses.append({_FIELD + key: value})
+            if isinstance(value, _SCALARS):
+                clauses.append({_FIELD + key: value})
+            else:  # a list or None: the canonical JSON text written next to it
+                clauses.append({_JSON_FIELD + key: canonical_json(value)})
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
@@ -226,7 +227,11 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
     @staticmethod
     def _metadata(chunk: Chunk) -> Metadata:
         out: dict[str, Any] = {_META: metadata_json(chunk), _DOC: chunk.doc_id}
-        out.update({_FIELD + k: v for k, v in chunk.metadata.items() if isinstance(v, _SCALARS)})
+        for key, value in chunk.metadata.items():
+            if isinstance(value, _SCALARS):
+                out[_FIELD + key] = value
+            else:
+                out[_JSON_FIELD + key] = canonical_json(value)
         return out
 
     # ------------------------------------------------------------------ port

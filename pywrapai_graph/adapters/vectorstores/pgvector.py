@@ -548,15 +548,12 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         k = check_k(k, filter)
         query = prepare_query(query_vector, self._dim)
         sql = self._sql
-        where = sql.SQL("WHERE metadata @> %s::jsonb") if filter else sql.SQL("")
+        where, filter_params = self._where(filter)
         statement = sql.SQL(
             "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score FROM {t} "
             "{w} ORDER BY embedding <=> %s LIMIT %s"
         ).format(t=self._ident(), w=where)
-        params: list[Any] = [query]
-        if filter:
-            params.append(json.dumps(dict(filter)))
-        params += [query, k]
+        params: list[Any] = [query, *filter_params, query, k]
 
         def work(cur: Any) -> list[Any]:
             cur.execute(statement, params)
@@ -572,10 +569,27 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return hits
 
+    def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
+        """The WHERE clause of ``filter`` and its parameters: scalars by containment (the
+        GIN index), lists by jsonb equality (containment would match any superset)."""
+        sql = self._sql
+        scalars = {k: v for k, v in (filter or {}).items() if not isinstance(v, list | tuple)}
+        clauses: list[Any] = []
+        params: list[str] = []
+        if scalars:
+            clauses.append(sql.SQL("metadata @> %s::jsonb"))
+            params.append(json.dumps(scalars))
+        for key, value in (filter or {}).items():
+            if isinstance(value, list | tuple):
+                clauses.append(sql.SQL("metadata -> %s = %s::jsonb"))
+                params += [key, json.dumps(list(value))]
+        if not clauses:
+            return sql.SQL(""), []
+        return sql.SQL("WHERE ") + sql.SQL(" AND ").join(clauses), params
+
     def count(self, filter: MetadataFilter | None = None) -> int:
-        where = self._sql.SQL("WHERE metadata @> %s::jsonb") if filter else self._sql.SQL("")
+        where, params = self._where(filter)
         statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
-        params = [json.dumps(dict(filter))] if filter else []
 
         def work(cur: Any) -> int:
             cur.execute(statement, params)

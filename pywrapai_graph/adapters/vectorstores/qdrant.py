@@ -29,8 +29,14 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    PyWrapAIError,
+    VectorStoreError,
+)
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -46,20 +52,25 @@ _EMBEDDER = "e:embedder"
 _SCROLL = 2048  # points per request when the lexical index is built from the collection
 
 
-# Scalar metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse
-# quotes, so a filter on any key string ("a.b", 'q"k') goes through these names.
+# Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
+# so a filter on any key string ("a.b", 'q"k') goes through these names. Scalars go under
+# ``k<hex>``; lists and None under ``j<hex>`` as canonical JSON text, because Qdrant matches
+# an array when *any* element matches and cannot match null, whereas a filter asks for an
+# equal value.
 _FIELDS = "pywrapai_fields"
 
 
-def _field(key: str) -> str:
-    return f"{_FIELDS}.k{key.encode('utf-8').hex()}"
+def _field(key: str, value: Any) -> str:
+    kind = "k" if isinstance(value, str | int | float | bool) else "j"
+    return f"{_FIELDS}.{kind}{key.encode('utf-8').hex()}"
 
 
 def _fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        _field(k).split(".", 1)[1]: v
-        for k, v in metadata.items()
+        _field(k, v).split(".", 1)[1]: v
         if isinstance(v, str | int | float | bool)
+        else canonical_json(v)
+        for k, v in metadata.items()
     }
 
 
@@ -206,6 +217,13 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         )
         try:
             yield
+        except PyWrapAIError:
+            raise
+        except ValueError as exc:  # JSONDecodeError, pydantic: a reply the client cannot read
+            raise VectorStoreError(
+                f"Qdrant at {self._where!r} sent a reply the client cannot read "
+                f"({type(exc).__name__}); is that address a Qdrant server?"
+            ) from scrubbed(exc, self._secrets)
         except failures as exc:
             status = getattr(exc, "status_code", None)
             if self._address is not None and (
@@ -243,16 +261,12 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         if doc_id is not None:
             conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
         for key, value in (filter or {}).items():
-            field = _field(key)
-            if isinstance(value, bool | int | str):
-                conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=value)))
-            elif isinstance(value, float):
+            field = _field(key, value)
+            if isinstance(value, float):
                 conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
-            else:
-                raise InvalidArgumentError(
-                    f"Qdrant filters match str, int, float or bool values; {key!r} is "
-                    f"{type(value).__name__}"
-                )
+            else:  # a scalar, or a list/None as the canonical JSON text written next to it
+                wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
+                conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
         return m.Filter(must=conditions) if conditions else None
 
     # ------------------------------------------------------------------ port

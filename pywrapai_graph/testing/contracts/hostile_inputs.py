@@ -1,10 +1,12 @@
 """One behaviour on every backend for metadata, filters, ``k`` and text (issue 11).
 
-Add :class:`HostileInputContract` next to ``VectorStoreContract`` (every shipped store does):
-metadata holds JSON values only (one error for anything else), ``True`` never equals ``1``
-in a filter, any key string can be filtered (dots and quotes included), any integral ``k``
-(numpy ints, ``2**63``) is clamped to the store's size, lone surrogates are refused before
-anything is written.
+Part of ``VectorStoreContract`` (so every store runs it): metadata values are JSON scalars
+or flat lists of them (one error for anything else, objects included), ``True`` never
+equals ``1`` in a filter, a list or ``None`` filter value matches an equal stored value, any
+key string can be filtered (dots and quotes included), any integral ``k`` (numpy ints,
+``2**63``) is clamped to the store's size, lone surrogates are refused before anything is
+written. ``BaseVectorStore`` enforces these for every store (user-written ones included)
+before the store's own method runs.
 """
 
 from __future__ import annotations
@@ -36,8 +38,28 @@ class HostileInputContract:
 
     @pytest.mark.parametrize(
         "value",
-        [object(), {1, 2}, {1: "int key"}, [object()], float("nan"), b"bytes"],
-        ids=["object", "set", "int-key-dict", "list-of-object", "nan", "bytes"],
+        [
+            object(),
+            {1, 2},
+            {1: "int key"},
+            {"a": 1},
+            [object()],
+            [[1]],
+            [{"a": 1}],
+            float("nan"),
+            b"bytes",
+        ],
+        ids=[
+            "object",
+            "set",
+            "int-key-dict",
+            "dict",
+            "list-of-object",
+            "nested-list",
+            "list-of-dict",
+            "nan",
+            "bytes",
+        ],
     )
     def test_metadata_beyond_json_scalars_is_refused(
         self, store: BaseVectorStore, value: Any
@@ -97,10 +119,44 @@ class HostileInputContract:
         with pytest.raises((ValueError, TypeError)):
             store.search(_unit(self.dim, 0), k=k)
 
-    @pytest.mark.parametrize("value", [float("inf"), float("nan"), object(), b"bytes"], ids=repr)
+    @pytest.mark.parametrize(
+        "value", [float("inf"), float("nan"), object(), b"bytes", {"a": 1}, [[1]]], ids=repr
+    )
     def test_a_filter_value_beyond_json_scalars_is_refused(
         self, store: BaseVectorStore, value: Any
     ) -> None:
         store.add([self._chunk(0, {"k": "x"})])
-        with pytest.raises(ValueError, match="k"):
+        with pytest.raises(ValueError, match="JSON"):
             store.search(_unit(self.dim, 0), k=1, filter={"k": value})
+        if type(store).count is not BaseVectorStore.count:
+            with pytest.raises(ValueError, match="JSON"):
+                store.count({"k": value})
+
+    def test_list_and_null_filter_values_match_equal_values_only(
+        self, store: BaseVectorStore
+    ) -> None:
+        store.add(
+            [
+                self._chunk(0, {"tags": ["a", "b"], "opt": None}),
+                self._chunk(1, {"tags": ["b", "a"], "opt": 0}),
+                self._chunk(2, {"tags": ["a"], "opt": "None"}),
+                self._chunk(3, {"tags": [True, 1.5], "opt": False}),
+                self._chunk(4, {"tags": "a", "other": None}),
+            ]
+        )
+        query = _unit(self.dim, 0)
+
+        def ids(filter: dict[str, Any]) -> list[str]:
+            return sorted(h.chunk.id for h in store.search(query, k=10, filter=filter))
+
+        assert ids({"tags": ["a", "b"]}) == ["h0"]
+        assert ids({"tags": ("b", "a")}) == ["h1"]  # a tuple is a JSON list
+        assert ids({"tags": ["a"]}) == ["h2"]
+        assert ids({"tags": [True, 1.5]}) == ["h3"]
+        assert ids({"tags": [1, 1.5]}) == []  # True is not 1, inside lists too
+        assert ids({"tags": []}) == []
+        assert ids({"opt": None}) == ["h0"]  # null matches null, not a missing key
+        assert ids({"tags": ["a", "b"], "opt": None}) == ["h0"]
+        if type(store).count is not BaseVectorStore.count:
+            assert store.count({"tags": ["a", "b"]}) == 1
+            assert store.count({"opt": None}) == 1

@@ -28,8 +28,10 @@ Rules for a store author (docs/writing-a-store.md has a complete store that pass
 * ``search`` returns cosine similarity, highest first, at most ``k``; bad queries (wrong
   dimension, zero norm) and ``k < 1`` raise ``ValueError``. Returned chunks carry text,
   ``doc_id`` and metadata, no embedding.
-* Metadata is JSON (str, int, float, bool, None, lists, dicts); a filter keeps chunks whose
-  metadata has every given key with an equal value.
+* Metadata values are JSON scalars (str, int, float, bool, None) or flat lists of them; a
+  filter keeps chunks whose metadata has every given key with an equal value (``True`` is
+  not ``1``). ``BaseVectorStore`` checks chunks, ``k``, filters and ids before your methods
+  run, and drops any hit that does not equal the filter, so these hold for free.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, ScopeError, UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.lexical_search import LexicalSearchContract
 
 __all__ = ["VectorStoreContract", "WordEmbedder", "document_chunks", "make_chunks", "manifest_for"]
@@ -124,11 +127,9 @@ def _exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str
     return [(chunks[i].id, float(scores[i])) for i in order]
 
 
-class VectorStoreContract(LexicalSearchContract, ABC):
-    """The behaviour every :class:`BaseVectorStore` promises (lexical search included).
-
-    Add :class:`~pywrapai_graph.testing.contracts.hostile_inputs.HostileInputContract` as a
-    second base to prove the hostile-input rules too (every shipped store does)."""
+class VectorStoreContract(LexicalSearchContract, HostileInputContract, ABC):
+    """The behaviour every :class:`BaseVectorStore` promises (lexical search and hostile
+    inputs included; ``BaseVectorStore`` checks the inputs for every store)."""
 
     dim: ClassVar[int] = 16
 

@@ -1,0 +1,200 @@
+"""The input rules every vector store shares, checked by ``BaseVectorStore`` itself.
+
+Metadata values are JSON scalars (``str``, ``int``, ``float``, ``bool``, ``None``) or flat
+lists of them; a filter maps ``str`` keys to such values and keeps the chunks whose metadata
+holds an *equal* value, where ``True`` never equals ``1`` (Python's ``==`` says it does) and a
+list equals a list with the same items in the same order. Text, ids and keys must be valid
+Unicode (a lone surrogate cannot be stored by any engine). ``k`` is any integral number of
+at least 1 (numpy integers included), clamped to :data:`MAX_K`.
+
+Standard library only: the port checks these before any backend's method runs, so a store
+written by a user follows the same rules as the built-in ones without writing a check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+
+__all__ = [
+    "MAX_K",
+    "canonical_json",
+    "check_chunk",
+    "check_chunks",
+    "check_delete_ids",
+    "check_doc_id",
+    "check_filter",
+    "check_k",
+    "matches_filter",
+    "same_value",
+]
+
+#: the largest k any backend is asked for; a larger k (2**63...) means "all of them"
+MAX_K = 2**31 - 1
+
+_RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat lists of them"
+
+
+#: Raises InvalidArgumentError when a text holds a lone surrogate.
+check_text = check_unicode
+
+
+def _check_scalar(value: Any, what: str) -> bool:
+    """True when ``value`` is a valid JSON scalar; False when it is something else."""
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"{what} is {value}, which JSON cannot hold; {_RULE}")
+        return True
+    if isinstance(value, str):
+        check_text(value, what)
+        return True
+    return False
+
+
+def check_value(value: Any, what: str) -> None:
+    """Raises InvalidArgumentError unless ``value`` is a JSON scalar or a flat list of them."""
+    if _check_scalar(value, what):
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            if not _check_scalar(item, what):
+                raise InvalidArgumentError(
+                    f"{what} holds a {type(item).__name__} in its list; {_RULE}"
+                )
+        return
+    raise InvalidArgumentError(f"{what} is a {type(value).__name__}; {_RULE}")
+
+
+def check_chunk(chunk: Chunk) -> None:
+    """The same rules on every backend: valid Unicode text and ids, JSON metadata values.
+
+    Raises:
+        InvalidArgumentError: naming the chunk and the offending field.
+    """
+    ids: tuple[object, object] = (chunk.id, chunk.doc_id)  # untyped callers pass anything
+    if not all(isinstance(i, str) for i in ids):
+        raise ArgumentTypeError(f"chunk ids and doc_ids are str; got {chunk.id!r}/{chunk.doc_id!r}")
+    check_text(chunk.id, f"chunk id {chunk.id!r}")
+    check_text(chunk.doc_id, f"chunk {chunk.id!r} doc_id")
+    text: object = chunk.text
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"chunk {chunk.id!r} text is a {type(text).__name__}")
+    check_text(chunk.text, f"chunk {chunk.id!r} text")
+    metadata: object = chunk.metadata
+    if not isinstance(metadata, Mapping):
+        raise ArgumentTypeError(f"chunk {chunk.id!r} metadata is a {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"chunk {chunk.id!r} has a metadata key {key!r}: not a str")
+        check_text(key, f"chunk {chunk.id!r} metadata key")
+        check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
+
+
+def check_chunks(chunks: Sequence[Chunk], method: str = "add") -> None:
+    """Every item a :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
+    if isinstance(chunks, Chunk):
+        raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
+    for c in chunks:
+        if not isinstance(c, Chunk):
+            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
+        check_chunk(c)
+
+
+def check_filter(filter: Mapping[str, Any] | None) -> None:
+    """A filter maps str keys to JSON scalars or flat lists of them.
+
+    Raises:
+        InvalidArgumentError: another key or value type, NaN, or a lone surrogate.
+    """
+    if filter is None:
+        return
+    given: object = filter
+    if not isinstance(given, Mapping):
+        raise ArgumentTypeError(f"filter must be a dict of metadata values, got {given!r:.60}")
+    for key, value in filter.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"filter key {key!r} is not a str")
+        check_text(key, "filter key")
+        check_value(value, f"filter value for {key!r}")
+
+
+def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
+    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted), after checking
+    ``filter`` too.
+
+    Raises:
+        InvalidArgumentError: ``k`` is not a positive integer (bools are refused), or the
+            filter breaks :func:`check_filter`.
+    """
+    given: object = k
+    try:
+        value = None if isinstance(given, bool) else operator.index(given)  # type: ignore[arg-type]
+    except TypeError:
+        value = None
+    if value is None or value < 1:
+        raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
+    check_filter(filter)
+    return min(value, MAX_K)
+
+
+def check_delete_ids(ids: Sequence[str]) -> list[str]:
+    """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
+    if isinstance(ids, str | bytes):
+        raise ArgumentTypeError(
+            f"delete() takes a list of ids, got the string {ids!r}; write delete([{ids!r}])"
+        )
+    out = list(dict.fromkeys(ids))
+    for i in out:
+        if not isinstance(i, str):
+            raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
+    return out
+
+
+def check_doc_id(doc_id: str) -> None:
+    """Raises ArgumentTypeError unless ``doc_id`` is a str."""
+    if not isinstance(doc_id, str):
+        raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
+
+
+def same_value(stored: Any, wanted: Any) -> bool:
+    """JSON equality: ``True`` never equals ``1``; lists (or tuples) compare item by item."""
+    if isinstance(stored, bool) or isinstance(wanted, bool):
+        return type(stored) is type(wanted) and stored == wanted
+    if isinstance(stored, list | tuple) or isinstance(wanted, list | tuple):
+        return (
+            isinstance(stored, list | tuple)
+            and isinstance(wanted, list | tuple)
+            and len(stored) == len(wanted)
+            and all(same_value(a, b) for a, b in zip(stored, wanted, strict=True))
+        )
+    return bool(stored == wanted)
+
+
+def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """True when ``metadata`` has every key of ``filter`` with an equal (JSON) value."""
+    if not filter:
+        return True
+    return all(key in metadata and same_value(metadata[key], v) for key, v in filter.items())
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # 1.0 == 1 in a filter, as everywhere else
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value under :func:`same_value`, for engines that can only match
+    strings (equal values, and only those, give equal texts)."""
+    return json.dumps(_canonical(value), ensure_ascii=False, separators=(",", ":"))
