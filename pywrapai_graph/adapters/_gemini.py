@@ -22,6 +22,7 @@ def gemini_client(
     timeout: float | None,
     max_retries: int | None,
     client_args: dict[str, Any] | None = None,
+    async_client_args: dict[str, Any] | None = None,
 ) -> genai.Client:
     """A ``google.genai.Client`` with our options.
 
@@ -36,6 +37,8 @@ def gemini_client(
         http["timeout"] = int(timeout * 1000)
     if client_args:
         http["client_args"] = client_args
+    if async_client_args:
+        http["async_client_args"] = async_client_args
     if max_retries is not None:
         http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
     try:

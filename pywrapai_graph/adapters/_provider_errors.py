@@ -15,11 +15,14 @@ from pywrapai_graph.errors import (
     ProviderError,
     ProviderTimeoutError,
     ProviderUnavailableError,
+    PyWrapAIError,
     RateLimitError,
+    ResponseFormatError,
 )
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = [
+    "decoding",
     "error_for_status",
     "retry_after_seconds",
     "stainless_errors",
@@ -68,27 +71,48 @@ def error_for_status(
 
 
 @contextmanager
-def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iterator[None]:
-    """Translate the exceptions of the OpenAI and Anthropic SDKs (same generator, same tree)."""
+def _http_stack_errors(provider: str, secret: str | None) -> Iterator[None]:
+    """The raw timeouts and transport errors of the HTTP stacks (httpx, httpx2, aiohttp) that
+    SDKs let through, e.g. a connection closed in the middle of a body or a stream."""
+    timeouts, transports = http_errors()
     try:
         yield
-    except sdk.APITimeoutError as exc:
+    except PyWrapAIError:
+        raise  # ProviderTimeoutError is also a TimeoutError: never wrap ours again
+    except timeouts as exc:
         raise ProviderTimeoutError(
             _unreachable(provider, exc, [secret], timeout=True), provider=provider
         ) from scrubbed(exc, [secret])
-    except sdk.APIStatusError as exc:
-        raise error_for_status(
-            exc.status_code,
-            str(exc.message),
-            provider=provider,
-            retry_after=retry_after_seconds(exc.response.headers),
-            secrets=[secret],
-            where=endpoint_of(exc),
-        ) from scrubbed(exc, [secret])
-    except sdk.APIConnectionError as exc:
+    except transports as exc:
         raise ProviderUnavailableError(
             _unreachable(provider, exc, [secret]), provider=provider
         ) from scrubbed(exc, [secret])
+
+
+@contextmanager
+def stainless_errors(sdk: ModuleType, provider: str, secret: str | None) -> Iterator[None]:
+    """Translate the exceptions of the OpenAI and Anthropic SDKs (same generator, same tree),
+    and the raw HTTP errors they let through while a stream is read."""
+    with _http_stack_errors(provider, secret):
+        try:
+            yield
+        except sdk.APITimeoutError as exc:
+            raise ProviderTimeoutError(
+                _unreachable(provider, exc, [secret], timeout=True), provider=provider
+            ) from scrubbed(exc, [secret])
+        except sdk.APIStatusError as exc:
+            raise error_for_status(
+                exc.status_code,
+                str(exc.message),
+                provider=provider,
+                retry_after=retry_after_seconds(exc.response.headers),
+                secrets=[secret],
+                where=endpoint_of(exc),
+            ) from scrubbed(exc, [secret])
+        except sdk.APIConnectionError as exc:
+            raise ProviderUnavailableError(
+                _unreachable(provider, exc, [secret]), provider=provider
+            ) from scrubbed(exc, [secret])
 
 
 @contextmanager
@@ -103,26 +127,47 @@ def status_code_errors(
     """Translate SDKs whose errors carry a status attribute (google-genai, ollama), plus the
     raw HTTP-stack timeouts and transport errors they let through. ``headers(exc)`` gives
     the response headers (for ``Retry-After``) when the error itself does not carry them."""
-    timeouts, transports = http_errors()
+    with _http_stack_errors(provider, secret):
+        try:
+            yield
+        except api_error as exc:
+            raise error_for_status(
+                getattr(exc, status, None),
+                str(getattr(exc, message, None) or exc),
+                provider=provider,
+                retry_after=retry_after_seconds(headers(exc) if headers else None),
+                secrets=[secret],
+                where=endpoint_of(exc),
+            ) from scrubbed(exc, [secret])
+
+
+@contextmanager
+def decoding(
+    provider: str, raw: Callable[[], str | None], secrets: Iterable[str | None] = ()
+) -> Iterator[None]:
+    """Turn a failure to decode a reply into ResponseFormatError with the raw body.
+
+    ``raw`` is asked for the body only on failure; a JSON error's own document wins. The
+    decoder's own exception is kept as a scrubbed copy (its text may quote the body, and a
+    body may echo a key).
+    """
     try:
         yield
-    except api_error as exc:
-        raise error_for_status(
-            getattr(exc, status, None),
-            str(getattr(exc, message, None) or exc),
-            provider=provider,
-            retry_after=retry_after_seconds(headers(exc) if headers else None),
-            secrets=[secret],
-            where=endpoint_of(exc),
-        ) from scrubbed(exc, [secret])
-    except timeouts as exc:
-        raise ProviderTimeoutError(
-            _unreachable(provider, exc, [secret], timeout=True), provider=provider
-        ) from scrubbed(exc, [secret])
-    except transports as exc:
-        raise ProviderUnavailableError(
-            _unreachable(provider, exc, [secret]), provider=provider
-        ) from scrubbed(exc, [secret])
+    except ResponseFormatError as exc:
+        if not exc.raw:  # raised by our translation, which has no body at hand
+            exc.raw = raw() or ""
+        raise
+    except PyWrapAIError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        body = getattr(exc, "doc", None)
+        if not isinstance(body, str):
+            body = raw()
+        raise ResponseFormatError(
+            f"{provider}: the reply is not a valid response ({type(exc).__name__}); "
+            "its raw body is in the error's .raw attribute",
+            raw=body if body is not None else "",
+        ) from scrubbed(exc, list(secrets))
 
 
 def _unreachable(

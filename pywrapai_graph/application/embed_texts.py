@@ -18,6 +18,7 @@ from pywrapai_graph.application.observability.model_calls import observe_embeddi
 from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
+from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.ports.embedding_provider import (
     AsyncEmbeddingProvider,
@@ -95,6 +96,10 @@ class EmbedTexts:
         if isinstance(texts, str):
             raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
         items = list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise ArgumentTypeError(f"text {i} to embed is a {type(text).__name__}, not a str")
+            check_unicode(text, f"text {i} to embed")
         return [items[i : i + self.batch_size] for i in range(0, len(items), self.batch_size)]
 
     def _observe(self, part: list[str]) -> Observation:

@@ -6,7 +6,9 @@ type checker can pass anything, and the error must say what was wrong.
 
 from __future__ import annotations
 
-__all__ = ["is_positive_int", "is_text"]
+from pywrapai_graph.errors import InvalidArgumentError
+
+__all__ = ["check_unicode", "is_positive_int", "is_text"]
 
 
 def is_positive_int(value: object) -> bool:
@@ -17,3 +19,15 @@ def is_positive_int(value: object) -> bool:
 def is_text(value: object) -> bool:
     """A ``str``."""
     return isinstance(value, str)
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Raises InvalidArgumentError when ``text`` holds a lone surrogate: no engine, driver or
+    HTTP body can carry it (it is not valid Unicode), so it is refused where it enters."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"{what} contains a lone surrogate ({text!r:.60}); it is not valid Unicode text "
+            "(decode bytes with errors='replace', not 'surrogateescape')"
+        ) from None

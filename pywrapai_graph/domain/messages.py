@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
@@ -86,6 +87,7 @@ class Message:
         content: object = self.content
         if not isinstance(content, str):
             raise ArgumentTypeError(f"Message.content must be str, got {type(content).__name__}")
+        check_unicode(content, f"the {self.role.value} message's content")
         if self.tool_calls is not None:
             calls = tuple(self.tool_calls)
             object.__setattr__(self, "tool_calls", calls or None)

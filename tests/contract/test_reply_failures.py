@@ -33,8 +33,11 @@ def test_a_garbage_200_is_a_response_format_error_with_the_raw_body(
     assert len(llm.tokens) == 1  # a 200 may be billed: it is recorded, parsed or not
 
 
-def test_a_garbage_200_is_typed_in_async_calls_too(provider: Provider) -> None:
-    provider.wire.raw('{"unexpected": 1}')
+@pytest.mark.parametrize("body", GARBAGE)
+def test_a_garbage_200_is_typed_with_the_raw_body_in_async_calls_too(
+    provider: Provider, body: str
+) -> None:
+    provider.wire.raw(body)
     llm = provider.llm()
 
     async def run() -> None:
@@ -43,8 +46,10 @@ def test_a_garbage_200_is_typed_in_async_calls_too(provider: Provider) -> None:
         finally:
             await llm.aclose()
 
-    with pytest.raises(ResponseFormatError):
+    with pytest.raises(ResponseFormatError) as info:
         asyncio.run(run())
+    assert info.value.raw == body
+    assert len(llm.tokens) == 1
 
 
 def test_a_stream_cut_before_its_end_marker_is_an_error(provider: Provider) -> None:
@@ -140,3 +145,53 @@ def test_retrying_stops_after_max_retries() -> None:
     with pytest.raises(ProviderUnavailableError):
         retrying(down, max_retries=2, sleep=lambda _s: None)
     assert len(calls) == 3
+
+
+def _collect(provider: Provider, *, is_async: bool, max_retries: int) -> str:
+    llm = provider.llm(max_retries=max_retries)
+    if not is_async:
+        return "".join(llm.stream("Hi"))
+
+    async def run() -> str:
+        try:
+            return "".join([piece async for piece in llm.astream("Hi")])
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_the_request_that_opens_a_stream_is_retried(
+    provider: Provider, status: int, is_async: bool
+) -> None:
+    provider.wire.fail(status, "busy", headers={"retry-after": "0"})
+    provider.wire.fail(status, "still busy", headers={"retry-after": "0"})
+    provider.wire.reply("streamed after two refusals")
+    assert _collect(provider, is_async=is_async, max_retries=2) == "streamed after two refusals"
+    assert len(list(provider.wire.chat_requests())) == 3
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_stream_open_stops_after_max_retries_with_retry_after(
+    provider: Provider, is_async: bool
+) -> None:
+    for _ in range(3):
+        provider.wire.fail(429, "slow down", headers={"retry-after": "0"})
+    provider.wire.reply("never sent")
+    with pytest.raises(RateLimitError) as info:
+        _collect(provider, is_async=is_async, max_retries=1)
+    assert info.value.retry_after == 0.0
+    assert len(list(provider.wire.chat_requests())) == 2
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_stream_that_already_delivered_text_is_not_retried(
+    provider: Provider, is_async: bool
+) -> None:
+    provider.wire.cut("Once upon a time there was a long story", keep=2)
+    provider.wire.reply("a second answer the caller never asked for")
+    with pytest.raises(IncompleteStreamError):
+        _collect(provider, is_async=is_async, max_retries=2)
+    assert len(list(provider.wire.chat_requests())) == 1

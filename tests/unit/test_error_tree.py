@@ -25,8 +25,17 @@ ALLOWED = {"NotImplementedError", "AssertionError", "StopIteration", "StopAsyncI
 
 
 def _raised_name(node: ast.Raise) -> str | None:
+    """The builtin a raise names (``ValueError``, ``builtins.ValueError``), or
+    ``module.Name`` for a raise of another module's exception (``json.JSONDecodeError``)."""
     exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-    return exc.id if isinstance(exc, ast.Name) else None
+    if isinstance(exc, ast.Name):
+        return exc.id
+    if isinstance(exc, ast.Attribute) and isinstance(exc.value, ast.Name):
+        if exc.value.id == "builtins":
+            return exc.attr
+        if exc.value.id not in ("self", "cls", "errors") and exc.attr[:1].isupper():
+            return f"{exc.value.id}.{exc.attr}"
+    return None
 
 
 def _builtin_raises(path: Path) -> list[str]:
@@ -42,7 +51,8 @@ def _builtin_raises(path: Path) -> list[str]:
         if not isinstance(node, ast.Raise) or node.exc is None:
             continue
         name = _raised_name(node)
-        if name is None or name not in BUILTIN_ERRORS or name in ALLOWED:
+        foreign = name is not None and "." in name  # json.JSONDecodeError, sqlite3.Error...
+        if name is None or (name not in BUILTIN_ERRORS and not foreign) or name in ALLOWED:
             continue
         if name == "AttributeError" and id(node) in in_getattr:
             continue
@@ -66,9 +76,17 @@ def test_no_bare_builtin_raise_anywhere_in_the_package() -> None:
 def test_the_scan_would_catch_a_new_bare_raise(tmp_path: Path) -> None:
     planted = PACKAGE / "_planted_for_test.py"
     try:
-        planted.write_text("def f(x):\n    raise ValueError('bad')\n", encoding="utf-8")
+        planted.write_text(
+            "import builtins, json\n"
+            "def f(x):\n    raise ValueError('bad')\n"
+            "def g(x):\n    raise builtins.TypeError('bad')\n"
+            "def h(x):\n    raise json.JSONDecodeError('bad', '', 0)\n",
+            encoding="utf-8",
+        )
         assert _builtin_raises(planted) == [
-            "pywrapai_graph/_planted_for_test.py:2: raise ValueError"
+            "pywrapai_graph/_planted_for_test.py:3: raise ValueError",
+            "pywrapai_graph/_planted_for_test.py:5: raise TypeError",
+            "pywrapai_graph/_planted_for_test.py:7: raise json.JSONDecodeError",
         ]
     finally:
         planted.unlink()

@@ -8,7 +8,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._gemini import gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.adapters._provider_errors import decoding, status_code_errors
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
@@ -65,16 +65,16 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
         await self._aclients.aclose()
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("gemini", lambda: None, [self._secret]), self._errors():
             raw = self._client.models.embed_content(model=model, contents=_contents(texts))
-        return _batch(raw, model)
+            return _batch(raw, model)
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("gemini", lambda: None, [self._secret]), self._errors():
             raw = await self._aclients.get().models.embed_content(
                 model=model, contents=_contents(texts)
             )
-        return _batch(raw, model)
+            return _batch(raw, model)
 
 
 async def _close_aio(client: Any) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
-from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.adapters._provider_errors import decoding, status_code_errors
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 
@@ -46,11 +46,11 @@ class OllamaEmbeddings(AsyncEmbeddingProvider):
         await self._aclients.aclose()
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("ollama", lambda: None, [None]), self._errors():
             raw = self._client.embed(model=model, input=list(texts))
-        return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
+            return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("ollama", lambda: None, [None]), self._errors():
             raw = await self._aclients.get().embed(model=model, input=list(texts))
-        return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)
+            return EmbeddingBatch([list(v) for v in raw.embeddings], None, raw.model or model)

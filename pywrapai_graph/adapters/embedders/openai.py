@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
-from pywrapai_graph.adapters._provider_errors import stainless_errors
+from pywrapai_graph.adapters._provider_errors import decoding, stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
@@ -62,14 +62,14 @@ class OpenAIEmbeddings(AsyncEmbeddingProvider):
         await self._aclients.aclose()
 
     def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("openai", lambda: None, [self._secret]), self._errors():
             raw = self._client.embeddings.create(model=model, input=list(texts))
-        return self._batch(raw)
+            return self._batch(raw)
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with self._errors():
+        with decoding("openai", lambda: None, [self._secret]), self._errors():
             raw = await self._aclients.get().embeddings.create(model=model, input=list(texts))
-        return self._batch(raw)
+            return self._batch(raw)
 
     @staticmethod
     def _batch(raw: Any) -> EmbeddingBatch:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from abc import abstractmethod
 from collections.abc import (
@@ -17,7 +18,13 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.adapters.llm._replies import BodyRecorder, StreamTally, decoding
+from pywrapai_graph.adapters.llm._replies import (
+    BodyRecorder,
+    StreamTally,
+    aretrying,
+    decoding,
+    retrying,
+)
 from pywrapai_graph.domain import (
     Message,
     Role,
@@ -27,6 +34,8 @@ from pywrapai_graph.domain import (
 )
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import ChatModel
+
+_END = object()  # no first event: the stream was empty
 
 __all__ = [
     "SDKChatModel",
@@ -113,6 +122,8 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     #: the last non-streamed body, for replies the SDK cannot decode (set by subclasses that
     #: can hook their HTTP client; others report the JSON error's document or nothing)
     _bodies: BodyRecorder | None = None
+    #: the API key, masked in every error and in the scrubbed copies of SDK exceptions
+    _secret: str | None = None
 
     @property
     def _aclient(self) -> AsyncClient:
@@ -132,30 +143,60 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
             bodies.reset()
         if raw is None:
             raw = bodies.body if bodies is not None else lambda: None
-        with decoding(self.provider_name, raw), self._errors():
+        with decoding(self.provider_name, raw, [self._secret]), self._errors():
             yield
 
     def _follow(
-        self, start: Callable[[], Iterable[Any]], tally: StreamTally
+        self, start: Callable[[], Iterable[Any]], tally: StreamTally, retries: int = 0
     ) -> Iterator[StreamChunk]:
         """Stream the events of ``start()`` through ``tally``; errors translated, cut streams
-        and undecodable events raised."""
-        with decoding(self.provider_name, tally.text), self._errors():
-            for event in start():
-                text = tally.feed(event)
-                if text:
-                    yield StreamChunk(text=text)
+        and undecodable events raised.
+
+        With ``retries`` (SDKs that do not retry themselves), the request that opens the
+        stream — up to its first event — is retried like a chat call (429, 5xx, timeouts,
+        lost connections; ``Retry-After`` honoured). Once an event arrived, nothing is
+        retried: the caller has seen text.
+        """
+
+        def open_stream() -> tuple[Iterator[Any], list[Any]]:
+            with self._errors():
+                events = iter(start())
+                return events, list(itertools.islice(events, 1))
+
+        with decoding(self.provider_name, tally.text, [self._secret]):
+            events, first = retrying(open_stream, retries)
+            with self._errors():
+                for event in itertools.chain(first, events):
+                    text = tally.feed(event)
+                    if text:
+                        yield StreamChunk(text=text)
         yield tally.final()
 
     async def _afollow(
-        self, start: Callable[[], Awaitable[AsyncIterable[Any]]], tally: StreamTally
+        self,
+        start: Callable[[], Awaitable[AsyncIterable[Any]]],
+        tally: StreamTally,
+        retries: int = 0,
     ) -> AsyncIterator[StreamChunk]:
         """The async twin of :meth:`_follow`."""
-        with decoding(self.provider_name, tally.text), self._errors():
-            async for event in await start():
-                text = tally.feed(event)
-                if text:
-                    yield StreamChunk(text=text)
+
+        async def open_stream() -> tuple[AsyncIterator[Any], list[Any]]:
+            with self._errors():
+                events = aiter(await start())
+                first = await anext(events, _END)
+                return events, [] if first is _END else [first]
+
+        with decoding(self.provider_name, tally.text, [self._secret]):
+            events, first = await aretrying(open_stream, retries)
+            with self._errors():
+                for event in first:
+                    text = tally.feed(event)
+                    if text:
+                        yield StreamChunk(text=text)
+                async for event in events:
+                    text = tally.feed(event)
+                    if text:
+                        yield StreamChunk(text=text)
         yield tally.final()
 
     @property

@@ -15,19 +15,17 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
+from pywrapai_graph.adapters._provider_errors import decoding
 from pywrapai_graph.domain import StreamChunk, TokenUsage
 from pywrapai_graph.errors import (
     IncompleteStreamError,
     ProviderTimeoutError,
     ProviderUnavailableError,
-    PyWrapAIError,
     RateLimitError,
-    ResponseFormatError,
 )
 
 __all__ = [
@@ -94,31 +92,6 @@ class BodyRecorder:
         """The last response headers, or None."""
         last = self._last.get()
         return last[1] if last is not None else None
-
-
-@contextmanager
-def decoding(provider: str, raw: Callable[[], str | None]) -> Iterator[None]:
-    """Turn a failure to decode a reply into ResponseFormatError with the raw body.
-
-    ``raw`` is asked for the body only on failure; a JSON error's own document wins.
-    """
-    try:
-        yield
-    except ResponseFormatError as exc:
-        if not exc.raw:  # raised by our translation, which has no body at hand
-            exc.raw = raw() or ""
-        raise
-    except PyWrapAIError:
-        raise
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-        body = getattr(exc, "doc", None)
-        if not isinstance(body, str):
-            body = raw()
-        raise ResponseFormatError(
-            f"{provider}: the reply is not a valid response ({type(exc).__name__}); "
-            "its raw body is in the error's .raw attribute",
-            raw=body if body is not None else "",
-        ) from exc
 
 
 def incomplete(provider: str, marker: str, partial: str) -> IncompleteStreamError:

@@ -37,6 +37,7 @@ from pywrapai_graph.domain import (
 from pywrapai_graph.errors import MissingExtraError, ResponseFormatError
 
 try:
+    import httpx
     from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types as genai_types
@@ -132,14 +133,21 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         # google-genai neither honours Retry-After nor bounds a request by default: we do both
         self._retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
-        # the async transport (aiohttp when installed) takes no httpx hooks: sync bodies only
-        self._bodies = BodyRecorder()
-        hooks = {"event_hooks": {"response": [self._bodies.hook]}}
+        bodies = self._bodies = BodyRecorder()
+        hooks = {"event_hooks": {"response": [bodies.hook]}}
         self._client = gemini_client(api_key, base_url, timeout, 0, client_args=hooks)
-        # client.aio binds aiohttp/httpx sessions to a loop: one whole client per loop
-        self._aclients = PerLoop(
-            lambda: gemini_client(api_key, base_url, timeout, 0).aio, _close_aio
-        )
+
+        def async_client() -> AsyncClient:
+            # An httpx transport of our own makes the SDK use httpx instead of aiohttp for
+            # client.aio, so the response hook sees the exact body of a garbage reply.
+            args = {
+                "transport": httpx.AsyncHTTPTransport(),
+                "event_hooks": {"response": [bodies.ahook]},
+            }
+            return gemini_client(api_key, base_url, timeout, 0, async_client_args=args).aio
+
+        # client.aio binds its httpx client to a loop: one whole client per loop
+        self._aclients = PerLoop(async_client, _close_aio)
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 
@@ -239,13 +247,17 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         params = self._call(request)
         return self._follow(
-            lambda: self._client.models.generate_content_stream(**params), _StreamState()
+            lambda: self._client.models.generate_content_stream(**params),
+            _StreamState(),
+            self._retries,
         )
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         params = self._call(request)
         return self._afollow(
-            lambda: self._aclient.models.generate_content_stream(**params), _StreamState()
+            lambda: self._aclient.models.generate_content_stream(**params),
+            _StreamState(),
+            self._retries,
         )
 
 

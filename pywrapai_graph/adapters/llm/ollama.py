@@ -176,11 +176,15 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         params = self._params(request)
-        return self._follow(lambda: self._client.chat(**params, stream=True), _StreamState())
+        return self._follow(
+            lambda: self._client.chat(**params, stream=True), _StreamState(), self._retries
+        )
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         params = self._params(request)
-        return self._afollow(lambda: self._aclient.chat(**params, stream=True), _StreamState())
+        return self._afollow(
+            lambda: self._aclient.chat(**params, stream=True), _StreamState(), self._retries
+        )
 
 
 class _StreamState(StreamTally):
