@@ -159,6 +159,22 @@ def test_sqlite_a_truncated_file(tmp_path: Path) -> None:
     drive(lambda: SQLiteVectorStore(path))
 
 
+def test_sqlite_a_read_only_file(tmp_path: Path) -> None:
+    """The file is immutable (``chattr +i``: read-only even for root, as tests run here)."""
+    import shutil
+    import subprocess
+
+    path = tmp_path / "store.db"
+    _filled_sqlite(path)
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(path)], check=False).returncode:
+        pytest.skip("cannot make a file immutable here (chattr +i needs CAP_LINUX_IMMUTABLE)")
+    try:
+        drive(lambda: SQLiteVectorStore(path))
+    finally:
+        subprocess.run([chattr, "-i", str(path)], check=True)
+
+
 def test_sqlite_metadata_that_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     _filled_sqlite(path, n=20)
