@@ -5,6 +5,8 @@ Run: .venv/bin/python -m benchmarks.faiss_add
 All in one run, on the same vectors:
 - the floor: raw FAISS ``add_with_ids`` of the same batches (``IndexIDMap2`` over
   ``IndexFlatIP``) plus one final ``write_index``;
+- a second floor for a store that keeps texts and metadata: the same, plus the chunk rows
+  (text, metadata JSON) inserted into SQLite with one commit per batch;
 - the store: each batch is one document written with ``replace_document_vectors`` (the
   path ingest takes), durable when the call returns (segment appended and synced, metadata
   committed); then the same followed by one ``compact()``;
@@ -16,7 +18,9 @@ Also the time of the last ten batches over the first ten (1.0 = no growth with t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -49,6 +53,38 @@ def raw_faiss(m: np.ndarray, path: Path, *, rewrite_each_batch: bool) -> tuple[f
     if not rewrite_each_batch:
         faiss.write_index(index, str(path))
     return time.perf_counter() - start, times
+
+
+def raw_faiss_and_sqlite(m: np.ndarray, folder: Path) -> tuple[float, list[float]]:
+    """The floor for a store that also keeps text and metadata: raw FAISS plus the same rows
+    (text, metadata JSON) into SQLite, one committed transaction per batch, one final write."""
+    import faiss
+
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(DIM))
+    conn = sqlite3.connect(folder / "floor.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(
+        "CREATE TABLE chunks (int_id INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, "
+        "doc_id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL)"
+    )
+    docs = documents()
+    times = []
+    start = time.perf_counter()
+    for d, (_, chunks) in enumerate(docs):
+        t = time.perf_counter()
+        s = d * BATCH
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
+            [(s + i, c.id, c.doc_id, c.text, json.dumps(c.metadata)) for i, c in enumerate(chunks)],
+        )
+        conn.execute("COMMIT")
+        index.add_with_ids(m[s : s + BATCH], np.arange(s, s + BATCH, dtype=np.int64))
+        times.append(time.perf_counter() - t)
+    faiss.write_index(index, str(folder / "floor.faiss"))
+    total = time.perf_counter() - start
+    conn.close()
+    return total, times
 
 
 def documents() -> list[tuple[DocumentManifest, list[Chunk]]]:
@@ -90,6 +126,7 @@ def main() -> None:
         folder = Path(tmp)
         raw, raw_times = raw_faiss(m, folder / "raw.faiss", rewrite_each_batch=False)
         (folder / "raw.faiss").unlink()
+        floor, floor_times = raw_faiss_and_sqlite(m, folder)
         store, store_times = through_store(m, folder / "a", compact=False)
         compacted, _ = through_store(m, folder / "b", compact=True)
         old, old_times = raw_faiss(m, folder / "old.faiss", rewrite_each_batch=True)
@@ -97,6 +134,7 @@ def main() -> None:
     print(f"{'case':<66} {'s':>8} {'ratio':>8} {'last/first':>11}")
     rows = [
         ("raw FAISS add_with_ids + one final write_index (floor)", raw, raw_times),
+        ("  + the same chunk rows into SQLite, one commit per batch", floor, floor_times),
         ("FAISSVectorStore, each batch durable (segment log)", store, store_times),
         ("FAISSVectorStore, then one compact()", compacted, store_times),
         ("old scheme: rewrite + fsync + SHA-256 the index every batch", old, old_times),

@@ -16,6 +16,11 @@ from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
 
+def files_in(folder: Path) -> list[str]:
+    """The files of a store, but the metadata's WAL companions (there while it is open)."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm")))
+
+
 class TestFAISSVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return FAISSVectorStore(location / "docs.faiss", location / "docs_meta.pkl")
@@ -82,12 +87,13 @@ def test_no_temp_files_left_behind(tmp_path: Path) -> None:
         store.add(make_chunks(5, 8, seed=i, prefix=f"b{i}-"))
     store.delete(["b0-1"])
     names = ["a.faiss", "a.faiss.lock", "a.faiss.log", "a.meta"]  # base, lock, segment log, meta
-    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    assert files_in(tmp_path) == names
     assert len(store) == 14
     store.compact()
-    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    assert files_in(tmp_path) == names
     assert (tmp_path / "a.faiss.log").stat().st_size == 0
     store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == names  # SQLite's WAL files too
 
 
 @pytest.mark.parametrize("write", ["append", "compact"])
@@ -154,7 +160,7 @@ def test_an_uncommitted_pending_file_and_old_temp_files_are_removed(tmp_path: Pa
     (tmp_path / ".faiss-k2j3.tmp").write_bytes(b"left by an older version")
     reopened = FAISSVectorStore(index, meta)
     assert len(reopened) == 4
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.faiss", "a.faiss.lock", "a.meta"]
+    assert files_in(tmp_path) == ["a.faiss", "a.faiss.lock", "a.meta"]
     reopened.close()
 
 
@@ -376,3 +382,36 @@ def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) 
     store.clear()
     assert len(store) == 0 and store.search([1.0] * 8, k=3, filter={"v": 1}) == []
     store.close()
+
+
+def test_an_open_store_reads_only_what_another_writer_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256
+
+    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
+    writer = FAISSVectorStore(index, meta)
+    writer.add(make_chunks(50, 8))
+    reader = FAISSVectorStore(index, meta)
+    assert reader.count({"parity": "even"}) == 25  # builds a column, to be kept right
+    hashed: list[object] = []
+
+    def counting(path: Path) -> str:
+        hashed.append(path)
+        return file_sha256(path)
+
+    monkeypatch.setattr("pywrapai_graph.adapters.vectorstores.faiss._sha256", counting)
+    new = make_chunks(5, 8, seed=3, prefix="n")
+    writer.add(new)
+    writer.delete(["c0", "c1"])
+    assert reader.search(new[2].embedding or [], k=1)[0].chunk.id == "n2"
+    assert len(reader) == 53
+    assert reader.count({"parity": "even"}) == 24 + 3
+    assert hashed == []  # the base was neither re-read nor re-hashed: only the new segment
+    reader.add(make_chunks(2, 8, seed=4, prefix="r"))  # the reader writes on top of it
+    assert len(writer) == 55 and hashed == []
+    writer.compact()
+    assert len(reader) == 55
+    assert hashed  # a new base: read again, and verified
+    reader.close()
+    writer.close()

@@ -42,6 +42,10 @@ __all__ = [
 Matrix = npt.NDArray[np.float32]
 
 
+#: One encoder for every chunk (``json.dumps`` with options builds a new one per call).
+_METADATA_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True)
+
+
 def metadata_json(chunk: Chunk) -> str:
     """The chunk's metadata as JSON, for stores that persist it.
 
@@ -49,7 +53,7 @@ def metadata_json(chunk: Chunk) -> str:
         ValueError: naming the chunk, when the metadata is not JSON-serialisable.
     """
     try:
-        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+        return _METADATA_ENCODER.encode(chunk.metadata)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "

@@ -45,9 +45,42 @@ class _Missing:
 _MISSING = _Missing()
 
 
+class _JSONBool:
+    """A stored (or wanted) bool that equals only the same bool: JSON's ``true`` is not ``1``.
+
+    Python says ``True == 1``; with bools held as these, one C-level ``column == value``
+    gives JSON equality for every scalar, with no Python pass over the rows.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _JSONBool) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+_TRUE, _FALSE = _JSONBool(True), _JSONBool(False)
+
+
+def _stored(value: object) -> object:
+    if value is True:
+        return _TRUE
+    if value is False:
+        return _FALSE
+    return value
+
+
 def _objects(values: Iterable[object], count: int) -> Objects:
     # fromiter keeps each value as one object (a list value is not spread over the array).
-    return np.fromiter(values, dtype=object, count=count)
+    return np.fromiter(map(_stored, values), dtype=object, count=count)
 
 
 class MetadataColumns:
@@ -101,15 +134,8 @@ class MetadataColumns:
         mask: Mask = np.ones(rows, dtype=bool)
         for key, value in filter.items():
             column = self._column(key, rows, capacity)[:rows]
-            if isinstance(value, _SCALARS):
-                mask &= np.asarray(column == value, dtype=bool)
-                if isinstance(value, int | float):  # JSON: True never equals 1
-                    wanted_bool = isinstance(value, bool)
-                    mask &= np.fromiter(
-                        (isinstance(v, bool) is wanted_bool for v in column),
-                        dtype=bool,
-                        count=rows,
-                    )
+            if isinstance(value, _SCALARS):  # bools compare as _JSONBool: True never equals 1
+                mask &= np.asarray(column == _stored(value), dtype=bool)
             else:  # a list value: numpy would spread it, so compare one by one
                 mask &= np.fromiter((same_value(v, value) for v in column), dtype=bool, count=rows)
         return mask

@@ -117,7 +117,7 @@ class SegmentLog:
             raise os_failure(self._store_path, exc) from exc
 
     def read(self, segments: Sequence[Segment], dim: int) -> tuple[Labels, Vectors]:
-        """Every committed segment's labels and vectors, in log order, each one verified.
+        """The labels and vectors of ``segments`` (consecutive, in log order), each verified.
 
         Raises:
             VectorStoreError: the file is missing or shorter than the committed segments,
@@ -132,12 +132,14 @@ class SegmentLog:
                 "metadata says (it was removed or damaged outside this library); re-create "
                 "the store from your documents"
             )
+        first = segments[0].offset
         with self.path.open("rb") as f:
-            data = memoryview(f.read(end))
+            f.seek(first)
+            data = memoryview(f.read(end - first))
         labels: list[Labels] = []
         vectors: list[Vectors] = []
         for segment in segments:
-            part = data[segment.offset : segment.end]
+            part = data[segment.offset - first : segment.end - first]
             if hashlib.sha256(part).hexdigest() != segment.sha256:
                 raise VectorStoreError(
                     "the FAISS segment log and its metadata disagree (a segment at byte "

@@ -140,6 +140,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         self._generation = -1
         # What the committed files hold (set by _load and by each commit).
         self._has_base = False
+        self._base_sha256: str | None = None
+        self._segments_read: list[Segment] = []
         self._base_bytes = 0
         self._log_end = 0
         self._file_rows = 0  # rows in the base and the log, deleted ones included
@@ -190,6 +192,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                         f"{str(self._meta_path)!r} is a SQLite file but not a pywrapai FAISS "
                         "metadata file; refusing to use it"
                     )
+            conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)", (_FORMAT,))
         except BaseException as exc:
@@ -261,6 +264,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         if self._pending.exists():  # a write that never committed
             self._pending.unlink()
         segments = self._segments()
+        self._segments_read = segments
+        self._base_sha256 = checksum
         self._log_end = segments[-1].end if segments else 0
         with suppress(VectorStoreError):  # tidiness only: reads and appends stop at _log_end
             self._log.truncate(self._log_end)  # an append that never committed
@@ -295,6 +300,35 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         if labels.size:
             self._index.add_with_ids(vectors, labels)
         self._base_bytes = self._index_path.stat().st_size
+        self._file_rows = int(self._index.ntotal)
+        self._drop_deleted_rows()
+        self._capacity = int(self._index.ntotal)
+
+    def _catch_up(self) -> None:
+        """Follow another process's commits (called with the file lock held).
+
+        When they only appended segments and deleted rows (the base is the one we read),
+        read just the new segments; otherwise (a compaction, a clear) load everything again.
+        """
+        segments = self._segments()
+        known = len(self._segments_read)
+        if (
+            self._index is None
+            or self._meta_value("index_sha256") != self._base_sha256
+            or segments[:known] != self._segments_read
+        ):
+            self._reload()
+            return
+        new = segments[known:]
+        labels, vectors = self._log.read(new, int(self._dim or 0))
+        if labels.size:
+            self._index.add_with_ids(vectors, labels)
+        self._generation = self._stored_generation()
+        self._segments_read = segments
+        self._log_end = segments[-1].end if segments else 0
+        self._file_rows += int(labels.size)
+        self._lexical.reset()
+        self._columns.clear()
         self._drop_deleted_rows()
         self._capacity = int(self._index.ntotal)
 
@@ -305,7 +339,6 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             (r[0] for r in self._meta.execute("SELECT int_id FROM chunks ORDER BY int_id")),
             dtype=np.int64,
         )
-        self._file_rows = int(in_files.size)
         stored_next = int(self._meta_value("next_label") or 0)
         self._next_label = max(stored_next, int(in_files.max()) + 1 if in_files.size else 0)
         if in_files.size and not (np.diff(in_files) > 0).all():
@@ -315,6 +348,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         if live.size != in_files.size:
             dead = in_files[~np.isin(in_files, live, assume_unique=True)]
             self._index.remove_ids(dead)
+        if self._index.ntotal != live.size:
+            raise VectorStoreError("the FAISS index and its metadata disagree in size")
 
     def _reload(self) -> None:
         """Return to what the files say (after a failed write, or another process's write)."""
@@ -389,6 +424,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             def appended() -> None:
                 self._log_end = segment.end
                 self._file_rows = file_rows
+                self._segments_read.append(segment)
 
             return appended
         checksum = self._write_pending()
@@ -399,6 +435,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             os.replace(self._pending, self._index_path)
             fsync_dir(self._index_path.parent)
             self._has_base = True
+            self._base_sha256 = checksum
+            self._segments_read = []
             self._base_bytes = self._index_path.stat().st_size
             self._file_rows = int(self._index.ntotal)
             self._log_end = 0
@@ -414,7 +452,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             try:
                 self._meta.execute("BEGIN IMMEDIATE")
                 if self._stored_generation() != self._generation:
-                    self._reload()  # another process wrote since we last looked
+                    self._catch_up()  # another process wrote since we last looked
                 result = work()
                 after_commit = self._commit_files() if self._index is not None else lambda: None
                 self._set_meta("next_label", str(self._next_label))
@@ -450,7 +488,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                 for _ in range(10):
                     if self._stored_generation() != self._generation:
                         with self._file_lock:
-                            self._reload()
+                            self._catch_up()
                     self._meta.execute("BEGIN")
                     if self._stored_generation() == self._generation:
                         break
@@ -513,7 +551,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         self._next_label += count
         self._meta.executemany(
             "INSERT INTO chunks (int_id, id, doc_id, text, metadata) VALUES (?, ?, ?, ?, ?)",
-            [(int(i), *r) for i, r in zip(labels, rows, strict=True)],
+            [(i, *r) for i, r in zip(labels.tolist(), rows, strict=True)],
         )
         vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
         start = int(self._index.ntotal)
