@@ -32,6 +32,12 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+#: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=repr)``, built once
+_METADATA_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
+#: Manifests are looked up for this many documents (or this much text) at once.
+_LOOKUP_DOCS = 256
+_LOOKUP_CHARS = 8_000_000
+
 #: Called after each stored document with (chunks done, chunks known so far).
 ProgressCallback = Callable[[int, int], None]
 #: Called with each document's outcome as soon as it is stored.
@@ -48,17 +54,48 @@ def embedder_name(embedder: EmbeddingModel) -> tuple[str, str]:
     )
 
 
+class _Hasher:
+    """:func:`content_hash` for many documents of one chunker (its repr is hashed once)."""
+
+    def __init__(self, chunker: TextSplitter | None) -> None:
+        self._base = hashlib.sha256(repr(chunker).encode("utf-8", "surrogatepass") + b"\x00")
+
+    def __call__(self, doc: Document) -> str:
+        try:
+            metadata = _METADATA_JSON(doc.metadata)
+        except ValueError:  # NaN and the like: repr is stable enough for a digest
+            metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
+        digest = self._base.copy()
+        digest.update(metadata.encode("utf-8", "surrogatepass") + b"\x00")
+        digest.update(doc.text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+        return digest.hexdigest()
+
+
+def _digests(hasher: _Hasher, docs: list[Document]) -> list[str]:
+    return [hasher(doc) for doc in docs]
+
+
+def _windows(docs: Iterable[Document]) -> Iterator[list[Document]]:
+    """``docs`` (checked to be documents) in lists of at most ``_LOOKUP_DOCS`` documents
+    or about ``_LOOKUP_CHARS`` characters."""
+    window: list[Document] = []
+    chars = 0
+    for doc in docs:
+        if not isinstance(doc, Document):
+            raise ArgumentTypeError(f"ingest takes Document objects, got {type(doc).__name__}")
+        window.append(doc)
+        chars += len(doc.text)
+        if len(window) >= _LOOKUP_DOCS or chars >= _LOOKUP_CHARS:
+            yield window
+            window, chars = [], 0
+    if window:
+        yield window
+
+
 def content_hash(doc: Document, chunker: TextSplitter | None) -> str:
     """A digest of what decides a document's chunks: its text, metadata and the chunker."""
-    try:
-        metadata = json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False, default=repr)
-    except ValueError:  # NaN and the like: repr is stable enough for a digest
-        metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
-    digest = hashlib.sha256()
-    for part in (repr(chunker), metadata, doc.text):
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
+    return _Hasher(chunker)(doc)
 
 
 def _takes_vectors(store: BaseVectorStore) -> bool:
@@ -133,45 +170,70 @@ class IngestDocuments:
         """
         outcomes: list[DocumentOutcome] = []
         done = known = 0
+
+        def emit(outcome: DocumentOutcome) -> None:
+            outcomes.append(outcome)
+            if on_document is not None:
+                on_document(outcome)
+
         with self.store.bulk_load():  # pgvector: COPY; HNSW built after loading an empty table
-            for group in self._groups(docs, skip_unchanged, outcomes, on_document):
+            for group in self._groups(self._to_write(docs, skip_unchanged, emit)):
                 known += sum(len(chunks) for _, _, chunks in group)
                 vectors = self._embed([c for _, _, chunks in group for c in chunks])
                 row = 0
                 for doc, digest, chunks in group:
                     rows = None if vectors is None else vectors[row : row + len(chunks)]
                     row += len(chunks)
-                    outcome = self._write(doc, digest, chunks, rows)
-                    outcomes.append(outcome)
+                    emit(self._write(doc, digest, chunks, rows))
                     done += len(chunks)
-                    if on_document is not None:
-                        on_document(outcome)
                     if progress is not None:
                         progress(done, known)
         _log.debug("ingested %d documents (%d chunks)", len(outcomes), done)
         return IngestReport(tuple(outcomes))
 
     # ------------------------------------------------------------------ steps
-    def _groups(
+    def _to_write(
+        self, docs: Iterable[Document], skip_unchanged: bool, emit: OutcomeCallback
+    ) -> Iterator[tuple[Document, str]]:
+        """The documents to write, with their digest; unchanged ones go to ``emit``.
+
+        Documents come in windows whose manifests are looked up at once (one query on the
+        stores that implement ``document_manifests``), never by a search.
+        """
+        hasher = _Hasher(self.chunker)
+        for window in _windows(docs):
+            yield from self._changed(window, _digests(hasher, window), skip_unchanged, emit)
+
+    def _changed(
         self,
-        docs: Iterable[Document],
+        window: list[Document],
+        digests: list[str],
         skip_unchanged: bool,
-        outcomes: list[DocumentOutcome],
-        on_document: OutcomeCallback | None,
+        emit: OutcomeCallback,
+    ) -> Iterator[tuple[Document, str]]:
+        if not skip_unchanged:
+            yield from zip(window, digests, strict=True)
+            return
+        manifests = self.store.document_manifests([doc.id for doc in window])
+        name = embedder_name(self.embedder)
+        for doc, digest in zip(window, digests, strict=True):
+            manifest = manifests.get(doc.id)
+            if (
+                manifest is not None
+                and manifest.content_hash == digest
+                and (manifest.embedder.provider, manifest.embedder.model) == name
+            ):
+                emit(DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0))
+            else:
+                yield doc, digest
+
+    def _groups(
+        self, docs: Iterator[tuple[Document, str]]
     ) -> Iterator[list[tuple[Document, str, list[Chunk]]]]:
         """Documents to write, with their digest and chunks, grouped to fill a batch."""
         group: list[tuple[Document, str, list[Chunk]]] = []
         size = 0
-        for doc in docs:
-            if not isinstance(doc, Document):
-                raise ArgumentTypeError(f"ingest takes Document objects, got {type(doc).__name__}")
-            digest = content_hash(doc, self.chunker)
-            if skip_unchanged and self._unchanged(doc.id, digest):
-                outcome = DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0)
-                outcomes.append(outcome)
-                if on_document is not None:
-                    on_document(outcome)
-                continue
+        for doc, digest in docs:
             chunks = self._chunks(doc)
             group.append((doc, digest, chunks))
             size += len(chunks)
@@ -180,13 +242,6 @@ class IngestDocuments:
                 group, size = [], 0
         if group:
             yield group
-
-    def _unchanged(self, doc_id: str, digest: str) -> bool:
-        manifest = self.store.document_manifest(doc_id)
-        if manifest is None or manifest.content_hash != digest:
-            return False
-        provider, model = embedder_name(self.embedder)
-        return (manifest.embedder.provider, manifest.embedder.model) == (provider, model)
 
     def _chunks(self, doc: Document) -> list[Chunk]:
         if self.chunker is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,8 @@ __all__ = ["main"]
 
 #: ``ingest`` stored everything it could but skipped some files (listed in its output).
 EXIT_SKIPPED = 3
+#: ``ingest`` output that is not a terminal is flushed at least this often (seconds).
+_FLUSH_EVERY = 0.5
 NO_PROVIDER = """\
 No LLM provider is configured, so nothing was sent. To get answers, configure one, e.g.:
   export PYWRAPAI_LLM__PROVIDER=openai OPENAI_API_KEY=sk-...
@@ -170,13 +173,19 @@ def _ingest(
     retriever = container.retriever()
     store = retriever.store
 
+    live = out.isatty()  # a terminal sees each line at once; a pipe or file gets blocks
+    last_flush = time.monotonic()
+
     def report(outcome: DocumentOutcome) -> None:
+        nonlocal last_flush
         shown = files.shown.get(outcome.doc_id, outcome.doc_id)
         if outcome.status is IngestStatus.UNCHANGED:
             out.write(f"unchanged  {shown}\n")
         else:
             out.write(f"ingested   {shown} ({outcome.chunks} chunks)\n")
-        out.flush()
+        if live or time.monotonic() - last_flush > _FLUSH_EVERY:
+            out.flush()
+            last_flush = time.monotonic()
 
     try:
         result = retriever.ingest(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DocumentManifest", "EmbedderIdentity"]
+__all__ = ["DocumentManifest", "EmbedderIdentity", "manifests_from_json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,10 @@ class EmbedderIdentity:
     @classmethod
     def from_json(cls, text: str) -> EmbedderIdentity:
         """The identity :meth:`to_json` wrote."""
-        data = json.loads(text)
+        return cls._from_dict(json.loads(text))
+
+    @classmethod
+    def _from_dict(cls, data: Any) -> EmbedderIdentity:
         return cls(str(data["provider"]), str(data["model"]), int(data["dimension"]))
 
 
@@ -67,9 +72,25 @@ class DocumentManifest:
     def from_json(cls, doc_id: str, text: str) -> DocumentManifest:
         """The manifest :meth:`to_json` wrote for ``doc_id``."""
         data = json.loads(text)
-        return cls(
-            doc_id,
-            str(data["content_hash"]),
-            int(data["chunk_count"]),
-            EmbedderIdentity.from_json(json.dumps(data["embedder"])),
-        )
+        return cls._from_dict(doc_id, data, EmbedderIdentity._from_dict(data["embedder"]))
+
+    @classmethod
+    def _from_dict(cls, doc_id: str, data: Any, embedder: EmbedderIdentity) -> DocumentManifest:
+        return cls(doc_id, str(data["content_hash"]), int(data["chunk_count"]), embedder)
+
+
+def manifests_from_json(rows: Iterable[tuple[str, str]]) -> Iterator[tuple[str, DocumentManifest]]:
+    """``(doc_id, manifest)`` for rows of ``(doc_id, DocumentManifest.to_json())``.
+
+    What a store's batch lookup uses: the embedder, the same in nearly every row, is
+    built once per distinct value.
+    """
+    identities: dict[tuple[Any, ...], EmbedderIdentity] = {}
+    for doc_id, text in rows:
+        data = json.loads(text)
+        raw = data["embedder"]
+        key = (raw.get("provider"), raw.get("model"), raw.get("dimension"))
+        embedder = identities.get(key)
+        if embedder is None:
+            embedder = identities[key] = EmbedderIdentity._from_dict(raw)
+        yield doc_id, DocumentManifest._from_dict(doc_id, data, embedder)

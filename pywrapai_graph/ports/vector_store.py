@@ -269,6 +269,19 @@ class BaseVectorStore(ABC):
         """
         return None
 
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """:meth:`document_manifest` of many documents: those that have one, by id.
+
+        Ingest asks for a batch of documents at once; stores override this with one
+        query (this default asks for each id in turn).
+        """
+        found: dict[str, DocumentManifest] = {}
+        for doc_id in doc_ids:
+            manifest = self.document_manifest(doc_id)
+            if manifest is not None:
+                found[doc_id] = manifest
+        return found
+
     def embedder_identity(self) -> EmbedderIdentity | None:
         """The embedder recorded by the first ``replace_document``, or None."""
         return None

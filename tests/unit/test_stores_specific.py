@@ -332,6 +332,7 @@ class _CountingSQLiteStore(SQLiteVectorStore):
 
     searches = 0
     manifest_lookups = 0
+    asked: ClassVar[list[list[str]]] = []
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -343,22 +344,36 @@ class _CountingSQLiteStore(SQLiteVectorStore):
         type(self).manifest_lookups += 1
         return super().document_manifest(doc_id)
 
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        type(self).asked.append(list(doc_ids))
+        return super().document_manifests(doc_ids)
 
-def test_re_ingest_decides_unchanged_by_one_manifest_lookup_never_a_search(
+
+def test_re_ingest_decides_unchanged_by_batched_manifest_lookups_never_a_search(
     tmp_path: Path,
 ) -> None:
-    store = _CountingSQLiteStore(tmp_path / "re.db")
+    path = tmp_path / "re.db"
     docs = [
         Document(f"File {i} says something specific about w{i}. " * 12, id=f"f{i}")
-        for i in range(25)
+        for i in range(600)
     ]
-    ingest = IngestDocuments(Embedder("hashing", dimension=32), store, Chunker(120, 12))
-    assert len(ingest(docs).added) == 25
-    _CountingSQLiteStore.searches = _CountingSQLiteStore.manifest_lookups = 0
-    report = ingest(docs)
-    assert len(report.unchanged) == 25
-    assert _CountingSQLiteStore.searches == 0
-    assert _CountingSQLiteStore.manifest_lookups == 25  # one indexed lookup per document
+    embedder = Embedder("hashing", dimension=32)
+    first = IngestDocuments(embedder, SQLiteVectorStore(path), Chunker(120, 12))(docs)
+    assert len(first.added) == 600
+    store = _CountingSQLiteStore(path)  # a new process's view: nothing loaded yet
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    report = IngestDocuments(embedder, store, Chunker(120, 12))(docs)
+    assert len(report.unchanged) == 600
+    assert (_CountingSQLiteStore.searches, _CountingSQLiteStore.manifest_lookups) == (0, 0)
+    # three windows of documents, each looked up at once, in input order
+    assert [len(ids) for ids in _CountingSQLiteStore.asked] == [256, 256, 88]
+    assert [i for ids in _CountingSQLiteStore.asked for i in ids] == [d.id for d in docs]
+    # one indexed query per 500 ids asked; the vectors are never read
+    lookups = [s for s in statements if "__docs" in s]
+    assert len(lookups) == 3 and all("WHERE doc_id IN" in s for s in lookups)
+    assert len(store) == first.chunks_written
+    assert not [s for s in statements if "embedding" in s]
     store.close()
 
 

@@ -24,11 +24,25 @@ _log = logging.getLogger(__name__)
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 #: Pseudo-filesystems whose "files" are process or kernel state, never documents.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+_PSEUDO_PREFIXES = tuple(root + os.sep for root in _PSEUDO_ROOTS)
 _LINKED_OUT = "a symbolic link out of the given paths (--follow-symlinks reads it)"
+#: Linux returns at most this much from one read(); a larger file is read in pieces.
+_ONE_READ = 0x7FFFF000
 
 
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The whole file: one read when it is no larger than ``fstat`` said, else until EOF."""
+    first = os.read(fd, size + 1)
+    if len(first) <= size < _ONE_READ:  # a short read of a regular file is EOF
+        return first
+    parts = [first]
+    while part := os.read(fd, 1 << 20):
+        parts.append(part)
+    return b"".join(parts)
 
 
 class TextFiles:
@@ -69,72 +83,100 @@ class TextFiles:
         """Each readable text file once, in path order."""
         for path in self.paths:
             if path.is_dir():
-                yield from self._walk(path)
+                yield from self._walk(os.fspath(path), os.path.realpath(path))
             else:
-                yield from self._read(path, named=True)
+                name = os.fspath(path)
+                doc = self._read(name, os.path.realpath(name), os.path.islink(name), named=True)
+                if doc is not None:
+                    yield doc
 
     # ------------------------------------------------------------------ steps
-    def _walk(self, top: Path) -> Iterator[Document]:
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=self.follow_symlinks):
-            dirnames.sort()
-            if self.follow_symlinks:  # a link cycle would otherwise walk forever
-                real = os.path.realpath(dirpath)
-                if real in self._seen:
-                    dirnames.clear()
-                    continue
-                self._seen.add(real)
+    def _walk(self, shown: str, real: str) -> Iterator[Document]:
+        """The files of one directory (sorted by name), then its subdirectories', depth first.
+
+        ``real`` is the directory's resolved path, so a file that is not a link resolves to
+        ``real/name`` without a system call per path component.
+        """
+        if self.follow_symlinks:  # a link cycle would otherwise walk forever
+            if real in self._seen:
+                return
+            self._seen.add(real)
+        try:
+            with os.scandir(shown) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            self._skip(shown, f"cannot list it: {exc.strerror}")
+            return
+        subdirs: list[os.DirEntry[str]] = []
+        for entry in entries:
+            if entry.is_dir():  # follows links, like os.walk
+                subdirs.append(entry)
+            elif self._wanted(entry.name):
+                path, link = entry.path, entry.is_symlink()
+                resolved = os.path.realpath(path) if link else os.path.join(real, entry.name)
+                doc = self._read(path, resolved, link)
+                if doc is not None:
+                    yield doc
+        for entry in subdirs:
+            if not entry.is_symlink():
+                yield from self._walk(entry.path, os.path.join(real, entry.name))
+            elif self.follow_symlinks:
+                yield from self._walk(entry.path, os.path.realpath(entry.path))
             else:
-                for name in [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-                    self._skip_link(Path(dirpath, name))
-            for name in sorted(filenames):
-                if Path(name).suffix.lower() in self.suffixes:
-                    yield from self._read(Path(dirpath, name), named=False)
+                self._skip_link(Path(entry.path))
 
     def _skip_link(self, path: Path) -> None:
         """A linked directory: inside the roots its files are read anyway; outside, say so."""
         if not any(_within(os.path.realpath(path), root) for root in self.roots):
             self._skip(path, _LINKED_OUT)
 
-    def _skip(self, path: Path, reason: str) -> None:
+    def _skip(self, path: str | Path, reason: str) -> None:
         self.skipped.append(SkippedSource(str(path), reason))
         _log.warning("skipped %s: %s", path, reason, extra={"attributes": {"path": str(path)}})
 
-    def _read(self, path: Path, *, named: bool) -> Iterator[Document]:
-        real = os.path.realpath(path)
+    def _wanted(self, name: str) -> bool:
+        """The name has one of the suffixes (as ``os.path.splitext`` sees it: a leading dot
+        starts no suffix)."""
+        dot = name.rfind(".")
+        return dot > 0 and name[dot:].lower() in self.suffixes and bool(name[:dot].strip("."))
+
+    def _read(self, path: str, real: str, link: bool, *, named: bool = False) -> Document | None:
         if real in self._seen:
-            return  # a link to a file already read
-        linked_out = path.is_symlink() and not any(_within(real, r) for r in self.roots)
+            return None  # a link to a file already read
+        linked_out = link and not any(_within(real, r) for r in self.roots)
         if linked_out and not named and not self.follow_symlinks:
             self._skip(path, _LINKED_OUT)
-            return
-        if any(_within(real, pseudo) for pseudo in _PSEUDO_ROOTS):
+            return None
+        if real.startswith(_PSEUDO_PREFIXES) or real in _PSEUDO_ROOTS:
             self._skip(path, f"{real} is a device or kernel pseudo-file, not a document")
-            return
+            return None
         text = self._text(path, real)
         if text is None:
-            return
+            return None
         self._seen.add(real)
-        self.shown[real] = str(path)
-        yield Document(text, metadata={"source": path.name, "path": real}, id=real)
+        self.shown[real] = path
+        return Document(text, metadata={"source": os.path.basename(path), "path": real}, id=real)
 
-    def _text(self, path: Path, real: str) -> str | None:
+    def _text(self, path: str, real: str) -> str | None:
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
             fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError as exc:
             self._skip(path, f"cannot open it: {exc.strerror}")
             return None
-        with os.fdopen(fd, "rb") as f:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                kind = "a directory" if stat.S_ISDIR(mode) else "a device, FIFO or socket"
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a device, FIFO or socket"
                 self._skip(path, f"not a regular file ({kind})")
                 return None
             try:
-                data = f.read()
+                data = _read_all(fd, info.st_size)
             except OSError as exc:
                 self._skip(path, f"cannot read it: {exc.strerror}")
                 return None
+        finally:
+            os.close(fd)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:

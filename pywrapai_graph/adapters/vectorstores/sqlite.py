@@ -28,7 +28,11 @@ from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
 from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
-from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.domain.manifest import (
+    DocumentManifest,
+    EmbedderIdentity,
+    manifests_from_json,
+)
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
@@ -82,7 +86,8 @@ def _end_read(conn: sqlite3.Connection) -> None:
 class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
-    The table is loaded into an in-memory matrix when the store opens and kept in step
+    The table is loaded into an in-memory matrix at the first search or write (opening
+    reads no vectors, so manifest lookups and ``len`` stay cheap) and kept in step
     with every write; a write by another process (or another connection) is detected
     through ``PRAGMA data_version`` and the matrix is reloaded before the next operation.
     Vectors are stored L2-normalised as float32 BLOBs; the file uses WAL journaling.
@@ -149,9 +154,9 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
                     f"cannot open SQLite store at {self._path!r}: {exc}"
                 ) from exc
             raise sqlite_failure(self._path, exc) from exc
+        # -1: the matrix is not loaded; the first search or write loads it, so an open that
+        # only looks up manifests (a re-ingest of unchanged files) never reads the vectors
         self._version = -1
-        with self._reading():
-            self._sync()
 
     @property
     def _docs(self) -> str:
@@ -374,6 +379,19 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             ).fetchone()
             return None if row is None else DocumentManifest.from_json(doc_id, row[0])
 
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
+        found: dict[str, DocumentManifest] = {}
+        with self._lock, self._reading():
+            for start in range(0, len(doc_ids), _DELETE_BATCH):
+                part = list(doc_ids[start : start + _DELETE_BATCH])
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    f'SELECT doc_id, manifest FROM "{self._docs}" WHERE doc_id IN ({marks})', part
+                )
+                found.update(manifests_from_json(rows))
+        return found
+
     def embedder_identity(self) -> EmbedderIdentity | None:
         with self._lock, self._reading():
             return self._recorded_embedder()
@@ -448,9 +466,11 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             self._sync()
 
     def __len__(self) -> int:
-        with self._lock:
-            with self._reading():
-                self._sync()
+        with self._lock, self._reading():
+            if self._version == -1:  # not loaded: count the rows (the doc_id index)
+                row = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()
+                return int(row[0])
+            self._sync()
             return len(self._index)
 
     def count(self, filter: MetadataFilter | None = None) -> int:

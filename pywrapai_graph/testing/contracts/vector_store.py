@@ -444,6 +444,20 @@ class VectorStoreContract(LexicalSearchContract, HostileInputContract, ABC):
         assert store.delete_by_doc("d1") == 3
         assert store.document_manifest("d1") is None
 
+    def test_document_manifests_agree_with_document_manifest(self, store: BaseVectorStore) -> None:
+        ids = [f"d{i}" for i in range(7)]
+        for doc_id in ids[:5]:
+            chunks = document_chunks(doc_id, 2, self.dim, doc_id)
+            store.replace_document(manifest_for(doc_id, chunks, self.dim), chunks)
+        store.delete_by_doc("d3")
+        asked = [*ids, "d0", 'it\'s "odd"']  # repeats, missing ids and quotes are fine
+        found = store.document_manifests(asked)
+        expected = {d: m for d in asked if (m := store.document_manifest(d)) is not None}
+        assert found == expected
+        if store.atomic_documents:
+            assert sorted(found) == ["d0", "d1", "d2", "d4"]
+        assert store.document_manifests([]) == {}
+
     def test_replace_document_vectors_takes_a_float32_matrix(self, store: BaseVectorStore) -> None:
         chunks = document_chunks("d1", 4, self.dim, "v1")
         matrix = np.asarray([c.embedding for c in chunks], dtype=np.float32)
