@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeGuard
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass, field
+from typing import TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -18,14 +23,17 @@ from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, I
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, TextSplitter
-from pywrapai_graph.ports.embedder import MatrixEmbeddingModel
+from pywrapai_graph.ports.embedder import MatrixEmbeddingModel, concurrent_requests
+from pywrapai_graph.ports.text_splitter import StreamingTextSplitter
 
 Matrix = npt.NDArray[np.float32]
 
 __all__ = [
+    "DEFAULT_EMBED_CONCURRENCY",
     "IngestDocuments",
     "OutcomeCallback",
     "ProgressCallback",
+    "check_embed_concurrency",
     "content_hash",
     "embedder_name",
 ]
@@ -42,6 +50,13 @@ _LOOKUP_CHARS = 8_000_000
 ProgressCallback = Callable[[int, int], None]
 #: Called with each document's outcome as soon as it is stored.
 OutcomeCallback = Callable[[DocumentOutcome], None]
+#: Records a document's outcome under its position in the input.
+_Emit = Callable[[int, DocumentOutcome], None]
+#: Embedding requests at once for an embedder that sends them to a server.
+DEFAULT_EMBED_CONCURRENCY = 4
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def embedder_name(embedder: EmbeddingModel) -> tuple[str, str]:
@@ -98,6 +113,119 @@ def content_hash(doc: Document, chunker: TextSplitter | None) -> str:
     return _Hasher(chunker)(doc)
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A document to write: its position in the input, digest and (once split) chunks."""
+
+    index: int
+    doc: Document
+    digest: str
+    chunks: list[Chunk] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Chunks for one embedding call, and the documents whose last chunk is among them."""
+
+    chunks: list[Chunk]
+    finished: list[_Pending]
+
+
+class _Rows:
+    """The vectors of embedded batches not yet written, taken one document at a time."""
+
+    def __init__(self) -> None:
+        self._queued: deque[tuple[Matrix | None, int]] = deque()
+
+    def add(self, vectors: Matrix | None, count: int) -> None:
+        if count:
+            self._queued.append((vectors, count))
+
+    def take(self, count: int) -> list[tuple[Matrix | None, int]]:
+        """The next ``count`` rows as (vectors or None, rows) pieces, in order."""
+        pieces: list[tuple[Matrix | None, int]] = []
+        while count:
+            vectors, rows = self._queued[0]
+            n = min(count, rows)
+            pieces.append((None if vectors is None else vectors[:n], n))
+            if n == rows:
+                self._queued.popleft()
+            else:
+                self._queued[0] = (None if vectors is None else vectors[n:], rows - n)
+            count -= n
+        return pieces
+
+
+def _set_lists(chunks: Sequence[Chunk], vectors: Sequence[list[float]]) -> None:
+    if len(vectors) != len(chunks):
+        raise ProviderError(f"the embedder returned {len(vectors)} vectors for {len(chunks)} texts")
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        chunk.embedding = vector
+
+
+def _assemble(chunks: list[Chunk], pieces: list[tuple[Matrix | None, int]]) -> Matrix | None:
+    """A document's vectors as one matrix; None (each ``chunk.embedding`` set) when some
+    batch came back as lists, or for a document without chunks."""
+    matrices = [m for m, _ in pieces if m is not None]
+    if len(matrices) == len(pieces) and matrices:
+        if len({m.shape[1] for m in matrices}) != 1:
+            raise ProviderError("the embedder returned vectors of different sizes")
+        return matrices[0] if len(matrices) == 1 else np.concatenate(matrices)
+    row = 0
+    for vectors, count in pieces:
+        if vectors is not None:
+            for chunk, vector in zip(chunks[row : row + count], vectors.tolist(), strict=True):
+                chunk.embedding = vector
+        row += count
+    return None
+
+
+def _ahead(
+    fn: Callable[[T], R], items: Iterator[T], workers: int
+) -> Generator[tuple[T, R], None, None]:
+    """``(item, fn(item))`` in order, ``fn`` running in ``workers`` threads while the caller
+    consumes earlier results and ``items`` produces later ones (at most ``workers + 1``
+    submitted and not yet consumed). ``workers=0``: in turn, on the caller's thread.
+
+    Closing the generator cancels what has not started and waits for what has.
+    """
+    if workers < 1:
+        for item in items:
+            yield item, fn(item)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="pywrapai-ingest") as pool:
+        pending: deque[tuple[T, Future[R]]] = deque()
+        try:
+            for item in items:
+                # each call sees the caller's context (the current span, for one)
+                pending.append((item, pool.submit(contextvars.copy_context().run, fn, item)))
+                if len(pending) > workers:
+                    first, future = pending.popleft()
+                    yield first, future.result()
+            while pending:
+                first, future = pending.popleft()
+                yield first, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+
+def check_embed_concurrency(value: int) -> int:
+    """``value`` if it is a valid ``embed_concurrency`` (an int >= 0).
+
+    Raises:
+        ArgumentTypeError: not an int.
+        InvalidArgumentError: negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"embed_concurrency must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise InvalidArgumentError(
+            f"embed_concurrency must be >= 0 (0 embeds and writes in turn), got {value}"
+        )
+    return value
+
+
 def _takes_vectors(store: BaseVectorStore) -> bool:
     """The store has its own ``replace_document_vectors`` (a bulk path for float32 arrays)."""
     return type(store).replace_document_vectors is not BaseVectorStore.replace_document_vectors
@@ -125,16 +253,25 @@ class IngestDocuments:
     complete in its old or its new version, and the next ingest repairs the rest.
 
     Chunks are embedded in batches of ``batch_size`` that may span several small documents,
-    so the embedder sees few, full requests.
+    so the embedder sees few, full requests. The work overlaps: while the caller's thread
+    reads, chunks and writes, worker threads embed the following batches — up to
+    ``embed_concurrency`` requests at once for an embedder that sends them to a server
+    (:func:`~pywrapai_graph.ports.embedder.concurrent_requests`), one batch ahead for a
+    local one. Writes stay on the caller's thread, in input order, one document at a time;
+    a failed request raises once the documents before its batch are written, and cancels
+    what has not started. The report lists documents in input order.
 
     Args:
         embedder: turns texts into vectors.
         store: any :class:`BaseVectorStore`.
         chunker: splits documents; None makes each non-blank document one chunk.
         batch_size: texts per embedding call.
+        embed_concurrency: embedding requests at once for a server-side embedder (default
+            4); 0 embeds and writes in turn on the caller's thread.
 
     Raises:
-        ValueError: batch_size < 1.
+        ValueError: batch_size < 1 or embed_concurrency < 0.
+        TypeError: embed_concurrency is not an int.
     """
 
     def __init__(
@@ -144,9 +281,11 @@ class IngestDocuments:
         chunker: TextSplitter | None = None,
         *,
         batch_size: int = 256,
+        embed_concurrency: int = DEFAULT_EMBED_CONCURRENCY,
     ) -> None:
         if batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
+        self.embed_concurrency = check_embed_concurrency(embed_concurrency)
         self.embedder = embedder
         self.store = store
         self.chunker = chunker
@@ -168,136 +307,142 @@ class IngestDocuments:
             ProviderError: the embedder failed or returned the wrong number of vectors.
             VectorStoreError: the store failed (documents stored before stay stored).
         """
-        outcomes: list[DocumentOutcome] = []
+        outcomes: list[tuple[int, DocumentOutcome]] = []
         done = known = 0
 
-        def emit(outcome: DocumentOutcome) -> None:
-            outcomes.append(outcome)
+        def emit(index: int, outcome: DocumentOutcome) -> None:
+            outcomes.append((index, outcome))
             if on_document is not None:
                 on_document(outcome)
 
-        with self.store.bulk_load():  # pgvector: COPY; HNSW built after loading an empty table
-            for group in self._groups(self._to_write(docs, skip_unchanged, emit)):
-                known += sum(len(chunks) for _, _, chunks in group)
-                vectors = self._embed([c for _, _, chunks in group for c in chunks])
-                row = 0
-                for doc, digest, chunks in group:
-                    rows = None if vectors is None else vectors[row : row + len(chunks)]
-                    row += len(chunks)
-                    emit(self._write(doc, digest, chunks, rows))
-                    done += len(chunks)
+        rows = _Rows()
+        batches = self._batches(self._to_write(docs, skip_unchanged, emit))
+        # pgvector: COPY, HNSW built after loading an empty table
+        with (
+            self.store.bulk_load(),
+            closing(_ahead(self._embed_batch, batches, self._workers())) as embedded,
+        ):
+            for batch, vectors in embedded:
+                known += len(batch.chunks)
+                rows.add(vectors, len(batch.chunks))
+                for item in batch.finished:
+                    emit(item.index, self._write(item, rows.take(len(item.chunks))))
+                    done += len(item.chunks)
                     if progress is not None:
                         progress(done, known)
         _log.debug("ingested %d documents (%d chunks)", len(outcomes), done)
-        return IngestReport(tuple(outcomes))
+        outcomes.sort(key=lambda pair: pair[0])
+        return IngestReport(tuple(outcome for _, outcome in outcomes))
+
+    def _workers(self) -> int:
+        """Embedding calls at once: ``embed_concurrency`` for an embedder that sends
+        requests to a server, else one call at a time in a worker (``0``: no worker)."""
+        if concurrent_requests(self.embedder):
+            return self.embed_concurrency
+        return min(self.embed_concurrency, 1)
 
     # ------------------------------------------------------------------ steps
     def _to_write(
-        self, docs: Iterable[Document], skip_unchanged: bool, emit: OutcomeCallback
-    ) -> Iterator[tuple[Document, str]]:
+        self, docs: Iterable[Document], skip_unchanged: bool, emit: _Emit
+    ) -> Iterator[_Pending]:
         """The documents to write, with their digest; unchanged ones go to ``emit``.
 
         Documents come in windows whose manifests are looked up at once (one query on the
         stores that implement ``document_manifests``), never by a search.
         """
         hasher = _Hasher(self.chunker)
+        index = 0
         for window in _windows(docs):
-            yield from self._changed(window, _digests(hasher, window), skip_unchanged, emit)
+            digests = _digests(hasher, window)
+            first, index = index, index + len(window)
+            if not skip_unchanged:
+                for i, (doc, digest) in enumerate(zip(window, digests, strict=True)):
+                    yield _Pending(first + i, doc, digest)
+                continue
+            manifests = self.store.document_manifests([doc.id for doc in window])
+            name = embedder_name(self.embedder)
+            for i, (doc, digest) in enumerate(zip(window, digests, strict=True)):
+                manifest = manifests.get(doc.id)
+                if (
+                    manifest is not None
+                    and manifest.content_hash == digest
+                    and (manifest.embedder.provider, manifest.embedder.model) == name
+                ):
+                    emit(first + i, DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0))
+                else:
+                    yield _Pending(first + i, doc, digest)
 
-    def _changed(
-        self,
-        window: list[Document],
-        digests: list[str],
-        skip_unchanged: bool,
-        emit: OutcomeCallback,
-    ) -> Iterator[tuple[Document, str]]:
-        if not skip_unchanged:
-            yield from zip(window, digests, strict=True)
-            return
-        manifests = self.store.document_manifests([doc.id for doc in window])
-        name = embedder_name(self.embedder)
-        for doc, digest in zip(window, digests, strict=True):
-            manifest = manifests.get(doc.id)
-            if (
-                manifest is not None
-                and manifest.content_hash == digest
-                and (manifest.embedder.provider, manifest.embedder.model) == name
-            ):
-                emit(DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0))
-            else:
-                yield doc, digest
+    def _batches(self, pending: Iterator[_Pending]) -> Iterator[_Batch]:
+        """The chunks of ``pending`` documents in batches of ``batch_size`` (a batch may
+        span documents); each batch names the documents whose last chunk it holds."""
+        size = self.batch_size
+        buffer: list[Chunk] = []
+        start = 0  # buffer[:start] went out in earlier batches
+        sent = total = 0  # chunks sent in batches, chunks seen
+        waiting: deque[tuple[int, _Pending]] = deque()  # (end offset, document)
 
-    def _groups(
-        self, docs: Iterator[tuple[Document, str]]
-    ) -> Iterator[list[tuple[Document, str, list[Chunk]]]]:
-        """Documents to write, with their digest and chunks, grouped to fill a batch."""
-        group: list[tuple[Document, str, list[Chunk]]] = []
-        size = 0
-        for doc, digest in docs:
-            chunks = self._chunks(doc)
-            group.append((doc, digest, chunks))
-            size += len(chunks)
-            if size >= self.batch_size:
-                yield group
-                group, size = [], 0
-        if group:
-            yield group
+        def cut(n: int) -> _Batch:
+            nonlocal start, sent
+            chunks = buffer[start : start + n]
+            start += n
+            sent += n
+            finished = []
+            while waiting and waiting[0][0] <= sent:
+                finished.append(waiting.popleft()[1])
+            return _Batch(chunks, finished)
 
-    def _chunks(self, doc: Document) -> list[Chunk]:
+        for item in pending:
+            for chunk in self._chunks(item.doc):  # streamed: a long document's first
+                item.chunks.append(chunk)  # batches are embedded while the rest is split
+                buffer.append(chunk)
+                if len(buffer) - start >= size:
+                    yield cut(size)
+                    if start > size:  # drop what went out
+                        del buffer[:start]
+                        start = 0
+            total += len(item.chunks)
+            waiting.append((total, item))
+        if waiting:
+            yield cut(len(buffer) - start)
+
+    def _chunks(self, doc: Document) -> Iterable[Chunk]:
+        if isinstance(self.chunker, StreamingTextSplitter):
+            return self.chunker.iter_split(doc)
         if self.chunker is not None:
-            return list(self.chunker.split(doc))
+            return self.chunker.split(doc)
         if not doc.text.strip():
             return []
         return [Chunk(doc.text, doc_id=doc.id, metadata=dict(doc.metadata), id=chunk_id(doc.id, 0))]
 
-    def _embed(self, chunks: Sequence[Chunk]) -> Matrix | None:
-        """Embed ``chunks``: as one float32 matrix for a store with a bulk path, else into
-        each ``chunk.embedding`` (then None is returned)."""
-        if not _takes_vectors(self.store):
-            self._embed_lists(chunks)
+    def _embed_batch(self, batch: _Batch) -> Matrix | None:
+        """One batch's vectors as float32 rows; or (for a store without a bulk path, or
+        vectors that are not one matrix) None, each ``chunk.embedding`` then set."""
+        chunks = batch.chunks
+        if not chunks:
             return None
-        out: Matrix | None = None
-        for start in range(0, len(chunks), self.batch_size):
-            batch = chunks[start : start + self.batch_size]
-            vectors = self._embed_batch([c.text for c in batch])
-            if vectors is None:  # not a matrix: the store validates the lists, as always
-                self._embed_lists(chunks)
-                return None
-            if out is None:
-                out = np.empty((len(chunks), vectors.shape[1]), dtype=np.float32)
-            elif vectors.shape[1] != out.shape[1]:
-                raise ProviderError("the embedder returned vectors of different sizes")
-            out[start : start + len(batch)] = vectors
-        return out
-
-    def _embed_batch(self, texts: list[str]) -> Matrix | None:
-        """One batch's vectors as float32 rows; None when the embedder's lists are ragged."""
+        texts = [c.text for c in chunks]
+        if not _takes_vectors(self.store):
+            _set_lists(chunks, self.embedder.embed(texts))
+            return None
+        lists: list[list[float]] | None = None
         if _matrix_is_current(self.embedder):
             vectors = np.asarray(self.embedder.embed_matrix(texts), dtype=np.float32)
         else:
+            lists = self.embedder.embed(texts)
             try:
                 with np.errstate(over="ignore"):  # beyond float32: inf, refused by the store
-                    vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-            except (TypeError, ValueError):
+                    vectors = np.asarray(lists, dtype=np.float32)
+            except (TypeError, ValueError):  # ragged: the store validates the lists, as always
+                _set_lists(chunks, lists)
                 return None
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             if vectors.ndim == 2 or vectors.shape[:1] != (len(texts),):
                 raise ProviderError(
                     f"the embedder returned {vectors.shape[0]} vectors for {len(texts)} texts"
                 )
+            _set_lists(chunks, self.embedder.embed(texts) if lists is None else lists)
             return None
         return vectors
-
-    def _embed_lists(self, chunks: Sequence[Chunk]) -> None:
-        for start in range(0, len(chunks), self.batch_size):
-            batch = chunks[start : start + self.batch_size]
-            vectors = self.embedder.embed([c.text for c in batch])
-            if len(vectors) != len(batch):
-                raise ProviderError(
-                    f"the embedder returned {len(vectors)} vectors for {len(batch)} texts"
-                )
-            for chunk, vector in zip(batch, vectors, strict=True):
-                chunk.embedding = vector
 
     def _identity(self, chunks: Sequence[Chunk], vectors: Matrix | None) -> EmbedderIdentity:
         provider, model = embedder_name(self.embedder)
@@ -311,11 +456,11 @@ class IngestDocuments:
             dimension = recorded.dimension if recorded is not None and same else 0
         return EmbedderIdentity(provider, model, dimension)
 
-    def _write(
-        self, doc: Document, digest: str, chunks: list[Chunk], vectors: Matrix | None
-    ) -> DocumentOutcome:
+    def _write(self, item: _Pending, pieces: list[tuple[Matrix | None, int]]) -> DocumentOutcome:
+        chunks = item.chunks
+        vectors = _assemble(chunks, pieces)
         manifest = DocumentManifest(
-            doc.id, digest, len({c.id for c in chunks}), self._identity(chunks, vectors)
+            item.doc.id, item.digest, len({c.id for c in chunks}), self._identity(chunks, vectors)
         )
         with observe_store(self.store.db_system, "replace_document", chunks=len(chunks)):
             if vectors is None:
@@ -323,4 +468,4 @@ class IngestDocuments:
             else:
                 before = self.store.replace_document_vectors(manifest, chunks, vectors.data)
         status = IngestStatus.REPLACED if before else IngestStatus.ADDED
-        return DocumentOutcome(doc.id, status, len(chunks))
+        return DocumentOutcome(item.doc.id, status, len(chunks))

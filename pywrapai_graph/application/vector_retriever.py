@@ -11,9 +11,11 @@ from pywrapai_graph.application.fusion import (
     weighted_score_fusion,
 )
 from pywrapai_graph.application.ingest_documents import (
+    DEFAULT_EMBED_CONCURRENCY,
     IngestDocuments,
     OutcomeCallback,
     ProgressCallback,
+    check_embed_concurrency,
     embedder_name,
 )
 from pywrapai_graph.application.observability.operations import observe_retrieval, observe_store
@@ -77,6 +79,9 @@ class VectorRetriever(BaseRetriever):
         rrf_k: the reciprocal-rank-fusion constant.
         weights: (dense, lexical) weights of the fusion.
         candidates: how many hits each side contributes to the fusion (at least ``k``).
+        embed_concurrency: embedding requests at once while ingesting, for an embedder that
+            sends them to a server (OpenAI, Gemini, Ollama); a local one embeds the next
+            batch while the previous is written. 0: embed and write in turn, no thread.
 
     Raises:
         ValueError: k < 1, min_score outside [-1, 1], or a bad BM25/fusion setting.
@@ -99,6 +104,7 @@ class VectorRetriever(BaseRetriever):
         rrf_k: int = DEFAULT_RRF_K,
         weights: tuple[float, float] = (1.0, 1.0),
         candidates: int = 100,
+        embed_concurrency: int = DEFAULT_EMBED_CONCURRENCY,
     ) -> None:
         if not is_positive_int(k):
             raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
@@ -113,6 +119,7 @@ class VectorRetriever(BaseRetriever):
         self.k = k
         self.min_score = min_score
         self.batch_size = batch_size
+        self.embed_concurrency = check_embed_concurrency(embed_concurrency)
         self.hooks = check_hooks(hooks)
         self._check_lexical(mode, k1, b, fusion, rrf_k, weights, candidates, store)
         self.mode: RetrievalMode = mode
@@ -157,7 +164,13 @@ class VectorRetriever(BaseRetriever):
         on_document: OutcomeCallback | None = None,
     ) -> IngestReport:
         """Like :meth:`add_documents`, with a typed report; unchanged documents are skipped."""
-        use_case = IngestDocuments(self.embedder, self.store, chunker, batch_size=self.batch_size)
+        use_case = IngestDocuments(
+            self.embedder,
+            self.store,
+            chunker,
+            batch_size=self.batch_size,
+            embed_concurrency=self.embed_concurrency,
+        )
         return use_case(
             docs, skip_unchanged=skip_unchanged, progress=progress, on_document=on_document
         )

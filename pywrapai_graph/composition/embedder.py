@@ -85,6 +85,12 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         return size if isinstance(size, int) and size > 0 else None
 
     @property
+    def concurrent_requests(self) -> bool:
+        """True when the provider is a server (OpenAI, Gemini, Ollama): ingest then sends
+        up to ``embed_concurrency`` requests at once."""
+        return getattr(self._adapter, "concurrent_requests", False) is True
+
+    @property
     def truncated_texts(self) -> int:
         """How many texts the model truncated so far (reported by local models)."""
         return self._embed.truncated

@@ -132,6 +132,7 @@ def make_retriever(
         weights=(s.dense_weight, s.lexical_weight),
         candidates=s.candidates,
         hooks=hooks,
+        embed_concurrency=settings.embed_concurrency,
     )
 
 

@@ -226,6 +226,12 @@ class Settings(BaseModel):
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
     rag_k: int = Field(default=4, ge=1)
+    embed_concurrency: int = Field(
+        default=4,
+        ge=0,
+        description="ingest: embedding requests at once to a server-side embedder "
+        "(openai, gemini, ollama); 0 embeds and writes in turn",
+    )
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**with_environment(type(self), values))

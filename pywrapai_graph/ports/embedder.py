@@ -13,6 +13,7 @@ __all__ = [
     "MatrixEmbeddingModel",
     "aembed",
     "aembed_one",
+    "concurrent_requests",
 ]
 
 
@@ -71,3 +72,11 @@ class MatrixEmbeddingModel(EmbeddingModel, Protocol):
     def embed_matrix(self, texts: Sequence[str]) -> memoryview:
         """A 2-D float32 ``memoryview`` (row-major), row ``i`` the vector of ``texts[i]``."""
         ...
+
+
+def concurrent_requests(embedder: EmbeddingModel) -> bool:
+    """Whether ``embedder`` sends requests to a server and takes several calls at once from
+    different threads: ``Embedder`` over OpenAI, Gemini or Ollama says so through a
+    ``concurrent_requests`` attribute that is True. Other embedders (local models, test
+    fakes, user classes without the attribute) are called one at a time."""
+    return getattr(embedder, "concurrent_requests", False) is True

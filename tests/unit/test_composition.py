@@ -69,6 +69,7 @@ def test_swapping_backend_is_config_only(tmp_path: Path) -> None:
         ({"llm": {"provider": "cohere"}}, "llm.provider"),
         ({"chunker": {"chunk_size": 100, "overlap": 100}}, "overlap must be smaller"),
         ({"retriever": {"k": 0}}, "retriever.k"),
+        ({"embed_concurrency": -1}, "embed_concurrency"),
         ({"colour": "blue"}, "colour"),
     ],
 )
@@ -94,6 +95,14 @@ def test_environment_nested_with_double_underscore(monkeypatch: pytest.MonkeyPat
     assert build_container().retriever().k == 7
     # values passed in code win over the environment, which wins over a file
     assert load_settings({"retriever": {"k": 2}}).retriever.k == 2
+
+
+def test_embed_concurrency_reaches_the_retriever(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert build_container({"store": {"backend": "memory"}}).retriever().embed_concurrency == 4
+    monkeypatch.setenv("PYWRAPAI_EMBED_CONCURRENCY", "8")
+    assert build_container({"store": {"backend": "memory"}}).retriever().embed_concurrency == 8
+    config = {"store": {"backend": "memory"}, "embed_concurrency": 0}
+    assert build_container(config).retriever().embed_concurrency == 0
 
 
 def test_environment_overrides_the_yaml_file(

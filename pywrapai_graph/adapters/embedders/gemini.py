@@ -35,6 +35,8 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
     provider = "gemini"
     default_model = "gemini-embedding-001"
     max_batch = 100
+    #: a server takes several requests at once (the client is thread-safe)
+    concurrent_requests = True
 
     def __init__(
         self,

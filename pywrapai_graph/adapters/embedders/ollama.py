@@ -24,6 +24,8 @@ class OllamaEmbeddings(AsyncEmbeddingProvider):
     provider = "ollama"
     default_model = "nomic-embed-text"
     max_batch = 256
+    #: a server takes several requests at once (the client is thread-safe)
+    concurrent_requests = True
 
     def __init__(self, *, base_url: str | None = None, timeout: float | None = None) -> None:
         self._client = ollama.Client(host=base_url, timeout=timeout)

@@ -26,6 +26,8 @@ class OpenAIEmbeddings(AsyncEmbeddingProvider):
     provider = "openai"
     default_model = "text-embedding-3-small"
     max_batch = 2048
+    #: a server takes several requests at once (the client is thread-safe)
+    concurrent_requests = True
 
     def __init__(
         self,
