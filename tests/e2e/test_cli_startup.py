@@ -126,11 +126,17 @@ def test_command_objects_build_each_object_once_and_share_them(kb: Path) -> None
     objects.vector_store().close()
 
 
-def test_a_row_of_another_dimension_fails_the_open_naming_it(tmp_path: Path) -> None:
+def test_a_row_of_another_dimension_fails_the_first_load_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with SQLiteVectorStore(path) as store:
         store.add(make_chunks(5, 8))
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE vector_chunks SET embedding = zeroblob(16) WHERE id = 'c3'")
-    with pytest.raises(VectorStoreError, match="different dimensions: 'c3' has 4, the first row 8"):
-        SQLiteVectorStore(path)
+    # opening reads no vectors (a re-ingest of unchanged files never needs them); the first
+    # search or write loads them and names the bad row
+    with SQLiteVectorStore(path) as store:
+        assert len(store) == 5
+        with pytest.raises(
+            VectorStoreError, match="different dimensions: 'c3' has 4, the first row 8"
+        ):
+            store.search([1.0] * 8, k=1)

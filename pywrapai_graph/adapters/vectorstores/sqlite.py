@@ -100,7 +100,8 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
 
     Raises:
         ValueError: invalid table name.
-        VectorStoreError: the file is not a SQLite database or the table is inconsistent.
+        VectorStoreError: the file is not a SQLite database, or (at the first search or
+            write, which load the vectors) the table is inconsistent.
         StorageFullError: the disk is full (on any write).
     """
 
