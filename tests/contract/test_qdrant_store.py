@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import io
 import pickle
+import shutil
 import sqlite3
 import uuid
 from pathlib import Path
@@ -13,7 +13,7 @@ import pytest
 
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.composition.cli import main
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.errors import ConfigurationError, StoreBusyError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 
@@ -28,16 +28,13 @@ class TestQdrantInMemory(VectorStoreContract):
         return QdrantVectorStore("contract", location=":memory:")
 
 
-# qdrant-client leaks the lock file handle of the client that failed to open: not ours.
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_local_lock_released_by_close(tmp_path: Path) -> None:
     path = str(tmp_path / "qdrant_data")
     store1 = QdrantVectorStore("docs", location=path)
     store1.add(make_chunks(5, 8))
-    with pytest.raises(VectorStoreError, match="close"):
+    # refused before a second client touches the folder (or leaks a handle of its own)
+    with pytest.raises(StoreBusyError, match="close that store first"):
         QdrantVectorStore("docs", location=path)
-    gc.collect()  # collect the leaked handle here, under this test's warning filter
     store1.close()
     store2 = QdrantVectorStore("docs", location=path)
     assert len(store2) == 5
@@ -157,3 +154,47 @@ def test_an_extra_file_or_link_in_the_folder_is_refused(tmp_path: Path) -> None:
     (folder2 / "link").symlink_to(tmp_path)
     with pytest.raises(VectorStoreError, match="symbolic link"):
         QdrantVectorStore("docs", location=str(folder2))
+
+
+def _interrupted_write(folder: Path) -> Path:
+    """What a writer killed mid-write leaves: the sealed files copied aside, the live ones
+    changed, a journal and a new collection's file added."""
+    rollback = folder / ".pywrapai-rollback"
+    for name in ("meta.json", "collection/docs/storage.sqlite"):
+        (rollback / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / name, rollback / name)
+    with sqlite3.connect(folder / "collection" / "docs" / "storage.sqlite") as conn:
+        conn.execute("DELETE FROM points")
+    conn.close()
+    (folder / "collection" / "docs" / "storage.sqlite-journal").write_bytes(b"half")
+    (folder / "collection" / "new").mkdir()
+    (folder / "collection" / "new" / "storage.sqlite").write_bytes(b"half")
+    return rollback
+
+
+def test_an_interrupted_write_is_undone_on_open(tmp_path: Path) -> None:
+    folder = tmp_path / "qdrant"
+    store = QdrantVectorStore("docs", location=str(folder))
+    store.add(make_chunks(4, 8))
+    store.close()
+    rollback = _interrupted_write(folder)
+    store = QdrantVectorStore("docs", location=str(folder))
+    assert len(store) == 4  # as the last seal left it
+    assert not rollback.exists() and not (folder / "collection" / "new").exists()
+    assert not (folder / "collection" / "docs" / "storage.sqlite-journal").exists()
+    store.add(make_chunks(2, 8, prefix="more-"))
+    store.close()
+    assert len(QdrantVectorStore("docs", location=str(folder))) == 6
+
+
+def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
+    """The copy kept to undo a write is checked against the record before it is used."""
+    folder, marker = tmp_path / "qdrant", tmp_path / "pwned"
+    store = QdrantVectorStore("docs", location=str(folder))
+    store.add(make_chunks(3, 8))
+    store.close()
+    rollback = _interrupted_write(folder)
+    _plant(rollback, marker)
+    with pytest.raises(VectorStoreError, match="does not match the folder's record"):
+        QdrantVectorStore("docs", location=str(folder))
+    assert not marker.exists()

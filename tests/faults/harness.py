@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: chunk id → text, per document id
 Contents = dict[str, dict[str, str]]
+PARAGRAPHS = 30  # per corpus file
 
 
 def write_corpus(folder: Path, version: str, files: int, paragraphs: int) -> None:
@@ -137,12 +138,52 @@ def check_after_kill(
         store.close()
     folder = Path(next(iter(clean_b))).parent
     cli_ingest(config, folder)
+    assert_holds(config, clean_b)
+
+
+def assert_holds(config: Path, expected: Contents) -> None:
+    """The store holds exactly ``expected``: each document's chunks, and nothing else."""
     store = open_store(config)
     try:
-        assert contents(store, list(clean_b)) == clean_b
-        assert len(store) == sum(len(c) for c in clean_b.values())
+        assert contents(store, list(expected)) == expected
+        assert len(store) == sum(len(c) for c in expected.values())
     finally:
         store.close()
+
+
+def kill_folder_store(
+    work: Path,
+    store_lines: str,
+    *,
+    files: int,
+    kills: int,
+    seed: int,
+    forget: Callable[[], None] = lambda: None,
+    after_kill: Callable[[Path], None] = lambda kb: None,
+) -> KillReport:
+    """:func:`kill_runs` for a store living in the folder ``work/kb`` (``{kb}`` in the lines).
+
+    Version A is ingested once and the folder copied; each run starts from that copy.
+    ``forget`` drops whatever the test process caches about the folder it replaces;
+    ``after_kill`` looks at the folder a killed writer left, before anything opens it.
+    """
+    kb = work / "kb"
+    config = write_config(work, store_lines.format(kb=kb))
+    docs = work / "docs"
+    write_corpus(docs, "A", files - 4, PARAGRAPHS)
+    clean_a = clean_contents(config, docs)
+    cli_ingest(config, docs)
+    template = work / "kb-A"
+    shutil.copytree(kb, template)
+    write_corpus(docs, "B", files, PARAGRAPHS)
+    clean_b = clean_contents(config, docs)
+
+    def restore_a() -> None:
+        forget()
+        shutil.rmtree(kb)
+        shutil.copytree(template, kb)
+
+    return kill_runs(config, docs, restore_a, clean_a, clean_b, kills, seed, lambda: after_kill(kb))
 
 
 def kill_runs(
@@ -153,6 +194,7 @@ def kill_runs(
     clean_b: Contents,
     kills: int,
     seed: int,
+    after_kill: Callable[[], None] = lambda: None,
 ) -> KillReport:
     """``kills`` SIGKILLs at random instants of an A → B ingest, each checked."""
     rng = random.Random(seed)
@@ -181,5 +223,6 @@ def kill_runs(
         report.kills += killed
         if not killed:  # this run was quicker than the first: aim within its length
             duration = max(delay, 0.1)
+        after_kill()
         check_after_kill(config, clean_a, clean_b, report)
     return report

@@ -10,13 +10,33 @@ import pytest
 
 from tests.faults.harness import (
     ROOT,
+    assert_holds,
     clean_contents,
-    contents,
     ingest_command,
-    open_store,
     write_config,
     write_corpus,
 )
+
+
+def race(work: Path, store_lines: str) -> tuple[Path, list[tuple[Path, int, str]]]:
+    """Two ``ingest`` processes of different folders into one store, started together:
+    the configuration, and each folder with its process's exit code and stderr."""
+    config = write_config(work, store_lines.format(kb=work / "kb"))
+    folders = [work / "one", work / "two"]
+    for folder, version in zip(folders, "AB", strict=True):
+        write_corpus(folder, version, 10, 30)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            ingest_command(config, folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        for folder in folders
+    ]
+    errors = [p.communicate(timeout=300)[1].decode() for p in procs]
+    return config, [
+        (folder, proc.returncode, err)
+        for folder, proc, err in zip(folders, procs, errors, strict=True)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -28,60 +48,24 @@ from tests.faults.harness import (
     ],
 )
 def test_two_writer_processes(tmp_path: Path, backend: str, store_lines: str) -> None:
-    config = write_config(tmp_path, store_lines.format(kb=tmp_path / "kb"))
-    first, second = tmp_path / "one", tmp_path / "two"
-    write_corpus(first, "A", 10, 30)
-    write_corpus(second, "B", 10, 30)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen(
-            ingest_command(config, folder),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        for folder in (first, second)
-    ]
-    outputs = [p.communicate(timeout=300) for p in procs]
-    for proc, (_out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err.decode()
-    expected = {**clean_contents(config, first), **clean_contents(config, second)}
-    store = open_store(config)
-    try:
-        assert contents(store, list(expected)) == expected
-        assert len(store) == sum(len(c) for c in expected.values())
-    finally:
-        store.close()
+    config, runs = race(tmp_path, store_lines)
+    expected = {}
+    for folder, code, err in runs:
+        assert code == 0, err
+        expected.update(clean_contents(config, folder))
+    assert_holds(config, expected)
 
 
 def test_qdrant_local_second_process_gets_a_clear_error(tmp_path: Path) -> None:
     """Qdrant's local mode is one process at a time: the other one is refused, cleanly."""
-    config = write_config(tmp_path, f"  backend: qdrant\n  path: {tmp_path / 'kb'}\n")
-    first, second = tmp_path / "one", tmp_path / "two"
-    write_corpus(first, "A", 10, 30)
-    write_corpus(second, "B", 10, 30)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen(
-            ingest_command(config, folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
-        for folder in (first, second)
-    ]
-    outputs = [p.communicate(timeout=300) for p in procs]
-    done = []
-    for folder, proc, (_out, err) in zip((first, second), procs, outputs, strict=True):
-        if proc.returncode == 0:
-            done.append(folder)
-        else:  # refused with our message, not a traceback
-            assert proc.returncode == 1, err.decode()
-            assert err.decode().startswith("error: ") and "Traceback" not in err.decode()
-    assert done, "at least one process must have written"
+    config, runs = race(tmp_path, "  backend: qdrant\n  path: {kb}\n")
     expected = {}
-    for folder in done:
-        expected.update(clean_contents(config, folder))
-    store = open_store(config)
-    try:
-        assert contents(store, list(expected)) == expected
-        assert len(store) == sum(len(c) for c in expected.values())
-    finally:
-        store.close()
+    for folder, code, err in runs:
+        if code == 0:
+            expected.update(clean_contents(config, folder))
+        else:  # refused with our message, not a traceback
+            assert code == 1, err
+            assert err.startswith("error: ") and "Traceback" not in err
+            assert "open in another store" in err
+    assert expected, "at least one process must have written"
+    assert_holds(config, expected)

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 
 from chromadb.api.shared_system_client import SharedSystemClient
 
-from tests.faults.harness import clean_contents, cli_ingest, kill_runs, write_config, write_corpus
+from tests.faults.harness import (
+    PARAGRAPHS,
+    clean_contents,
+    cli_ingest,
+    kill_folder_store,
+    kill_runs,
+    write_config,
+    write_corpus,
+)
 
 KILLS = 6
-FILES, PARAGRAPHS = 10, 30
+FILES = 10
 
 
 def test_sigkill_pgvector(tmp_path: Path, pg_url: str) -> None:
@@ -39,22 +46,14 @@ def test_sigkill_pgvector(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_sigkill_chroma_embedded(tmp_path: Path) -> None:
-    config = write_config(tmp_path, f"  backend: chroma\n  path: {tmp_path / 'kb'}\n")
-    docs = tmp_path / "docs"
-    write_corpus(docs, "A", FILES - 3, PARAGRAPHS)
-    clean_a = clean_contents(config, docs)
-    cli_ingest(config, docs)
-    template = tmp_path / "kb-A"
-    shutil.copytree(tmp_path / "kb", template)
-    write_corpus(docs, "B", FILES, PARAGRAPHS)
-    clean_b = clean_contents(config, docs)
-
-    def restore_a() -> None:
-        # chromadb caches one client per folder in the process: forget the replaced folder's
-        SharedSystemClient.clear_system_cache()
-        shutil.rmtree(tmp_path / "kb")
-        shutil.copytree(template, tmp_path / "kb")
-
-    report = kill_runs(config, docs, restore_a, clean_a, clean_b, KILLS, seed=12)
+    # chromadb caches one client per folder in the process: forget the replaced folder's
+    report = kill_folder_store(
+        tmp_path,
+        "  backend: chroma\n  path: {kb}\n",
+        files=FILES,
+        kills=KILLS,
+        seed=12,
+        forget=SharedSystemClient.clear_system_cache,
+    )
     assert report.kills == KILLS
     assert report.mixed_states >= 1, report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,8 +20,9 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
-from pywrapai_graph.adapters.vectorstores._folder_integrity import verify_folder, write_record
+from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._local_files import os_failure, sqlite_failure
 from pywrapai_graph.adapters.vectorstores._versioned import (
     DocRecord,
     StoredChunk,
@@ -114,6 +116,8 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         collection: the collection name.
         location: ":memory:" (in-process, not persistent) or a directory (local mode,
             persistent). Local mode holds an exclusive file lock: :meth:`close` releases it.
+            Each write in local mode is all or nothing, through a failure or a crash: the
+            folder is put back as the last complete write left it (see ``_folder_integrity``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
@@ -165,9 +169,8 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             else:
                 # the client unpickles every point it finds: only hand it files we wrote
                 self._root = Path(os.fspath(where))  # type: ignore[arg-type]
-                verify_folder(self._root)
-                self._client = qc.QdrantClient(path=os.fspath(self._root))
-                write_record(self._root)
+                self._folder = SealedFolder(self._root)
+                self._open_local()
         except RuntimeError as exc:  # local mode: another client holds the lock
             raise VectorStoreError(
                 f"cannot open the Qdrant storage at {os.fspath(where)!r}: {exc}. "  # type: ignore[arg-type]
@@ -178,7 +181,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
-        if self._mode == "local":  # one process at a time holds a local folder
+        if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
         if self._dim is None and dimension is not None:
@@ -189,21 +192,74 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 f"collection {collection!r} has dimension {self._dim}, not {dimension}"
             )
 
-    # ------------------------------------------------------------------ collection
-    def _seal(self) -> None:
-        """After each write in local mode: record the folder as we left it."""
-        if self._mode == "local":
-            write_record(self._root)
+    # ------------------------------------------------------------------ local folder
+    def _open_local(self) -> None:
+        """Take the folder (recovering a crashed write), then open the client in a write."""
+        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        self._writes = 0
+        with self._folder_errors():
+            self._folder.open()
+        try:
+            with self._sealed(reopen=False):
+                self._client = qc.QdrantClient(path=os.fspath(self._root))
+        except BaseException:
+            self._folder.close()
+            raise
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Lock, translate errors, and seal the folder afterwards, even after a failure."""
-        with self._lock:
+    def _folder_errors(self) -> Iterator[None]:
+        """The engine's file errors as ours: a full disk says so and names the folder."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise sqlite_failure(str(self._root), exc) from exc
+        except OSError as exc:
+            raise os_failure(str(self._root), exc) from exc
+
+    @contextmanager
+    def _sealed(self, *, reopen: bool = True) -> Iterator[None]:
+        """One all-or-nothing write to the local folder (the outermost one seals)."""
+        if self._writes:
+            yield
+            return
+        self._writes += 1
+        try:
+            with self._folder_errors():
+                self._folder.begin()
             try:
+                with self._folder_errors():
+                    yield
+                    self._folder.commit()
+            except BaseException:
+                self._undo(reopen)
+                raise
+        finally:
+            self._writes -= 1
+
+    def _undo(self, reopen: bool) -> None:
+        """After a failed write: the folder, and the client's view of it, as last sealed."""
+        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        self._lexical.reset()
+        if reopen:
+            self._client.close()
+        with self._folder_errors():
+            self._folder.rollback()
+            if reopen:
+                self._client = qc.QdrantClient(path=os.fspath(self._root))
+                with self._errors():
+                    self._dim = self._existing_dimension()
+
+    # ------------------------------------------------------------------ collection
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Lock and translate errors; in local mode, one sealed all-or-nothing write."""
+        with self._lock:
+            if self._mode != "local":
                 with self._errors():
                     yield
-            finally:
-                self._seal()
+                return
+            with self._sealed(), self._errors():
+                yield
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -530,8 +586,10 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     def close(self) -> None:
         """Close the client (releases the local-mode file lock)."""
-        with self._writing():
+        with self._lock:
             self._client.close()
+            if self._mode == "local":
+                self._folder.close()
 
     def __repr__(self) -> str:
         return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"
