@@ -1,7 +1,9 @@
 """A full disk: StorageFullError naming the path, and the store in memory equals the store on disk.
 
-The small filesystem is a 2 MB tmpfs mounted for the test (root only: CI runs as root);
-elsewhere the tests skip, saying why.
+The small filesystem is a tmpfs of a few MB mounted for the test (root only: CI runs as root);
+elsewhere the tests skip, saying why. Stores that write documents through versions are
+filled with whole documents (``replace_document``): after the error each one is complete or
+absent, in the process and after a reopen.
 """
 
 from __future__ import annotations
@@ -10,27 +12,31 @@ import os
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from pywrapai_graph import FAISSVectorStore, SQLiteVectorStore
+from pywrapai_graph import FAISSVectorStore, QdrantVectorStore, SQLiteVectorStore
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import StorageFullError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.vector_store import make_chunks
+from pywrapai_graph.testing.contracts.vector_store import make_chunks, manifest_for
 
 DIM = 256
+#: chunk ids per document id
+Documents = dict[str, set[str]]
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB filesystem of its own."""
+@contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``mount`` with ``options`` (``size=2m``...), unmounted afterwards."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount = tmp_path / "small"
-    mount.mkdir()
+    mount.mkdir(exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
         capture_output=True,
         check=False,
     )
@@ -40,6 +46,20 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB filesystem of its own."""
+    with tmpfs(tmp_path / "small", "size=2m") as mount:
+        yield mount
+
+
+@pytest.fixture
+def roomier_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 6 MB filesystem of its own (a store copying its files aside needs twice the room)."""
+    with tmpfs(tmp_path / "small", "size=6m") as mount:
+        yield mount
 
 
 def fill_until_full(store: BaseVectorStore) -> tuple[StorageFullError, int]:
@@ -57,6 +77,36 @@ def fill_until_full(store: BaseVectorStore) -> tuple[StorageFullError, int]:
 
 def visible_ids(store: BaseVectorStore) -> set[str]:
     return {h.chunk.id for h in store.search([1.0] * DIM, k=100_000)}
+
+
+def document(i: int, n: int = 100) -> tuple[DocumentManifest, list[Chunk]]:
+    doc = f"d{i}"
+    chunks = [
+        Chunk(c.text, doc, c.metadata, id=c.id, embedding=c.embedding)
+        for c in make_chunks(n, DIM, seed=i, prefix=f"{doc}-")
+    ]
+    return manifest_for(doc, chunks, DIM), chunks
+
+
+def fill_with_documents(store: BaseVectorStore) -> tuple[StorageFullError, Documents]:
+    """Whole documents until the disk is full: the error, and each written document's ids."""
+    written: Documents = {}
+    for i in range(1000):
+        manifest, chunks = document(i)
+        try:
+            store.replace_document(manifest, chunks)
+        except StorageFullError as exc:
+            return exc, written
+        written[manifest.doc_id] = {c.id for c in chunks}
+    raise AssertionError("the disk never filled up")
+
+
+def documents(store: BaseVectorStore) -> Documents:
+    """The visible chunk ids of each document."""
+    found: Documents = {}
+    for hit in store.search([1.0] * DIM, k=100_000):
+        found.setdefault(hit.chunk.doc_id, set()).add(hit.chunk.id)
+    return found
 
 
 def test_sqlite_full_disk(small_fs: Path) -> None:
@@ -116,3 +166,22 @@ def test_ingest_on_a_full_disk_says_so(small_fs: Path, tmp_path: Path) -> None:
     store = SQLiteVectorStore(small_fs / "kb.db")
     assert len({h.chunk.doc_id for h in store.search([1.0] * 384, k=100_000)}) == stored
     store.close()
+
+
+def test_qdrant_local_full_disk(roomier_fs: Path) -> None:
+    folder, ballast = roomier_fs / "qdrant", roomier_fs / "ballast"
+    ballast.write_bytes(b"\0" * 1_000_000)
+    store = QdrantVectorStore("docs", location=str(folder))
+    error, written = fill_with_documents(store)
+    assert error.path == str(folder) and "full" in str(error)
+    in_memory = documents(store)
+    assert in_memory == written  # the failed write was undone in the process too
+    assert not (folder / ".pywrapai-rollback").exists()
+    store.close()
+    reopened = QdrantVectorStore("docs", location=str(folder))  # opening needs no room
+    assert documents(reopened) == in_memory
+    ballast.unlink()  # space freed: the store writes again
+    manifest, chunks = document(999, n=5)
+    reopened.replace_document(manifest, chunks)
+    assert documents(reopened) == {**in_memory, "d999": {c.id for c in chunks}}
+    reopened.close()

@@ -27,7 +27,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pywrapai_graph.errors import ArgumentTypeError, StoreBusyError, VectorStoreError
@@ -56,7 +56,11 @@ def file_sha256(path: Path) -> str:
 
 def _digests(root: Path) -> dict[str, str]:
     """SHA-256 of every file under ``root`` by relative POSIX path; no links allowed."""
-    out: dict[str, str] = {}
+    return {relative: file_sha256(full) for relative, full in _covered(root)}
+
+
+def _covered(root: Path) -> Iterator[tuple[str, Path]]:
+    """Every file the record covers, by relative POSIX path; no links allowed."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in [*dirnames, *filenames]:
             full = Path(dirpath, name)
@@ -74,8 +78,7 @@ def _digests(root: Path) -> dict[str, str]:
                 continue
             if not full.is_file():
                 raise VectorStoreError(f"{relative!r} in {str(root)!r} is not a regular file")
-            out[relative] = file_sha256(full)
-    return out
+            yield relative, full
 
 
 def write_record(root: Path) -> None:
@@ -188,6 +191,19 @@ class SealedFolder:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def sealed(self) -> bool:
+        """Whether a seal of ours covers the folder (false for a new one)."""
+        return (self.root / RECORD_NAME).is_file()
+
+    def stamps(self) -> dict[str, tuple[int, int, int]]:
+        """Inode, size and modification time of each covered file: a cheap "did it change"."""
+        out = {}
+        for relative, full in _covered(self.root):
+            info = full.stat()
+            out[relative] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        return out
 
     def close(self) -> None:
         """Let the folder go (idempotent)."""

@@ -194,17 +194,30 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     # ------------------------------------------------------------------ local folder
     def _open_local(self) -> None:
-        """Take the folder (recovering a crashed write), then open the client in a write."""
-        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        """Take the folder (recovering a crashed write), then open the client on it."""
         self._writes = 0
         with self._folder_errors():
             self._folder.open()
         try:
-            with self._sealed(reopen=False):
-                self._client = qc.QdrantClient(path=os.fspath(self._root))
+            if self._folder.sealed:  # ours: the client reads it (no space needed on a full disk)
+                self._connect()
+            else:  # a new folder: the client's first files are a write
+                with self._sealed(reopen=False):
+                    qc = require("qdrant_client", "qdrant", "qdrant-client")
+                    self._client = qc.QdrantClient(path=os.fspath(self._root))
         except BaseException:
             self._folder.close()
             raise
+
+    def _connect(self) -> None:
+        """Open the client on the sealed folder, and seal anything it rewrote while opening
+        (a client version tidying older rows; our own writes never leave any)."""
+        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        with self._folder_errors():
+            before = self._folder.stamps()
+            self._client = qc.QdrantClient(path=os.fspath(self._root))
+            if self._folder.stamps() != before:
+                self._folder.commit()
 
     @contextmanager
     def _folder_errors(self) -> Iterator[None]:
@@ -238,16 +251,15 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     def _undo(self, reopen: bool) -> None:
         """After a failed write: the folder, and the client's view of it, as last sealed."""
-        qc = require("qdrant_client", "qdrant", "qdrant-client")
         self._lexical.reset()
         if reopen:
             self._client.close()
         with self._folder_errors():
             self._folder.rollback()
-            if reopen:
-                self._client = qc.QdrantClient(path=os.fspath(self._root))
-                with self._errors():
-                    self._dim = self._existing_dimension()
+        if reopen:
+            self._connect()
+            with self._errors():
+                self._dim = self._existing_dimension()
 
     # ------------------------------------------------------------------ collection
     @contextmanager
