@@ -129,6 +129,22 @@ def _parser() -> argparse.ArgumentParser:
         description="Empty the store, e.g. before re-ingesting with another embedding model.",
     )
     clear.add_argument("--yes", action="store_true", help="really clear it (required)")
+    repair = store_sub.add_parser(
+        "repair",
+        help="remove the chunks of replaces a crashed writer left unfinished",
+        description=(
+            "Remove the chunks of document versions whose writer stopped mid-replace (a "
+            "Chroma or Qdrant server; other stores clean up when they open, or need nothing)."
+        ),
+    )
+    repair.add_argument(
+        "--older-than",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="leave versions younger than this to a writer that may still be running "
+        "(default 600; 0 when nothing else writes the store)",
+    )
     store_sub.add_parser(
         "init",
         help="create the PostgreSQL schema (extension, table, indexes, version row)",
@@ -251,6 +267,18 @@ def _clear(container: CommandObjects, yes: bool, out: TextIO) -> int:
     return 0
 
 
+def _repair(container: CommandObjects, older_than_s: float, out: TextIO) -> int:
+    if not older_than_s >= 0:  # also NaN
+        raise CLIError("store repair --older-than takes a number of seconds >= 0", 2)
+    store = container.vector_store()
+    try:
+        repaired = store.repair(older_than_s=older_than_s)
+    finally:
+        store.close()
+    out.write(f"repaired: {repaired} document{'' if repaired == 1 else 's'}\n")
+    return 0
+
+
 def _init(container: CommandObjects, out: TextIO) -> int:
     store = container.settings().store
     created = init_pgvector_schema(store)
@@ -322,6 +350,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return run_eval(container, args, out, err)
     if args.action == "clear":
         return _clear(container, args.yes, out)
+    if args.action == "repair":
+        return _repair(container, args.older_than, out)
     if args.action == "init":
         return _init(container, out)
     return _stats(container, out)

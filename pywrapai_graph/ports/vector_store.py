@@ -286,6 +286,16 @@ class BaseVectorStore(ABC):
         """The embedder recorded by the first ``replace_document``, or None."""
         return None
 
+    def repair(self, *, older_than_s: float = 600.0) -> int:
+        """Remove what interrupted writes left behind; returns how many documents it repaired.
+
+        Stores whose writes are transactions, or that clean up when they open, have nothing
+        to do here (this default). Chroma and Qdrant servers keep the chunks of a version
+        whose writer died mid-replace (never visible) until the document's next replace or
+        this call; versions younger than ``older_than_s`` seconds are left to their writer.
+        """
+        return 0
+
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections and file locks (no-op for stores that hold none)."""
 

@@ -8,44 +8,22 @@ absent, in the process and after a reopen.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from pywrapai_graph import FAISSVectorStore, QdrantVectorStore, SQLiteVectorStore
-from pywrapai_graph.domain import Chunk
-from pywrapai_graph.domain.manifest import DocumentManifest
+from pywrapai_graph import (
+    ChromaVectorStore,
+    FAISSVectorStore,
+    QdrantVectorStore,
+    SQLiteVectorStore,
+)
 from pywrapai_graph.errors import StorageFullError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.vector_store import make_chunks, manifest_for
-
-DIM = 256
-#: chunk ids per document id
-Documents = dict[str, set[str]]
-
-
-@contextmanager
-def tmpfs(mount: Path, options: str) -> Iterator[Path]:
-    """A tmpfs mounted at ``mount`` with ``options`` (``size=2m``...), unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount.mkdir(exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+from pywrapai_graph.testing.contracts.vector_store import make_chunks
+from tests.faults.small_disk import DIM, fill_then_free, tmpfs
 
 
 @pytest.fixture
@@ -77,36 +55,6 @@ def fill_until_full(store: BaseVectorStore) -> tuple[StorageFullError, int]:
 
 def visible_ids(store: BaseVectorStore) -> set[str]:
     return {h.chunk.id for h in store.search([1.0] * DIM, k=100_000)}
-
-
-def document(i: int, n: int = 100) -> tuple[DocumentManifest, list[Chunk]]:
-    doc = f"d{i}"
-    chunks = [
-        Chunk(c.text, doc, c.metadata, id=c.id, embedding=c.embedding)
-        for c in make_chunks(n, DIM, seed=i, prefix=f"{doc}-")
-    ]
-    return manifest_for(doc, chunks, DIM), chunks
-
-
-def fill_with_documents(store: BaseVectorStore) -> tuple[StorageFullError, Documents]:
-    """Whole documents until the disk is full: the error, and each written document's ids."""
-    written: Documents = {}
-    for i in range(1000):
-        manifest, chunks = document(i)
-        try:
-            store.replace_document(manifest, chunks)
-        except StorageFullError as exc:
-            return exc, written
-        written[manifest.doc_id] = {c.id for c in chunks}
-    raise AssertionError("the disk never filled up")
-
-
-def documents(store: BaseVectorStore) -> Documents:
-    """The visible chunk ids of each document."""
-    found: Documents = {}
-    for hit in store.search([1.0] * DIM, k=100_000):
-        found.setdefault(hit.chunk.doc_id, set()).add(hit.chunk.id)
-    return found
 
 
 def test_sqlite_full_disk(small_fs: Path) -> None:
@@ -171,17 +119,24 @@ def test_ingest_on_a_full_disk_says_so(small_fs: Path, tmp_path: Path) -> None:
 def test_qdrant_local_full_disk(roomier_fs: Path) -> None:
     folder, ballast = roomier_fs / "qdrant", roomier_fs / "ballast"
     ballast.write_bytes(b"\0" * 1_000_000)
-    store = QdrantVectorStore("docs", location=str(folder))
-    error, written = fill_with_documents(store)
+    error, written, visible = fill_then_free(
+        lambda: QdrantVectorStore("docs", location=str(folder)), ballast.unlink
+    )
     assert error.path == str(folder) and "full" in str(error)
-    in_memory = documents(store)
-    assert in_memory == written  # the failed write was undone in the process too
+    assert visible == written  # the failed write was undone in the process too
     assert not (folder / ".pywrapai-rollback").exists()
-    store.close()
-    reopened = QdrantVectorStore("docs", location=str(folder))  # opening needs no room
-    assert documents(reopened) == in_memory
-    ballast.unlink()  # space freed: the store writes again
-    manifest, chunks = document(999, n=5)
-    reopened.replace_document(manifest, chunks)
-    assert documents(reopened) == {**in_memory, "d999": {c.id for c in chunks}}
-    reopened.close()
+
+
+def test_chroma_embedded_full_disk(tmp_path: Path) -> None:
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    with tmpfs(tmp_path / "small", "size=8m") as small:
+        folder, ballast = small / "chroma", small / "ballast"
+        ballast.write_bytes(b"\0" * 1_500_000)
+        # chromadb caches one client per folder in the process: a reopen must forget it
+        error, _, _ = fill_then_free(
+            lambda: ChromaVectorStore(path=folder),
+            ballast.unlink,
+            SharedSystemClient.clear_system_cache,
+        )
+        assert error.path == str(folder) and "full" in str(error)

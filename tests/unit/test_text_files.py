@@ -107,3 +107,18 @@ def test_store_clear_lets_another_embedder_in(
     assert main(["store", "clear", "--yes"], out=out, err=io.StringIO()) == 0
     assert out.getvalue() == "cleared: 1 chunks removed\n"
     assert main(["ingest", str(docs)], out=io.StringIO(), err=io.StringIO()) == 0
+
+
+def test_store_repair_on_stores_with_nothing_to_repair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Transactional stores (and embedded ones, which clean up on open) repair nothing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["store", "repair"], out=out, err=err) == 0, err.getvalue()
+    assert out.getvalue() == "repaired: 0 documents\n"
+    err = io.StringIO()
+    assert main(["store", "repair", "--older-than", "-1"], out=io.StringIO(), err=err) == 2
+    assert "--older-than" in err.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -12,7 +13,18 @@ from types import TracebackType
 
 from pywrapai_graph.errors import StorageFullError, StoreBusyError, VectorStoreError
 
-__all__ = ["WriteLock", "fsync_dir", "os_failure", "sqlite_failure"]
+__all__ = [
+    "ROOM_MARGIN",
+    "WriteLock",
+    "check_room",
+    "fsync_dir",
+    "os_failure",
+    "sqlite_failure",
+    "subfolder_bytes",
+]
+
+#: free bytes below which a disk counts as full, and kept free by :func:`check_room`
+ROOM_MARGIN = 1 << 20
 
 _FULL = (
     "the disk holding {path!r} is full; the write was undone and nothing of it was kept. "
@@ -35,6 +47,35 @@ def os_failure(path: str, exc: BaseException) -> VectorStoreError:
     ):
         return StorageFullError(_FULL.format(path=path), path=path)
     return VectorStoreError(f"writing {path!r} failed: {exc}")
+
+
+def subfolder_bytes(folder: Path) -> int:
+    """The bytes of every file in ``folder``'s subfolders (an engine's index segments)."""
+    total = 0
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            for dirpath, _dirs, files in os.walk(entry.path):
+                total += sum(os.lstat(os.path.join(dirpath, f)).st_size for f in files)
+    return total
+
+
+def check_room(folder: Path, needed: int) -> None:
+    """Refuse, before anything is written, a write the disk holding ``folder`` cannot hold.
+
+    For engines that a full disk leaves damaged: ``needed`` is the caller's upper estimate
+    of what the write may use, and :data:`ROOM_MARGIN` more is kept free.
+
+    Raises:
+        StorageFullError: less room than that.
+    """
+    free = shutil.disk_usage(folder).free
+    if free < needed + ROOM_MARGIN:
+        raise StorageFullError(
+            f"the disk holding {str(folder)!r} is (nearly) full: {free:,} bytes free, and this "
+            f"write may need up to {needed + ROOM_MARGIN:,}; nothing was written. Free some "
+            "space and run it again.",
+            path=str(folder),
+        )
 
 
 def fsync_dir(path: Path) -> None:

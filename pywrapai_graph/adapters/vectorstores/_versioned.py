@@ -14,11 +14,14 @@ A chunk is visible only when its version is its document's committed one (``""``
 written by plain ``add`` to a document never replaced), so readers skip the chunks of steps
 2 and 4, and a crash at any instant leaves the old version or the new one. On open (where
 the store holds a write lock), or at the next replace of the same document, the chunks of
-an interrupted version are removed.
+an interrupted version are removed; on a server, :meth:`VersionedDocuments.repair` removes
+them all (a version token starts with its writer's clock, so a repair can leave alone the
+versions young enough to belong to a writer still at work).
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -62,6 +65,15 @@ class StoredChunk:
     chunk_id: str
     version: str
     doc_id: str
+
+
+def _started_ns(version: str) -> int:
+    """When a version's writer began (0, long ago, for tokens written before this was kept)."""
+    head, dash, _ = version.partition("-")
+    try:
+        return int(head, 16) if dash else 0
+    except ValueError:
+        return 0
 
 
 class VersionedDocuments(BaseVectorStore):
@@ -128,7 +140,7 @@ class VersionedDocuments(BaseVectorStore):
             before = sum(
                 c.version == committed_before for c in self._stored_chunks(manifest.doc_id)
             )
-            version = uuid.uuid4().hex
+            version = f"{time.time_ns():x}-{uuid.uuid4().hex}"
             record = old or DocRecord(manifest.doc_id)
             self._put_record(replace(record, pending=version))
             self._upsert(batch, [version] * len(batch.ids))
@@ -154,6 +166,27 @@ class VersionedDocuments(BaseVectorStore):
         """Clean what crashed writers left (call with the store's write lock held)."""
         for record in self._pending_records():
             self._clean(record)
+
+    def repair(self, *, older_than_s: float = 600.0) -> int:
+        """Remove the chunks of versions whose writer stopped mid-replace.
+
+        Readers never see them, but they take room (and count in ``len``) until the
+        document's next replace. Embedded and local stores do this on open; use it on a
+        server. Versions started less than ``older_than_s`` seconds ago (by the writer's
+        clock) are left alone, as their writer may still be at work: run it with ``0`` only
+        when no other process is writing the collection.
+
+        Returns:
+            how many documents were repaired.
+        """
+        cutoff = time.time_ns() - int(older_than_s * 1e9)
+        repaired = 0
+        with self._writing():
+            for record in self._pending_records():
+                if _started_ns(record.pending) <= cutoff:
+                    self._clean(record)
+                    repaired += 1
+        return repaired
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         record = self._records([doc_id]).get(doc_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,12 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
-from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
+from pywrapai_graph.adapters.vectorstores._local_files import (
+    ROOM_MARGIN,
+    WriteLock,
+    check_room,
+    subfolder_bytes,
+)
 from pywrapai_graph.adapters.vectorstores._versioned import (
     ID_KEY,
     VERSION_KEY,
@@ -37,7 +43,7 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.errors import ConfigurationError, StorageFullError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
@@ -177,6 +183,14 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         try:
             yield
         except (errors.ChromaError, *timeouts, *transports) as exc:
+            lock = self._file_lock
+            if lock is not None and shutil.disk_usage(lock.path.parent).free < ROOM_MARGIN:
+                raise StorageFullError(
+                    f"the disk holding {self._where!r} is full and Chroma failed "
+                    f"({type(exc).__name__}); it may have left the folder damaged. Free some "
+                    "space, and restore or re-create the folder if it no longer opens.",
+                    path=self._where,
+                ) from scrubbed(exc, [self._url])
             raise VectorStoreError(
                 f"Chroma at {self._where!r} failed: {type(exc).__name__}: "
                 f"{redact(str(exc), [self._url])}"
@@ -332,6 +346,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             for c, v in zip(batch.chunks, versions, strict=True)
         ]
         ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
+        self._check_room(batch)
         with self._errors():
             limit = int(self._client.get_max_batch_size())
             for start in range(0, len(ids), limit):
@@ -343,6 +358,20 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                     metadatas=metadatas[start:end],
                 )
         self._dim = int(batch.vectors.shape[1])
+
+    def _check_room(self, batch: PreparedBatch) -> None:
+        """Embedded mode: refuse a write the disk may not hold, before Chroma starts it.
+
+        Chroma does not survive running out of room mid-write (its index files are left
+        cut short and the folder no longer opens), so a write needs room for a rewrite of
+        the index segments plus a generous share per chunk (log, metadata, text index).
+        """
+        if self._file_lock is None:
+            return
+        folder = self._file_lock.path.parent
+        text = sum(len(c.text.encode()) for c in batch.chunks)
+        per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
+        check_room(folder, subfolder_bytes(folder) + len(batch.ids) * per_chunk + 8 * text)
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         with self._errors():

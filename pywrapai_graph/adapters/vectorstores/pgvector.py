@@ -304,11 +304,15 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
         code = getattr(exc, "pgcode", None)
-        if code == _DISK_FULL:
+        if code == _DISK_FULL:  # the server names the file it could not extend
+            said = self._redact(str(getattr(getattr(exc, "diag", None), "message_primary", "")))
+            file = re.search(r'"([^"]+)"', said)
             return StorageFullError(
-                f"the PostgreSQL server's disk is full (table {self._table!r}); "
-                "the transaction was rolled back. Free space on the server and run it again.",
-                path=self._location(),
+                f"the PostgreSQL server's disk is full (table {self._table!r}"
+                + (f"; the server said: {said}" if said else "")
+                + "); the transaction was rolled back. Free space on the server (the "
+                "tablespace holding that file) and run it again.",
+                path=file.group(1) if file else self._location(),
             )
         if code == _NO_PRIVILEGE:
             return VectorStoreError(
