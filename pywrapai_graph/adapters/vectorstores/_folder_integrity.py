@@ -141,7 +141,8 @@ def verify_folder(root: Path) -> None:
             f"the storage folder {str(root)!r} changed since pywrapai-graph last wrote it "
             f"({', '.join(repr(n) for n in changed[:3])}); refusing to open it, because the "
             "Qdrant client unpickles the points it reads and a planted file could run code. "
-            "If a write was interrupted, re-create the store and re-ingest."
+            "(A write interrupted by a crash leaves a copy to recover from; this folder has "
+            "none.) If you did not change it, re-create the store and re-ingest."
         )
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "WriteLock",
     "check_room",
     "fsync_dir",
+    "nearly_full",
     "os_failure",
     "sqlite_failure",
     "subfolder_bytes",
@@ -57,6 +58,14 @@ def subfolder_bytes(folder: Path) -> int:
             for dirpath, _dirs, files in os.walk(entry.path):
                 total += sum(os.lstat(os.path.join(dirpath, f)).st_size for f in files)
     return total
+
+
+def nearly_full(folder: Path) -> bool:
+    """Whether the disk holding ``folder`` has less than :data:`ROOM_MARGIN` free."""
+    try:
+        return shutil.disk_usage(folder).free < ROOM_MARGIN
+    except OSError:  # the folder is gone: whatever failed, it was not for room
+        return False
 
 
 def check_room(folder: Path, needed: int) -> None:

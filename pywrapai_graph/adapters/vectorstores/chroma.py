@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,9 +26,9 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
-    ROOM_MARGIN,
     WriteLock,
     check_room,
+    nearly_full,
     subfolder_bytes,
 )
 from pywrapai_graph.adapters.vectorstores._versioned import (
@@ -184,7 +183,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             yield
         except (errors.ChromaError, *timeouts, *transports) as exc:
             lock = self._file_lock
-            if lock is not None and shutil.disk_usage(lock.path.parent).free < ROOM_MARGIN:
+            if lock is not None and nearly_full(lock.path.parent):
                 raise StorageFullError(
                     f"the disk holding {self._where!r} is full and Chroma failed "
                     f"({type(exc).__name__}); it may have left the folder damaged. Free some "
