@@ -46,14 +46,21 @@ class PerLoop(Generic[T]):
         ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    async def _guard(self, client: T) -> AsyncGenerator[None, None]:
+    async def _guard(
+        self, client: T, loop: asyncio.AbstractEventLoop
+    ) -> AsyncGenerator[None, None]:
         try:
             yield
         finally:  # the loop is shutting down its async generators, or aclose() was called
+            with self._lock:  # forget it: the guard refers to its loop, which could not go
+                entry = self._clients.get(loop)
+                if entry is not None and entry[0] is client:
+                    del self._clients[loop]
+            del loop
             await self._closer(client)
 
-    def _park(self, client: T) -> AsyncGenerator[None, None]:
-        guard = self._guard(client)
+    def _park(self, client: T, loop: asyncio.AbstractEventLoop) -> AsyncGenerator[None, None]:
+        guard = self._guard(client, loop)
         step = guard.asend(None)  # registers the generator with the running loop
         with contextlib.suppress(StopIteration):
             step.send(None)  # runs to the yield; nothing before it awaits
@@ -70,7 +77,7 @@ class PerLoop(Generic[T]):
             entry = self._clients.get(loop)
             if entry is None:
                 client = self._factory()
-                entry = (client, self._park(client))
+                entry = (client, self._park(client, loop))
                 self._clients[loop] = entry
             return entry[0]
 

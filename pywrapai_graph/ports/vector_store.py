@@ -51,7 +51,10 @@ class BaseVectorStore(ABC):
       after a crash, sees the old version or the new one, never a mix; they keep a
       :class:`DocumentManifest` per document (written last) and the
       :class:`EmbedderIdentity` of the first write, and refuse a different embedder.
-    Async twins (``aadd``, ``asearch``, ``adelete``, ``adelete_by_doc``,
+    * ``search_many`` searches a batch of queries (one list of hits per query), equal to
+      ``search`` of each.
+
+    Async twins (``aadd``, ``asearch``, ``asearch_many``, ``adelete``, ``adelete_by_doc``,
     ``areplace_document``, ``aclear``,
     ``acount``, ``aclose``) behave exactly like their sync methods. By default they run the
     sync method in a bounded thread pool, so a store written with sync methods only has a
@@ -147,6 +150,23 @@ class BaseVectorStore(ABC):
         Raises:
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
         """
+
+    def search_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        """:meth:`search` for each query vector, as one list per query, in order.
+
+        Equal to ``[self.search(q, k, filter) for q in query_vectors]`` (this default does
+        exactly that); stores override it with one engine call for the whole batch (a
+        matrix product on the exact stores, the engine's batch API on the server stores).
+
+        Raises:
+            ValueError: as for :meth:`search`, for any of the queries.
+        """
+        return [self.search(q, k, filter) for q in query_vectors]
 
     @property
     def supports_delete(self) -> bool:
@@ -309,6 +329,15 @@ class BaseVectorStore(ABC):
     ) -> list[ScoredChunk]:
         """Async :meth:`search`."""
         return await offload(self.search, query_vector, k, filter)
+
+    async def asearch_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        """Async :meth:`search_many`."""
+        return await offload(self.search_many, query_vectors, k, filter)
 
     async def adelete(self, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""

@@ -17,6 +17,11 @@ the store holds a write lock), or at the next replace of the same document, the 
 an interrupted version are removed; on a server, :meth:`VersionedDocuments.repair` removes
 them all (a version token starts with its writer's clock, so a repair can leave alone the
 versions young enough to belong to a writer still at work).
+
+Reads (``search``, ``search_many`` and, for a store with a native async client, their
+async twins) are written here once over the engine's query primitives: hits of other
+versions are dropped, and the engine is asked for more when they took places. Reads need
+no write lock, so the async twins run on the event loop without one.
 """
 
 from __future__ import annotations
@@ -24,15 +29,23 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
+from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._exact_index import PreparedBatch, prepare_batch
+from pywrapai_graph.adapters.vectorstores._exact_index import (
+    Matrix,
+    PreparedBatch,
+    check_k,
+    prepare_batch,
+    prepare_query,
+)
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_document, check_embedder
 
 __all__ = ["DocRecord", "VersionedDocuments", "engine_id"]
@@ -45,6 +58,42 @@ ID_KEY = "pywrapai_id"
 def engine_id(chunk_id: str, version: str) -> str:
     """The id a chunk of ``version`` is stored under (its own id when unversioned)."""
     return f"{chunk_id}@{version}" if version else chunk_id
+
+
+#: One engine hit: the chunk with its score, and the version it was written under.
+Hit = tuple[ScoredChunk, str]
+
+
+def next_ask(k: int, asked: int, hits: list[Hit], visible: int, available: int | None) -> int:
+    """How many hits to ask the engine for next, or 0 when the visible ones are the answer.
+
+    ``available`` bounds the request for engines that refuse to be asked for more results
+    than they hold (Chroma); None means unbounded.
+    """
+    if visible >= k or len(hits) < asked or asked == available:
+        return 0
+    wanted = asked * 2 + (len(hits) - visible)
+    return wanted if available is None else min(wanted, available)
+
+
+def _docs(pairs: Iterable[tuple[Any, str]]) -> list[str]:
+    return sorted({(p.chunk if isinstance(p, ScoredChunk) else p).doc_id for p, _ in pairs})
+
+
+def _committed_of(pairs: list[tuple[Chunk, str]], known: dict[str, DocRecord]) -> list[Chunk]:
+    return [
+        c
+        for c, version in pairs
+        if version == (known[c.doc_id].version if c.doc_id in known else "")
+    ]
+
+
+def _visible_of(hits: list[Hit], known: dict[str, DocRecord]) -> list[ScoredChunk]:
+    return [
+        h
+        for h, version in hits
+        if version == (known[h.chunk.doc_id].version if h.chunk.doc_id in known else "")
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +130,7 @@ class VersionedDocuments(BaseVectorStore):
 
     _dim: int | None
     _lexical: LexicalMirror
+    _lock: AbstractContextManager[Any]
 
     # ------------------------------------------------------------------ engine primitives
     @abstractmethod
@@ -121,6 +171,42 @@ class VersionedDocuments(BaseVectorStore):
 
     @abstractmethod
     def _delete_engine_ids(self, ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        """The engine's form of a metadata filter (None for no filter)."""
+
+    @abstractmethod
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        """The engine's ``n`` nearest hits of every version, best first."""
+
+    @abstractmethod
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """:meth:`_query` for each query, in one engine request."""
+
+    def _available(self) -> int | None:
+        """How many hits the engine can give at most, for engines that need the bound."""
+        return None
+
+    # ------------------------------------------------------------------ native async reads
+    @property
+    def _native_async(self) -> bool:
+        """The async reads below run on the engine's async client (else: the thread offload)."""
+        return False
+
+    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        return await offload(self._query, query, n, selector)
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        return await offload(self._query_many, queries, n, selector)
+
+    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return await offload(self._records, doc_ids)
+
+    async def _aavailable(self) -> int | None:
+        return await offload(self._available)
 
     # ------------------------------------------------------------------ documents
     @property
@@ -234,19 +320,120 @@ class VersionedDocuments(BaseVectorStore):
         committed = record.version if record else ""
         return sum(c.version == committed for c in stored)
 
-    def _visible(self, hits: list[tuple[ScoredChunk, str]]) -> list[ScoredChunk]:
+    def _visible(self, hits: list[Hit]) -> list[ScoredChunk]:
         """The hits (each with its chunk version) of committed versions only."""
-        keep = self._committed([(h.chunk, v) for h, v in hits])
-        ids = {id(c) for c in keep}
-        return [h for h, _ in hits if id(h.chunk) in ids]
+        return _visible_of(hits, self._records(_docs(hits))) if hits else []
 
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
-        if not pairs:
+        return _committed_of(pairs, self._records(_docs(pairs))) if pairs else []
+
+    # ------------------------------------------------------------------ reads
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        k = check_k(k, filter)
+        with self._lock:
+            if self._dim is None:
+                return []
+            query = prepare_query(query_vector, self._dim)
+            return self._search_visible(query, k, self._selector(filter), self._available())
+
+    def _search_visible(
+        self, query: Matrix, k: int, selector: Any, available: int | None
+    ) -> list[ScoredChunk]:
+        asked = k if available is None else min(k, available)
+        while asked:  # ask for more when chunks of uncommitted versions took places
+            hits = self._query(query, asked, selector)
+            visible = self._visible(hits)
+            asked = next_ask(k, asked, hits, len(visible), available)
+            if not asked:
+                return visible[:k]
+        return []
+
+    def search_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        """One engine request for the batch, one record lookup for all its hits."""
+        k = check_k(k, filter)
+        with self._lock:
+            if self._dim is None:
+                return [[] for _ in query_vectors]
+            queries = [prepare_query(q, self._dim) for q in query_vectors]
+            selector, available = self._selector(filter), self._available()
+            asked = k if available is None else min(k, available)
+            if not queries or not asked:
+                return [[] for _ in queries]
+            batches = self._query_many(queries, asked, selector)
+            known = self._records(_docs(h for hits in batches for h in hits))
+            settled = _settle(batches, known, k, asked, available)
+            return [
+                self._search_visible(q, k, selector, available) if hits is None else hits
+                for q, hits in zip(queries, settled, strict=True)
+            ]
+
+    async def asearch(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        if not self._native_async:
+            return await super().asearch(query_vector, k, filter)
+        k = check_k(k, filter)
+        if self._dim is None:
             return []
-        known = self._records(sorted({c.doc_id for c, _ in pairs}))
+        query = prepare_query(query_vector, self._dim)
+        return await self._asearch_visible(query, k, self._selector(filter))
+
+    async def _asearch_visible(self, query: Matrix, k: int, selector: Any) -> list[ScoredChunk]:
+        available = await self._aavailable()
+        asked = k if available is None else min(k, available)
+        while asked:
+            hits = await self._aquery(query, asked, selector)
+            known = await self._arecords(_docs(hits)) if hits else {}
+            visible = _visible_of(hits, known)
+            asked = next_ask(k, asked, hits, len(visible), available)
+            if not asked:
+                return visible[:k]
+        return []
+
+    async def asearch_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        if not self._native_async:
+            return await super().asearch_many(query_vectors, k, filter)
+        k = check_k(k, filter)
+        if self._dim is None:
+            return [[] for _ in query_vectors]
+        queries = [prepare_query(q, self._dim) for q in query_vectors]
+        selector, available = self._selector(filter), await self._aavailable()
+        asked = k if available is None else min(k, available)
+        if not queries or not asked:
+            return [[] for _ in queries]
+        batches = await self._aquery_many(queries, asked, selector)
+        found = [h for hits in batches for h in hits]
+        known = await self._arecords(_docs(found)) if found else {}
+        settled = _settle(batches, known, k, asked, available)
         return [
-            c
-            for c, version in pairs
-            if version == (known[c.doc_id].version if c.doc_id in known else "")
+            await self._asearch_visible(q, k, selector) if hits is None else hits
+            for q, hits in zip(queries, settled, strict=True)
         ]
+
+
+def _settle(
+    batches: list[list[Hit]],
+    known: dict[str, DocRecord],
+    k: int,
+    asked: int,
+    available: int | None,
+) -> list[list[ScoredChunk] | None]:
+    """Each query's visible top ``k``, or None where it must be searched again alone."""
+    out: list[list[ScoredChunk] | None] = []
+    for hits in batches:
+        visible = _visible_of(hits, known)
+        out.append(None if next_ask(k, asked, hits, len(visible), available) else visible[:k])
+    return out

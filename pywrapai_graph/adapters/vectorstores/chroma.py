@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlparse
 
 import numpy as np
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
 from pywrapai_graph.adapters.vectorstores._exact_index import (
+    Matrix,
     PreparedBatch,
-    check_k,
     metadata_json,
     prepare_batch,
-    prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
@@ -35,6 +38,7 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
     ID_KEY,
     VERSION_KEY,
     DocRecord,
+    Hit,
     StoredChunk,
     VersionedDocuments,
     engine_id,
@@ -42,16 +46,22 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import ConfigurationError, StorageFullError, VectorStoreError
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidStateError,
+    StorageFullError,
+    VectorStoreError,
+)
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
-    from chromadb.api import ClientAPI
+    from chromadb.api import AsyncClientAPI, ClientAPI
+    from chromadb.api.models.AsyncCollection import AsyncCollection
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Metadata
+    from chromadb.api.types import Include, Metadata, QueryResult
 
 __all__ = ["ChromaVectorStore"]
 
@@ -82,10 +92,105 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
+_HITS: Include = ["documents", "metadatas", "distances"]
+
+
+def _hits(result: QueryResult) -> list[list[Hit]]:
+    """Each query's hits (with their chunk versions) from one ``query`` result."""
+    rows = zip(
+        result["ids"],
+        result.get("documents") or [],
+        result.get("metadatas") or [],
+        result.get("distances") or [],
+        strict=True,
+    )
+    return [
+        [
+            (
+                ScoredChunk(
+                    Chunk(
+                        text=doc or "",
+                        doc_id=str(meta[_DOC]),
+                        metadata=json.loads(str(meta[_META])),
+                        id=str(meta.get(ID_KEY, chunk_id)),
+                    ),
+                    min(1.0 - float(distance), 1.0),
+                ),
+                str(meta.get(VERSION_KEY, "")),
+            )
+            for chunk_id, doc, meta, distance in zip(*row, strict=True)
+        ]
+        for row in rows
+    ]
+
+
 def _record(meta: Any) -> DocRecord:
     return DocRecord(
         str(meta["doc_id"]), str(meta["version"]), str(meta["manifest"]), str(meta["pending"])
     )
+
+
+class _AsyncSide:
+    """One event loop's Chroma ``AsyncHttpClient`` and collection handles, built on first use.
+
+    chromadb keeps its async HTTP pools in one class-wide table keyed by the loop's hash, and
+    never drops a pool whose loop ended (a new loop may get the same hash and the dead pool).
+    :meth:`aclose` therefore removes and closes the loop's pool when the last of our clients
+    on that loop closes, and unregisters the client's ``System`` (a new one is made per
+    client).
+    """
+
+    _users: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int]] = (
+        weakref.WeakKeyDictionary()
+    )
+    _users_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, connect: Callable[[], Awaitable[AsyncClientAPI]]) -> None:
+        self._connect = connect
+        self._client: AsyncClientAPI | None = None
+        self._handles: dict[str, AsyncCollection] = {}
+        self._opening = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        # no strong reference to the loop: PerLoop keys on it weakly
+        self._loop = weakref.ref(loop)
+        self._loop_hash = hash(loop)
+        with self._users_lock:
+            self._users[loop] = self._users.get(loop, 0) + 1
+
+    async def collection(self, name: str, ident: uuid.UUID) -> AsyncCollection:
+        """The handle of ``name``, fetched again when the sync side re-created it."""
+        handle = self._handles.get(name)
+        if handle is not None and handle.id == ident:
+            return handle
+        async with self._opening:
+            if self._client is None:
+                self._client = await self._connect()
+            handle = await self._client.get_collection(name, embedding_function=None)
+            self._handles[name] = handle
+            return handle
+
+    async def aclose(self) -> None:
+        """Forget the handles; close the loop's HTTP pool if no other client of ours uses it."""
+        self._handles.clear()
+        self._opening = asyncio.Lock()  # a used lock holds its loop
+        client, self._client = self._client, None
+        loop = self._loop()
+        with self._users_lock:
+            left = self._users.get(loop, 1) - 1 if loop is not None else 0
+            if left and loop is not None:
+                self._users[loop] = left
+            elif loop is not None:
+                self._users.pop(loop, None)
+        if client is not None:
+            shared = require("chromadb.api.shared_system_client", "chroma", "chromadb")
+            identifier = str(getattr(client, "_identifier", ""))
+            shared.SharedSystemClient._identifier_to_system.pop(identifier, None)
+            shared.SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        if not left:
+            fastapi = require("chromadb.api.async_fastapi", "chroma", "chromadb")
+            pool = fastapi.AsyncFastAPI._clients.pop(self._loop_hash, None)
+            if pool is not None:
+                await pool.aclose()
 
 
 class ChromaVectorStore(LexicalSearch, VersionedDocuments):
@@ -134,6 +239,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
         self._lexical = LexicalMirror(self._all_chunks)
+        self._aclients: PerLoop[_AsyncSide] | None = None
         # embedded mode: processes sharing a folder take turns to create and write it
         self._file_lock = (
             WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
@@ -154,6 +260,17 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                     probe(f"{scheme}://{shown}:{port}/api/v2/heartbeat", timeout)
                     self._client = chromadb.HttpClient(
                         host=host, port=port, ssl=secure, settings=settings
+                    )
+                    self._aclients = PerLoop(
+                        lambda: _AsyncSide(
+                            lambda: chromadb.AsyncHttpClient(
+                                host=host,
+                                port=port,
+                                ssl=secure,
+                                settings=config.Settings(anonymized_telemetry=False),
+                            )
+                        ),
+                        _AsyncSide.aclose,
                     )
                 except (OSError, ValueError) as exc:  # ValueError: "Could not connect to..."
                     raise VectorStoreError(
@@ -419,55 +536,73 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             self._add_versioned(batch)
             lexical.upsert(batch.chunks)
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
-        with self._lock:
-            if self._dim is None:
-                return []
-            query = prepare_query(query_vector, self._dim)
-            where = self._where_filter(filter)
-            with self._errors():
-                count = int(self._collection.count())
-            wanted = k
-            while True:  # ask for more when chunks of uncommitted versions took places
-                n = min(wanted, count)
-                if n == 0:
-                    return []
-                hits = self._query(query, n, where)
-                visible = self._visible(hits)
-                if len(visible) >= k or len(hits) < n or n == count:
-                    return visible[:k]
-                wanted = n * 2 + (len(hits) - len(visible))
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        return self._where_filter(filter)
 
-    def _query(self, query: Any, n: int, where: Any) -> list[tuple[ScoredChunk, str]]:
+    def _available(self) -> int | None:
+        with self._errors():
+            return int(self._collection.count())  # Chroma refuses n_results above it
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        return self._query_many([query], n, selector)[0]
+
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query`` request for every query (rows of one float32 matrix)."""
         with self._errors():
             result = self._collection.query(
-                query_embeddings=query[np.newaxis, :],  # one row, kept float32
-                n_results=n,
-                where=where,
-                include=["documents", "metadatas", "distances"],
+                query_embeddings=np.stack(queries), n_results=n, where=selector, include=_HITS
             )
-        ids = result["ids"][0]
-        docs = (result.get("documents") or [[]])[0]
-        metas = (result.get("metadatas") or [[]])[0]
-        distances = (result.get("distances") or [[]])[0]
-        return [
-            (
-                ScoredChunk(
-                    Chunk(
-                        text=doc or "",
-                        doc_id=str(meta[_DOC]),
-                        metadata=json.loads(str(meta[_META])),
-                        id=str(meta.get(ID_KEY, chunk_id)),
-                    ),
-                    min(1.0 - float(distance), 1.0),
-                ),
-                str(meta.get(VERSION_KEY, "")),
+        return _hits(result)
+
+    # ------------------------------------------------------------------ native async (server)
+    @property
+    def _native_async(self) -> bool:
+        return self._aclients is not None
+
+    async def _acollection(self, docs: bool = False) -> AsyncCollection:
+        if self._aclients is None:  # pragma: no cover - callers check _native_async
+            raise InvalidStateError("an embedded ChromaVectorStore has no async client")
+        current = self._docs if docs else self._collection
+        with self._errors():
+            return await self._aclients.get().collection(current.name, current.id)
+
+    async def _aavailable(self) -> int | None:
+        collection = await self._acollection()
+        with self._errors():
+            return int(await collection.count())
+
+    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        return (await self._aquery_many([query], n, selector))[0]
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        collection = await self._acollection()
+        with self._errors():
+            result = await collection.query(
+                query_embeddings=np.stack(queries), n_results=n, where=selector, include=_HITS
             )
-            for chunk_id, doc, meta, distance in zip(ids, docs, metas, distances, strict=True)
-        ]
+        return _hits(result)
+
+    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        if not doc_ids:
+            return {}
+        docs = await self._acollection(docs=True)
+        with self._errors():
+            got = await docs.get(ids=[self._record_id(d) for d in doc_ids], include=["metadatas"])
+        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+
+    async def acount(self, filter: MetadataFilter | None = None) -> int:
+        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
+        if filter or not self._native_async:
+            return await super().acount(filter)
+        return int(await self._aavailable() or 0)
+
+    async def aclose(self) -> None:
+        """Close this loop's async client (server mode)."""
+        if self._aclients is not None:
+            await self._aclients.aclose()
+        await super().aclose()
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)

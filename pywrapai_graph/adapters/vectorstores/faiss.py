@@ -707,9 +707,15 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         return self._hits(scores[0][found], self._labels()[rows[0][found]])
 
     def search_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
     ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one FAISS call (one matrix product for a flat index)."""
+        """Search a batch of queries with one FAISS call (one matrix product for a flat
+        index); with a filter, each query alone."""
+        if filter:
+            return super().search_many(query_vectors, k, filter)
         check_k(k)
         with self._snapshot():
             queries = [prepare_query(q, self._dim) for q in query_vectors]

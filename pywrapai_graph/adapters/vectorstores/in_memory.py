@@ -104,9 +104,14 @@ class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
             return self._index.search(query, k, filter)
 
     def search_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
     ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one matrix product."""
+        """Search a batch of queries with one matrix product (with a filter: each alone)."""
+        if filter:
+            return super().search_many(query_vectors, k, filter)
         k = check_k(k)
         with self._lock:
             queries = [prepare_query(q, self._index.dimension) for q in query_vectors]

@@ -86,6 +86,12 @@ def copy_payload(batch: PreparedBatch) -> bytes:
     return out.getvalue()
 
 
+def _scored(row: Sequence[Any]) -> ScoredChunk:
+    """A hit from a row of ``id, doc_id, text, metadata, score``."""
+    chunk = Chunk(text=row[2], doc_id=row[1], metadata=dict(row[3]), id=row[0])
+    return ScoredChunk(chunk, min(float(row[4]), 1.0))
+
+
 class PGVectorStore(LexicalSearch, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
@@ -563,13 +569,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement, params)
             return list(cur.fetchall())
 
-        rows = self._run(work)
-        hits = [
-            ScoredChunk(
-                Chunk(text=r[2], doc_id=r[1], metadata=dict(r[3]), id=r[0]), min(float(r[4]), 1.0)
-            )
-            for r in rows
-        ]
+        hits = [_scored(r) for r in self._run(work)]
         hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return hits
 
@@ -590,6 +590,39 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         if not clauses:
             return sql.SQL(""), []
         return sql.SQL("WHERE ") + sql.SQL(" AND ").join(clauses), params
+
+    def search_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        """One statement for the batch: each query's nearest rows through a LATERAL join
+        (the HNSW index serves each query as it serves :meth:`search`)."""
+        k = check_k(k, filter)
+        queries = [prepare_query(q, self._dim) for q in query_vectors]
+        if not queries:
+            return []
+        sql = self._sql
+        where, filter_params = self._where(filter)
+        statement = sql.SQL(
+            "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
+            "FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
+            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> q.v) AS score FROM {t} "
+            "{w} ORDER BY embedding <=> q.v LIMIT %s) h"
+        ).format(t=self._ident(), w=where)
+        params: list[Any] = [queries, *filter_params, k]
+
+        def work(cur: Any) -> list[Any]:
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+        out: list[list[ScoredChunk]] = [[] for _ in queries]
+        for r in self._run(work):
+            out[int(r[0]) - 1].append(_scored(r[1:]))
+        for hits in out:
+            hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
+        return out
 
     def count(self, filter: MetadataFilter | None = None) -> int:
         where, params = self._where(filter)

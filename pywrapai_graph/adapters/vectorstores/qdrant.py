@@ -12,19 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores._exact_index import (
-    PreparedBatch,
-    check_k,
-    prepare_batch,
-    prepare_query,
-)
+from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch, prepare_batch
 from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import os_failure, sqlite_failure
 from pywrapai_graph.adapters.vectorstores._versioned import (
     DocRecord,
+    Hit,
     StoredChunk,
     VersionedDocuments,
     engine_id,
@@ -34,6 +31,7 @@ from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidArgumentError,
+    InvalidStateError,
     PyWrapAIError,
     VectorStoreError,
 )
@@ -43,7 +41,7 @@ from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
-    from qdrant_client import QdrantClient
+    from qdrant_client import AsyncQdrantClient, QdrantClient
 
 __all__ = ["QdrantVectorStore"]
 
@@ -124,6 +122,14 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         path: alias of ``location`` for a local directory.
         timeout: seconds a server request may take (the client's default otherwise).
 
+    Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
+    go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
+    that loop shuts down. Writes, and every async call in local mode, run their sync twin
+    in the bounded thread offload: a local folder can be open in one client at a time (its
+    file lock), so an async client could not share it with the sync one, and qdrant-client's
+    async local mode runs the same in-process search on the event loop, which would block it.
+    ``search_many`` is one ``query_batch_points`` request.
+
     Raises:
         MissingExtraError: ``qdrant-client`` is not installed.
         ConfigurationError: both or neither of a location and a url.
@@ -158,11 +164,18 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         self._lock = threading.RLock()
         self._lexical = LexicalMirror(self._all_chunks)
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
+        self._aclients: PerLoop[AsyncQdrantClient] | None = None
         try:
             if url is not None:
                 # no background version-check thread: failures surface on our own calls
                 self._client: QdrantClient = qc.QdrantClient(
                     url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+                )
+                self._aclients = PerLoop(
+                    lambda: qc.AsyncQdrantClient(
+                        url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+                    ),
+                    close_async,
                 )
             elif self._mode == "memory":
                 self._client = qc.QdrantClient(location=":memory:")
@@ -529,24 +542,24 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             self._add_versioned(batch)
             lexical.upsert(batch.chunks)
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
-        with self._lock:
-            if self._dim is None:
-                return []
-            query = prepare_query(query_vector, self._dim)
-            selector = self._filter(filter)
-            wanted = k
-            while True:  # ask for more when chunks of uncommitted versions took places
-                hits = self._query(query, wanted, selector)
-                visible = self._visible(hits)
-                if len(visible) >= k or len(hits) < wanted:
-                    return visible[:k]
-                wanted = wanted * 2 + (len(hits) - len(visible))
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        return self._filter(filter)
 
-    def _query(self, query: Any, n: int, selector: Any) -> list[tuple[ScoredChunk, str]]:
+    @staticmethod
+    def _hits(points: Sequence[Any]) -> list[Hit]:
+        return [
+            (ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)), _version(p.payload))
+            for p in points
+        ]
+
+    def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
+        m = self._models
+        return [
+            m.QueryRequest(query=q.tolist(), limit=n, filter=selector, with_payload=True)
+            for q in queries
+        ]
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         with self._errors():
             result = self._client.query_points(
                 self._collection,
@@ -555,10 +568,71 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 query_filter=selector,
                 with_payload=True,
             )
-        return [
-            (ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)), _version(p.payload))
-            for p in result.points
-        ]
+        return self._hits(result.points)
+
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query_batch_points`` request for every query."""
+        with self._errors():
+            results = self._client.query_batch_points(
+                self._collection, self._requests(queries, n, selector)
+            )
+        return [self._hits(r.points) for r in results]
+
+    # ------------------------------------------------------------------ native async (server)
+    @property
+    def _native_async(self) -> bool:
+        return self._aclients is not None
+
+    def _aclient(self) -> AsyncQdrantClient:
+        if self._aclients is None:  # pragma: no cover - callers check _native_async
+            raise InvalidStateError("a local-mode QdrantVectorStore has no async client")
+        return self._aclients.get()
+
+    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        with self._errors():
+            result = await self._aclient().query_points(
+                self._collection,
+                query=query.tolist(),
+                limit=n,
+                query_filter=selector,
+                with_payload=True,
+            )
+        return self._hits(result.points)
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        with self._errors():
+            results = await self._aclient().query_batch_points(
+                self._collection, self._requests(queries, n, selector)
+            )
+        return [self._hits(r.points) for r in results]
+
+    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        client = self._aclient()
+        with self._errors():
+            if not doc_ids or not await client.collection_exists(self._docs):
+                return {}
+            got = await client.retrieve(
+                self._docs, [point_id("d:" + d) for d in doc_ids], with_payload=True
+            )
+        return {r.doc_id: r for r in (_record(p.payload) for p in got)}
+
+    async def acount(self, filter: MetadataFilter | None = None) -> int:
+        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
+        if filter or not self._native_async:
+            return await super().acount(filter)
+        if self._dim is None:
+            return 0
+        with self._errors():
+            got = await self._aclient().count(self._collection, exact=True)
+        return int(got.count)
+
+    async def aclose(self) -> None:
+        """Close this loop's async client, then the store (as :meth:`close`)."""
+        if self._aclients is not None:
+            await self._aclients.aclose()
+        await super().aclose()
 
     def _count(self, selector_filter: Any = None) -> int:
         if self._dim is None:

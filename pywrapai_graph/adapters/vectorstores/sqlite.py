@@ -409,9 +409,14 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             return self._scored(self._index.search_rows(query, k, filter))
 
     def search_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int = 4
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
     ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one matrix product."""
+        """Search a batch of queries with one matrix product (with a filter: each alone)."""
+        if filter:
+            return super().search_many(query_vectors, k, filter)
         check_k(k)
         with self._lock, self._reading(), self._snapshot():
             self._sync()

@@ -565,6 +565,33 @@ class VectorStoreContract(LexicalSearchContract, HostileInputContract, ABC):
                 assert len(texts) == (5 if tags == {"v1"} else 3)
         assert sorted(seen[-1]) == [f"v1 part {i}" for i in range(5)]
 
+    # ------------------------------------------------------------------ batch search
+    def test_search_many_equals_search_of_each_query(self, store: BaseVectorStore) -> None:
+        assert store.search_many([[1.0] * self.dim, [0.5] * self.dim], k=3) == [[], []]
+        chunks = make_chunks(40, self.dim, docs=4)
+        store.add(chunks)
+        queries = [c.embedding or [] for c in chunks[:5]]
+        queries.append(make_chunks(1, self.dim, seed=9, prefix="q")[0].embedding or [])
+        filters = [None, {"parity": "even"}, {"doc": "doc-1", "parity": "odd"}, {"n": -1}]
+        for where in filters:
+            single = [store.search(q, k=4, filter=where) for q in queries]
+            batched = store.search_many(queries, k=4, filter=where)
+            awaited = asyncio.run(store.asearch_many(queries, k=4, filter=where))
+            for got in (batched, awaited):
+                assert [[h.chunk.id for h in r] for r in got] == [
+                    [h.chunk.id for h in r] for r in single
+                ], f"filter {where}"
+                assert [[h.score for h in r] for r in got] == [
+                    [pytest.approx(h.score, abs=1e-5) for h in r] for r in single
+                ]
+                if where is None:  # each stored query finds its own chunk first
+                    assert [r[0].chunk.id for r in got[:5]] == [c.id for c in chunks[:5]]
+        assert store.search_many([], k=3) == []
+        with pytest.raises(ValueError, match="k must be"):
+            store.search_many(queries, k=0)
+        with pytest.raises(ValueError, match="dimension"):
+            store.search_many([*queries, [1.0] * (self.dim + 1)], k=2)
+
     # ------------------------------------------------------------------ async twins
     def test_async_twins_behave_like_sync(self, store: BaseVectorStore) -> None:
         chunks = make_chunks(12, self.dim, docs=3)
