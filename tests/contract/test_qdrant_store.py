@@ -9,6 +9,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pywrapai_graph import QdrantVectorStore
@@ -198,3 +199,21 @@ def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
     with pytest.raises(VectorStoreError, match="does not match the folder's record"):
         QdrantVectorStore("docs", location=str(folder))
     assert not marker.exists()
+
+
+def test_the_server_batch_request_gives_the_hits_of_single_queries() -> None:
+    """``query_batch_points`` (what ``search_many`` sends a server) run on the local engine:
+    the requests it builds and the results it reads match one ``query_points`` each."""
+    store = QdrantVectorStore("batch", location=":memory:")
+    chunks = make_chunks(30, 8, docs=3)
+    store.add(chunks)
+    queries = [np.asarray(c.embedding, dtype=np.float32) for c in chunks[:4]]
+    for where in (None, {"parity": "odd"}, {"doc": "doc-2", "parity": "even"}):
+        selector = store._selector(where)
+        batched = store._query_batch(queries, 5, selector)
+        single = [store._query(q, 5, selector) for q in queries]
+        assert [[(h.chunk.id, v) for h, v in r] for r in batched] == [
+            [(h.chunk.id, v) for h, v in r] for r in single
+        ]
+        assert all(len(r) == 5 for r in batched)
+    store.close()

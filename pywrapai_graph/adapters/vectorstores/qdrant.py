@@ -128,7 +128,8 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     in the bounded thread offload: a local folder can be open in one client at a time (its
     file lock), so an async client could not share it with the sync one, and qdrant-client's
     async local mode runs the same in-process search on the event loop, which would block it.
-    ``search_many`` is one ``query_batch_points`` request.
+    ``search_many`` is one ``query_batch_points`` request to a server (in local mode, one
+    in-process query each, with one record lookup for the batch).
 
     Raises:
         MissingExtraError: ``qdrant-client`` is not installed.
@@ -571,7 +572,13 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         return self._hits(result.points)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """One ``query_batch_points`` request for every query."""
+        """A server: one ``query_batch_points`` request for every query. Local mode: one
+        ``query_points`` each (the local batch call costs more than the queries it holds)."""
+        if self._mode != "server":
+            return [self._query(q, n, selector) for q in queries]
+        return self._query_batch(queries, n, selector)
+
+    def _query_batch(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         with self._errors():
             results = self._client.query_batch_points(
                 self._collection, self._requests(queries, n, selector)
