@@ -10,6 +10,8 @@ these methods once, in the class that defines (or inherits from a mixin) it:
   clamped to ``MAX_K``), the filter checked; then hits whose metadata is not *equal* to the
   filter (``True`` is not ``1``) are dropped, and the store is asked again with a larger
   ``k`` while dropping left fewer than ``k`` hits from a full page.
+* ``search_many``/``asearch_many``: the same for each query's hits; a query that lost hits
+  from a full page is searched again alone (through the guarded ``search``).
 * ``count``/``acount``: the filter checked.
 * ``delete``/``adelete``: a list of str ids (a bare ``str`` refused), distinct, in order.
 * ``delete_by_doc``/``adelete_by_doc``: a str.
@@ -168,6 +170,64 @@ def _guard_asearch(method: Method) -> Method:
     return asearch
 
 
+class _Batch(_Query):
+    """A ``search_many(query_vectors, k, filter)`` call: ``_Query`` for each vector."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], default_k: Any) -> None:
+        super().__init__(args, kwargs, default_k)
+        given = self.args[0] if self.args else self.kwargs.get("query_vectors", [])
+        self.vectors = list(given)  # read once, even if an iterator
+        if self.args:
+            self.args[0] = self.vectors
+        else:
+            self.kwargs["query_vectors"] = self.vectors
+
+    def settled(self, batch: list[list[ScoredChunk]]) -> list[list[ScoredChunk] | None]:
+        """Each query's kept hits, or None where a full page lost some to the filter."""
+        out: list[list[ScoredChunk] | None] = []
+        for hits in batch:
+            kept = self.kept(hits)
+            out.append(None if self.needs_more(hits, kept, self.k or 0) else self.result(kept))
+        return out
+
+    def one(self, vector: Any) -> tuple[list[Any], dict[str, Any]]:
+        """The arguments of ``search`` for one vector of the batch."""
+        kwargs = {k: v for k, v in self.kwargs.items() if k != "query_vectors"}
+        return [vector, *self.args[1:]], kwargs
+
+
+def _guard_search_many(method: Method) -> Method:
+    default_k = _default_k(method)
+
+    @functools.wraps(method)
+    def search_many(self: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = _Batch(args, kwargs, default_k)
+        settled = batch.settled(method(self, *batch.args, **batch.kwargs))
+        return [
+            self.search(*a, **kw) if hits is None else hits  # searched alone, asking for more
+            for vector, hits in zip(batch.vectors, settled, strict=True)
+            for a, kw in [batch.one(vector)]
+        ]
+
+    return search_many
+
+
+def _guard_asearch_many(method: Method) -> Method:
+    default_k = _default_k(method)
+
+    @functools.wraps(method)
+    async def asearch_many(self: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = _Batch(args, kwargs, default_k)
+        settled = batch.settled(await method(self, *batch.args, **batch.kwargs))
+        return [
+            await self.asearch(*a, **kw) if hits is None else hits
+            for vector, hits in zip(batch.vectors, settled, strict=True)
+            for a, kw in [batch.one(vector)]
+        ]
+
+    return asearch_many
+
+
 def _guard(check: _Check) -> Callable[[Method], Method]:
     def wrap(method: Method) -> Method:
         if inspect.iscoroutinefunction(method):
@@ -199,6 +259,8 @@ _GUARDS: dict[str, Callable[[Method], Method]] = {
     "search": _guard_search,
     "lexical_search": _guard_search,
     "asearch": _guard_asearch,
+    "search_many": _guard_search_many,
+    "asearch_many": _guard_asearch_many,
     "count": _COUNT,
     "acount": _COUNT,
     "delete": _DELETE,

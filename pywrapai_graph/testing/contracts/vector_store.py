@@ -587,6 +587,23 @@ class VectorStoreContract(LexicalSearchContract, HostileInputContract, ABC):
                 if where is None:  # each stored query finds its own chunk first
                     assert [r[0].chunk.id for r in got[:5]] == [c.id for c in chunks[:5]]
         assert store.search_many([], k=3) == []
+        # a filter keeps equal values only (True is not 1), in a batch as alone
+        flags = make_chunks(2, self.dim, seed=11, prefix="flag-")
+        flags[0].metadata, flags[1].metadata = {"flag": True}, {"flag": 1}
+        store.add(flags)
+        for where in ({"flag": 1}, {"flag": True}):
+            alone = [store.search(f.embedding or [], k=2, filter=where) for f in flags]
+            for got in (
+                store.search_many([f.embedding or [] for f in flags], k=2, filter=where),
+                asyncio.run(store.asearch_many([f.embedding or [] for f in flags], 2, where)),
+            ):
+                assert [[h.chunk.id for h in r] for r in got] == [
+                    [h.chunk.id for h in r] for r in alone
+                ]
+                assert {h.chunk.metadata["flag"] for r in got for h in r} == {where["flag"]}
+                assert {type(h.chunk.metadata["flag"]) for r in got for h in r} == {
+                    type(where["flag"])
+                }
         with pytest.raises(ValueError, match="k must be"):
             store.search_many(queries, k=0)
         with pytest.raises(ValueError, match="dimension"):
