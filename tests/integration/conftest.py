@@ -96,6 +96,19 @@ def chroma_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def qdrant_rest_url() -> Iterator[str]:
+    """Qdrant's REST API over qdrant-client's local engine (see ``qdrant_rest``): the store's
+    server mode and the SDKs' HTTP paths without a Qdrant server."""
+    from tests.integration.qdrant_rest import QdrantRest
+
+    front = QdrantRest()
+    try:
+        yield front.start()
+    finally:
+        front.stop()
+
+
+@pytest.fixture(scope="session")
 def qdrant_url() -> Iterator[str]:
     explicit = os.environ.get("PYWRAPAI_TEST_QDRANT_URL")
     if explicit:

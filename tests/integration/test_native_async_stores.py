@@ -18,8 +18,10 @@ from pywrapai_graph import ChromaVectorStore, QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores._exact_index import Matrix
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
 from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports import offload as offload_module
-from pywrapai_graph.testing.contracts.vector_store import make_chunks
+from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
+from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 from tests.integration.test_server_stores import name_for
 
 N = 8
@@ -202,12 +204,31 @@ def test_chroma_native_reads_see_a_cleared_and_refilled_collection(chroma: Probe
     asyncio.run(scenario())
 
 
-def test_qdrant_server_reads_are_native_async(qdrant_url: str, tmp_path: Path) -> None:
-    store = ProbedQdrant(name_for(tmp_path, "n"), url=qdrant_url)
+class TestQdrantRestFront(VectorStoreContract, HostileInputContract):
+    """The store's server mode over Qdrant's REST API (local engine behind it)."""
+
+    @pytest.fixture(autouse=True)
+    def _server(self, qdrant_rest_url: str) -> None:
+        self.url = qdrant_rest_url
+
+    def new_store(self, location: Path) -> BaseVectorStore:
+        return QdrantVectorStore(name_for(location, "r"), url=self.url)
+
+
+@pytest.mark.parametrize("where", ["qdrant_url", "qdrant_rest_url"])
+def test_qdrant_server_reads_are_native_async(
+    where: str, request: pytest.FixtureRequest, tmp_path: Path, pool: CountingPool
+) -> None:
+    url: str = request.getfixturevalue(where)
+    store = ProbedQdrant(name_for(tmp_path, "n"), url=url)
     try:
         assert store._aclients is not None
+        store.add(make_chunks(1, DIM, seed=3, prefix="warm-"))
+        before = pool.submitted
         asyncio.run(concurrent_searches(store))
-        assert len(store._aclients) == 0
+        assert pool.submitted == before + 1  # the add; N searches: none
+        assert len(store._aclients) == 0  # closed with its loop
+        assert asyncio.run(store.acount()) == 41
     finally:
         store.close()
 

@@ -195,7 +195,7 @@ class VersionedDocuments(BaseVectorStore):
         return False
 
     async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return await offload(self._query, query, n, selector)
+        return (await self._aquery_many([query], n, selector))[0]
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
@@ -206,7 +206,7 @@ class VersionedDocuments(BaseVectorStore):
         return await offload(self._records, doc_ids)
 
     async def _aavailable(self) -> int | None:
-        return await offload(self._available)
+        return None
 
     # ------------------------------------------------------------------ documents
     @property

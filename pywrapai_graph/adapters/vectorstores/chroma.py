@@ -571,9 +571,6 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         with self._errors():
             return int(await collection.count())
 
-    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return (await self._aquery_many([query], n, selector))[0]
-
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:

@@ -595,17 +595,6 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             raise InvalidStateError("a local-mode QdrantVectorStore has no async client")
         return self._aclients.get()
 
-    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        with self._errors():
-            result = await self._aclient().query_points(
-                self._collection,
-                query=query.tolist(),
-                limit=n,
-                query_filter=selector,
-                with_payload=True,
-            )
-        return self._hits(result.points)
-
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:

@@ -591,18 +591,19 @@ class VectorStoreContract(LexicalSearchContract, HostileInputContract, ABC):
         flags = make_chunks(2, self.dim, seed=11, prefix="flag-")
         flags[0].metadata, flags[1].metadata = {"flag": True}, {"flag": 1}
         store.add(flags)
-        for where in ({"flag": 1}, {"flag": True}):
-            alone = [store.search(f.embedding or [], k=2, filter=where) for f in flags]
+        flag_filters: list[dict[str, object]] = [{"flag": 1}, {"flag": True}]
+        for flag in flag_filters:
+            alone = [store.search(f.embedding or [], k=2, filter=flag) for f in flags]
             for got in (
-                store.search_many([f.embedding or [] for f in flags], k=2, filter=where),
-                asyncio.run(store.asearch_many([f.embedding or [] for f in flags], 2, where)),
+                store.search_many([f.embedding or [] for f in flags], k=2, filter=flag),
+                asyncio.run(store.asearch_many([f.embedding or [] for f in flags], 2, flag)),
             ):
                 assert [[h.chunk.id for h in r] for r in got] == [
                     [h.chunk.id for h in r] for r in alone
                 ]
-                assert {h.chunk.metadata["flag"] for r in got for h in r} == {where["flag"]}
+                assert {h.chunk.metadata["flag"] for r in got for h in r} == {flag["flag"]}
                 assert {type(h.chunk.metadata["flag"]) for r in got for h in r} == {
-                    type(where["flag"])
+                    type(flag["flag"])
                 }
         with pytest.raises(ValueError, match="k must be"):
             store.search_many(queries, k=0)
