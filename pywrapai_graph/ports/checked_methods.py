@@ -5,7 +5,8 @@ custom-store example defines them directly), so the checks cannot live in a temp
 the store would have to call. Instead ``BaseVectorStore.__init_subclass__`` wraps each of
 these methods once, in the class that defines (or inherits from a mixin) it:
 
-* ``add``/``aadd``: a list of :class:`Chunk` following :func:`check_chunk`.
+* ``add``/``aadd``, and the chunks of ``replace_document``/``areplace_document``/
+  ``replace_document_vectors``: a list of :class:`Chunk` following :func:`check_chunk`.
 * ``search``/``asearch``/``lexical_search``: ``k`` made a plain ``int`` (numpy integers,
   clamped to ``MAX_K``), the filter checked; then hits whose metadata is not *equal* to the
   filter (``True`` is not ``1``) are dropped, and the store is asked again with a larger
@@ -47,23 +48,30 @@ Method = Callable[..., Any]
 _Check = Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, ...]]
 
 
-def _sequence(chunks: Any) -> Sequence[Any]:
-    """``chunks`` as a sequence checked by :func:`check_chunks` (a generator is read once)."""
-    if not isinstance(chunks, Sequence | Chunk):
-        if not isinstance(chunks, Iterable):
-            raise ArgumentTypeError(f"add() takes a list of chunks, got {type(chunks).__name__}")
-        chunks = list(chunks)
-    check_chunks(chunks)
-    return chunks  # type: ignore[no-any-return]
+def _chunk_list(method: str) -> Callable[[Any], Sequence[Any]]:
+    """The check of ``method``'s chunks: a sequence following :func:`check_chunks` (a
+    generator is read once, here)."""
+
+    def sequence(chunks: Any) -> Sequence[Any]:
+        if not isinstance(chunks, Sequence | Chunk):
+            if not isinstance(chunks, Iterable):
+                raise ArgumentTypeError(
+                    f"{method}() takes a list of chunks, got {type(chunks).__name__}"
+                )
+            chunks = list(chunks)
+        check_chunks(chunks, method)
+        return chunks  # type: ignore[no-any-return]
+
+    return sequence
 
 
-def _argument(name: str, check: Callable[[Any], Any]) -> _Check:
-    """Checks the method's first argument (positional, or by keyword ``name``) with
+def _argument(name: str, check: Callable[[Any], Any], position: int = 0) -> _Check:
+    """Checks one argument of the method (at ``position``, or by keyword ``name``) with
     ``check``, which returns the value to pass on."""
 
     def checked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        if args:
-            return (check(args[0]), *args[1:])
+        if len(args) > position:
+            return (*args[:position], check(args[position]), *args[position + 1 :])
         if name in kwargs:
             kwargs[name] = check(kwargs[name])
         return args
@@ -249,11 +257,15 @@ def _guard(check: _Check) -> Callable[[Method], Method]:
     return wrap
 
 
-_ADD = _guard(_argument("chunks", _sequence))
+_ADD = _guard(_argument("chunks", _chunk_list("add")))
 _COUNT = _guard(_argument("filter", _unchanged(check_filter)))
 _DELETE = _guard(_argument("ids", check_delete_ids))
 _DELETE_DOC = _guard(_argument("doc_id", _unchanged(check_doc_id)))
+_REPLACE = _guard(_argument("chunks", _chunk_list("replace_document"), position=1))
 _GUARDS: dict[str, Callable[[Method], Method]] = {
+    "replace_document": _REPLACE,
+    "areplace_document": _REPLACE,
+    "replace_document_vectors": _REPLACE,
     "add": _ADD,
     "aadd": _ADD,
     "search": _guard_search,

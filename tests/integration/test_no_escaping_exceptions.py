@@ -200,26 +200,26 @@ def test_faiss_a_garbage_index(tmp_path: Path) -> None:
     drive(lambda: FAISSVectorStore(index, meta))
 
 
-def test_faiss_an_index_of_another_dimension_with_a_matching_checksum(tmp_path: Path) -> None:
-    """A forged but consistent pair: the index is valid FAISS of another dimension and the
-    sidecar's checksum matches it, so the file reaches faiss itself."""
+@pytest.mark.parametrize("forged", ["another-dimension", "garbage", "truncated"])
+def test_faiss_a_forged_index_with_a_matching_checksum(tmp_path: Path, forged: str) -> None:
+    """A forged but consistent pair: the sidecar's checksum matches the file, so the bytes
+    reach faiss itself (its reader's RuntimeError, or an index that disagrees with the
+    metadata)."""
     import faiss
 
     from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256
 
     index, meta = _filled_faiss(tmp_path)
-    other = faiss.IndexFlatIP(DIM * 2)
-    other.add(np.ones((50, DIM * 2), dtype=np.float32))
-    faiss.write_index(other, str(index))
+    if forged == "another-dimension":
+        other = faiss.IndexFlatIP(DIM * 2)
+        other.add(np.ones((50, DIM * 2), dtype=np.float32))
+        faiss.write_index(other, str(index))
+    elif forged == "garbage":
+        index.write_bytes(b"IxFI" + b"\x07" * 300)
+    else:
+        index.write_bytes(index.read_bytes()[:100])
     with sqlite3.connect(meta) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        for table in tables:
-            columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
-            if columns[:2] == ["key", "value"]:
-                conn.execute(
-                    f'UPDATE "{table}" SET value = ? WHERE key = ?',
-                    (file_sha256(index), "index_sha256"),
-                )
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'index_sha256'", (file_sha256(index),))
     conn.close()
     drive(lambda: FAISSVectorStore(index, meta))
 

@@ -127,3 +127,22 @@ def test_async_twins_of_a_sync_store_are_checked_too() -> None:
         asyncio.run(store.aadd([_chunk(0, bad=object())]))
     with pytest.raises(InvalidArgumentError):
         asyncio.run(store.asearch([1.0, 0.0], k=0))
+
+
+def test_replace_document_chunks_are_checked_before_the_store_runs() -> None:
+    from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+
+    class OwnReplace(LooseFilterStore):
+        def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+            self.rows = list(chunks)
+            return 0
+
+    store = OwnReplace()
+    manifest = DocumentManifest("d", "h", 1, EmbedderIdentity("p", "m", 2))
+    with pytest.raises(InvalidArgumentError, match="surrogate"):
+        store.replace_document(manifest, [_chunk(0, k="\udfff")])
+    with pytest.raises(InvalidArgumentError, match="c0"):
+        store.replace_document(manifest, chunks=[_chunk(0, k={"a": 1})])
+    assert store.rows == []
+    assert store.replace_document(manifest, [_chunk(0, k=["a"])]) == 0
+    assert [c.id for c in store.rows] == ["c0"]
