@@ -224,6 +224,20 @@ def test_faiss_a_forged_index_with_a_matching_checksum(tmp_path: Path, forged: s
     drive(lambda: FAISSVectorStore(index, meta))
 
 
+def test_faiss_a_store_locked_by_another_writer(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    index, meta = _filled_faiss(tmp_path)
+    fd = os.open(f"{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another writer holds the store's lock
+    try:
+        drive(lambda: FAISSVectorStore(index, meta, lock_timeout=0.05))
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def test_faiss_a_sidecar_that_is_not_a_database(tmp_path: Path) -> None:
     index, meta = _filled_faiss(tmp_path)
     meta.write_bytes(b"not sqlite at all" * 300)
