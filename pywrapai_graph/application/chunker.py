@@ -54,7 +54,7 @@ _UUID_DIGITS = [
     if src not in (12, 16)
 ]
 # Chunk ids are computed this many at a time (fewer for a document's first chunks).
-_ID_BATCH = 128
+_ID_BATCH = 64
 
 
 def chunk_id(doc_id: str, index: int) -> str:
