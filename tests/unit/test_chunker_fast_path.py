@@ -86,6 +86,40 @@ def test_equals_the_reference_on_random_texts(
     assert_same(Chunker(size, overlap), Document("".join(pieces), metadata={"k": [1]}, id="d"))
 
 
+@given(
+    pieces=st.lists(st.sampled_from([*PIECES, "word", "word", " ", "a" * 30]), max_size=500),
+    size=st.integers(min_value=11, max_value=120),
+    overlap_ratio=st.floats(min_value=0, max_value=0.95),
+)
+def test_equals_the_reference_with_a_block_every_few_chunks(
+    pieces: list[str], size: int, overlap_ratio: float
+) -> None:
+    overlap = min(int(size * overlap_ratio), size - 1)
+    text = "".join(pieces)
+    block = chunker_module._BLOCK
+    chunker_module._BLOCK = 16  # blocks of 4 chunk sizes: windows cross many block ends
+    try:
+        assert_same(Chunker(size, overlap), Document(text, id="d"))
+        assert_same(Chunker(size, overlap), Document(text.encode("ascii", "ignore").decode()))
+    finally:
+        chunker_module._BLOCK = block
+
+
+def test_equals_the_reference_at_every_offset_of_a_block_end() -> None:
+    # A blank line (or spaces before one, or a spaced one) at every position relative to
+    # the block ends, in an ASCII text (segments) and a wider one (slices).
+    block = chunker_module._BLOCK
+    chunker_module._BLOCK = 16
+    try:
+        for size, n, tail, wide in itertools.product(
+            (11, 13, 20), range(80), ("\n\nxyz tail. more", " \n\nabc", "\n \nabc d"), ("", "é")
+        ):
+            text = wide + ("ab cd. " * 60)[:n] + tail + " word" * 30
+            assert_same(Chunker(size, 0), Document(text, id="d"))
+    finally:
+        chunker_module._BLOCK = block
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_equals_the_reference_across_blocks(seed: int) -> None:
     rng = random.Random(seed)
