@@ -8,6 +8,7 @@ that structure: no timing is asserted.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -140,3 +141,26 @@ def test_a_row_of_another_dimension_fails_the_first_load_naming_it(tmp_path: Pat
             VectorStoreError, match="different dimensions: 'c3' has 4, the first row 8"
         ):
             store.search([1.0] * 8, k=1)
+
+
+def test_the_collector_pause_during_imports_is_undone() -> None:
+    code = (
+        "import gc; before = gc.isenabled(); {pre}\n"
+        "import pywrapai_graph.composition.cli\n"
+        "print(gc.isenabled(), gc.get_freeze_count())\n"
+    )
+    for pre, shown in (("", "True 0"), ("gc.disable()", "False 0")):
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(pre=pre)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == shown
+
+
+def test_main_called_with_arguments_leaves_the_collector_alone(kb: Path) -> None:
+    frozen = gc.get_freeze_count()
+    assert main(["ask", QUESTION]) == 0
+    assert gc.get_freeze_count() == frozen  # only the program itself (argv None) freezes
