@@ -23,7 +23,11 @@ from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, I
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, TextSplitter
-from pywrapai_graph.ports.embedder import MatrixEmbeddingModel, concurrent_requests
+from pywrapai_graph.ports.embedder import (
+    MatrixEmbeddingModel,
+    concurrent_requests,
+    pure_python,
+)
 from pywrapai_graph.ports.text_splitter import StreamingTextSplitter
 
 Matrix = npt.NDArray[np.float32]
@@ -335,10 +339,13 @@ class IngestDocuments:
         return IngestReport(tuple(outcome for _, outcome in outcomes))
 
     def _workers(self) -> int:
-        """Embedding calls at once: ``embed_concurrency`` for an embedder that sends
-        requests to a server, else one call at a time in a worker (``0``: no worker)."""
+        """Worker threads for embedding: ``embed_concurrency`` for an embedder that sends
+        requests to a server; none for a pure-Python one (the hashing embedder holds the
+        GIL: measured, a worker made ingest no faster); else one, a batch ahead."""
         if concurrent_requests(self.embedder):
             return self.embed_concurrency
+        if pure_python(self.embedder):
+            return 0
         return min(self.embed_concurrency, 1)
 
     # ------------------------------------------------------------------ steps

@@ -91,6 +91,12 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         return getattr(self._adapter, "concurrent_requests", False) is True
 
     @property
+    def pure_python(self) -> bool:
+        """True when the provider computes in pure Python (``hashing``): it holds the GIL,
+        so ingest embeds it on the calling thread instead of one batch ahead in a worker."""
+        return getattr(self._adapter, "pure_python", False) is True
+
+    @property
     def truncated_texts(self) -> int:
         """How many texts the model truncated so far (reported by local models)."""
         return self._embed.truncated

@@ -14,6 +14,7 @@ __all__ = [
     "aembed",
     "aembed_one",
     "concurrent_requests",
+    "pure_python",
 ]
 
 
@@ -80,3 +81,10 @@ def concurrent_requests(embedder: EmbeddingModel) -> bool:
     ``concurrent_requests`` attribute that is True. Other embedders (local models, test
     fakes, user classes without the attribute) are called one at a time."""
     return getattr(embedder, "concurrent_requests", False) is True
+
+
+def pure_python(embedder: EmbeddingModel) -> bool:
+    """Whether ``embedder`` computes in pure Python (its ``pure_python`` attribute is True,
+    as for the hashing embedder): it holds the GIL, so running it in a worker thread while
+    the caller writes overlaps nothing and only adds thread switches."""
+    return getattr(embedder, "pure_python", False) is True

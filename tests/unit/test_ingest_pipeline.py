@@ -18,13 +18,20 @@ from typing import Any
 import pytest
 
 from pywrapai import Embedder
-from pywrapai_graph import Chunker, Document, InMemoryVectorStore, SQLiteVectorStore
+from pywrapai_graph import (
+    Chunker,
+    Document,
+    HashingEmbedder,
+    InMemoryVectorStore,
+    SQLiteVectorStore,
+)
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.ingest_report import IngestReport
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import InvalidArgumentError, ProviderError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.embedder import pure_python
 from pywrapai_graph.testing.contracts.vector_store import WordEmbedder
 from pywrapai_graph.testing.wire import OpenAIWire
 
@@ -211,3 +218,23 @@ def test_a_long_document_is_embedded_while_it_is_still_being_split() -> None:
     assert events.index("embed") == 8  # the first batch went out before chunk 9 was split
     assert events.count("embed") == -(-chunks // 8)
     assert report.documents[0].chunks == chunks == len(store)  # and it was written whole
+
+
+class _ThreadRecordingHashing(HashingEmbedder):
+    """The real hashing embedder, remembering on which thread each batch was embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=32)
+        self.threads: list[str] = []
+
+    def embed_matrix(self, texts: Sequence[str]) -> memoryview:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_matrix(texts)
+
+
+def test_the_pure_python_hashing_embedder_runs_on_the_calling_thread() -> None:
+    embedder = _ThreadRecordingHashing()
+    assert pure_python(embedder) and pure_python(Embedder(provider="hashing"))
+    assert not pure_python(Embedder(provider="openai", api_key="test"))
+    IngestDocuments(embedder, InMemoryVectorStore(), batch_size=4)(DOCS)
+    assert embedder.threads == [threading.current_thread().name] * 3

@@ -16,6 +16,8 @@ class HashingEmbeddings(AsyncEmbeddingProvider):
 
     provider = "hashing"
     max_batch = 4096
+    #: computed in pure Python (it holds the GIL): ingest embeds it on the calling thread
+    pure_python = True
 
     def __init__(self, *, dimension: int = 384, ngram: int = 3) -> None:
         self._hasher = HashingEmbedder(dimension, ngram)

@@ -41,6 +41,8 @@ class HashingEmbedder:
     """
 
     provider = "hashing"
+    #: computed in pure Python (it holds the GIL): ingest embeds it on the calling thread
+    pure_python = True
 
     def __init__(self, dimension: int = 384, ngram: int = 3) -> None:
         if dimension <= 0:
