@@ -503,9 +503,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         after a large ingest or many deletes to make the files as small as the data.
         """
         with self._lock:
-            if self._index is None:
-                return
-            self._compact_now = True
+            self._compact_now = True  # (a store with nothing written has nothing to fold)
             self._transaction(lambda: None)
 
     # ------------------------------------------------------------------ port
