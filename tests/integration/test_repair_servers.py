@@ -1,4 +1,5 @@
-"""A writer killed mid-replace on a Chroma server: `store repair` removes what it left.
+"""A writer killed mid-replace on a server (Chroma; Qdrant through the REST front over
+qdrant-client's engine): `store repair` removes what it left.
 
 The writer is a real process, killed (SIGKILL, by itself) right after it stored the chunks of
 a new version and before it committed them: the point at which only leftovers remain.
@@ -12,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pywrapai_graph import ChromaVectorStore
+import pytest
+
+from pywrapai_graph import ChromaVectorStore, QdrantVectorStore
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.vector_store import make_chunks, manifest_for
@@ -23,11 +26,13 @@ DIM = 8
 # replace_document of "doc" with 30 chunks, killed once they are stored, before the commit
 _WRITER = """
 import os, signal, sys
-from pywrapai_graph import ChromaVectorStore
+from pywrapai_graph import ChromaVectorStore, QdrantVectorStore
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.vector_store import make_chunks, manifest_for
 
-class Dies(ChromaVectorStore):
+Store = ChromaVectorStore if sys.argv[3] == "chroma" else QdrantVectorStore
+
+class Dies(Store):
     def _upsert(self, batch, versions):
         super()._upsert(batch, versions)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -39,16 +44,24 @@ store.replace_document(manifest_for("doc", chunks, 8), chunks)
 """
 
 
-def test_repair_removes_what_a_killed_writer_left(tmp_path: Path, chroma_url: str) -> None:
+@pytest.mark.parametrize("backend", ["chroma", "qdrant"])
+def test_repair_removes_what_a_killed_writer_left(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = str(request.getfixturevalue("chroma_url" if backend == "chroma" else "qdrant_rest_url"))
     collection = f"repair_{tmp_path.name[-20:]}"
-    store = ChromaVectorStore(url=chroma_url, collection=collection)
+    store: ChromaVectorStore | QdrantVectorStore = (
+        ChromaVectorStore(url=url, collection=collection)
+        if backend == "chroma"
+        else QdrantVectorStore(collection, url=url)
+    )
     old = [
         Chunk(c.text, "doc", {}, id=c.id, embedding=c.embedding)
         for c in make_chunks(5, DIM, seed=1, prefix="old-")
     ]
     store.replace_document(manifest_for("doc", old, DIM), old)
     killed = subprocess.run(
-        [sys.executable, "-c", _WRITER, chroma_url, collection],
+        [sys.executable, "-c", _WRITER, url, collection, backend],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         check=False,
@@ -65,9 +78,7 @@ def test_repair_removes_what_a_killed_writer_left(tmp_path: Path, chroma_url: st
     assert len(store) == 35
 
     config = tmp_path / "pywrapai.yaml"
-    config.write_text(
-        f"store:\n  backend: chroma\n  url: {chroma_url}\n  collection: {collection}\n"
-    )
+    config.write_text(f"store:\n  backend: {backend}\n  url: {url}\n  collection: {collection}\n")
     out, err = io.StringIO(), io.StringIO()
     argv = ["--config", str(config), "store", "repair", "--older-than", "0"]
     assert main(argv, out=out, err=err) == 0, err.getvalue()
