@@ -74,12 +74,62 @@ def check_value(value: Any, what: str) -> None:
     raise InvalidArgumentError(f"{what} is a {type(value).__name__}; {_RULE}")
 
 
+def _valid_text(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _valid_scalar(value: object) -> bool:
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and _valid_text(value)
+
+
+def _valid_chunk(chunk: Chunk) -> bool:
+    """The rules of :func:`check_chunk` as a predicate that builds no message: True only when
+    :func:`check_chunk` accepts the chunk (it is the fast path of every write)."""
+    ident: object = chunk.id
+    doc: object = chunk.doc_id
+    text: object = chunk.text
+    metadata: object = chunk.metadata
+    if not (
+        isinstance(ident, str)
+        and isinstance(doc, str)
+        and isinstance(text, str)
+        and isinstance(metadata, Mapping)
+    ):
+        return False
+    if not (_valid_text(ident) and _valid_text(doc) and _valid_text(text)):
+        return False
+    for key, value in metadata.items():
+        if not (isinstance(key, str) and _valid_text(key)):
+            return False
+        if _valid_scalar(value):
+            continue
+        if not (isinstance(value, list | tuple) and all(_valid_scalar(v) for v in value)):
+            return False
+    return True
+
+
 def check_chunk(chunk: Chunk) -> None:
     """The same rules on every backend: valid Unicode text and ids, JSON metadata values.
 
     Raises:
         InvalidArgumentError: naming the chunk and the offending field.
     """
+    if not _valid_chunk(chunk):
+        _explain_chunk(chunk)
+
+
+def _explain_chunk(chunk: Chunk) -> None:
+    """Raises the error that names what breaks :func:`check_chunk`'s rules."""
     ids: tuple[object, object] = (chunk.id, chunk.doc_id)  # untyped callers pass anything
     if not all(isinstance(i, str) for i in ids):
         raise ArgumentTypeError(f"chunk ids and doc_ids are str; got {chunk.id!r}/{chunk.doc_id!r}")
