@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -83,6 +84,26 @@ def _end_read(conn: sqlite3.Connection) -> None:
         conn.execute("COMMIT")
 
 
+def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
+    """Run ``step``, retrying while the file is locked by another process that is opening it.
+
+    Two processes opening one fresh file race to switch it to WAL; SQLite answers the loser
+    ``database is locked`` at once (its busy handler is not used for that switch), so the
+    open waits here as long as the connection's own busy timeout would.
+    """
+    deadline = time.monotonic() + patience_s
+    pause = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
 class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
@@ -129,7 +150,7 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             self._conn = sqlite3.connect(
                 self._path, check_same_thread=False, isolation_level=None, timeout=30.0
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _while_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(
                 f'CREATE TABLE IF NOT EXISTS "{self._table}" ('
