@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from pywrapai_graph import InMemoryVectorStore, SQLiteVectorStore
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract
+from tests.interrupted import Writes, sqlite_open_transaction
 
 
 class TestInMemoryVectorStore(VectorStoreContract):
@@ -19,6 +21,14 @@ class TestInMemoryVectorStore(VectorStoreContract):
 class TestSQLiteVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return SQLiteVectorStore(location / "store.db", table_name="contract_chunks")
+
+    def interrupted_replace(
+        self, store: BaseVectorStore, writes: Writes
+    ) -> AbstractContextManager[None] | None:
+        assert isinstance(store, SQLiteVectorStore)
+        return sqlite_open_transaction(
+            store._path, '"contract_chunks"', '"contract_chunks__docs"', writes
+        )
 
 
 class SyncOnlyStore(BaseVectorStore):

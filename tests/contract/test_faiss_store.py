@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import sqlite3
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from pywrapai_graph import Chunk, FAISSVectorStore
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
+from tests.interrupted import Writes, sqlite_open_transaction
 
 
 def files_in(folder: Path) -> list[str]:
@@ -24,6 +26,12 @@ def files_in(folder: Path) -> list[str]:
 class TestFAISSVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return FAISSVectorStore(location / "docs.faiss", location / "docs_meta.pkl")
+
+    def interrupted_replace(
+        self, store: BaseVectorStore, writes: Writes
+    ) -> AbstractContextManager[None] | None:
+        assert isinstance(store, FAISSVectorStore)
+        return sqlite_open_transaction(store._meta_path, "chunks", "documents", writes)
 
 
 def test_pickle_metadata_is_refused_and_never_executed(tmp_path: Path) -> None:

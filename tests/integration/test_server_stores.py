@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from pywrapai_graph import ChromaVectorStore, PGVectorStore, QdrantVectorStore
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
+from tests.interrupted import VersionedInterrupts, Writes, pg_open_transaction
 
 
 def name_for(location: Path, prefix: str) -> str:
@@ -27,13 +29,19 @@ class TestPGVectorStore(VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return PGVectorStore(self.url, table_name=name_for(location, "t"), dimension=self.dim)
 
+    def interrupted_replace(
+        self, store: BaseVectorStore, writes: Writes
+    ) -> AbstractContextManager[None] | None:
+        assert isinstance(store, PGVectorStore)
+        return pg_open_transaction(self.url, store._table, writes)
 
-class TestChromaEmbedded(VectorStoreContract):
+
+class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
-class TestChromaServer(VectorStoreContract):
+class TestChromaServer(VersionedInterrupts, VectorStoreContract):
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url
@@ -42,7 +50,7 @@ class TestChromaServer(VectorStoreContract):
         return ChromaVectorStore(url=self.url, collection=name_for(location, "c"))
 
 
-class TestQdrantServer(VectorStoreContract):
+class TestQdrantServer(VersionedInterrupts, VectorStoreContract):
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:
         self.url = qdrant_url

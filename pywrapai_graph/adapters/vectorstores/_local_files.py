@@ -8,9 +8,11 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from pywrapai_graph.domain.manifest import DocumentManifest, manifests_from_json
 from pywrapai_graph.errors import StorageFullError, StoreBusyError, VectorStoreError
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "nearly_full",
     "os_failure",
     "sqlite_failure",
+    "sqlite_manifests",
     "subfolder_bytes",
 ]
 
@@ -39,6 +42,24 @@ def sqlite_failure(path: str, exc: sqlite3.Error) -> VectorStoreError:
     if code == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
         return StorageFullError(_FULL.format(path=path), path=path)
     return VectorStoreError(f"the store at {path!r} failed: {exc}")
+
+
+#: ids per ``IN (...)`` query: well under SQLite's bound-parameter limit
+IN_BATCH = 500
+
+
+def sqlite_manifests(
+    conn: sqlite3.Connection, table: str, doc_ids: Sequence[str]
+) -> dict[str, DocumentManifest]:
+    """The manifests of ``doc_ids`` kept in ``table`` (a quoted name with ``doc_id`` and
+    ``manifest`` columns): one indexed ``IN`` query per :data:`IN_BATCH` ids."""
+    found: dict[str, DocumentManifest] = {}
+    for start in range(0, len(doc_ids), IN_BATCH):
+        part = list(doc_ids[start : start + IN_BATCH])
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(f"SELECT doc_id, manifest FROM {table} WHERE doc_id IN ({marks})", part)
+        found.update(manifests_from_json(rows))
+    return found
 
 
 def os_failure(path: str, exc: BaseException) -> VectorStoreError:

@@ -43,7 +43,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_document, check_embedder
@@ -53,6 +53,9 @@ __all__ = ["DocRecord", "VersionedDocuments", "engine_id"]
 #: metadata/payload keys on each chunk
 VERSION_KEY = "pywrapai_version"
 ID_KEY = "pywrapai_id"
+
+#: document ids per record request of :meth:`VersionedDocuments.document_manifests`
+_RECORDS_BATCH = 500
 
 
 def engine_id(chunk_id: str, version: str) -> str:
@@ -279,6 +282,19 @@ class VersionedDocuments(BaseVectorStore):
         if record is None or not record.manifest:
             return None
         return DocumentManifest.from_json(doc_id, record.manifest)
+
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one: one record request per 500 ids.
+
+        A record names a manifest only once its version is committed (step 3), as for
+        :meth:`document_manifest`.
+        """
+        unique = list(dict.fromkeys(doc_ids))  # engines refuse repeated ids in one request
+        rows: list[tuple[str, str]] = []
+        for start in range(0, len(unique), _RECORDS_BATCH):
+            records = self._records(unique[start : start + _RECORDS_BATCH])
+            rows += [(r.doc_id, r.manifest) for r in records.values() if r.manifest]
+        return dict(manifests_from_json(rows))
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         return self._recorded_embedder()

@@ -54,6 +54,7 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
     fsync_dir,
     os_failure,
     sqlite_failure,
+    sqlite_manifests,
 )
 from pywrapai_graph.adapters.vectorstores._metadata_columns import MetadataColumns
 from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog, encode_segment
@@ -663,6 +664,11 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                 "SELECT manifest FROM documents WHERE doc_id = ?", (doc_id,)
             ).fetchone()
         return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
+        with self._snapshot():
+            return sqlite_manifests(self._meta, "documents", doc_ids)
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         with self._snapshot():

@@ -31,7 +31,11 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
-from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
+from pywrapai_graph.domain.manifest import (
+    DocumentManifest,
+    EmbedderIdentity,
+    manifests_from_json,
+)
 from pywrapai_graph.errors import ConfigurationError, StorageFullError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
@@ -546,6 +550,20 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement, (doc_id,))
             row = cur.fetchone()
             return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+
+        return self._run(work)
+
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one, in one query (``doc_id = ANY(...)``)."""
+        if not doc_ids:
+            return {}
+        statement = self._sql.SQL("SELECT doc_id, manifest FROM {d} WHERE doc_id = ANY(%s)").format(
+            d=self._ident("__docs")
+        )
+
+        def work(cur: Any) -> dict[str, DocumentManifest]:
+            cur.execute(statement, (list(doc_ids),))
+            return dict(manifests_from_json(cur.fetchall()))
 
         return self._run(work)
 

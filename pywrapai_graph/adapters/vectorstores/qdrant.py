@@ -7,7 +7,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +107,10 @@ def _record(payload: Any) -> DocRecord:
     )
 
 
+def _records_of(points: list[Any]) -> dict[str, DocRecord]:
+    return {r.doc_id: r for r in (_record(p.payload) for p in points)}
+
+
 class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     """Cosine search in a Qdrant collection.
 
@@ -163,6 +167,8 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             raise ConfigurationError("collection must be a non-empty string")
         self._collection = collection
         self._lock = threading.RLock()
+        #: the records collection was seen to exist (a record lookup is then one request)
+        self._docs_seen = False
         self._lexical = LexicalMirror(self._all_chunks)
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
@@ -396,14 +402,26 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 return points
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """One ``retrieve`` by point ids once the records collection was seen to exist.
+
+        Its existence is asked while it has not been seen, and again when the retrieve
+        fails (another process's ``clear`` drops the collection): then the retrieve is
+        repeated, so a real failure raises its own error.
+        """
+        if not doc_ids:
+            return {}
+        ids = [point_id("d:" + d) for d in doc_ids]
         with self._errors():
-            if not doc_ids or not self._docs_exist():
-                return {}
-            got = self._client.retrieve(
-                self._docs, [point_id("d:" + d) for d in doc_ids], with_payload=True
-            )
-        records = [_record(p.payload) for p in got]
-        return {r.doc_id: r for r in records}
+            got = None
+            if self._docs_seen:
+                with suppress(Exception):
+                    got = self._client.retrieve(self._docs, ids, with_payload=True)
+            if got is None:
+                self._docs_seen = self._docs_exist()
+                if not self._docs_seen:
+                    return {}
+                got = self._client.retrieve(self._docs, ids, with_payload=True)
+        return _records_of(got)
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models
@@ -605,14 +623,22 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         return [self._hits(r.points) for r in results]
 
     async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` on the async client."""
+        if not doc_ids:
+            return {}
         client = self._aclient()
+        ids = [point_id("d:" + d) for d in doc_ids]
         with self._errors():
-            if not doc_ids or not await client.collection_exists(self._docs):
-                return {}
-            got = await client.retrieve(
-                self._docs, [point_id("d:" + d) for d in doc_ids], with_payload=True
-            )
-        return {r.doc_id: r for r in (_record(p.payload) for p in got)}
+            got = None
+            if self._docs_seen:
+                with suppress(Exception):
+                    got = await client.retrieve(self._docs, ids, with_payload=True)
+            if got is None:
+                self._docs_seen = bool(await client.collection_exists(self._docs))
+                if not self._docs_seen:
+                    return {}
+                got = await client.retrieve(self._docs, ids, with_payload=True)
+        return _records_of(got)
 
     async def acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
@@ -656,6 +682,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
             lexical.clear()
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
+            self._docs_seen = False
             if self._dim is None:
                 return
             dim = self._dim

@@ -25,15 +25,11 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
-from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure
+from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
 from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
-from pywrapai_graph.domain.manifest import (
-    DocumentManifest,
-    EmbedderIdentity,
-    manifests_from_json,
-)
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
@@ -403,16 +399,8 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
-        found: dict[str, DocumentManifest] = {}
         with self._lock, self._reading():
-            for start in range(0, len(doc_ids), _DELETE_BATCH):
-                part = list(doc_ids[start : start + _DELETE_BATCH])
-                marks = ",".join("?" * len(part))
-                rows = self._conn.execute(
-                    f'SELECT doc_id, manifest FROM "{self._docs}" WHERE doc_id IN ({marks})', part
-                )
-                found.update(manifests_from_json(rows))
-        return found
+            return sqlite_manifests(self._conn, f'"{self._docs}"', doc_ids)
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         with self._lock, self._reading():
