@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from pywrapai_graph.domain import Chunk
@@ -149,10 +151,71 @@ def _explain_chunk(chunk: Chunk) -> None:
         check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
 
 
+_FIELDS = operator.attrgetter("id", "doc_id", "text", "metadata")
+_SCALAR_TYPES = frozenset({str, int, bool, float, type(None)})
+_STR = frozenset({str})
+
+
+def _valid_texts(texts: Sequence[str]) -> bool:
+    """Every item (each a ``str``) is valid Unicode; C-level passes over the batch."""
+    if all(map(str.isascii, texts)):
+        return True
+    try:
+        deque(map(str.encode, texts), maxlen=0)  # a lone surrogate cannot be encoded
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _valid_values(values: Iterable[object]) -> bool:
+    """Every value a plain JSON scalar (exact types) or a plain list/tuple of them, valid."""
+    scalars = list(values)
+    nested = [v for v in scalars if type(v) is list or type(v) is tuple]
+    if nested:
+        scalars = [v for v in scalars if type(v) is not list and type(v) is not tuple]
+        items: list[object] = list(chain.from_iterable(nested))
+        if not set(map(type, items)) <= _SCALAR_TYPES:
+            return False
+        scalars += items
+    types = set(map(type, scalars))
+    if not types <= _SCALAR_TYPES:
+        return False
+    if float in types and not all(map(math.isfinite, [v for v in scalars if type(v) is float])):
+        return False
+    return str not in types or _valid_texts([v for v in scalars if type(v) is str])
+
+
+def _valid_batch(chunks: Sequence[object]) -> bool:
+    """True only when every item is a :class:`Chunk` that :func:`check_chunk` accepts.
+
+    A whole batch in a few C-level passes (the write path's cost is per chunk): it answers
+    True only for plain types (``Chunk``, ``str``, ``dict``, JSON scalars, lists and tuples
+    of them) that are valid; for anything else, subclasses included, it answers False and
+    the per-chunk checks decide (and explain).
+    """
+    if not chunks:
+        return True
+    if set(map(type, chunks)) != {Chunk}:
+        return False
+    columns: list[tuple[Any, ...]] = list(zip(*map(_FIELDS, chunks), strict=True))
+    ids, docs, texts, metadata = columns
+    for strings in (ids, docs, texts):
+        if set(map(type, strings)) != _STR or not _valid_texts(strings):
+            return False
+    if set(map(type, metadata)) != {dict}:
+        return False
+    keys = list(chain.from_iterable(metadata))
+    if keys and (set(map(type, keys)) != _STR or not _valid_texts(keys)):
+        return False
+    return _valid_values(chain.from_iterable(map(dict.values, metadata)))
+
+
 def check_chunks(chunks: Sequence[Chunk], method: str = "add") -> None:
     """Every item a :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
     if isinstance(chunks, Chunk):
         raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
+    if _valid_batch(chunks):
+        return
     for c in chunks:
         if not isinstance(c, Chunk):
             raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")

@@ -17,7 +17,6 @@ from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.store_inputs import (
     MAX_K,
-    check_chunk,
     check_filter,
     check_k,
     matches_filter,
@@ -29,7 +28,6 @@ __all__ = [
     "MAX_K",
     "MatrixBulkStore",
     "PreparedBatch",
-    "check_chunk",
     "check_filter",
     "check_k",
     "matches_filter",
@@ -98,7 +96,11 @@ class PreparedBatch:
 def prepare_batch(
     chunks: Sequence[Chunk], dimension: int | None, vectors: Matrix | None = None
 ) -> PreparedBatch:
-    """Validate and normalise a batch before anything is written.
+    """Validate and normalise a batch's vectors before anything is written.
+
+    The chunks themselves (types, Unicode, metadata values) were checked once already, by
+    the port's guard around the public method that calls this (``add``,
+    ``replace_document``, ``replace_document_vectors``: see ``ports.checked_methods``).
 
     With ``vectors`` (row ``i`` for ``chunks[i]``) the chunks' ``embedding`` is ignored and no
     Python float is built; otherwise the embeddings are converted once.
@@ -109,14 +111,13 @@ def prepare_batch(
     """
     if isinstance(chunks, Chunk):
         raise ArgumentTypeError("add() takes a list of chunks, not a single Chunk")
-    latest: dict[str, int] = {}
-    for i, c in enumerate(chunks):
-        if not isinstance(c, Chunk):
-            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
-        check_chunk(c)
-        latest[c.id] = i  # an id repeated in one batch: the last one wins (upsert)
-    rows = list(latest.values())
-    unique = [chunks[i] for i in rows]
+    # An id repeated in one batch: the last one wins (upsert).
+    latest = {c.id: i for i, c in enumerate(chunks)}
+    if len(latest) == len(chunks):
+        rows, unique = list(range(len(chunks))), list(chunks)
+    else:
+        rows = list(latest.values())
+        unique = [chunks[i] for i in rows]
     if not unique:
         return PreparedBatch([], np.empty((0, dimension or 0), np.float32), [])
     if vectors is None:
