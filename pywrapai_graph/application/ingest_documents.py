@@ -11,7 +11,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import TypeGuard, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,7 @@ from pywrapai_graph.ports.embedder import (
     concurrent_requests,
     pure_python,
 )
+from pywrapai_graph.ports.source_bytes import remembering_utf8, utf8_of
 from pywrapai_graph.ports.text_splitter import StreamingTextSplitter
 
 Matrix = npt.NDArray[np.float32]
@@ -46,6 +47,8 @@ _log = logging.getLogger(__name__)
 
 #: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=repr)``, built once
 _METADATA_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
+#: A JSON string literal as that encoder writes it (``ensure_ascii=False``)
+_JSON_STRING = json.encoder.encode_basestring
 #: Manifests are looked up for this many documents (or this much text) at once.
 _LOOKUP_DOCS = 256
 _LOOKUP_CHARS = 8_000_000
@@ -81,14 +84,24 @@ class _Hasher:
 
     def __call__(self, doc: Document) -> str:
         try:
-            metadata = _METADATA_JSON(doc.metadata)
+            metadata = _metadata_json(doc.metadata)
         except ValueError:  # NaN and the like: repr is stable enough for a digest
             metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
         digest = self._base.copy()
         digest.update(metadata.encode("utf-8", "surrogatepass") + b"\x00")
-        digest.update(doc.text.encode("utf-8", "surrogatepass"))
+        digest.update(utf8_of(doc.text))  # the bytes a source decoded, when it has them
         digest.update(b"\x00")
         return digest.hexdigest()
+
+
+def _metadata_json(metadata: dict[str, Any]) -> str:
+    """``_METADATA_JSON(metadata)``; written directly when every key and value is a ``str``
+    (what sources such as ``TextFiles`` give), the encoder's own text, character for character."""
+    for key, value in metadata.items():
+        if type(key) is not str or type(value) is not str:
+            return _METADATA_JSON(metadata)
+    pairs = sorted(metadata.items())
+    return "{" + ", ".join([f"{_JSON_STRING(k)}: {_JSON_STRING(v)}" for k, v in pairs]) + "}"
 
 
 def _digests(hasher: _Hasher, docs: list[Document]) -> list[str]:
@@ -323,6 +336,7 @@ class IngestDocuments:
         batches = self._batches(self._to_write(docs, skip_unchanged, emit))
         # pgvector: COPY, HNSW built after loading an empty table
         with (
+            remembering_utf8(),  # a source's bytes hashed as read, not encoded again
             self.store.bulk_load(),
             closing(_ahead(self._embed_batch, batches, self._workers())) as embedded,
         ):

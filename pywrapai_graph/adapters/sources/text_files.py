@@ -16,6 +16,7 @@ from pathlib import Path
 from pywrapai_graph.domain import Document
 from pywrapai_graph.domain.ingest_report import SkippedSource
 from pywrapai_graph.errors import InputNotFoundError
+from pywrapai_graph.ports.source_bytes import decode_utf8
 
 __all__ = ["TEXT_SUFFIXES", "TextFiles"]
 
@@ -26,6 +27,8 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 _PSEUDO_PREFIXES = tuple(root + os.sep for root in _PSEUDO_ROOTS)
 _LINKED_OUT = "a symbolic link out of the given paths (--follow-symlinks reads it)"
+# O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
 #: Linux returns at most this much from one read(); a larger file is read in pieces.
 _ONE_READ = 0x7FFFF000
 
@@ -86,7 +89,8 @@ class TextFiles:
                 yield from self._walk(os.fspath(path), os.path.realpath(path))
             else:
                 name = os.fspath(path)
-                doc = self._read(name, os.path.realpath(name), os.path.islink(name), named=True)
+                real, link = os.path.realpath(name), os.path.islink(name)
+                doc = self._read(name, real, link, os.path.basename(name), named=True)
                 if doc is not None:
                     yield doc
 
@@ -108,18 +112,19 @@ class TextFiles:
             self._skip(shown, f"cannot list it: {exc.strerror}")
             return
         subdirs: list[os.DirEntry[str]] = []
+        inside = os.path.join(real, "")  # real + "/": os.path.join(real, name) for any name
         for entry in entries:
             if entry.is_dir():  # follows links, like os.walk
                 subdirs.append(entry)
-            elif self._wanted(entry.name):
+            elif self._wanted(name := entry.name):
                 path, link = entry.path, entry.is_symlink()
-                resolved = os.path.realpath(path) if link else os.path.join(real, entry.name)
-                doc = self._read(path, resolved, link)
+                resolved = os.path.realpath(path) if link else inside + name
+                doc = self._read(path, resolved, link, name)
                 if doc is not None:
                     yield doc
         for entry in subdirs:
             if not entry.is_symlink():
-                yield from self._walk(entry.path, os.path.join(real, entry.name))
+                yield from self._walk(entry.path, inside + entry.name)
             elif self.follow_symlinks:
                 yield from self._walk(entry.path, os.path.realpath(entry.path))
             else:
@@ -140,7 +145,10 @@ class TextFiles:
         dot = name.rfind(".")
         return dot > 0 and name[dot:].lower() in self.suffixes and bool(name[:dot].strip("."))
 
-    def _read(self, path: str, real: str, link: bool, *, named: bool = False) -> Document | None:
+    def _read(
+        self, path: str, real: str, link: bool, name: str, *, named: bool = False
+    ) -> Document | None:
+        """``path`` (its base name ``name``, resolved path ``real``) as a Document, or None."""
         if real in self._seen:
             return None  # a link to a file already read
         linked_out = link and not any(_within(real, r) for r in self.roots)
@@ -155,12 +163,11 @@ class TextFiles:
             return None
         self._seen.add(real)
         self.shown[real] = path
-        return Document(text, metadata={"source": os.path.basename(path), "path": real}, id=real)
+        return Document(text, metadata={"source": name, "path": real}, id=real)
 
     def _text(self, path: str, real: str) -> str | None:
         try:
-            # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(real, _OPEN_FLAGS)
         except OSError as exc:
             self._skip(path, f"cannot open it: {exc.strerror}")
             return None
@@ -178,7 +185,7 @@ class TextFiles:
         finally:
             os.close(fd)
         try:
-            return data.decode("utf-8")
+            return decode_utf8(data)  # ingest hashes ``data`` itself, not a re-encoding
         except UnicodeDecodeError as exc:
             self._skip(path, f"not UTF-8 text (invalid byte at offset {exc.start})")
             return None
