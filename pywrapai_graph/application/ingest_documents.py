@@ -17,6 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pywrapai_graph.application.chunker import chunk_id
+from pywrapai_graph.application.ingest_options import (
+    DEFAULT_EMBED_CONCURRENCY,
+    OutcomeCallback,
+    ProgressCallback,
+    check_embed_concurrency,
+    embedder_name,
+)
 from pywrapai_graph.application.observability.operations import observe_store
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestReport, IngestStatus
@@ -53,27 +60,11 @@ _JSON_STRING = json.encoder.encode_basestring
 _LOOKUP_DOCS = 256
 _LOOKUP_CHARS = 8_000_000
 
-#: Called after each stored document with (chunks done, chunks known so far).
-ProgressCallback = Callable[[int, int], None]
-#: Called with each document's outcome as soon as it is stored.
-OutcomeCallback = Callable[[DocumentOutcome], None]
 #: Records a document's outcome under its position in the input.
 _Emit = Callable[[int, DocumentOutcome], None]
-#: Embedding requests at once for an embedder that sends them to a server.
-DEFAULT_EMBED_CONCURRENCY = 4
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def embedder_name(embedder: EmbeddingModel) -> tuple[str, str]:
-    """(provider, model) of an embedder, from its ``provider``/``model`` attributes."""
-    provider = getattr(embedder, "provider", None)
-    model = getattr(embedder, "model", None)
-    return (
-        provider if isinstance(provider, str) and provider else type(embedder).__name__,
-        model if isinstance(model, str) else "",
-    )
 
 
 class _Hasher:
@@ -225,22 +216,6 @@ def _ahead(
         finally:
             for _, future in pending:
                 future.cancel()
-
-
-def check_embed_concurrency(value: int) -> int:
-    """``value`` if it is a valid ``embed_concurrency`` (an int >= 0).
-
-    Raises:
-        ArgumentTypeError: not an int.
-        InvalidArgumentError: negative.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"embed_concurrency must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise InvalidArgumentError(
-            f"embed_concurrency must be >= 0 (0 embeds and writes in turn), got {value}"
-        )
-    return value
 
 
 def _takes_vectors(store: BaseVectorStore) -> bool:

@@ -10,9 +10,8 @@ from pywrapai_graph.application.fusion import (
     reciprocal_rank_fusion,
     weighted_score_fusion,
 )
-from pywrapai_graph.application.ingest_documents import (
+from pywrapai_graph.application.ingest_options import (
     DEFAULT_EMBED_CONCURRENCY,
-    IngestDocuments,
     OutcomeCallback,
     ProgressCallback,
     check_embed_concurrency,
@@ -164,6 +163,9 @@ class VectorRetriever(BaseRetriever):
         on_document: OutcomeCallback | None = None,
     ) -> IngestReport:
         """Like :meth:`add_documents`, with a typed report; unchanged documents are skipped."""
+        # here: a program that only searches never loads the pipeline (threads, hashing)
+        from pywrapai_graph.application.ingest_documents import IngestDocuments
+
         use_case = IngestDocuments(
             self.embedder,
             self.store,

@@ -40,6 +40,9 @@ NOT_LOADED = [
     "faiss",
     "pywrapai_graph.application.run_agent",
     "pywrapai_graph.adapters.sources.beir",
+    # the ingest pipeline and the chunker: only `ingest` imports them
+    "pywrapai_graph.application.ingest_documents",
+    "pywrapai_graph.application.chunker",
 ]
 _PROBE = (
     "import json, sys\n"

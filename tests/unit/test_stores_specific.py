@@ -327,6 +327,34 @@ def test_sqlite_open_reads_ids_and_vectors_only(tmp_path: Path) -> None:
     reader.close()
 
 
+def _has_id_map(store: SQLiteVectorStore) -> bool:
+    return store._index._row_map is not None
+
+
+def test_a_store_loaded_for_searches_builds_no_id_map_until_a_write_needs_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "map.db"
+    writer = SQLiteVectorStore(path)
+    chunks = make_chunks(40, 8)
+    writer.add(chunks)
+    writer.close()
+    reader = SQLiteVectorStore(path)
+    assert reader.search(chunks[3].embedding or [], k=2)[0].chunk.id == "c3"
+    assert not _has_id_map(reader)  # searches read rows by position only
+    assert reader.delete(["c3", "c39", "nope"]) == 2  # the first write builds the map
+    assert _has_id_map(reader)
+    reader.add(make_chunks(2, 8, seed=5, prefix="new-"))
+    assert reader.search(chunks[3].embedding or [], k=1)[0].chunk.id != "c3"
+    assert len(reader) == 40
+    rows = reader._index._rows
+    assert {i: reader._index.id_at(r) for i, r in rows.items()} == {i: i for i in rows}
+    reader.close()
+    again = SQLiteVectorStore(path)  # the file agrees with what the map said
+    assert sorted(h.chunk.id for h in again.search(chunks[0].embedding or [], k=40)) == sorted(rows)
+    again.close()
+
+
 class _CountingSQLiteStore(SQLiteVectorStore):
     """A real SQLite store that counts how it is asked about documents."""
 

@@ -61,9 +61,18 @@ class ExactIndex:
         self._ids: list[str] = []
         # (text, doc_id, metadata) per row: our own copy, so callers' later edits do not leak in
         self._records: list[Record] = []
-        self._rows: dict[str, int] = {}
+        # id -> row, built when first needed (a store loaded for searches never needs it)
+        self._row_map: dict[str, int] | None = {}
         self._by_doc: dict[str, set[str]] = {}
         self._columns.clear()
+
+    @property
+    def _rows(self) -> dict[str, int]:
+        """The id -> row map (built from the ids on first use after :meth:`load`)."""
+        rows = self._row_map
+        if rows is None:
+            rows = self._row_map = dict(zip(self._ids, range(self._n), strict=True))
+        return rows
 
     def _record_metadata(self, rows: int) -> list[dict[str, Any]]:
         return [record[2] for record in self._records[:rows]]
@@ -168,15 +177,16 @@ class ExactIndex:
     def load(self, ids: list[str], vectors: Matrix, records: list[Record] | None = None) -> None:
         """Fill an empty index in one step (vectors already normalised, ids unique).
 
-        The matrix is adopted as is (no copy): the caller must not keep using it.
+        The matrix and the id list are adopted as they are (no copy): the caller must not
+        keep using them. The id -> row map is built when a write or lookup first needs it.
         """
         if self._n:
             raise InvalidStateError("load() needs an empty index")
         self._dim = int(vectors.shape[1])
         self._matrix = vectors
         self._n = len(ids)
-        self._ids = list(ids)
-        self._rows = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        self._ids = ids
+        self._row_map = None
         if records is not None and self._keeps_records:
             self._records = records
             for chunk_id, (_, doc_id, _) in zip(ids, records, strict=True):
