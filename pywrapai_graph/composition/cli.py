@@ -3,8 +3,10 @@
 Configuration comes from ``--config FILE`` (default ``./pywrapai.yaml`` when present) and
 ``PYWRAPAI_*`` environment variables. Exit codes: 0 success, 1 a runtime failure (provider,
 store, missing file), 2 a usage or configuration error, 3 ``ingest`` finished but skipped
-some files (each is listed with its reason), 130 interrupted. A failure is one line on stderr
-(with a hint for runtime failures), never a traceback; ``--debug`` adds the traceback.
+some files (each is listed with its reason), 130 interrupted. ``store compact`` on a store
+with nothing to compact (every backend but FAISS) says so and exits 0. A failure is one line
+on stderr (with a hint for runtime failures), never a traceback; ``--debug`` adds the
+traceback.
 """
 
 from __future__ import annotations
@@ -160,6 +162,15 @@ def _parser() -> argparse.ArgumentParser:
         "(default 600; 0 when nothing else writes the store)",
     )
     store_sub.add_parser(
+        "compact",
+        help="fold the FAISS segment log into the index and drop deleted rows from disk",
+        description=(
+            "Rewrite the store's files as small as its data: FAISS folds its segment log "
+            "into the index (writes do that on their own when the log outgrows the index). "
+            "Other backends have nothing to compact: the command says so and exits 0."
+        ),
+    )
+    store_sub.add_parser(
         "init",
         help="create the PostgreSQL schema (extension, table, indexes, version row)",
         description=(
@@ -301,6 +312,24 @@ def _repair(container: CommandObjects, older_than_s: float, out: TextIO) -> int:
     return 0
 
 
+def _compact(container: CommandObjects, out: TextIO) -> int:
+    settings = container.settings()
+    store = container.vector_store()
+    try:
+        compact = getattr(store, "compact", None)
+        if not callable(compact):
+            out.write(
+                f"nothing to compact for the {settings.store.backend} backend (only FAISS "
+                "keeps a segment log to fold into its index)\n"
+            )
+            return 0
+        compact()
+    finally:
+        store.close()
+    out.write(f"compacted: {settings.store.location()}\n")
+    return 0
+
+
 def _init(container: CommandObjects, out: TextIO) -> int:
     store = container.settings().store
     created = init_pgvector_schema(store)
@@ -374,6 +403,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _clear(container, args.yes, out)
     if args.action == "repair":
         return _repair(container, args.older_than, out)
+    if args.action == "compact":
+        return _compact(container, out)
     if args.action == "init":
         return _init(container, out)
     return _stats(container, out)

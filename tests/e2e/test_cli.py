@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,59 @@ def test_prompts_list_and_store_stats(workdir: Path) -> None:
     assert "backend:   sqlite\nlocation:  kb/store.db\nchunks:    2\ndimension: 384\n" in out
 
 
+def test_store_compact_folds_the_faiss_log(workdir: Path) -> None:
+    config = (workdir / "pywrapai.yaml").read_text()
+    (workdir / "pywrapai.yaml").write_text(
+        config.replace("backend: sqlite\n  path: kb/store.db", "backend: faiss\n  path: kb/s.faiss")
+    )
+    assert run("ingest", "docs/refunds.md")[0] == 0  # the first write makes the base index
+    assert run("ingest", "docs/shipping.txt")[0] == 0  # appended to the log
+    (workdir / "docs" / "refunds.md").write_text("Refunds now take 10 business days.\n")
+    assert (
+        run("ingest", "docs/refunds.md")[0] == 0
+    )  # appended; the old row only leaves the metadata
+    log = workdir / "kb" / "s.faiss.log"
+    assert log.stat().st_size > 0
+    question = ("ask", "How long do refunds take?", "--show-messages", "--no-rag")
+    answers = run("ask", "How long do refunds take?", "--show-messages"), run(*question)
+    stats = run("store", "stats")
+    assert "chunks:    2\n" in stats[1]
+
+    assert run("store", "compact") == (0, "compacted: kb/s.faiss\n", "")
+    assert log.stat().st_size == 0
+    assert (run("ask", "How long do refunds take?", "--show-messages"), run(*question)) == answers
+    assert "Refunds now take 10 business days." in answers[0][1]
+    assert run("store", "stats") == stats
+    code, out, _ = run("ingest", "docs")
+    assert (code, out.strip().splitlines()[-1]) == (
+        0,
+        "0 chunks added, 2 files unchanged, 0 files replaced, 0 files skipped; "
+        "2 chunks in the store",
+    )
+    assert run("store", "compact") == (0, "compacted: kb/s.faiss\n", "")  # again: no harm
+
+
+def test_store_compact_has_nothing_to_do_on_sqlite(workdir: Path) -> None:
+    """Run as the installed program: a message, exit 0, the store untouched."""
+    assert run("ingest", "docs")[0] == 0
+    before = run("store", "stats")
+    script = Path(sys.executable).parent / "pywrapai-graph"
+    done = subprocess.run(
+        [str(script), "store", "compact"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "nothing to compact for the sqlite backend "
+        "(only FAISS keeps a segment log to fold into its index)\n"
+    )
+    assert run("store", "stats") == before
+
+
 def test_errors_and_exit_codes(workdir: Path) -> None:
     code, _, err = run("ingest", "nope.md")
     assert (code, err) == (1, "error: no such file or directory: nope.md\n")
@@ -136,7 +190,16 @@ def test_errors_and_exit_codes(workdir: Path) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["ingest"], ["ask"], ["prompts"], ["prompts", "list"], ["store"], ["store", "stats"]],
+    [
+        [],
+        ["ingest"],
+        ["ask"],
+        ["prompts"],
+        ["prompts", "list"],
+        ["store"],
+        ["store", "stats"],
+        ["store", "compact"],
+    ],
 )
 def test_help_on_every_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
