@@ -10,25 +10,35 @@ Two modes: with records (the in-memory store) each row keeps its text, document 
 metadata; without (the SQLite store, which reads them for the hits only) a
 ``metadata_source`` gives the metadata when a filter needs a new column.
 Not thread-safe on its own: the stores that use it hold a lock.
+
+:class:`ExactSearch` is those stores' ``search`` and ``search_many`` over it, written once.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores._exact_index import (
+    Matrix,
+    PreparedBatch,
+    check_k,
+    prepare_query,
+)
 from pywrapai_graph.adapters.vectorstores._metadata_columns import (
     MetadataColumns,
     MetadataSource,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidStateError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 
-__all__ = ["ExactIndex", "Hits", "masked_top"]
+__all__ = ["ExactIndex", "ExactSearch", "Hits", "masked_top"]
 
 Rows = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.float32]
@@ -262,7 +272,7 @@ class ExactIndex:
         self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None
     ) -> list[ScoredChunk]:
         """:meth:`search_rows` as :class:`ScoredChunk` objects (records mode)."""
-        return self._scored(self.search_rows(query, k, filter))
+        return self.scored(self.search_rows(query, k, filter))
 
     def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
         """Top ``k`` for each row of the normalised ``queries`` matrix.
@@ -282,16 +292,61 @@ class ExactIndex:
             out.append((order, row[order]))
         return out
 
-    def search_many(self, queries: Matrix, k: int) -> list[list[ScoredChunk]]:
-        """:meth:`search_many_rows` as :class:`ScoredChunk` lists (records mode)."""
-        return [self._scored(hits) for hits in self.search_many_rows(queries, k)]
-
-    def _scored(self, hits: Hits) -> list[ScoredChunk]:
+    def scored(self, hits: Hits) -> list[ScoredChunk]:
+        """Hit rows as :class:`ScoredChunk` objects (records mode)."""
         rows, scores = hits
         return [
             ScoredChunk(chunk=self.chunk_at(int(r)), score=min(float(s), 1.0))
             for r, s in zip(rows, scores, strict=True)
         ]
+
+
+class ExactSearch(BaseVectorStore):
+    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``).
+
+    The checks, the query preparation and the one matrix product for a batch are here; a
+    store says how a search reads (:meth:`_reading_index`: its locks held and ``_index`` up
+    to date) and how hit rows become chunks (:meth:`_scored_hits`).
+    """
+
+    _index: ExactIndex
+
+    @abstractmethod
+    def _reading_index(self) -> AbstractContextManager[object]:
+        """Hold the store's read locks, with ``_index`` up to date, for one search."""
+
+    @abstractmethod
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
+        """The chunks of hit rows, with their scores, best first."""
+
+    def search(
+        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        k = check_k(k, filter)
+        with self._reading_index():
+            if len(self._index) == 0:
+                return []
+            query = prepare_query(query_vector, self._index.dimension)
+            return self._scored_hits(self._index.search_rows(query, k, filter))
+
+    def search_many(
+        self,
+        query_vectors: Sequence[Sequence[float]],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+    ) -> list[list[ScoredChunk]]:
+        """Search a batch of queries with one matrix product (with a filter: each alone)."""
+        if filter:
+            return super().search_many(query_vectors, k, filter)
+        k = check_k(k)
+        with self._reading_index():
+            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
+            if not queries:
+                return []
+            return [
+                self._scored_hits(hits)
+                for hits in self._index.search_many_rows(np.stack(queries), k)
+            ]
 
 
 _NO_HITS: Hits = (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32))

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-
-import numpy as np
+from contextlib import AbstractContextManager
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     Matrix,
     MatrixBulkStore,
-    check_k,
     prepare_batch,
-    prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
-from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
@@ -28,7 +25,7 @@ from pywrapai_graph.ports.vector_store import (
 __all__ = ["InMemoryVectorStore"]
 
 
-class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
+class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     """Keeps vectors in process memory; thread-safe; good to ~100k chunks per GB of RAM at 1536d.
 
     Args:
@@ -93,31 +90,11 @@ class InMemoryVectorStore(LexicalSearch, MatrixBulkStore):
         with self._lock:
             return self._embedder
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
-        with self._lock:
-            if len(self._index) == 0:
-                return []
-            query = prepare_query(query_vector, self._index.dimension)
-            return self._index.search(query, k, filter)
+    def _reading_index(self) -> AbstractContextManager[object]:
+        return self._lock
 
-    def search_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
-    ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one matrix product (with a filter: each alone)."""
-        if filter:
-            return super().search_many(query_vectors, k, filter)
-        k = check_k(k)
-        with self._lock:
-            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
-            if not queries:
-                return []
-            return self._index.search_many(np.stack(queries), k)
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
+        return self._index.scored(hits)
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)

@@ -19,14 +19,12 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     Matrix,
     MatrixBulkStore,
     PreparedBatch,
-    check_k,
     metadata_json,
     prepare_batch,
-    prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
-from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, Hits
+from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -100,7 +98,7 @@ def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
         pause = min(pause * 2, 0.25)
 
 
-class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
+class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     """Chunks and float32 vectors in a SQLite table; searches served from memory.
 
     The table is loaded into an in-memory matrix at the first search or write (opening
@@ -406,33 +404,15 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
         with self._lock, self._reading():
             return self._recorded_embedder()
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
+    @contextmanager
+    def _reading_index(self) -> Iterator[None]:
+        """The lock and a read transaction, with the matrix up to date."""
         with self._lock, self._reading(), self._snapshot():
             self._sync()
-            if len(self._index) == 0:
-                return []
-            query = prepare_query(query_vector, self._index.dimension)
-            return self._scored(self._index.search_rows(query, k, filter))
+            yield
 
-    def search_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
-    ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one matrix product (with a filter: each alone)."""
-        if filter:
-            return super().search_many(query_vectors, k, filter)
-        check_k(k)
-        with self._lock, self._reading(), self._snapshot():
-            self._sync()
-            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
-            if not queries:
-                return []
-            return [self._scored(h) for h in self._index.search_many_rows(np.stack(queries), k)]
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
+        return self._scored(hits)
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
@@ -489,8 +469,7 @@ class SQLiteVectorStore(LexicalSearch, MatrixBulkStore):
             return len(self._index)
 
     def count(self, filter: MetadataFilter | None = None) -> int:
-        with self._lock, self._reading(), self._snapshot():
-            self._sync()
+        with self._reading_index():
             return self._index.count(filter)
 
     def close(self) -> None:
