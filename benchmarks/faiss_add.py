@@ -1,6 +1,7 @@
 """FAISS that appends: 100k x 384 added in batches of 1,000 through FAISSVectorStore.
 
-Run: .venv/bin/python -m benchmarks.faiss_add
+Run: .venv/bin/python -m benchmarks.faiss_add [--skip-old]
+(``--skip-old``, or ``FAISS_ADD_SKIP_OLD=1``, leaves out the old-scheme row: about 2.5 minutes.)
 
 All in one run, on the same vectors:
 - the floor: raw FAISS ``add_with_ids`` of the same batches (``IndexIDMap2`` over
@@ -13,10 +14,17 @@ All in one run, on the same vectors:
 - the old scheme, for comparison: raw FAISS that rewrites, syncs and hashes the whole index
   after every batch (what every ``add`` did before the segment log).
 Also the time of the last ten batches over the first ten (1.0 = no growth with the store's size).
+
+Then the whole ingest path, the other reading of "ingest within 1.5x of raw FAISS plus one
+final write": ``IngestDocuments`` (hashing embedder, ``Chunker(500, 50)``) into a
+FAISSVectorStore, over the first ~8 MB of a real text corpus (see ``benchmarks/_corpus.py``),
+vs the same chunks and embeddings (``Chunker.split`` + ``embed_matrix`` per document) into
+raw FAISS with one final ``write_index``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -28,11 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._corpus import corpus_files
 from benchmarks._data import unit_vectors
-from pywrapai_graph import Chunk, FAISSVectorStore
+from pywrapai_graph import Chunk, Document, Embedder, FAISSVectorStore
+from pywrapai_graph.application.chunker import Chunker
+from pywrapai_graph.application.ingest_documents import IngestDocuments
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 
 N, DIM, BATCH = 100_000, 384, 1_000
+INGEST_BYTES, CHUNK_SIZE, OVERLAP = 8_000_000, 500, 50
 
 
 def raw_faiss(m: np.ndarray, path: Path, *, rewrite_each_batch: bool) -> tuple[float, list[float]]:
@@ -120,8 +132,60 @@ def growth(times: list[float]) -> float:
     return statistics.median(times[-10:]) / statistics.median(times[:10])
 
 
+def corpus_documents() -> list[Document]:
+    """The first ~INGEST_BYTES of the corpus, one Document per file."""
+    docs: list[Document] = []
+    size = 0
+    for path in corpus_files():
+        text = path.read_text("utf-8", errors="replace")
+        docs.append(Document(text, metadata={"source": path.name}, id=str(path)))
+        size += len(text)
+        if size >= INGEST_BYTES:
+            break
+    return docs
+
+
+def ingest_into_store(docs: list[Document], folder: Path) -> tuple[float, int]:
+    store = FAISSVectorStore(folder / "i.faiss", folder / "i.meta")
+    ingest = IngestDocuments(
+        Embedder(provider="hashing", dimension=DIM), store, Chunker(CHUNK_SIZE, OVERLAP)
+    )
+    start = time.perf_counter()
+    ingest(docs)
+    seconds = time.perf_counter() - start
+    count = len(store)
+    store.close()
+    return seconds, count
+
+
+def ingest_into_raw_faiss(docs: list[Document], path: Path) -> tuple[float, int]:
+    """The same chunks and embeddings, into raw FAISS, one final write."""
+    import faiss
+
+    embedder = Embedder(provider="hashing", dimension=DIM)
+    chunker = Chunker(CHUNK_SIZE, OVERLAP)
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(DIM))
+    start = time.perf_counter()
+    for doc in docs:
+        chunks = chunker.split(doc)
+        if not chunks:
+            continue
+        vectors = np.asarray(embedder.embed_matrix([c.text for c in chunks]))
+        first = int(index.ntotal)
+        index.add_with_ids(vectors, np.arange(first, first + len(chunks), dtype=np.int64))
+    faiss.write_index(index, str(path))
+    return time.perf_counter() - start, int(index.ntotal)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--skip-old", action="store_true", help="leave out the old-scheme row (~2.5 minutes)"
+    )
+    args = parser.parse_args()
+    skip_old = args.skip_old or os.environ.get("FAISS_ADD_SKIP_OLD") == "1"
     m = unit_vectors(N, DIM)
+    docs = corpus_documents()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         raw, raw_times = raw_faiss(m, folder / "raw.faiss", rewrite_each_batch=False)
@@ -129,7 +193,9 @@ def main() -> None:
         floor, floor_times = raw_faiss_and_sqlite(m, folder)
         store, store_times = through_store(m, folder / "a", compact=False)
         compacted, _ = through_store(m, folder / "b", compact=True)
-        old, old_times = raw_faiss(m, folder / "old.faiss", rewrite_each_batch=True)
+        raw_ingest, raw_rows = ingest_into_raw_faiss(docs, folder / "ingest-raw.faiss")
+        ingest, ingest_rows = ingest_into_store(docs, folder)
+        old = None if skip_old else raw_faiss(m, folder / "old.faiss", rewrite_each_batch=True)
     print(f"\nFAISS add, {N:,} x {DIM} in batches of {BATCH:,} (s)")
     print(f"{'case':<66} {'s':>8} {'ratio':>8} {'last/first':>11}")
     rows = [
@@ -137,10 +203,24 @@ def main() -> None:
         ("  + the same chunk rows into SQLite, one commit per batch", floor, floor_times),
         ("FAISSVectorStore, each batch durable (segment log)", store, store_times),
         ("FAISSVectorStore, then one compact()", compacted, store_times),
-        ("old scheme: rewrite + fsync + SHA-256 the index every batch", old, old_times),
     ]
+    if old is not None:
+        rows.append(("old scheme: rewrite + fsync + SHA-256 the index every batch", *old))
     for label, seconds, times in rows:
         print(f"{label:<66} {seconds:>8.2f} {seconds / raw:>7.2f}x {growth(times):>10.2f}x")
+    print(f"FAISSVectorStore vs the SQLite floor: {store / floor:.2f}x")
+    if raw_rows != ingest_rows:
+        raise SystemExit(f"the two ingests stored {raw_rows} and {ingest_rows} chunks")
+    print(
+        f"\nWhole ingest path: {len(docs):,} corpus files, {raw_rows:,} chunks, hashing "
+        f"embedder ({DIM}), Chunker({CHUNK_SIZE}, {OVERLAP}) (s)"
+    )
+    print(f"{'case':<66} {'s':>8} {'ratio':>8}")
+    for label, seconds in (
+        ("chunk + embed + raw FAISS add_with_ids + one final write (floor)", raw_ingest),
+        ("IngestDocuments into FAISSVectorStore", ingest),
+    ):
+        print(f"{label:<66} {seconds:>8.2f} {seconds / raw_ingest:>7.2f}x")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     MatrixBulkStore,
     PreparedBatch,
     check_k,
-    metadata_json,
+    metadata_jsons,
     prepare_batch,
     prepare_query,
 )
@@ -533,16 +533,22 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                 f"chunk {batch.ids[0]!r} has dimension {batch.vectors.shape[1]}, but the store "
                 f"expects {self._dim}"
             )
-        rows = [(c.id, c.doc_id, c.text, metadata_json(c)) for c in batch.chunks]
-        known = self._int_ids("id", [r[0] for r in rows])
+        known = self._int_ids("id", batch.ids)
         if known:
             self._remove_int_ids(known)
-        count = len(rows)
+        count = len(batch.ids)
         labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
         self._next_label += count
         self._meta.executemany(
             "INSERT INTO chunks (int_id, id, doc_id, text, metadata) VALUES (?, ?, ?, ?, ?)",
-            [(i, *r) for i, r in zip(labels.tolist(), rows, strict=True)],
+            zip(
+                labels.tolist(),
+                batch.ids,
+                [c.doc_id for c in batch.chunks],
+                [c.text for c in batch.chunks],
+                metadata_jsons(batch.chunks),
+                strict=True,
+            ),
         )
         vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
         start = int(self._index.ntotal)

@@ -19,7 +19,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     Matrix,
     MatrixBulkStore,
     PreparedBatch,
-    metadata_json,
+    metadata_jsons,
     prepare_batch,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
@@ -36,7 +36,6 @@ __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _DELETE_BATCH = 500
-_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _table_name(name: str) -> str:
@@ -46,22 +45,6 @@ def _table_name(name: str) -> str:
             "underscores, starting with a letter or underscore (at most 63 characters)"
         )
     return name
-
-
-def _metadata_json(chunks: Sequence[Chunk]) -> Iterator[str]:
-    """Each chunk's metadata as JSON; a run of identical metadata (a document's) is encoded once."""
-    last: dict[str, Any] | None = None
-    encoded = ""
-    for c in chunks:
-        if last is None or not _same_scalars(c.metadata, last):
-            encoded, last = metadata_json(c), c.metadata
-        yield encoded
-
-
-def _same_scalars(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Equal flat metadata whose values also have the same types (1, 1.0 and True are equal
-    but encode differently); nested values never count as the same."""
-    return a == b and all(type(v) is type(b[k]) and type(v) in _SCALARS for k, v in a.items())
 
 
 def _row_bytes(batch: PreparedBatch) -> list[bytes]:
@@ -334,7 +317,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 [
                     (c.id, c.doc_id, c.text, js, dim, v)
                     for c, js, v in zip(
-                        batch.chunks, _metadata_json(batch.chunks), _row_bytes(batch), strict=True
+                        batch.chunks, metadata_jsons(batch.chunks), _row_bytes(batch), strict=True
                     )
                 ],
             )
