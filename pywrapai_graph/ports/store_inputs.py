@@ -19,7 +19,7 @@ import operator
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.checks import check_unicode
@@ -151,7 +151,6 @@ def _explain_chunk(chunk: Chunk) -> None:
         check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
 
 
-_FIELDS = operator.attrgetter("id", "doc_id", "text", "metadata")
 _SCALAR_TYPES = frozenset({str, int, bool, float, type(None)})
 _STR = frozenset({str})
 
@@ -170,19 +169,19 @@ def _valid_texts(texts: Sequence[str]) -> bool:
 def _valid_values(values: Iterable[object]) -> bool:
     """Every value a plain JSON scalar (exact types) or a plain list/tuple of them, valid."""
     scalars = list(values)
-    nested = [v for v in scalars if type(v) is list or type(v) is tuple]
-    if nested:
-        scalars = [v for v in scalars if type(v) is not list and type(v) is not tuple]
-        items: list[object] = list(chain.from_iterable(nested))
-        if not set(map(type, items)) <= _SCALAR_TYPES:
-            return False
-        scalars += items
     types = set(map(type, scalars))
+    if list in types or tuple in types:
+        nested = [v for v in scalars if type(v) is list or type(v) is tuple]
+        scalars = [v for v in scalars if type(v) is not list and type(v) is not tuple]
+        scalars += chain.from_iterable(nested)
+        types = set(map(type, scalars))
     if not types <= _SCALAR_TYPES:
         return False
     if float in types and not all(map(math.isfinite, [v for v in scalars if type(v) is float])):
         return False
-    return str not in types or _valid_texts([v for v in scalars if type(v) is str])
+    if str not in types:
+        return True
+    return _valid_texts(scalars if types == _STR else [v for v in scalars if type(v) is str])  # type: ignore[arg-type]
 
 
 def _valid_batch(chunks: Sequence[object]) -> bool:
@@ -197,10 +196,14 @@ def _valid_batch(chunks: Sequence[object]) -> bool:
         return True
     if set(map(type, chunks)) != {Chunk}:
         return False
-    columns: list[tuple[Any, ...]] = list(zip(*map(_FIELDS, chunks), strict=True))
-    ids, docs, texts, metadata = columns
+    batch = cast(Sequence[Chunk], chunks)
+    # As typed by the caller, not as annotated: each is checked below.
+    ids: list[object] = [c.id for c in batch]
+    docs: list[object] = [c.doc_id for c in batch]
+    texts: list[object] = [c.text for c in batch]
+    metadata: list[Any] = [c.metadata for c in batch]
     for strings in (ids, docs, texts):
-        if set(map(type, strings)) != _STR or not _valid_texts(strings):
+        if set(map(type, strings)) != _STR or not _valid_texts(cast(list[str], strings)):
             return False
     if set(map(type, metadata)) != {dict}:
         return False
