@@ -7,6 +7,9 @@ median of the runs, all rows interleaved in one loop so machine load hits them a
 same runs' CPU time, user + system, is printed too: on a shared machine it moves less):
 
 - ``python -c "import numpy, sqlite3"``: the floor of any process that searches vectors;
+- the same with ``OPENBLAS_NUM_THREADS=1``: the command line gives numpy's BLAS one thread
+  (no pool of spinning threads; it does a few matrix-vector products), so this is the floor
+  of the same choice;
 - the same plus reading every stored vector into one matrix (``SELECT embedding``): the
   floor of an exact search that starts cold;
 - importing the command line module (what every command pays before it reads anything);
@@ -36,6 +39,8 @@ from pywrapai_graph.domain.manifest import EmbedderIdentity
 
 ASK_N, DIM, RUNS = 85_000, 384, 9
 QUESTION = "How long do refunds take?"
+#: ``env OPENBLAS_NUM_THREADS=1 ...``: the floor as the command line runs numpy
+ONE_THREAD = ["env", "OPENBLAS_NUM_THREADS=1"]
 
 
 def median_runs(
@@ -89,6 +94,7 @@ def ask() -> None:
         t, cpu = median_runs(
             {
                 "floor": [sys.executable, "-c", "import numpy, sqlite3"],
+                "floor1": [*ONE_THREAD, sys.executable, "-c", "import numpy, sqlite3"],
                 "read": [sys.executable, "-c", read],
                 "import": [sys.executable, "-c", "import pywrapai_graph.composition.cli"],
                 "ask": [*cli, "ask", "--show-messages", QUESTION],
@@ -102,6 +108,7 @@ def ask() -> None:
             f"ask --show-messages on a {ASK_N:,}-chunk SQLite store ({label} ms, median of {RUNS})",
             [
                 ('python -c "import numpy, sqlite3" (floor)', base, 1.0),
+                ("  the same, OPENBLAS_NUM_THREADS=1", times["floor1"], times["floor1"] / base),
                 ("floor + SELECT embedding into one matrix", times["read"], times["read"] / base),
                 ("import pywrapai_graph.composition.cli", times["import"], times["import"] / base),
                 ("pywrapai-graph ask --show-messages", times["ask"], times["ask"] / base),

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pywrapai_graph import SQLiteVectorStore
-from pywrapai_graph.composition.cli import main
+from pywrapai_graph.composition.cli import BLAS_THREAD_VARIABLES, main
 from pywrapai_graph.composition.command_objects import CommandObjects
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.settings import load_settings
@@ -167,3 +167,53 @@ def test_main_called_with_arguments_leaves_the_collector_alone(kb: Path) -> None
     frozen = gc.get_freeze_count()
     assert main(["ask", QUESTION]) == 0
     assert gc.get_freeze_count() == frozen  # only the program itself (argv None) freezes
+
+
+_THREADS = (
+    "import os, sys\n"
+    "{start}\n"
+    "import numpy\n"
+    "numpy.ones((512, 512), numpy.float32) @ numpy.ones(512, numpy.float32)\n"
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+)
+_AS_SCRIPT = "sys.argv[0] = '/usr/bin/pywrapai-graph'\nimport pywrapai_graph.composition.cli"
+_AS_MODULE = (
+    "import runpy\nsys.argv = ['cli', '--help']\n"
+    "try:\n"
+    "    runpy.run_module('pywrapai_graph.composition.cli', run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    pass"
+)
+_AS_LIBRARY = "import pywrapai_graph.composition.cli"
+
+
+def _threads(start: str, **variables: str) -> tuple[int, str]:
+    """OS threads of a fresh interpreter after ``start`` and a BLAS product, and the
+    ``OPENBLAS_NUM_THREADS`` its environment holds afterwards."""
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS.format(start=start)],
+        env={**env, **variables, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *_, threads, variable = done.stdout.split()  # after what the command printed
+    return int(threads), variable
+
+
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir(),
+    reason="needs 2 cores (numpy's BLAS starts one thread per core) and /proc",
+)
+def test_the_program_runs_numpy_with_one_blas_thread_unless_the_user_chose() -> None:
+    pool, _ = _threads("")  # numpy alone starts its pool of threads
+    assert pool >= 2
+    # run as the program (console script or python -m): one thread, environment as it was
+    assert _threads(_AS_SCRIPT) == (1, "None")
+    assert _threads(_AS_MODULE) == (1, "None")
+    # imported by other code: nothing changes
+    assert _threads(_AS_LIBRARY) == (pool, "None")
+    # the user's own choice wins
+    assert _threads(_AS_SCRIPT, OPENBLAS_NUM_THREADS="2") == (2, "2")
+    assert _threads(_AS_SCRIPT, OMP_NUM_THREADS="2")[0] == pool
