@@ -7,8 +7,9 @@ reads the Debian python3.11-doc / linux-doc reStructuredText sources when instal
    CPU seconds; the heap collected before each call): LangChain's
    ``RecursiveCharacterTextSplitter.split_text``; before: the one-window-at-a-time loop of
    884b7e1 (``tests/unit/chunker_reference.py``); after: our ``Chunker.split`` with every
-   chunk's id read; the floor of making just the ``Chunk`` objects and ids from finished
-   texts. Chunks over ``chunk_size`` and overlaps that start mid-word, for both.
+   chunk's id read, on the compiled loops (``_chunker_ext``) when built, and on their
+   pure-Python twins; the floor of making just the list of ``Chunk`` objects and their ids
+   from finished texts. Chunks over ``chunk_size`` and overlaps that start mid-word, for both.
 2. MB/s on 1, 10 and 100 MB single-paragraph texts, a 10 MB text without any whitespace,
    and 20 MB of real multi-paragraph text, each next to the floor of splitting the same text
    at blank lines (one regex pass); the peak memory of streaming the 100 MB case.
@@ -28,6 +29,7 @@ from typing import TypeVar
 
 from benchmarks._corpus import real_text
 from pywrapai_graph import Chunk, Chunker, Document
+from pywrapai_graph.application import chunker as chunker_module
 from pywrapai_graph.application.chunker import _chunk_ids
 
 WORDS = [
@@ -173,6 +175,16 @@ def _mid_word_overlaps(chunks: list[str], overlap: int) -> int:
     return bad
 
 
+def _python_loops(fn: Callable[[], T]) -> T:
+    """``fn()`` with the chunker on its pure-Python loops (the compiled ones set aside)."""
+    saved = chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS
+    chunker_module._NATIVE_CUTTER = chunker_module._NATIVE_IDS = None
+    try:
+        return fn()
+    finally:
+        chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS = saved
+
+
 def _best_of_3(fn: Callable[[], object]) -> tuple[float, float]:
     """Best wall and best CPU seconds of 3 calls, each from a collected heap, result dropped."""
     walls, cpus = [], []
@@ -199,6 +211,8 @@ def against_langchain(text: str, title: str) -> None:
     lc_texts = theirs.split_text(text)
     mine = ours.split(doc)
     assert mine == reference_split(ours, doc), "the fast path must equal the reference"
+    assert _python_loops(partial(ours.split, doc)) == mine, "compiled and Python must agree"
+    path = "compiled" if chunker_module._NATIVE_CUTTER is not None else "Python"
     our_texts = [c.text for c in mine]
     n = len(mine)
     meta: dict[str, object] = {}
@@ -213,21 +227,32 @@ def against_langchain(text: str, title: str) -> None:
             "before: the one-window loop of 884b7e1 (its ids)",
             lambda: [c.id for c in reference_split(ours, doc)],
         ),
-        (f"after: Chunker.split, ids read ({n:,} chunks)", lambda: [c.id for c in ours.split(doc)]),
         (
-            "floor: the Chunk objects and their ids alone, no cutting",
+            f"after: Chunker.split, ids read ({n:,} chunks) [{path}]",
+            lambda: [c.id for c in ours.split(doc)],
+        ),
+        (
+            "after, pure-Python loops [Python]",
+            partial(_python_loops, lambda: [c.id for c in ours.split(doc)]),
+        ),
+        (
+            "floor: the list of Chunk objects and their ids alone, no cutting",
             lambda: [
                 c.id
-                for c in map(
-                    Chunk,
-                    our_texts,
-                    itertools.repeat(doc.id),
-                    map(dict.copy, itertools.repeat(meta)),
-                    _chunk_ids(doc.id),
+                for c in list(
+                    map(
+                        Chunk,
+                        our_texts,
+                        itertools.repeat(doc.id),
+                        map(dict.copy, itertools.repeat(meta)),
+                        _chunk_ids(doc.id),
+                    )
                 )
             ],
         ),
     ]
+    if path == "Python":  # the compiled loops are not built: the row above says it all
+        del rows[3]
     times = [(label, *_best_of_3(fn)) for label, fn in rows]
     _, lc_wall, lc_cpu = times[0]
     print(f"\n1. Chunking {mb:.1f} MB of {title} at (500, 50), best of 3 in this run")
@@ -238,6 +263,10 @@ def against_langchain(text: str, title: str) -> None:
             f"{cpu:>7.3f} {lc_cpu / cpu:>6.2f}x"
         )
     print("(vs LC: LangChain's time over ours, above 1 = faster than LangChain)")
+    print(
+        f"Chunker.split ran on the {path} loops: {times[2][2] / times[0][2]:.2f}x LangChain's "
+        f"CPU time ({times[0][2] / times[2][2]:.2f}x as fast)"
+    )
     for name, texts in (("LangChain", lc_texts), ("ours", our_texts)):
         over = sum(len(t) > 500 for t in texts)
         print(
@@ -252,7 +281,11 @@ def throughput(real: str, source: str) -> None:
     cases = [(f"{n} MB, one paragraph", single_paragraph(n)) for n in (1, 10, 100)]
     cases.append(("10 MB, no whitespace at all", "x" * 10_000_000))
     cases.append((f"{len(real) / 1e6:.0f} MB real text ({source})", real))
-    print("\n2. Chunker(500, 50) throughput, MB/s, next to splitting at blank lines (the floor)")
+    path = "compiled" if chunker_module._NATIVE_CUTTER is not None else "Python"
+    print(
+        f"\n2. Chunker(500, 50) throughput ({path} loops), MB/s, next to splitting at blank "
+        "lines (the floor)"
+    )
     print(f"{'case':<52} {'chunks':>9} {'ours':>8} {'floor':>8} {'ratio':>7}")
     for label, text in cases:
         mb = len(text) / 1_000_000

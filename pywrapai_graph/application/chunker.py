@@ -8,7 +8,7 @@ import operator
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import Chunk, Document
@@ -65,11 +65,23 @@ def chunk_id(doc_id: str, index: int) -> str:
 
 def _id_prefix(doc_id: str) -> _Hash:
     """SHA-1 fed what uuid5 hashes before the index: the namespace, the document id, a NUL."""
-    return hashlib.sha1(_CHUNK_NAMESPACE.bytes + doc_id.encode() + b"\x00", usedforsecurity=False)
+    return hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False)
+
+
+def _id_bytes(doc_id: str) -> bytes:
+    """What uuid5 hashes before a chunk's index: the namespace, the document id, a NUL."""
+    return _CHUNK_NAMESPACE.bytes + doc_id.encode() + b"\x00"
 
 
 def _chunk_ids(doc_id: str) -> Iterator[str]:
-    """The ids of a document's chunks 0, 1, 2, ..., computed in batches of growing size."""
+    """The ids of a document's chunks 0, 1, 2, ... (endless)."""
+    if _NATIVE_IDS is not None:
+        return _NATIVE_IDS(_id_bytes(doc_id))
+    return _py_chunk_ids(doc_id)
+
+
+def _py_chunk_ids(doc_id: str) -> Iterator[str]:
+    """:func:`_chunk_ids` in Python, computed in batches of growing size."""
     prefix = _id_prefix(doc_id)
     start, count = 0, 8
     while True:
@@ -238,8 +250,32 @@ class Chunker:
         yield from map(Chunk, texts, itertools.repeat(doc.id), copies, _chunk_ids(doc.id))
 
 
+def _native() -> tuple[
+    Callable[[str, int, int], Iterator[str]] | None, Callable[[bytes], Iterator[str]] | None
+]:
+    """The compiled loops (``_chunker_ext.c``), or None when the install had no C compiler."""
+    try:
+        from pywrapai_graph.application._chunker_ext import ChunkIds, Cutter
+    except ImportError:
+        return None, None
+    return Cutter, ChunkIds
+
+
+# ``Cutter(text, size, limit)`` gives what _py_chunk_texts gives, and
+# ``ChunkIds(prefix)`` what _py_chunk_ids gives, several times faster (tests hold each
+# pair to the same results).
+_NATIVE_CUTTER, _NATIVE_IDS = _native()
+
+
 def _chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
     """The texts of the chunks :class:`Chunker` cuts from ``text``, in order."""
+    if _NATIVE_CUTTER is not None:
+        return _NATIVE_CUTTER(text, size, limit)
+    return _py_chunk_texts(text, size, limit)
+
+
+def _py_chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
+    """:func:`_chunk_texts` in Python (the compiled loop's twin, used without it)."""
     end = _content_end(text)
     first = _NON_SPACE.search(text, 0, end)
     if first is None:

@@ -1,0 +1,24 @@
+"""The chunker's hot loops, compiled from ``_chunker_ext.c`` (optional; see ``chunker.py``)."""
+
+from collections.abc import Iterator
+
+class Cutter(Iterator[str]):
+    """The texts of the chunks cut from ``text`` (``chunker._py_chunk_texts``'s twin).
+
+    ``size`` is the chunk size (> 10), ``limit`` the overlap limit (0 to ``size - 11``);
+    anything else raises ``ValueError``.
+    """
+
+    def __init__(self, text: str, size: int, limit: int) -> None: ...
+    def __next__(self) -> str: ...
+
+class ChunkIds(Iterator[str]):
+    """The ids of a document's chunks 0, 1, 2, ... (``chunker._py_chunk_ids``'s twin), endless.
+
+    ``prefix``: the bytes uuid5 hashes before a chunk's index (namespace, UTF-8 document
+    id, NUL). SHA-1 runs on the processor's SHA instructions when it has them, unless
+    ``portable`` (the plain C code every processor runs; tests compare the two).
+    """
+
+    def __init__(self, prefix: bytes, *, portable: bool = False) -> None: ...
+    def __next__(self) -> str: ...
