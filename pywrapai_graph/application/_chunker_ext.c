@@ -207,9 +207,11 @@ Cutter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                      1 + MIN_CHUNK_CHARS, limit);
         return NULL;
     }
-    if (PyUnicode_READY(text) < 0) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) { /* a legacy string made by the old C API */
         return NULL;
     }
+#endif
     CutterObject *self = (CutterObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;

@@ -241,13 +241,16 @@ class Chunker:
 
     def split(self, doc: Document) -> list[Chunk]:
         """Split ``doc``; chunks carry its id and a copy of its metadata."""
-        return list(self.iter_split(doc))
+        return list(self._chunks(doc))
 
     def iter_split(self, doc: Document) -> Iterator[Chunk]:
         """Yield ``doc``'s chunks one at a time (what :meth:`split` returns, streamed)."""
+        yield from self._chunks(doc)
+
+    def _chunks(self, doc: Document) -> Iterator[Chunk]:
         texts = _chunk_texts(doc.text, self.chunk_size, self._overlap_limit)
         copies = map(_COPY, itertools.repeat(doc.metadata))
-        yield from map(Chunk, texts, itertools.repeat(doc.id), copies, _chunk_ids(doc.id))
+        return map(Chunk, texts, itertools.repeat(doc.id), copies, _chunk_ids(doc.id))
 
 
 def _native() -> tuple[
