@@ -9,7 +9,8 @@ reads the Debian python3.11-doc / linux-doc reStructuredText sources when instal
    884b7e1 (``tests/unit/chunker_reference.py``); after: our ``Chunker.split`` with every
    chunk's id read, on the compiled loops (``_chunker_ext``) when built, and on their
    pure-Python twins; the floor of making just the list of ``Chunk`` objects and their ids
-   from finished texts. Chunks over ``chunk_size`` and overlaps that start mid-word, for both.
+   from finished texts (as the chunker makes them). Chunks over ``chunk_size`` and overlaps
+   that start mid-word, for both.
 2. MB/s on 1, 10 and 100 MB single-paragraph texts, a 10 MB text without any whitespace,
    and 20 MB of real multi-paragraph text, each next to the floor of splitting the same text
    at blank lines (one regex pass); the peak memory of streaming the 100 MB case.
@@ -23,7 +24,7 @@ import random
 import re
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TypeVar
 
@@ -175,14 +176,27 @@ def _mid_word_overlaps(chunks: list[str], overlap: int) -> int:
     return bad
 
 
+def _make_chunks(texts: list[str], doc_id: str, meta: dict[str, object]) -> Iterator[Chunk]:
+    """The chunks of finished texts, made the way ``Chunker`` makes them (in C when built)."""
+    if chunker_module._NATIVE_CHUNKS is not None:
+        return chunker_module._NATIVE_CHUNKS(Chunk, iter(texts), doc_id, meta, _chunk_ids(doc_id))
+    copies = map(dict.copy, itertools.repeat(meta))
+    return map(Chunk, texts, itertools.repeat(doc_id), copies, _chunk_ids(doc_id))
+
+
 def _python_loops(fn: Callable[[], T]) -> T:
     """``fn()`` with the chunker on its pure-Python loops (the compiled ones set aside)."""
-    saved = chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS
+    saved = chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS, chunker_module._NATIVE_CHUNKS
     chunker_module._NATIVE_CUTTER = chunker_module._NATIVE_IDS = None
+    chunker_module._NATIVE_CHUNKS = None
     try:
         return fn()
     finally:
-        chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS = saved
+        (
+            chunker_module._NATIVE_CUTTER,
+            chunker_module._NATIVE_IDS,
+            chunker_module._NATIVE_CHUNKS,
+        ) = saved
 
 
 def _best_of_3(fn: Callable[[], object]) -> tuple[float, float]:
@@ -237,18 +251,7 @@ def against_langchain(text: str, title: str) -> None:
         ),
         (
             "floor: the list of Chunk objects and their ids alone, no cutting",
-            lambda: [
-                c.id
-                for c in list(
-                    map(
-                        Chunk,
-                        our_texts,
-                        itertools.repeat(doc.id),
-                        map(dict.copy, itertools.repeat(meta)),
-                        _chunk_ids(doc.id),
-                    )
-                )
-            ],
+            lambda: [c.id for c in list(_make_chunks(our_texts, doc.id, meta))],
         ),
     ]
     if path == "Python":  # the compiled loops are not built: the row above says it all

@@ -9,10 +9,13 @@
  * str(uuid.uuid5(namespace, f"{doc_id}\x00{index}")), `prefix` being the bytes uuid5
  * hashes before the index (namespace, UTF-8 document id, NUL). SHA-1 as FIPS 180-4
  * defines it.
+ *
+ * Chunks(chunk_type, texts, doc_id, metadata, ids) makes the Chunk objects (see below).
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -596,37 +599,171 @@ static PyTypeObject ChunkIdsType = {
     .tp_new = ChunkIds_new,
 };
 
+/* ---- Chunk objects ----
+ *
+ * Chunks(chunk_type, texts, doc_id, metadata, ids) iterates over
+ * chunk_type(text, doc_id, metadata.copy(), id) for each text and id, made as the
+ * dataclass __init__ makes them (each field's slot set, embedding None) without running
+ * it: chunker.py uses it only for a Chunk class whose __init__ does no more than that.
+ */
+
+/* The fields of the Chunk dataclass, in its __init__'s order. */
+static const char *const chunk_fields[] = {"text", "doc_id", "metadata", "id", "embedding"};
+#define CHUNK_FIELDS 5
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *chunk_type;
+    Py_ssize_t offsets[CHUNK_FIELDS]; /* where each field's slot lies in an instance */
+    PyObject *texts;                  /* iterators */
+    PyObject *ids;
+    PyObject *doc_id;
+    PyObject *metadata;
+} ChunksObject;
+
+static int
+Chunks_traverse(ChunksObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->chunk_type);
+    Py_VISIT(self->texts);
+    Py_VISIT(self->ids);
+    Py_VISIT(self->doc_id);
+    Py_VISIT(self->metadata);
+    return 0;
+}
+
+static int
+Chunks_clear(ChunksObject *self)
+{
+    Py_CLEAR(self->chunk_type);
+    Py_CLEAR(self->texts);
+    Py_CLEAR(self->ids);
+    Py_CLEAR(self->doc_id);
+    Py_CLEAR(self->metadata);
+    return 0;
+}
+
+static void
+Chunks_dealloc(ChunksObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Chunks_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Chunks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"chunk_type", "texts", "doc_id", "metadata", "ids", NULL};
+    PyObject *chunk_type, *texts, *doc_id, *metadata, *ids;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOOO:Chunks", kwlist, &PyType_Type,
+                                     &chunk_type, &texts, &doc_id, &metadata, &ids)) {
+        return NULL;
+    }
+    if (!PyIter_Check(texts) || !PyIter_Check(ids) || !PyDict_CheckExact(metadata)) {
+        PyErr_SetString(PyExc_TypeError, "texts and ids must be iterators, metadata a dict");
+        return NULL;
+    }
+    PyTypeObject *ctype = (PyTypeObject *)chunk_type;
+    Py_ssize_t offsets[CHUNK_FIELDS];
+    for (int i = 0; i < CHUNK_FIELDS; i++) {
+        /* Each field must be a plain writable object slot of the class itself. */
+        PyObject *descr = PyDict_GetItemString(ctype->tp_dict, chunk_fields[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", ctype->tp_name, chunk_fields[i]);
+            return NULL;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY) ||
+            member->offset < (Py_ssize_t)sizeof(PyObject) ||
+            member->offset + (Py_ssize_t)sizeof(PyObject *) > ctype->tp_basicsize) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot",
+                         ctype->tp_name, chunk_fields[i]);
+            return NULL;
+        }
+        offsets[i] = member->offset;
+    }
+    ChunksObject *self = (ChunksObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    memcpy(self->offsets, offsets, sizeof offsets);
+    self->chunk_type = (PyTypeObject *)Py_NewRef(chunk_type);
+    self->texts = Py_NewRef(texts);
+    self->ids = Py_NewRef(ids);
+    self->doc_id = Py_NewRef(doc_id);
+    self->metadata = Py_NewRef(metadata);
+    return (PyObject *)self;
+}
+
+static PyObject *
+Chunks_next(ChunksObject *self)
+{
+    if (self->texts == NULL) {
+        return NULL;
+    }
+    PyObject *text = Py_TYPE(self->texts)->tp_iternext(self->texts);
+    if (text == NULL) {
+        Chunks_clear(self); /* exhausted, or an error (left set) */
+        return NULL;
+    }
+    PyObject *id = Py_TYPE(self->ids)->tp_iternext(self->ids);
+    PyObject *metadata = id ? PyDict_Copy(self->metadata) : NULL;
+    PyObject *chunk = metadata ? self->chunk_type->tp_alloc(self->chunk_type, 0) : NULL;
+    if (chunk == NULL) {
+        if (id == NULL && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "the chunk ids ran out");
+        }
+        Py_DECREF(text);
+        Py_XDECREF(id);
+        Py_XDECREF(metadata);
+        return NULL;
+    }
+    /* What the dataclass __init__ does: every field set, embedding to None. */
+    PyObject *values[CHUNK_FIELDS] = {text, Py_NewRef(self->doc_id), metadata, id,
+                                      Py_NewRef(Py_None)};
+    for (int i = 0; i < CHUNK_FIELDS; i++) {
+        *(PyObject **)((char *)chunk + self->offsets[i]) = values[i];
+    }
+    return chunk;
+}
+
+static PyTypeObject ChunksType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pywrapai_graph.application._chunker_ext.Chunks",
+    .tp_basicsize = sizeof(ChunksObject),
+    .tp_dealloc = (destructor)Chunks_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("Chunks(chunk_type, texts, doc_id, metadata, ids): the Chunk objects."),
+    .tp_traverse = (traverseproc)Chunks_traverse,
+    .tp_clear = (inquiry)Chunks_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Chunks_next,
+    .tp_new = Chunks_new,
+};
+
 static struct PyModuleDef cutter_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "pywrapai_graph.application._chunker_ext",
-    .m_doc = "The chunker's cutting loop and chunk ids, compiled (same results as chunker.py).",
+    .m_doc = "The chunker's cutting loop, chunk ids and Chunk objects, compiled (as chunker.py).",
     .m_size = -1,
 };
 
 PyMODINIT_FUNC
 PyInit__chunker_ext(void)
 {
-    if (PyType_Ready(&CutterType) < 0 || PyType_Ready(&ChunkIdsType) < 0) {
-        return NULL;
-    }
-    if (has_sha_ni()) {
-        sha1_fold = sha1_block_ni;
-    }
     PyObject *module = PyModule_Create(&cutter_module);
     if (module == NULL) {
         return NULL;
     }
-    Py_INCREF(&CutterType);
-    if (PyModule_AddObject(module, "Cutter", (PyObject *)&CutterType) < 0) {
-        Py_DECREF(&CutterType);
-        Py_DECREF(module);
-        return NULL;
+    PyTypeObject *types[] = {&CutterType, &ChunkIdsType, &ChunksType};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (PyModule_AddType(module, types[i]) < 0) { /* readies the type too */
+            Py_DECREF(module);
+            return NULL;
+        }
     }
-    Py_INCREF(&ChunkIdsType);
-    if (PyModule_AddObject(module, "ChunkIds", (PyObject *)&ChunkIdsType) < 0) {
-        Py_DECREF(&ChunkIdsType);
-        Py_DECREF(module);
-        return NULL;
+    if (has_sha_ni()) {
+        sha1_fold = sha1_block_ni;
     }
     return module;
 }

@@ -1,6 +1,9 @@
 """The chunker's hot loops, compiled from ``_chunker_ext.c`` (optional; see ``chunker.py``)."""
 
 from collections.abc import Iterator
+from typing import Any
+
+from pywrapai_graph.domain import Chunk
 
 class Cutter(Iterator[str]):
     """The texts of the chunks cut from ``text`` (``chunker._py_chunk_texts``'s twin).
@@ -22,3 +25,21 @@ class ChunkIds(Iterator[str]):
 
     def __init__(self, prefix: bytes, *, portable: bool = False) -> None: ...
     def __next__(self) -> str: ...
+
+class Chunks(Iterator[Chunk]):
+    """``chunk_type(text, doc_id, metadata.copy(), id)`` for each text and id, in C.
+
+    Each object's five slots are filled as ``Chunk``'s dataclass ``__init__`` fills them
+    (``embedding`` None) without running it: only for a class whose ``__init__`` does
+    just that (``chunker._chunk_init_sets_fields_only``). ``metadata`` must be a dict.
+    """
+
+    def __init__(
+        self,
+        chunk_type: type[Chunk],
+        texts: Iterator[str],
+        doc_id: str,
+        metadata: dict[str, Any],
+        ids: Iterator[str],
+    ) -> None: ...
+    def __next__(self) -> Chunk: ...

@@ -23,4 +23,5 @@ def chunker_path(request: pytest.FixtureRequest) -> Iterator[str]:
         if request.param == "python":
             patch.setattr(chunker_module, "_NATIVE_CUTTER", None)
             patch.setattr(chunker_module, "_NATIVE_IDS", None)
+            patch.setattr(chunker_module, "_NATIVE_CHUNKS", None)
         yield request.param

@@ -9,6 +9,7 @@ compiled module must be the one in use: an install that silently lost it fails h
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import random
@@ -20,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pywrapai_graph import Chunk, Chunker, Document
 from pywrapai_graph.application import chunker as chunker_module
 from pywrapai_graph.application.chunker import _CHUNK_NAMESPACE, _id_bytes, _py_chunk_texts
 
@@ -35,6 +37,8 @@ def test_the_compiled_loops_are_in_use_in_ci() -> None:
 
     assert chunker_module._NATIVE_CUTTER is _chunker_ext.Cutter
     assert chunker_module._NATIVE_IDS is _chunker_ext.ChunkIds
+    assert chunker_module._NATIVE_CHUNKS is _chunker_ext.Chunks  # Chunk is a plain dataclass
+    assert isinstance(Chunker(50, 10)._chunks(Document("words. " * 20)), _chunker_ext.Chunks)
     assert isinstance(chunker_module._chunk_texts("words. " * 20, 50, 10), _chunker_ext.Cutter)
     assert isinstance(chunker_module._chunk_ids("doc"), _chunker_ext.ChunkIds)
 
@@ -181,3 +185,83 @@ def test_chunk_ids_refuse_a_prefix_that_is_not_bytes() -> None:
 
     with pytest.raises(TypeError):
         ChunkIds("doc")  # type: ignore[arg-type]
+
+
+@compiled_only
+def test_chunks_are_the_objects_chunk_init_makes() -> None:
+    from pywrapai_graph.application._chunker_ext import Chunks
+
+    texts = [f"chunk number {i}" for i in range(2_000)]
+    ids = [f"id-{i}" for i in range(2_000)]
+    metadata = {"source": "a.txt", "tags": ["x"], "n": 1}
+    made = list(Chunks(Chunk, iter(texts), "doc", metadata, iter(ids)))
+    expected = [Chunk(t, "doc", metadata.copy(), i) for t, i in zip(texts, ids, strict=True)]
+    assert made == expected
+    assert all(type(c) is Chunk and gc.is_tracked(c) and c.embedding is None for c in made)
+    # Each chunk holds its own (shallow) copy of the metadata, as dict.copy() makes.
+    made[0].metadata["n"] = 2
+    assert metadata["n"] == 1
+    assert made[1].metadata["n"] == 1
+    assert made[0].metadata is not made[1].metadata
+    assert made[0].metadata["tags"] is metadata["tags"]
+    made[0].embedding = [0.5]
+    assert made[0] != expected[0]
+    # What the chunks hold is released with them.
+    doc_id = "".join(["d", "oc"])
+    before = sys.getrefcount(doc_id)
+    chunks = list(Chunks(Chunk, iter(texts), doc_id, {}, iter(ids)))
+    assert sys.getrefcount(doc_id) == before + len(chunks)
+    del chunks
+    assert sys.getrefcount(doc_id) == before
+
+
+def test_split_makes_the_same_chunks_with_and_without_the_compiled_maker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = Document("A sentence here. " * 500 + "\n\n" + "more words " * 300, {"k": [1]}, "d")
+    made = Chunker(200, 40).split(doc)
+    monkeypatch.setattr(chunker_module, "_NATIVE_CHUNKS", None)
+    assert Chunker(200, 40).split(doc) == made
+    # A metadata mapping that is not exactly a dict is copied by its own copy().
+
+    class Tagged(dict[str, object]):
+        def copy(self) -> Tagged:
+            return Tagged(self)
+
+    monkeypatch.undo()
+    tagged = Chunker(200, 40).split(Document(doc.text, Tagged(k=[1]), "d"))
+    assert tagged == made
+    assert all(type(c.metadata) is Tagged for c in tagged)
+
+
+@compiled_only
+def test_chunks_refuse_what_they_cannot_make() -> None:
+    from pywrapai_graph.application._chunker_ext import Chunks
+
+    class NoSlots:
+        text = doc_id = metadata = id = embedding = None
+
+    with pytest.raises(TypeError):
+        Chunks(NoSlots, iter(["t"]), "d", {}, iter(["i"]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Chunks(Chunk, iter(["t"]), "d", [], iter(["i"]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Chunks(Chunk, ["t"], "d", {}, iter(["i"]))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="ids ran out"):
+        list(Chunks(Chunk, iter(["t", "u"]), "d", {}, iter(["i"])))
+
+    def failing() -> Iterator[str]:
+        yield "first"
+        raise ValueError("broken text source")
+
+    chunks = Chunks(Chunk, failing(), "d", {}, iter(["i", "j"]))
+    assert next(chunks).text == "first"
+    with pytest.raises(ValueError, match="broken text source"):
+        next(chunks)
+    assert list(chunks) == []
+
+
+def test_chunk_is_still_the_plain_dataclass_the_compiled_maker_fills() -> None:
+    # If this fails, Chunk changed: the chunker then makes chunks with Chunk(...) again
+    # (correct, slower); update _chunker_ext.c's Chunks and this test together.
+    assert chunker_module._chunk_init_sets_fields_only()
