@@ -222,6 +222,15 @@ Cutter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* A size past the text's length cuts it the same way: its first window holds all of
+     * it, one chunk (which the overlap never follows). Capped there (with the limit), the
+     * sums of positions and sizes below stay far from overflowing, whatever the size
+     * (sys.maxsize included). n + 1 + MIN_CHUNK_CHARS cannot overflow: a str's length is
+     * well below PY_SSIZE_T_MAX. */
+    if (size > n + 1 + MIN_CHUNK_CHARS) {
+        size = n + 1 + MIN_CHUNK_CHARS;
+        limit = limit < n ? limit : n;
+    }
     Py_INCREF(text);
     self->text = text;
     self->size = size;
@@ -696,35 +705,54 @@ Chunks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* The next chunk, from the iterator's members (strong references the caller holds). */
 static PyObject *
-Chunks_next(ChunksObject *self)
+Chunks_make(ChunksObject *self, PyObject *texts, PyObject *ids, PyTypeObject *chunk_type,
+            PyObject *doc_id, PyObject *metadata)
 {
-    if (self->texts == NULL) {
-        return NULL;
-    }
-    PyObject *text = Py_TYPE(self->texts)->tp_iternext(self->texts);
+    PyObject *text = Py_TYPE(texts)->tp_iternext(texts);
     if (text == NULL) {
         Chunks_clear(self); /* exhausted, or an error (left set) */
         return NULL;
     }
-    PyObject *id = Py_TYPE(self->ids)->tp_iternext(self->ids);
-    PyObject *metadata = id ? PyDict_Copy(self->metadata) : NULL;
-    PyObject *chunk = metadata ? self->chunk_type->tp_alloc(self->chunk_type, 0) : NULL;
+    PyObject *id = Py_TYPE(ids)->tp_iternext(ids);
+    PyObject *copy = id ? PyDict_Copy(metadata) : NULL;
+    PyObject *chunk = copy ? chunk_type->tp_alloc(chunk_type, 0) : NULL;
     if (chunk == NULL) {
         if (id == NULL && !PyErr_Occurred()) {
             PyErr_SetString(PyExc_RuntimeError, "the chunk ids ran out");
         }
         Py_DECREF(text);
         Py_XDECREF(id);
-        Py_XDECREF(metadata);
+        Py_XDECREF(copy);
         return NULL;
     }
     /* What the dataclass __init__ does: every field set, embedding to None. */
-    PyObject *values[CHUNK_FIELDS] = {text, Py_NewRef(self->doc_id), metadata, id,
-                                      Py_NewRef(Py_None)};
+    PyObject *values[CHUNK_FIELDS] = {text, Py_NewRef(doc_id), copy, id, Py_NewRef(Py_None)};
     for (int i = 0; i < CHUNK_FIELDS; i++) {
         *(PyObject **)((char *)chunk + self->offsets[i]) = values[i];
     }
+    return chunk;
+}
+
+static PyObject *
+Chunks_next(ChunksObject *self)
+{
+    if (self->texts == NULL) {
+        return NULL;
+    }
+    /* Python code runs inside (the texts' iterator, a metadata key's __eq__ while the dict
+     * is copied, a finalizer when memory is collected); if it calls this iterator until it
+     * ends, the members are released under this call, which holds its own references. */
+    PyObject *texts = Py_NewRef(self->texts), *ids = Py_NewRef(self->ids);
+    PyObject *doc_id = Py_NewRef(self->doc_id), *metadata = Py_NewRef(self->metadata);
+    PyTypeObject *chunk_type = (PyTypeObject *)Py_NewRef(self->chunk_type);
+    PyObject *chunk = Chunks_make(self, texts, ids, chunk_type, doc_id, metadata);
+    Py_DECREF(texts);
+    Py_DECREF(ids);
+    Py_DECREF(doc_id);
+    Py_DECREF(metadata);
+    Py_DECREF(chunk_type);
     return chunk;
 }
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.domain import Chunk, Document
-from pywrapai_graph.errors import InvalidArgumentError
+from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -70,20 +71,34 @@ def _id_prefix(doc_id: str) -> _Hash:
 
 
 def _id_bytes(doc_id: str) -> bytes:
-    """What uuid5 hashes before a chunk's index: the namespace, the document id, a NUL."""
-    return _CHUNK_NAMESPACE.bytes + doc_id.encode() + b"\x00"
+    """What uuid5 hashes before a chunk's index: the namespace, the document id, a NUL.
+
+    The id's characters in UTF-8 (a ``str`` subclass's own ``encode`` is not asked).
+
+    Raises:
+        ArgumentTypeError: the id is not a ``str``.
+        InvalidArgumentError: it holds a lone surrogate (no UTF-8, no uuid5, no store).
+    """
+    if not isinstance(doc_id, str):
+        raise ArgumentTypeError(f"Document.id must be a str, got {type(doc_id).__name__}")
+    try:
+        utf8 = str.encode(doc_id)
+    except UnicodeEncodeError:
+        check_unicode(doc_id, "Document.id")  # raises InvalidArgumentError, saying why
+        raise
+    return _CHUNK_NAMESPACE.bytes + utf8 + b"\x00"
 
 
 def _chunk_ids(doc_id: str) -> Iterator[str]:
-    """The ids of a document's chunks 0, 1, 2, ... (endless)."""
+    """The ids of a document's chunks 0, 1, 2, ... (endless); a bad id raises at once."""
+    prefix = _id_bytes(doc_id)
     if _NATIVE_IDS is not None:
-        return _NATIVE_IDS(_id_bytes(doc_id))
-    return _py_chunk_ids(doc_id)
+        return _NATIVE_IDS(prefix)
+    return _py_chunk_ids(hashlib.sha1(prefix, usedforsecurity=False))
 
 
-def _py_chunk_ids(doc_id: str) -> Iterator[str]:
-    """:func:`_chunk_ids` in Python, computed in batches of growing size."""
-    prefix = _id_prefix(doc_id)
+def _py_chunk_ids(prefix: _Hash) -> Iterator[str]:
+    """:func:`_chunk_ids` in Python (``prefix``: SHA-1 fed :func:`_id_bytes`), in batches."""
     start, count = 0, 8
     while True:
         yield from _uuid5_batch(prefix, range(start, start + count))
@@ -241,7 +256,13 @@ class Chunker:
         return f"Chunker(chunk_size={self.chunk_size}, overlap={self.overlap})"
 
     def split(self, doc: Document) -> list[Chunk]:
-        """Split ``doc``; chunks carry its id and a copy of its metadata."""
+        """Split ``doc``; chunks carry its id and a copy of its metadata.
+
+        Raises:
+            ArgumentTypeError: ``doc.text`` or ``doc.id`` is not a ``str``.
+            InvalidArgumentError: ``doc.id`` holds a lone surrogate (its chunks' ids are
+                uuid5 of its UTF-8 bytes).
+        """
         return list(self._chunks(doc))
 
     def iter_split(self, doc: Document) -> Iterator[Chunk]:
@@ -249,12 +270,32 @@ class Chunker:
         yield from self._chunks(doc)
 
     def _chunks(self, doc: Document) -> Iterator[Chunk]:
-        texts = _chunk_texts(doc.text, self.chunk_size, self._overlap_limit)
-        ids = _chunk_ids(doc.id)
-        if _NATIVE_CHUNKS is not None and type(doc.metadata) is dict:
-            return _NATIVE_CHUNKS(Chunk, texts, doc.id, doc.metadata, ids)
-        copies = map(_COPY, itertools.repeat(doc.metadata))
-        return map(Chunk, texts, itertools.repeat(doc.id), copies, ids)
+        # Each field is read once; a bad text or id raises here, whatever the text holds.
+        text, doc_id, metadata = _characters(doc.text), doc.id, doc.metadata
+        texts = _chunk_texts(text, self.chunk_size, self._overlap_limit)
+        ids = _chunk_ids(doc_id)
+        if _NATIVE_CHUNKS is not None and type(metadata) is dict and _chunk_unpatched():
+            try:
+                return _NATIVE_CHUNKS(Chunk, texts, doc_id, metadata, ids)
+            except TypeError:  # a field of Chunk is no longer a plain slot (patched)
+                pass
+        copies = map(_COPY, itertools.repeat(metadata))
+        return map(Chunk, texts, itertools.repeat(doc_id), copies, ids)
+
+
+def _characters(text: str) -> str:
+    """``Document.text`` as a plain ``str``: a subclass is cut as its characters, whatever
+    its methods say (the compiled loop reads them directly; the Python one calls methods).
+
+    Raises:
+        ArgumentTypeError: not a ``str`` (Document refuses one, but a frozen dataclass
+            can still be forced).
+    """
+    if type(text) is str:
+        return text
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"Document.text must be str, got {type(text).__name__}")
+    return str.__str__(text)  # a plain copy
 
 
 _MakeChunks = Callable[
@@ -279,15 +320,36 @@ def _chunk_init_sets_fields_only() -> bool:
     """Whether ``Chunk(text, doc_id, metadata, id)`` just fills its slots (embedding None).
 
     Then the compiled ``Chunks`` may fill them itself; a Chunk that gains a field, a
-    ``__post_init__`` or another default is made by its ``__init__`` again.
+    ``__post_init__`` or another default, or whose ``__init__`` (the one the dataclass
+    wrote), ``__new__`` or ``__setattr__`` was replaced, is made by its ``__init__`` again.
     """
     fields = dataclasses.fields(Chunk)
+    init = Chunk.__init__
     return (
         [f.name for f in fields] == ["text", "doc_id", "metadata", "id", "embedding"]
         and fields[-1].default is None
         and vars(Chunk)["__dataclass_params__"].init
         and not hasattr(Chunk, "__post_init__")
         and "__slots__" in vars(Chunk)
+        and init.__module__ == Chunk.__module__
+        and init.__qualname__ == f"{Chunk.__qualname__}.__init__"
+        and not hasattr(init, "__wrapped__")
+        and _chunk_unpatched()
+    )
+
+
+# What Chunk(...) runs, as the class was when this module was imported.
+_CHUNK_INIT = Chunk.__init__
+
+
+def _chunk_unpatched() -> bool:
+    """Whether what ``Chunk(...)`` runs is still what :func:`_chunk_init_sets_fields_only`
+    approved (a test or a user may patch the class later; a field no longer a slot makes
+    the compiled ``Chunks`` refuse it)."""
+    return (
+        Chunk.__init__ is _CHUNK_INIT
+        and Chunk.__new__ is object.__new__
+        and Chunk.__setattr__ is object.__setattr__
     )
 
 
@@ -300,7 +362,10 @@ _NATIVE_CUTTER, _NATIVE_IDS, _NATIVE_CHUNKS = _native()
 def _chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
     """The texts of the chunks :class:`Chunker` cuts from ``text``, in order."""
     if _NATIVE_CUTTER is not None:
-        return _NATIVE_CUTTER(text, size, limit)
+        # Any size past the text's length cuts it into one chunk: capped, it fits a C
+        # Py_ssize_t (the loop caps it further, at the text's length).
+        cap = sys.maxsize - 1 - MIN_CHUNK_CHARS
+        return _NATIVE_CUTTER(text, min(size, sys.maxsize), min(limit, cap))
     return _py_chunk_texts(text, size, limit)
 
 
