@@ -168,7 +168,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         if existed:
             with self._meta_path.open("rb") as f:
                 header = f.read(16)
-            if header != b"SQLite format 3\x00":
+            if header and header != b"SQLite format 3\x00":  # (empty: never written to)
                 raise VectorStoreError(
                     f"{str(self._meta_path)!r} is not a pywrapai FAISS metadata file (SQLite); "
                     "refusing to read it. Pickle files are never loaded: re-create the store "
@@ -181,7 +181,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         except sqlite3.Error as exc:
             raise sqlite_failure(str(self._meta_path), exc) from exc
         try:
-            if existed:
+            if existed and not self._never_created(conn):
                 fmt = conn.execute(
                     "SELECT value FROM meta WHERE key = 'format'"
                     if self._has_meta_table(conn)
@@ -193,14 +193,26 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                         "metadata file; refusing to use it"
                     )
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)", (_FORMAT,))
+            # one transaction: a crash leaves the schema and the format row, or neither
+            conn.executescript(
+                f"BEGIN IMMEDIATE;{_SCHEMA}"
+                f"INSERT OR IGNORE INTO meta (key, value) VALUES ('format', '{_FORMAT}');COMMIT;"
+            )
         except BaseException as exc:
             conn.close()
             if isinstance(exc, sqlite3.Error):
                 raise sqlite_failure(str(self._meta_path), exc) from exc
             raise
         return conn
+
+    @staticmethod
+    def _never_created(conn: sqlite3.Connection) -> bool:
+        """Whether the file is what a process killed while creating the store left: empty,
+        or (written by a version that created it in steps) only our empty tables."""
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        if not set(tables) <= {"meta", "chunks", "documents", "segments"}:
+            return False
+        return not any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in tables)
 
     @staticmethod
     def _has_meta_table(conn: sqlite3.Connection) -> bool:
