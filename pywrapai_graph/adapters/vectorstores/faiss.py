@@ -258,7 +258,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                     f"the store holds dimension {stored_dim}, but dimension={self._dim} was given"
                 )
             self._dim = int(stored_dim)
-        self._generation = self._stored_generation()
+        generation = self._stored_generation()
         self._columns.clear()
         index_ok = self._index_path.exists() and (
             checksum is not None and _sha256(self._index_path) == checksum
@@ -290,6 +290,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                 )
             self._index = None if self._dim is None else self._new_index(self._dim)
             self._base_bytes = self._file_rows = self._next_label = self._capacity = 0
+            self._generation = generation
             return
         if not self._index_path.exists():
             raise VectorStoreError(
@@ -315,6 +316,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         self._file_rows = int(self._index.ntotal)
         self._drop_deleted_rows()
         self._capacity = int(self._index.ntotal)
+        self._generation = generation  # only now: a load that failed is tried (and fails) again
 
     def _catch_up(self) -> None:
         """Follow another process's commits (called with the file lock held).
@@ -326,6 +328,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         known = len(self._segments_read)
         if (
             self._index is None
+            or self._generation < 0  # the last load failed: it left no state to build on
             or self._meta_value("index_sha256") != self._base_sha256
             or segments[:known] != self._segments_read
         ):
@@ -333,9 +336,9 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             return
         new = segments[known:]
         labels, vectors = self._log.read(new, int(self._dim or 0))
+        self._generation = -1  # until this catch-up is complete
         if labels.size:
             self._index.add_with_ids(vectors, labels)
-        self._generation = self._stored_generation()
         self._segments_read = segments
         self._log_end = segments[-1].end if segments else 0
         self._file_rows += int(labels.size)
@@ -343,6 +346,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         self._columns.clear()
         self._drop_deleted_rows()
         self._capacity = int(self._index.ntotal)
+        self._generation = self._stored_generation()
 
     def _drop_deleted_rows(self) -> None:
         """Remove the rows the files hold but the metadata no longer lists (deleted ones)."""
@@ -366,6 +370,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
     def _reload(self) -> None:
         """Return to what the files say (after a failed write, or another process's write)."""
         self._index = None
+        self._generation = -1  # no generation loaded until the load succeeds
         self._dim = self._fixed_dim
         self._lexical.reset()
         self._load()
