@@ -1,8 +1,9 @@
 """SIGKILL a FAISS store's writer at every crash point, one after another, and check each.
 
-Run as ``python -m tests.faults.faiss_crash_points <folder> <seed> <sequences>`` (a fresh
-process: it forks its writers, so no FAISS threads may exist before). It prints a JSON
-:class:`Report`.
+Run as ``python -m tests.faults.faiss_crash_points <folder> <seed> <sequences> <rounds>``
+(a fresh process: it forks its writers, so no FAISS threads may exist before). It prints a
+JSON :class:`Report`: :func:`first_open`, :func:`run` (``sequences``), then
+:func:`concurrent_writers` (``rounds``).
 
 A *crash point* is an instant where a real crash may stop the writer: before each SQL
 statement the store's metadata connection runs (``BEGIN``, every write, ``COMMIT``), before
@@ -35,6 +36,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,15 @@ from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import PyWrapAIError
 
 DIM = 8
-DOCS = [f"d{i}" for i in range(5)]
+OWNERS = ["w0", "w1", "w2"]  # the writers of ``concurrent_writers``, each with its documents
+
+
+def doc_names(owner: str) -> list[str]:
+    return [f"{owner}d{i}" for i in range(5)]
+
+
+DOCS = doc_names("")
+ALL_DOCS = DOCS + [doc for owner in OWNERS for doc in doc_names(owner)]
 IDENTITY = EmbedderIdentity("test", "crash", DIM)
 
 #: documents → version, and the loose chunks (added with ``add``, doc id "loose")
@@ -63,7 +73,9 @@ class Report:
     kills_in_compaction: int = 0  # between a pending file's first byte and its rename
     interrupted_op_done: int = 0  # kills after which the interrupted write had committed
     interrupted_op_undone: int = 0
-    concurrent_reads: int = 0
+    concurrent_reads: int = 0  # searches while writers ran (how many: never asserted)
+    writer_runs: int = 0  # writers of ``concurrent_writers``
+    writer_kills: int = 0
     kinds: dict[str, int] = field(default_factory=dict)  # kills by crash point kind
     violations: list[str] = field(default_factory=list)
 
@@ -124,25 +136,35 @@ def model(state: State, op: Op) -> State:
     return tuple(sorted(docs.items())), tuple(sorted(loose))
 
 
-def make_sequence(rng: random.Random, first_version: int, number: int) -> list[Op]:
+def make_sequence(rng: random.Random, first_version: int, number: int, owner: str = "") -> list[Op]:
+    """Six writes to ``owner``'s documents and loose chunks; every third sequence of the
+    single writer (``owner`` empty) also clears the store."""
     ops: list[Op] = []
     version = first_version
+    docs = doc_names(owner)
     for _ in range(6):
         roll = rng.random()
         if roll < 0.45:
             version += 1
-            ops.append(("replace", rng.choice(DOCS), version))
+            ops.append(("replace", rng.choice(docs), version))
         elif roll < 0.6:
-            ops.append(("delete_doc", rng.choice(DOCS)))
+            ops.append(("delete_doc", rng.choice(docs)))
         elif roll < 0.72:
-            ops.append(("add", [f"L{number}-{len(ops)}-{j}" for j in range(rng.randint(1, 3))]))
+            count = rng.randint(1, 3)
+            ops.append(("add", [f"{owner}L{number}-{len(ops)}-{j}" for j in range(count)]))
         elif roll < 0.8:
-            ops.append(("delete", [f"L{number - 1}-{j}-0" for j in range(6)]))
+            ops.append(("delete", [f"{owner}L{number - 1}-{j}-0" for j in range(6)]))
         else:
             ops.append(("compact",))
-    if number % 3 == 2:
+    if not owner and number % 3 == 2:
         ops.insert(rng.randrange(len(ops)), ("clear",))
     return ops
+
+
+def part(state: State, owner: str) -> State:
+    """What of ``state`` belongs to ``owner``'s writes."""
+    docs = tuple(d for d in state[0] if d[0].startswith(f"{owner}d"))
+    return docs, tuple(key for key in state[1] if key.startswith(f"{owner}L"))
 
 
 def observe(store: FAISSVectorStore) -> State:
@@ -173,20 +195,28 @@ def observe(store: FAISSVectorStore) -> State:
 
 
 def check_store(store: FAISSVectorStore, meta: Path) -> State:
-    """:func:`observe`, plus what one search cannot show: manifests and the row count."""
+    """:func:`observe`, plus what one search cannot show: manifests, the row count, and
+    BM25 search."""
     state = observe(store)
     rows = sum(len(doc_chunks(d, v)) for d, v in state[0]) + len(state[1])
     assert len(store) == rows, f"len {len(store)} but {rows} rows found by search"
     with sqlite3.connect(meta) as conn:
         (count,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
     assert count == rows, f"{count} metadata rows but {rows} found by search"
-    manifests = store.document_manifests(DOCS)
+    manifests = store.document_manifests(ALL_DOCS)
     for doc, version in state[0]:
         manifest = manifests.pop(doc, None)
         assert manifest is not None, f"{doc} has chunks but no manifest"
         assert manifest.content_hash == f"h{version}", (doc, version, manifest)
         assert manifest.chunk_count == chunk_count(doc, version)
     assert not manifests, f"manifests without chunks: {sorted(manifests)}"
+    versions = dict(state[0])
+    for doc in ALL_DOCS:  # BM25 (a mirror of the metadata, rebuilt after another's write)
+        found = {(h.chunk.id, h.chunk.text) for h in store.lexical_search(doc, k=1000)}
+        chunks = doc_chunks(doc, versions[doc]) if doc in versions else []
+        assert found == {(c.id, c.text) for c in chunks}, f"BM25 of {doc}: {sorted(found)}"
+    loose = {h.chunk.id for h in store.lexical_search("loose", k=1000)}
+    assert loose == set(state[1]), f"BM25 loose: {sorted(loose)}"
     return state
 
 
@@ -284,6 +314,92 @@ def writer(index: Path, meta: Path, ops: Sequence[Op], kill_at: int, pipe: int) 
         os._exit(3)
 
 
+def states_after(state: State, ops: Sequence[Op]) -> list[State]:
+    """``state``, then the state after each of ``ops``."""
+    states = [state]
+    for op in ops:
+        states.append(model(states[-1], op))
+    return states
+
+
+@dataclass
+class Child:
+    """A forked writer: its process, pipe, writes, and the states they lead through."""
+
+    pid: int
+    pipe: int
+    states: list[State]
+    seen: int = 0  # the latest of its states a read saw
+    status: int = -1  # (-1 while it runs)
+    lines: list[str] = field(default_factory=list)
+
+    def poll(self) -> bool:
+        """Whether it has exited (its notes read so far in ``lines``)."""
+        self.lines += _read_lines(self.pipe)
+        if self.status == -1:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            self.status = status if done else -1
+        return self.status != -1
+
+    @property
+    def killed(self) -> bool:
+        return os.WIFSIGNALED(self.status) and os.WTERMSIG(self.status) == signal.SIGKILL
+
+    def failure(self) -> str | None:
+        """What went wrong in it (an exception, an exit code), if anything."""
+        raised = [line for line in self.lines if line.startswith("raised")]
+        if raised or not (self.killed or os.WEXITSTATUS(self.status) == 0):
+            return f"writer {raised or self.status}"
+        return None
+
+    def allowed(self) -> list[State]:
+        """The states it may have left: after the writes that returned, or after the one
+        the kill interrupted."""
+        done = self.lines.count("done")
+        started = sum(line.startswith("start ") for line in self.lines)
+        return self.states[done : done + 1 + (started > done)]
+
+
+def fork_writer(index: Path, meta: Path, ops: list[Op], kill_at: int, states: list[State]) -> Child:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os.close(read)
+        writer(index, meta, ops, kill_at, write)
+    os.close(write)
+    os.set_blocking(read, False)
+    return Child(pid, read, states)
+
+
+def wait_reading(reader: FAISSVectorStore, children: dict[str, Child], report: Report) -> None:
+    """Search with ``reader`` until every child has exited: each search must show, of each
+    child's documents, one of its states, never one older than a search saw before."""
+    while True:
+        exited = [child.poll() for child in children.values()]  # (each polled)
+        if all(exited):
+            break
+        try:
+            now = observe(reader)
+        except (AssertionError, PyWrapAIError) as exc:
+            report.violations.append(f"concurrent read: {exc!r}")
+            continue
+        report.concurrent_reads += 1
+        for owner, child in children.items():
+            mine = part(now, owner)
+            later = [i for i in range(child.seen, len(child.states)) if child.states[i] == mine]
+            if not later:
+                report.violations.append(
+                    f"a concurrent read saw {mine} of writer {owner!r}, none of its states "
+                    f"from {child.seen} on"
+                )
+            else:
+                child.seen = later[0]
+        time.sleep(0.002)  # (let the writers run: how often we look, never asserted)
+    for child in children.values():
+        child.lines += _read_lines(child.pipe)
+        os.close(child.pipe)
+
+
 def first_open(folder: Path, report: Report) -> None:
     """Kill the process creating a new store at each crash point of its first open: the next
     open must work as on a new store, and so must what follows (a write, a reopen)."""
@@ -291,17 +407,12 @@ def first_open(folder: Path, report: Report) -> None:
         work = folder / f"first{kill_at}"
         work.mkdir(parents=True)
         index, meta = work / "s.faiss", work / "s.meta"
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover (the child)
-            os.close(read)
-            writer(index, meta, [], kill_at, write)
-        os.close(write)
-        status = os.waitpid(pid, 0)[1]
-        with os.fdopen(read) as pipe:
-            lines = pipe.read().splitlines()
-        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-        report.first_open_kills += killed
+        child = fork_writer(index, meta, [], kill_at, [])
+        while not child.poll():
+            time.sleep(0.001)
+        child.lines += _read_lines(child.pipe)
+        os.close(child.pipe)
+        report.first_open_kills += child.killed
         try:
             store = FAISSVectorStore(index, meta)
             apply(store, ("replace", "d0", 1))
@@ -312,17 +423,17 @@ def first_open(folder: Path, report: Report) -> None:
             assert state == ((("d0", 1),), ()), state
         except Exception as exc:
             report.violations.append(
-                f"first open, kill {kill_at} ({lines[-1:]}): then {type(exc).__name__}: {exc}"
+                f"first open, kill {kill_at} ({child.lines[-1:]}): then {type(exc).__name__}: {exc}"
             )
-        if not killed:
+        if not child.killed:
             return
 
 
 def run(folder: Path, seed: int, sequences: int) -> Report:
+    """One writer, killed at crash point 1, 2, 3... of each sequence of writes."""
     rng = random.Random(seed)
     report = Report()
     first_open(folder, report)
-    folder.mkdir(parents=True, exist_ok=True)
     index, meta = folder / "s.faiss", folder / "s.meta"
     reader = FAISSVectorStore(index, meta)
     state: State = ((), ())
@@ -333,74 +444,81 @@ def run(folder: Path, seed: int, sequences: int) -> Report:
         report.sequences += 1
         kill_at = 1
         while True:
-            states = [state]
-            for op in ops:
-                states.append(model(states[-1], op))
-            read, write = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover (the child)
-                os.close(read)
-                writer(index, meta, ops, kill_at, write)
-            os.close(write)
-            seen = 0
-            while True:  # read while it writes: always one committed state, never older
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                try:
-                    now = observe(reader)
-                except (AssertionError, PyWrapAIError) as exc:
-                    report.violations.append(f"seq {number} kill {kill_at}: concurrent: {exc!r}")
-                    continue
-                report.concurrent_reads += 1
-                time.sleep(0.002)  # (let the writer run: how often we look, never asserted)
-                later = [i for i in range(seen, len(states)) if states[i] == now]
-                if not later:
-                    report.violations.append(
-                        f"seq {number} kill {kill_at}: concurrent read saw {now}, not one of "
-                        f"the states from {seen} on"
-                    )
-                else:
-                    seen = later[0]
-            with os.fdopen(read) as pipe:
-                lines = pipe.read().splitlines()
+            child = fork_writer(index, meta, ops, kill_at, states_after(state, ops))
+            wait_reading(reader, {"": child}, report)
             report.runs += 1
-            killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-            raised = [line for line in lines if line.startswith("raised")]
-            if raised or not (killed or os.WEXITSTATUS(status) == 0):
-                report.violations.append(f"seq {number} kill {kill_at}: writer {raised or status}")
+            where = f"seq {number} kill {kill_at} ({child.lines[-1:]})"
+            failure = child.failure()
+            if failure:
+                report.violations.append(f"{where}: {failure}")
                 return report
-            done_ops = lines.count("done")
-            interrupted = done_ops < len(ops) and f"start {ops[done_ops][0]}" in lines
-            allowed = states[done_ops : done_ops + 1 + interrupted]
-            if killed:
+            allowed = child.allowed()
+            if child.killed:
                 report.kills += 1
-                kind = lines[-1].removeprefix("kill ")
+                kind = child.lines[-1].removeprefix("kill ")
                 report.kinds[kind] = report.kinds.get(kind, 0) + 1
                 if (folder / "s.faiss.pending").exists():
                     report.kills_in_compaction += 1
-            found = verify(reader, index, meta, allowed, number % 2 == 0)
-            where = f"seq {number} kill {kill_at} ({lines[-1]}; {done_ops} done)"
+            found = verify(reader, index, meta, {"": child}, number % 2 == 0)
             if isinstance(found, str):
                 report.violations.append(f"{where}: {found}")
                 return report
-            if interrupted and len(allowed) == 2 and allowed[0] != allowed[1]:
+            if len(allowed) == 2 and allowed[0] != allowed[1]:
                 if found == allowed[1]:
                     report.interrupted_op_done += 1
                 else:
                     report.interrupted_op_undone += 1
             state = found
-            if not killed:
+            if not child.killed:
                 break
             kill_at += 1
     reader.close()
     return report
 
 
+def concurrent_writers(folder: Path, seed: int, rounds: int, report: Report) -> None:
+    """Three writer processes at once, each on its own documents, most of them killed at a
+    random crash point (``compact_bytes=0``: they also compact each other's rows), while the
+    reader keeps searching; after each round, the reader and a fresh open check the store."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    index, meta = folder / "m.faiss", folder / "m.meta"
+    reader = FAISSVectorStore(index, meta)
+    state: State = ((), ())
+    versions = dict.fromkeys(OWNERS, 0)
+    for number in range(rounds):
+        children: dict[str, Child] = {}
+        for owner in OWNERS:
+            ops = make_sequence(rng, versions[owner], number, owner)
+            versions[owner] += len(ops)
+            kill_at = rng.randint(1, 150) if rng.random() < 0.8 else 0  # 0: never
+            states = states_after(part(state, owner), ops)
+            children[owner] = fork_writer(index, meta, ops, kill_at, states)
+        wait_reading(reader, children, report)
+        for child in children.values():
+            report.writer_runs += 1
+            report.writer_kills += child.killed
+            failure = child.failure()
+            if failure:
+                report.violations.append(f"round {number}: {failure}")
+                return
+        found = verify(reader, index, meta, children, number % 2 == 0)
+        if isinstance(found, str):
+            report.violations.append(f"round {number}: {found}")
+            return
+        state = found
+    reader.close()
+
+
 def verify(
-    reader: FAISSVectorStore, index: Path, meta: Path, allowed: list[State], reader_first: bool
+    reader: FAISSVectorStore,
+    index: Path,
+    meta: Path,
+    children: dict[str, Child],
+    reader_first: bool,
 ) -> State | str:
-    """The state after a kill, seen alike by the open reader and a fresh open, or what's wrong."""
+    """The state the exited ``children`` left, seen alike by the open reader and a fresh
+    open (each child's part of it one it allows), or what is wrong."""
     seen: list[State] = []
     for who in ("reader", "fresh") if reader_first else ("fresh", "reader"):
         try:
@@ -416,13 +534,24 @@ def verify(
             return f"{who}: inconsistent: {exc}"
         except Exception as exc:
             return f"{who}: raised {type(exc).__name__}: {exc}"
-        if seen[-1] not in allowed:
-            return f"{who}: state {seen[-1]} is none of {allowed}"
+        for owner, child in children.items():
+            if part(seen[-1], owner) not in child.allowed():
+                return f"{who}: {owner!r}: {part(seen[-1], owner)} none of {child.allowed()}"
     if seen[0] != seen[1]:
         return f"reader and fresh open disagree: {seen}"
     return seen[0]
 
 
+def _read_lines(fd: int) -> list[str]:
+    data = b""
+    with suppress(BlockingIOError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    return data.decode().splitlines()
+
+
 if __name__ == "__main__":
-    result = run(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+    folder, seed = Path(sys.argv[1]), int(sys.argv[2])
+    result = run(folder / "one", seed, int(sys.argv[3]))
+    concurrent_writers(folder / "many", seed, int(sys.argv[4]), result)
     print(json.dumps(asdict(result)))

@@ -17,9 +17,10 @@ from tests.faults.harness import ROOT
 def test_sigkill_at_every_crash_point_of_open_write_compact_and_clear(tmp_path: Path) -> None:
     """Each kill leaves one committed state (the interrupted write all there or not at all),
     the same for a reader that had the store open throughout and for a fresh open; a kill
-    while a new store is first opened leaves a store that opens as new."""
+    while a new store is first opened leaves a store that opens as new; three writers at
+    once, killed, never show a reader a state that is not one of each writer's."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.faults.faiss_crash_points", str(tmp_path), "7", "2"],
+        [sys.executable, "-m", "tests.faults.faiss_crash_points", str(tmp_path), "7", "2", "20"],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=600,
@@ -36,6 +37,9 @@ def test_sigkill_at_every_crash_point_of_open_write_compact_and_clear(tmp_path: 
         assert kinds.get(kind, 0) >= 1, kinds
     # kills landed both before and after the interrupted write's commit
     assert report["interrupted_op_done"] >= 1 and report["interrupted_op_undone"] >= 1
+    # three writers at once, 20 rounds: most killed at a random crash point of theirs
+    assert report["writer_runs"] == 60
+    assert report["writer_kills"] >= 20
 
 
 def test_what_a_killed_first_open_left_opens_as_a_new_store(tmp_path: Path) -> None:
