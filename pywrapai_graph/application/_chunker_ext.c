@@ -674,11 +674,19 @@ Chunks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     PyTypeObject *ctype = (PyTypeObject *)chunk_type;
+    /* A class written in Python whose instances object.__new__ makes: then zeroed memory
+     * with its slots filled is a whole instance (a C base would have fields of its own). */
+    if (!(ctype->tp_flags & Py_TPFLAGS_HEAPTYPE) || ctype->tp_new != PyBaseObject_Type.tp_new) {
+        PyErr_Format(PyExc_TypeError, "%s is not a plain class", ctype->tp_name);
+        return NULL;
+    }
     Py_ssize_t offsets[CHUNK_FIELDS];
     for (int i = 0; i < CHUNK_FIELDS; i++) {
-        /* Each field must be a plain writable object slot of the class itself. */
+        /* Each field must be a plain writable object slot of the class itself (its own
+         * descriptor, not one taken from another class, whose offset means another thing). */
         PyObject *descr = PyDict_GetItemString(ctype->tp_dict, chunk_fields[i]);
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+            PyDescr_TYPE(descr) != ctype) {
             PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", ctype->tp_name, chunk_fields[i]);
             return NULL;
         }

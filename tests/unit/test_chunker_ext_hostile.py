@@ -550,3 +550,35 @@ def test_chunks_reentered_from_its_texts_does_not_crash() -> None:
     texts.chunks = chunks
     outer = list(chunks)
     assert sorted(c.text for c in outer + texts.inner) == [f"chunk text {i}" for i in range(1, 5)]
+
+
+@compiled_only
+def test_chunks_fill_only_a_plain_class_through_its_own_slots() -> None:
+    from dataclasses import dataclass
+
+    from pywrapai_graph.application._chunker_ext import Chunks
+
+    fields = ("text", "doc_id", "metadata", "id", "embedding")
+
+    class Failure(Exception):  # a C base with fields of its own where Chunk has slots
+        __slots__ = ()
+
+    class Borrowed:  # slots of its own, but Chunk's descriptors under the field names
+        __slots__ = ("a", "b", "c", "d", "e", "f")
+
+    for cls in (Failure, Borrowed):
+        for name in fields:
+            setattr(cls, name, vars(Chunk)[name])
+        with pytest.raises(TypeError, match="not a"):
+            Chunks(cls, iter(["t"]), "d", {}, iter(["i"]))  # type: ignore[arg-type]
+
+    @dataclass(slots=True)
+    class Alike:  # the same fields, its own class: filled as Alike(...) would be
+        text: str
+        doc_id: str
+        metadata: dict[str, Any]
+        id: str
+        embedding: list[float] | None = None
+
+    made: list[object] = list(Chunks(Alike, iter(["t"]), "d", {"k": 1}, iter(["i"])))  # type: ignore[arg-type]
+    assert made == [Alike("t", "d", {"k": 1}, "i")]
