@@ -226,15 +226,41 @@ class Chunker:
         overlap: at most this many characters of the previous chunk start the next one
             (0 <= overlap < chunk_size).
 
+    Both may be set later (``chunker.overlap = 100``); they are checked the same way.
+
     Raises:
         ValueError: for ``chunk_size`` <= 10, negative ``overlap`` or
             ``overlap >= chunk_size``.
     """
 
     def __init__(self, chunk_size: int = 500, overlap: int = 50) -> None:
+        self._configure(chunk_size, overlap)
+
+    @property
+    def chunk_size(self) -> int:
+        """Maximum characters per chunk; may be set (checked as in the constructor)."""
+        return self._chunk_size
+
+    @chunk_size.setter
+    def chunk_size(self, value: int) -> None:
+        self._configure(value, self._overlap)
+
+    @property
+    def overlap(self) -> int:
+        """At most this many characters of a chunk start the next; may be set (checked)."""
+        return self._overlap
+
+    @overlap.setter
+    def overlap(self, value: int) -> None:
+        self._configure(self._chunk_size, value)
+
+    def _configure(self, chunk_size: int, overlap: int) -> None:
+        """Checks and sets both settings (the loops rely on them: a chunk size under the
+        overlap, set after construction, once made the Python loop run forever)."""
         for name, value in (("chunk_size", chunk_size), ("overlap", overlap)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+        chunk_size, overlap = operator.index(chunk_size), operator.index(overlap)  # plain ints
         if chunk_size <= MIN_CHUNK_CHARS:
             raise InvalidArgumentError(
                 f"chunk_size must be greater than {MIN_CHUNK_CHARS} (chunks under "
@@ -245,10 +271,11 @@ class Chunker:
         if overlap >= chunk_size:
             raise InvalidArgumentError(
                 f"overlap ({overlap}) must be smaller than chunk_size ({chunk_size}); "
-                "otherwise every chunk would repeat the previous one"
+                "otherwise every chunk would repeat the previous one (to lower both, "
+                "set overlap first)"
             )
-        self.chunk_size = chunk_size
-        self.overlap = overlap
+        self._chunk_size = chunk_size
+        self._overlap = overlap
         # The overlap, its joining space and 10 new characters fit in one chunk.
         self._overlap_limit = max(0, min(overlap, chunk_size - 1 - MIN_CHUNK_CHARS))
 
@@ -272,7 +299,7 @@ class Chunker:
     def _chunks(self, doc: Document) -> Iterator[Chunk]:
         # Each field is read once; a bad text or id raises here, whatever the text holds.
         text, doc_id, metadata = _characters(doc.text), doc.id, doc.metadata
-        texts = _chunk_texts(text, self.chunk_size, self._overlap_limit)
+        texts = _chunk_texts(text, self._chunk_size, self._overlap_limit)
         ids = _chunk_ids(doc_id)
         if _NATIVE_CHUNKS is not None and type(metadata) is dict and _chunk_unpatched():
             try:

@@ -582,3 +582,47 @@ def test_chunks_fill_only_a_plain_class_through_its_own_slots() -> None:
 
     made: list[object] = list(Chunks(Alike, iter(["t"]), "d", {"k": 1}, iter(["i"])))  # type: ignore[arg-type]
     assert made == [Alike("t", "d", {"k": 1}, "i")]
+
+
+# ---------------------------------------------------------------- settings changed after creation
+
+
+def test_settings_set_after_creation_are_checked_and_used() -> None:
+    doc = Document("Some words here. And more words follow!\n\nNew para. " * 30, {}, "d")
+    chunker = Chunker(500, 450)
+    # A chunk size at or under the overlap once ran the Python loop forever and made the
+    # compiled one raise a bare ValueError: now refused as in the constructor.
+    for size in (100, 450, 5):
+        with pytest.raises(InvalidArgumentError):
+            chunker.chunk_size = size
+    with pytest.raises(InvalidArgumentError):
+        chunker.overlap = 500
+    assert (chunker.chunk_size, chunker.overlap) == (500, 450)
+    assert chunker.split(doc) == Chunker(500, 450).split(doc)
+    # Valid changes are used (a new overlap was once ignored).
+    chunker.overlap = 40
+    chunker.chunk_size = 100
+    assert repr(chunker) == "Chunker(chunk_size=100, overlap=40)"
+    assert chunker.split(doc) == Chunker(100, 40).split(doc)
+    chunker.overlap = 0
+    assert chunker.split(doc) == Chunker(100, 0).split(doc)
+
+
+class Odd(int):
+    """An int whose arithmetic lies: the chunker must use its value."""
+
+    def __add__(self, other: object) -> int:
+        return 7
+
+    def __sub__(self, other: object) -> int:
+        return 7
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+
+def test_int_subclass_settings_are_used_as_their_values() -> None:
+    doc = Document("Some words here. And more words follow!\n\nNew para. " * 30, {}, "d")
+    chunker = Chunker(Odd(60), Odd(20))
+    assert type(chunker.chunk_size) is int and type(chunker.overlap) is int
+    assert chunker.split(doc) == Chunker(60, 20).split(doc)
