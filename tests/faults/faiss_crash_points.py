@@ -168,8 +168,13 @@ def part(state: State, owner: str) -> State:
 
 
 def observe(store: FAISSVectorStore) -> State:
-    """The state a store shows in one search of every row, checked for whole documents."""
+    """The state a store shows in one search of every row, checked for whole documents
+    (and filtered searches: each hit of the version filtered on)."""
     hits = store.search([1.0] * DIM, k=100_000)
+    for version in (1, 2, 3):  # a filtered search: its rows' metadata of the same generation
+        for hit in store.search([1.0] * DIM, k=1000, filter={"v": version}):
+            assert hit.chunk.metadata == {"v": version}, hit
+            assert hit.chunk.text.split("|")[1] == str(version), hit
     docs: dict[str, set[tuple[str, str]]] = {}
     loose: list[str] = []
     for hit in hits:
@@ -195,8 +200,8 @@ def observe(store: FAISSVectorStore) -> State:
 
 
 def check_store(store: FAISSVectorStore, meta: Path) -> State:
-    """:func:`observe`, plus what one search cannot show: manifests, the row count, and
-    BM25 search."""
+    """:func:`observe`, plus what one search cannot show: manifests, the row count, metadata
+    filters and BM25 search."""
     state = observe(store)
     rows = sum(len(doc_chunks(d, v)) for d, v in state[0]) + len(state[1])
     assert len(store) == rows, f"len {len(store)} but {rows} rows found by search"
@@ -210,6 +215,12 @@ def check_store(store: FAISSVectorStore, meta: Path) -> State:
         assert manifest.content_hash == f"h{version}", (doc, version, manifest)
         assert manifest.chunk_count == chunk_count(doc, version)
     assert not manifests, f"manifests without chunks: {sorted(manifests)}"
+    for doc, version in state[0]:  # metadata filters (columns rebuilt after another's write)
+        hits = store.search([1.0] * DIM, k=1000, filter={"v": version})
+        assert all(h.chunk.metadata == {"v": version} for h in hits), hits
+        mine = {h.chunk.id for h in hits if h.chunk.doc_id == doc}
+        assert mine == {c.id for c in doc_chunks(doc, version)}, f"{doc} v{version}: {mine}"
+        assert store.count({"v": version}) == len(hits)
     versions = dict(state[0])
     for doc in ALL_DOCS:  # BM25 (a mirror of the metadata, rebuilt after another's write)
         found = {(h.chunk.id, h.chunk.text) for h in store.lexical_search(doc, k=1000)}

@@ -116,3 +116,33 @@ def test_damage_to_committed_bytes_is_an_error_on_every_call(
     with pytest.raises(VectorStoreError, match=DAMAGED):
         FAISSVectorStore(index, meta)
     reader.close()
+
+
+def test_a_flipped_byte_anywhere_in_the_log(tmp_path: Path) -> None:
+    """Inside a committed segment: refused; past the last commit: ignored. Never a store
+    that opens with other rows than it committed."""
+    index, meta, log = tmp_path / "s.faiss", tmp_path / "s.meta", tmp_path / "s.faiss.log"
+    store = FAISSVectorStore(index, meta)
+    for version in range(1, 4):
+        apply(store, ("replace", f"d{version}", version))
+    store.close()
+    committed = log.read_bytes()
+    with log.open("ab") as f:  # an append that never committed
+        f.write(encode_segment(np.arange(90, 92, dtype=np.int64), np.ones((2, DIM), np.float32)))
+    damaged = log.read_bytes()
+    expected: State = ((("d1", 1), ("d2", 2), ("d3", 3)), ())
+    rng = random.Random(11)
+    offsets = sorted(rng.sample(range(len(damaged)), 40))
+    assert offsets[0] < len(committed) <= offsets[-1]  # both kinds
+    for offset in offsets:
+        data = bytearray(damaged)
+        data[offset] ^= 1 << rng.randrange(8)
+        log.write_bytes(bytes(data))
+        if offset < len(committed):
+            with pytest.raises(VectorStoreError, match="disagree"):
+                FAISSVectorStore(index, meta)
+        else:
+            store = FAISSVectorStore(index, meta)
+            assert check_store(store, meta) == expected
+            store.close()
+            assert log.read_bytes() == committed  # the tail cut off
