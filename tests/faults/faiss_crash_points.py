@@ -424,6 +424,9 @@ def first_open(folder: Path, report: Report) -> None:
         child.lines += _read_lines(child.pipe)
         os.close(child.pipe)
         report.first_open_kills += child.killed
+        failure = child.failure()
+        if failure:
+            report.violations.append(f"first open, kill {kill_at}: {failure}")
         try:
             store = FAISSVectorStore(index, meta)
             apply(store, ("replace", "d0", 1))

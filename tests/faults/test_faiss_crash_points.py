@@ -22,7 +22,13 @@ def test_sigkill_at_every_crash_point_of_open_write_compact_and_clear(tmp_path: 
     proc = subprocess.run(
         [sys.executable, "-m", "tests.faults.faiss_crash_points", str(tmp_path), "7", "2", "20"],
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # one thread (no BLAS or OpenMP pool): the driver forks its writers
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        },
         timeout=600,
         check=False,
     )
