@@ -131,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Ingest text and Markdown files (directories are "
         "searched recursively). Unchanged files are skipped; changed files "
         "replace their previous chunks, all or nothing per file. Symbolic links "
-        "out of the given paths, devices, FIFOs, /proc files and non-UTF-8 files are "
+        "out of the given paths, devices, FIFOs, /proc files, non-UTF-8 files and "
+        "files whose name is not UTF-8 are "
         "skipped with a reason; the exit code is 3 when anything was skipped.",
     )
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")

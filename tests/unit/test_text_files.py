@@ -122,3 +122,45 @@ def test_store_repair_on_stores_with_nothing_to_repair(
     err = io.StringIO()
     assert main(["store", "repair", "--older-than", "-1"], out=io.StringIO(), err=err) == 2
     assert "--older-than" in err.getvalue()
+
+
+@pytest.fixture
+def undecodable(tmp_path: Path) -> Path:
+    """A folder holding a file and a subfolder whose names are not UTF-8 (Latin-1 bytes)."""
+    root = tmp_path / "names"
+    root.mkdir()
+    (root / "good.txt").write_text("a file with a good name")
+    bad = os.path.join(os.fsencode(root), b"caf\xe9.txt")
+    with open(bad, "wb") as f:
+        f.write(b"a file whose name is Latin-1")
+    folder = os.path.join(os.fsencode(root), b"r\xe9sum\xe9s")
+    os.mkdir(folder)
+    with open(os.path.join(folder, b"inner.txt"), "wb") as f:
+        f.write(b"a file in a folder whose name is Latin-1")
+    return root
+
+
+def test_paths_that_are_not_utf8_are_skipped_and_shown_escaped(undecodable: Path) -> None:
+    files = TextFiles([undecodable])
+    assert texts(files) == ["a file with a good name"]
+    shown = sorted(s.source for s in files.skipped)
+    assert [Path(s).name for s in shown] == ["caf\\xe9.txt", "inner.txt"]
+    assert all(s.encode("utf-8") for s in shown)  # no lone surrogates: printable anywhere
+    assert all("not UTF-8" in s.reason and "rename it" in s.reason for s in files.skipped)
+    named = TextFiles([os.fsdecode(os.path.join(os.fsencode(undecodable), b"caf\xe9.txt"))])
+    assert texts(named) == [] and "rename it" in named.skipped[0].reason
+
+
+def test_cli_ingest_skips_a_file_name_that_is_not_utf8(
+    undecodable: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the whole run stopped with an untyped UnicodeEncodeError from the chunk ids.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["ingest", str(undecodable)], out=out, err=err)
+    assert code == EXIT_SKIPPED, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert sum(line.startswith("skipped ") and "\\xe9" in line for line in lines) == 2
+    assert lines[-1].startswith("1 chunks added, 0 files unchanged, 0 files replaced, 2 files")

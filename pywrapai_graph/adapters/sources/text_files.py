@@ -2,7 +2,8 @@
 
 Reads only what it was pointed at: a symbolic link is not followed out of the given paths
 (unless asked), and device files, FIFOs, sockets, ``/proc``-style files, unreadable and
-non-UTF-8 files are skipped with a reason instead of being read or stopping the run.
+non-UTF-8 files, and files whose path is not UTF-8 (it becomes the document id, which must
+be text) are skipped with a reason instead of being read or stopping the run.
 """
 
 from __future__ import annotations
@@ -27,10 +28,32 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 _PSEUDO_PREFIXES = tuple(root + os.sep for root in _PSEUDO_ROOTS)
 _LINKED_OUT = "a symbolic link out of the given paths (--follow-symlinks reads it)"
+_NOT_UTF8_PATH = (
+    "its path is not UTF-8 (the path is the document id, which must be text): rename it"
+)
 # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
 #: Linux returns at most this much from one read(); a larger file is read in pieces.
 _ONE_READ = 0x7FFFF000
+
+
+def _utf8(path: str) -> bool:
+    """Whether ``path`` is text: a name whose bytes are not UTF-8 comes from ``os`` with
+    lone surrogates (``os.fsdecode``), which no document id, store or UTF-8 output takes."""
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(path: str) -> str:
+    """``path`` as it can be shown: bytes that are not UTF-8 as ``\\xNN`` escapes."""
+    if _utf8(path):
+        return path
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _within(path: str, root: str) -> bool:
@@ -136,7 +159,8 @@ class TextFiles:
             self._skip(path, _LINKED_OUT)
 
     def _skip(self, path: str | Path, reason: str) -> None:
-        self.skipped.append(SkippedSource(str(path), reason))
+        path = _printable(str(path))
+        self.skipped.append(SkippedSource(path, reason))
         _log.warning("skipped %s: %s", path, reason, extra={"attributes": {"path": str(path)}})
 
     def _wanted(self, name: str) -> bool:
@@ -157,6 +181,9 @@ class TextFiles:
             return None
         if real.startswith(_PSEUDO_PREFIXES) or real in _PSEUDO_ROOTS:
             self._skip(path, f"{real} is a device or kernel pseudo-file, not a document")
+            return None
+        if not _utf8(real):
+            self._skip(path, _NOT_UTF8_PATH)
             return None
         text = self._text(path, real)
         if text is None:
