@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pywrapai_graph.errors import InvalidArgumentError
 
-__all__ = ["check_unicode", "is_positive_int", "is_text"]
+__all__ = ["check_unicode", "encodes_as_utf8", "is_positive_int", "is_text"]
 
 
 def is_positive_int(value: object) -> bool:
@@ -19,6 +19,18 @@ def is_positive_int(value: object) -> bool:
 def is_text(value: object) -> bool:
     """A ``str``."""
     return isinstance(value, str)
+
+
+def encodes_as_utf8(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate), so UTF-8 can carry it; ASCII
+    answers without encoding."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_unicode(text: str, what: str) -> None:

@@ -22,7 +22,7 @@ from itertools import chain
 from typing import Any, cast
 
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.domain.checks import check_unicode, encodes_as_utf8
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = [
@@ -76,22 +76,12 @@ def check_value(value: Any, what: str) -> None:
     raise InvalidArgumentError(f"{what} is a {type(value).__name__}; {_RULE}")
 
 
-def _valid_text(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _valid_scalar(value: object) -> bool:
     if value is None or isinstance(value, bool | int):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str) and _valid_text(value)
+    return isinstance(value, str) and encodes_as_utf8(value)
 
 
 def _valid_chunk(chunk: Chunk) -> bool:
@@ -108,10 +98,10 @@ def _valid_chunk(chunk: Chunk) -> bool:
         and isinstance(metadata, Mapping)
     ):
         return False
-    if not (_valid_text(ident) and _valid_text(doc) and _valid_text(text)):
+    if not (encodes_as_utf8(ident) and encodes_as_utf8(doc) and encodes_as_utf8(text)):
         return False
     for key, value in metadata.items():
-        if not (isinstance(key, str) and _valid_text(key)):
+        if not (isinstance(key, str) and encodes_as_utf8(key)):
             return False
         if _valid_scalar(value):
             continue

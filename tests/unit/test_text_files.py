@@ -29,6 +29,13 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+def sqlite_cli_folder(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the CLI from ``folder``, with a config that stores into ``kb/s.db`` (SQLite)."""
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
+    (folder / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+
+
 def texts(files: TextFiles) -> list[str]:
     return sorted(d.text for d in files.documents())
 
@@ -67,9 +74,7 @@ def test_missing_path_is_refused_up_front(tmp_path: Path) -> None:
 def test_cli_lists_every_skip_and_exits_3(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
-    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    sqlite_cli_folder(tmp_path, monkeypatch)
     out, err = io.StringIO(), io.StringIO()
     code = main(["ingest", str(tree)], out=out, err=err)
     assert code == EXIT_SKIPPED
@@ -113,9 +118,7 @@ def test_store_repair_on_stores_with_nothing_to_repair(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Transactional stores (and embedded ones, which clean up on open) repair nothing."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
-    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    sqlite_cli_folder(tmp_path, monkeypatch)
     out, err = io.StringIO(), io.StringIO()
     assert main(["store", "repair"], out=out, err=err) == 0, err.getvalue()
     assert out.getvalue() == "repaired: 0 documents\n"
@@ -155,9 +158,7 @@ def test_cli_ingest_skips_a_file_name_that_is_not_utf8(
     undecodable: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before: the whole run stopped with an untyped UnicodeEncodeError from the chunk ids.
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PYWRAPAI_STORE__BACKEND", raising=False)
-    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
+    sqlite_cli_folder(tmp_path, monkeypatch)
     out, err = io.StringIO(), io.StringIO()
     code = main(["ingest", str(undecodable)], out=out, err=err)
     assert code == EXIT_SKIPPED, err.getvalue()

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pywrapai_graph.domain import Document
+from pywrapai_graph.domain.checks import encodes_as_utf8
 from pywrapai_graph.domain.ingest_report import SkippedSource
 from pywrapai_graph.errors import InputNotFoundError
 from pywrapai_graph.ports.source_bytes import decode_utf8
@@ -37,21 +38,13 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
 _ONE_READ = 0x7FFFF000
 
 
-def _utf8(path: str) -> bool:
-    """Whether ``path`` is text: a name whose bytes are not UTF-8 comes from ``os`` with
-    lone surrogates (``os.fsdecode``), which no document id, store or UTF-8 output takes."""
-    if path.isascii():
-        return True
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _printable(path: str) -> str:
-    """``path`` as it can be shown: bytes that are not UTF-8 as ``\\xNN`` escapes."""
-    if _utf8(path):
+    """``path`` as it can be shown: bytes that are not UTF-8 as ``\\xNN`` escapes.
+
+    (A name whose bytes are not UTF-8 comes from ``os`` with lone surrogates, which no
+    document id, store or UTF-8 output takes.)
+    """
+    if encodes_as_utf8(path):
         return path
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
@@ -182,7 +175,7 @@ class TextFiles:
         if real.startswith(_PSEUDO_PREFIXES) or real in _PSEUDO_ROOTS:
             self._skip(path, f"{real} is a device or kernel pseudo-file, not a document")
             return None
-        if not _utf8(real):
+        if not encodes_as_utf8(real):
             self._skip(path, _NOT_UTF8_PATH)
             return None
         text = self._text(path, real)
