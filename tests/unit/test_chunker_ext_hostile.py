@@ -17,7 +17,6 @@ import gc
 import itertools
 import sys
 import threading
-import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
 from types import MappingProxyType
@@ -27,8 +26,9 @@ import pytest
 
 from pywrapai_graph import Chunk, Chunker, Document
 from pywrapai_graph.application import chunker as chunker_module
-from pywrapai_graph.application.chunker import _CHUNK_NAMESPACE, _py_chunk_texts
+from pywrapai_graph.application.chunker import _py_chunk_texts
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+from tests.unit.chunker_reference import reference_chunk_id
 
 pytestmark = pytest.mark.usefixtures("chunker_path")
 
@@ -51,7 +51,7 @@ def texts_of(chunks: list[Chunk]) -> list[str]:
 
 
 def uuid5_ids(doc_id: str, count: int) -> list[str]:
-    return [str(uuid.uuid5(_CHUNK_NAMESPACE, f"{doc_id}\x00{i}")) for i in range(count)]
+    return [reference_chunk_id(doc_id, i) for i in range(count)]
 
 
 # ---------------------------------------------------------------- sizes at their limits
