@@ -3,7 +3,9 @@
 Every request names its tenant in the ``X-Tenant`` header and works through a scoped view
 built from the container for that request: its documents are stamped with the tenant, and
 retrieval only ever sees that tenant's chunks. The whole path is async (embedding, store,
-chat), and the container — with every store and client it built — is shut down with the app.
+chat). The app builds the container's shared objects (store and its connection pool, embedder,
+LLM) when it starts, so the first burst of requests finds them ready, and shuts the container
+— with every store and client it built — down with the app.
 
 Run it (FastAPI and an ASGI server are example dependencies, not pywrapai-graph's)::
 
@@ -75,6 +77,8 @@ def create_app(config: Source | Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        container.graph()  # the store, its pool, the embedder and the LLM, once, at startup
+        container.chunker()
         yield
         await container.ashutdown()  # every store and client the container built
 

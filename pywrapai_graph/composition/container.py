@@ -8,6 +8,11 @@ Swapping SQLite for pgvector or Qdrant is a configuration change only::
 
 Heavy adapters are built by small factory functions that import inside their body, so a
 backend's driver loads only when that backend is selected.
+
+Every shared object is built exactly once, however many threads and event-loop tasks ask for
+it at once on a cold container: the providers are :class:`SharedOnce` (dependency-injector's
+``ThreadSafeSingleton`` with a lock of our own), and ``shutdown()`` waits for a build under
+way before it closes what was built.
 """
 
 from __future__ import annotations
@@ -39,7 +44,20 @@ from pywrapai_graph.ports.hooks import Hooks
 
 T = TypeVar("T")
 
-__all__ = ["Container", "LifecycleContainer", "build_container"]
+__all__ = ["Container", "LifecycleContainer", "SharedOnce", "build_container"]
+
+
+class SharedOnce(providers.ThreadSafeSingleton[T]):
+    """A provider whose object is built once, whoever asks first, in whatever thread.
+
+    A plain ``providers.Singleton`` lets two threads that find it empty both call the factory
+    (two stores, two pools, two LLMs). Every ``SharedOnce`` of every container builds under
+    this one reentrant lock (a build resolves its dependencies inside it, so one lock cannot
+    deadlock); once built, reads take no lock. Tasks of an event loop build synchronously:
+    no task switch happens inside a build.
+    """
+
+    storage_lock = threading.RLock()
 
 
 # ---------------------------------------------------------------------------- lifecycle
@@ -76,27 +94,33 @@ class LifecycleContainer(containers.DynamicContainer):
     manager (``with`` / ``async with``) to shut down on exit.
     """
 
-    _built: providers.Singleton[_Built]
+    _built: SharedOnce[_Built]
 
     def shutdown(self) -> None:
-        """Close every store and client this container built, then forget them."""
-        for item in self._built().take():
+        """Close every store and client this container built, then forget them.
+
+        A build under way in another thread finishes first and is closed with the rest; a
+        build asked for afterwards makes fresh objects (closed by the next shutdown).
+        """
+        for item in self._take():
             item.close()
-        self._forget()
 
     async def ashutdown(self) -> None:
         """:meth:`shutdown`, closing the running loop's async clients first."""
-        for item in self._built().take():
+        for item in self._take():
             aclose = getattr(item, "aclose", None)
             if aclose is not None:
                 await aclose()
             item.close()
-        self._forget()
 
-    def _forget(self) -> None:
-        for provider in self.traverse(types=[providers.Singleton]):
-            if provider is not self._built:
-                provider.reset()
+    def _take(self) -> list[Any]:
+        """What was built, newest first; the providers forget it in the same step."""
+        with SharedOnce.storage_lock:  # no build is half done while we hold it
+            items = self._built().take()
+            for provider in self.traverse(types=[SharedOnce]):
+                if provider is not self._built:
+                    provider.reset()
+        return items
 
     def __enter__(self) -> LifecycleContainer:
         return self
@@ -122,24 +146,24 @@ class Container(containers.DeclarativeContainer):
     instance_type = LifecycleContainer
 
     settings = providers.Dependency(instance_of=Settings)
-    _built = providers.Singleton(_Built)
+    _built = SharedOnce(_Built)
 
     #: Observability hooks given to every object the container builds.
     hooks = providers.Dependency(instance_of=tuple, default=())
     #: One cost ledger for every chat, embedding and agent call the container's objects make.
-    ledger = providers.Singleton(TokenTracker)
-    llm = providers.Singleton(_tracked, _built, make_llm, settings, ledger, hooks)
-    embedder = providers.Singleton(_tracked, _built, make_embedder, settings, ledger, hooks)
+    ledger = SharedOnce(TokenTracker)
+    llm = SharedOnce(_tracked, _built, make_llm, settings, ledger, hooks)
+    embedder = SharedOnce(_tracked, _built, make_embedder, settings, ledger, hooks)
     #: The backend is looked up in the table when first used, so a backend registered
     #: with register_backend() after import is selectable like the built-in ones.
-    vector_store: providers.Singleton[BaseVectorStore] = providers.Singleton(
+    vector_store: SharedOnce[BaseVectorStore] = SharedOnce(
         _tracked, _built, make_vector_store, settings
     )
-    chunker = providers.Singleton(make_chunker, settings)
-    retriever = providers.Singleton(make_retriever, settings, embedder, vector_store, hooks)
-    prompts = providers.Singleton(make_prompts, settings)
-    graph = providers.Singleton(make_graph, settings, llm, retriever, prompts, ledger, hooks)
-    tools = providers.Singleton(ToolRegistry, hooks=hooks)
+    chunker = SharedOnce(make_chunker, settings)
+    retriever = SharedOnce(make_retriever, settings, embedder, vector_store, hooks)
+    prompts = SharedOnce(make_prompts, settings)
+    graph = SharedOnce(make_graph, settings, llm, retriever, prompts, ledger, hooks)
+    tools = SharedOnce(ToolRegistry, hooks=hooks)
     agent = providers.Factory(make_agent, settings, graph, tools, hooks)
     # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
     scoped_retriever = providers.Factory(make_scoped_retriever, retriever)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -88,3 +90,38 @@ async def test_ingest_ask_and_stream_per_tenant() -> None:
             assert r.status_code == 422
         assert len(wire.requests) == 6  # 2 ingests, 2 query embeddings, 2 chats
         assert llm.chat_model._client.is_closed()  # shut down with the app
+
+
+async def test_a_cold_burst_right_after_start_builds_one_store_and_one_llm(
+    tmp_path: Path,
+) -> None:
+    burst = 32
+    with OpenAIWire() as wire:
+        wire.reply(*[ScriptedReply(f"answer {i}") for i in range(burst)])
+        remote = {"provider": "openai", "api_key": "k", "base_url": wire.base_url}
+        store = {"backend": "sqlite", "path": str(tmp_path / "burst.db")}
+        app = create_app({"llm": remote, "embedder": remote, "store": store})
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://service") as client,
+        ):
+            container = app.state.container
+            built = list(container._built()._items)  # what startup built, before any request
+            wire.hold("chat", until=8)  # released when 8 chats are open at once
+            asks = [
+                client.post("/ask", json={"question": f"q{i}"}, headers={"X-Tenant": f"t{i % 4}"})
+                for i in range(burst)
+            ]
+            ingests = [
+                client.post("/ingest", json={"documents": docs}, headers={"X-Tenant": tenant})
+                for tenant, docs in DOCS.items()
+            ]
+            replies = await asyncio.gather(*asks, *ingests)
+            assert [r.status_code for r in replies] == [200] * len(replies), replies[0].text
+            answers = sorted(r.json()["answer"] for r in replies[:burst])
+            assert answers == sorted(f"answer {i}" for i in range(burst))
+            assert wire.peak_in_flight["chat"] >= 8  # the requests really overlapped
+            # the burst built nothing more: one store, one embedder, one LLM, from startup
+            assert [type(o).__name__ for o in built] == ["LLM", "Embedder", "SQLiteVectorStore"]
+            assert container._built()._items == built

@@ -93,6 +93,17 @@ def pg_url() -> Iterator[str]:
     yield from _server_url("PYWRAPAI_TEST_PG_URL", EmbeddedPostgres, "postgres")
 
 
+@pytest.fixture
+def admin(pg_url: str) -> Iterator[Any]:
+    """An autocommit superuser connection to :func:`pg_url` (to look at the server)."""
+    import psycopg2
+
+    conn = psycopg2.connect(pg_url)
+    conn.autocommit = True
+    yield conn
+    conn.close()
+
+
 @pytest.fixture(scope="session")
 def chroma_url() -> Iterator[str]:
     yield from _server_url("PYWRAPAI_TEST_CHROMA_URL", ChromaServer, "chroma")

@@ -25,16 +25,6 @@ DIM = 8
 
 
 @pytest.fixture
-def admin(pg_url: str) -> Iterator[Any]:
-    import psycopg2
-
-    conn = psycopg2.connect(pg_url)
-    conn.autocommit = True
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
 def table() -> str:
     return f"prod_{uuid.uuid4().hex[:10]}"
 
