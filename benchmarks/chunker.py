@@ -4,13 +4,13 @@ Run: .venv/bin/python -m benchmarks.chunker  (needs the ``bench`` extra; the rea
 reads the Debian python3.11-doc / linux-doc reStructuredText sources when installed)
 
 1. 20 MB of prose and 20 MB of real text at (500, 50), best of 3 each in one run (wall and
-   CPU seconds; the heap collected before each call): LangChain's
-   ``RecursiveCharacterTextSplitter.split_text``; before: the one-window-at-a-time loop of
-   884b7e1 (``tests/unit/chunker_reference.py``); after: our ``Chunker.split`` with every
-   chunk's id read, on the compiled loops (``_chunker_ext``) when built, and on their
-   pure-Python twins; the floor of making just the list of ``Chunk`` objects and their ids
-   from finished texts (as the chunker makes them). Chunks over ``chunk_size`` and overlaps
-   that start mid-word, for both.
+   CPU seconds; the heap collected before each call), two like-for-like pairs against
+   LangChain's ``RecursiveCharacterTextSplitter``: the chunk texts alone (``split_text`` vs
+   our cutting loop) and chunk objects with the document's metadata (``create_documents``
+   vs our ``Chunker.split`` with every chunk's id read); then the one-window-at-a-time loop
+   of 884b7e1 (``tests/unit/chunker_reference.py``) and the floor of making just the
+   ``Chunk`` objects and their ids from finished texts. Chunks over ``chunk_size`` and
+   overlaps that start mid-word, for both.
 2. MB/s on 1, 10 and 100 MB single-paragraph texts, a 10 MB text without any whitespace,
    and 20 MB of real multi-paragraph text, each next to the floor of splitting the same text
    at blank lines (one regex pass); the peak memory of streaming the 100 MB case.
@@ -177,26 +177,9 @@ def _mid_word_overlaps(chunks: list[str], overlap: int) -> int:
 
 
 def _make_chunks(texts: list[str], doc_id: str, meta: dict[str, object]) -> Iterator[Chunk]:
-    """The chunks of finished texts, made the way ``Chunker`` makes them (in C when built)."""
-    if chunker_module._NATIVE_CHUNKS is not None:
-        return chunker_module._NATIVE_CHUNKS(Chunk, iter(texts), doc_id, meta, _chunk_ids(doc_id))
+    """The chunks of finished texts, made the way ``Chunker`` makes them."""
     copies = map(dict.copy, itertools.repeat(meta))
     return map(Chunk, texts, itertools.repeat(doc_id), copies, _chunk_ids(doc_id))
-
-
-def _python_loops(fn: Callable[[], T]) -> T:
-    """``fn()`` with the chunker on its pure-Python loops (the compiled ones set aside)."""
-    saved = chunker_module._NATIVE_CUTTER, chunker_module._NATIVE_IDS, chunker_module._NATIVE_CHUNKS
-    chunker_module._NATIVE_CUTTER = chunker_module._NATIVE_IDS = None
-    chunker_module._NATIVE_CHUNKS = None
-    try:
-        return fn()
-    finally:
-        (
-            chunker_module._NATIVE_CUTTER,
-            chunker_module._NATIVE_IDS,
-            chunker_module._NATIVE_CHUNKS,
-        ) = saved
 
 
 def _best_of_3(fn: Callable[[], object]) -> tuple[float, float]:
@@ -213,63 +196,63 @@ def _best_of_3(fn: Callable[[], object]) -> tuple[float, float]:
 
 
 def against_langchain(text: str, title: str) -> None:
-    """Before (884b7e1's loop), after (ours) and LangChain on one text, best of 3 each."""
+    """Before (884b7e1's loop), ours and LangChain on one text, best of 3 each.
+
+    Two pairs that do the same work: the chunk texts alone (LangChain's ``split_text`` vs
+    our cutting loop), and chunk objects carrying the document's metadata (LangChain's
+    ``create_documents`` vs ``Chunker.split``, which also gives each chunk its uuid5 id).
+    """
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     from tests.unit.chunker_reference import reference_split
 
     mb = len(text) / 1_000_000
-    doc = Document(text)
+    meta: dict[str, object] = {"source": "corpus.rst.txt"}
+    doc = Document(text, meta, "corpus.rst.txt")
     theirs = RecursiveCharacterTextSplitter(chunk_size=500, chunk_overlap=50)
     ours = Chunker(chunk_size=500, overlap=50)
     lc_texts = theirs.split_text(text)
     mine = ours.split(doc)
-    assert mine == reference_split(ours, doc), "the fast path must equal the reference"
-    assert _python_loops(partial(ours.split, doc)) == mine, "compiled and Python must agree"
-    path = "compiled" if chunker_module._NATIVE_CUTTER is not None else "Python"
+    assert mine == reference_split(ours, doc), "the chunker must equal the reference"
     our_texts = [c.text for c in mine]
     n = len(mine)
-    meta: dict[str, object] = {}
     del mine
-    # Every id is read on our side: ids and Chunk objects are in our time.
-    rows: list[tuple[str, Callable[[], object]]] = [
+    limit = ours._overlap_limit
+    pairs: list[tuple[str, Callable[[], object], str, Callable[[], object]]] = [
         (
-            f"LangChain RecursiveCharacterTextSplitter ({len(lc_texts):,} chunks)",
+            f"LangChain split_text ({len(lc_texts):,} texts)",
             partial(theirs.split_text, text),
+            f"ours: the chunk texts ({n:,})",
+            lambda: list(chunker_module._chunk_texts(text, 500, limit)),
         ),
+        (
+            "LangChain create_documents (Document + metadata)",
+            partial(theirs.create_documents, [text], [meta]),
+            "ours: Chunker.split (Chunk + metadata + id read)",
+            lambda: [c.id for c in ours.split(doc)],
+        ),
+    ]
+    print(f"\n1. Chunking {mb:.1f} MB of {title} at (500, 50), best of 3 in this run")
+    print(f"{'case':<52} {'wall s':>7} {'MB/s':>7} {'CPU s':>7} {'LC/ours CPU':>12}")
+    for lc_label, lc_fn, our_label, our_fn in pairs:
+        lc_wall, lc_cpu = _best_of_3(lc_fn)
+        wall, cpu = _best_of_3(our_fn)
+        print(f"{lc_label:<52} {lc_wall:>7.3f} {mb / lc_wall:>7.1f} {lc_cpu:>7.3f}")
+        print(f"{our_label:<52} {wall:>7.3f} {mb / wall:>7.1f} {cpu:>7.3f} {lc_cpu / cpu:>11.2f}x")
+    extra = [
         (
             "before: the one-window loop of 884b7e1 (its ids)",
             lambda: [c.id for c in reference_split(ours, doc)],
         ),
         (
-            f"after: Chunker.split, ids read ({n:,} chunks) [{path}]",
-            lambda: [c.id for c in ours.split(doc)],
-        ),
-        (
-            "after, pure-Python loops [Python]",
-            partial(_python_loops, lambda: [c.id for c in ours.split(doc)]),
-        ),
-        (
-            "floor: the list of Chunk objects and their ids alone, no cutting",
+            "floor: the Chunk objects and their ids alone, no cutting",
             lambda: [c.id for c in list(_make_chunks(our_texts, doc.id, meta))],
         ),
     ]
-    if path == "Python":  # the compiled loops are not built: the row above says it all
-        del rows[3]
-    times = [(label, *_best_of_3(fn)) for label, fn in rows]
-    _, lc_wall, lc_cpu = times[0]
-    print(f"\n1. Chunking {mb:.1f} MB of {title} at (500, 50), best of 3 in this run")
-    print(f"{'case':<58} {'wall s':>7} {'MB/s':>7} {'vs LC':>7} {'CPU s':>7} {'vs LC':>7}")
-    for label, wall, cpu in times:
-        print(
-            f"{label:<58} {wall:>7.3f} {mb / wall:>7.1f} {lc_wall / wall:>6.2f}x "
-            f"{cpu:>7.3f} {lc_cpu / cpu:>6.2f}x"
-        )
-    print("(vs LC: LangChain's time over ours, above 1 = faster than LangChain)")
-    print(
-        f"Chunker.split ran on the {path} loops: {times[2][2] / times[0][2]:.2f}x LangChain's "
-        f"CPU time ({times[0][2] / times[2][2]:.2f}x as fast)"
-    )
+    for label, fn in extra:
+        wall, cpu = _best_of_3(fn)
+        print(f"{label:<52} {wall:>7.3f} {mb / wall:>7.1f} {cpu:>7.3f}")
+    print("(LC/ours CPU: LangChain's CPU time over ours, above 1 = faster than LangChain)")
     for name, texts in (("LangChain", lc_texts), ("ours", our_texts)):
         over = sum(len(t) > 500 for t in texts)
         print(
@@ -284,11 +267,7 @@ def throughput(real: str, source: str) -> None:
     cases = [(f"{n} MB, one paragraph", single_paragraph(n)) for n in (1, 10, 100)]
     cases.append(("10 MB, no whitespace at all", "x" * 10_000_000))
     cases.append((f"{len(real) / 1e6:.0f} MB real text ({source})", real))
-    path = "compiled" if chunker_module._NATIVE_CUTTER is not None else "Python"
-    print(
-        f"\n2. Chunker(500, 50) throughput ({path} loops), MB/s, next to splitting at blank "
-        "lines (the floor)"
-    )
+    print("\n2. Chunker(500, 50) throughput, MB/s, next to splitting at blank lines (the floor)")
     print(f"{'case':<52} {'chunks':>9} {'ours':>8} {'floor':>8} {'ratio':>7}")
     for label, text in cases:
         mb = len(text) / 1_000_000

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import operator
 import re
 import sys
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.checks import check_unicode
@@ -91,14 +90,11 @@ def _id_bytes(doc_id: str) -> bytes:
 
 def _chunk_ids(doc_id: str) -> Iterator[str]:
     """The ids of a document's chunks 0, 1, 2, ... (endless); a bad id raises at once."""
-    prefix = _id_bytes(doc_id)
-    if _NATIVE_IDS is not None:
-        return _NATIVE_IDS(prefix)
-    return _py_chunk_ids(hashlib.sha1(prefix, usedforsecurity=False))
+    return _ids_after(hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False))
 
 
-def _py_chunk_ids(prefix: _Hash) -> Iterator[str]:
-    """:func:`_chunk_ids` in Python (``prefix``: SHA-1 fed :func:`_id_bytes`), in batches."""
+def _ids_after(prefix: _Hash) -> Iterator[str]:
+    """Chunk ids 0, 1, 2, ... from ``prefix`` (SHA-1 fed :func:`_id_bytes`), in batches."""
     start, count = 0, 8
     while True:
         yield from _uuid5_batch(prefix, range(start, start + count))
@@ -301,18 +297,13 @@ class Chunker:
         text, doc_id, metadata = _characters(doc.text), doc.id, doc.metadata
         texts = _chunk_texts(text, self._chunk_size, self._overlap_limit)
         ids = _chunk_ids(doc_id)
-        if _NATIVE_CHUNKS is not None and type(metadata) is dict and _chunk_unpatched():
-            try:
-                return _NATIVE_CHUNKS(Chunk, texts, doc_id, metadata, ids)
-            except TypeError:  # a field of Chunk is no longer a plain slot (patched)
-                pass
         copies = map(_COPY, itertools.repeat(metadata))
         return map(Chunk, texts, itertools.repeat(doc_id), copies, ids)
 
 
 def _characters(text: str) -> str:
     """``Document.text`` as a plain ``str``: a subclass is cut as its characters, whatever
-    its methods say (the compiled loop reads them directly; the Python one calls methods).
+    its methods say.
 
     Raises:
         ArgumentTypeError: not a ``str`` (Document refuses one, but a frozen dataclass
@@ -325,79 +316,8 @@ def _characters(text: str) -> str:
     return str.__str__(text)  # a plain copy
 
 
-_MakeChunks = Callable[
-    [type[Chunk], Iterator[str], str, dict[str, Any], Iterator[str]], Iterator[Chunk]
-]
-
-
-def _native() -> tuple[
-    Callable[[str, int, int], Iterator[str]] | None,
-    Callable[[bytes], Iterator[str]] | None,
-    _MakeChunks | None,
-]:
-    """The compiled loops (``_chunker_ext.c``), or None when the install had no C compiler."""
-    try:
-        from pywrapai_graph.application._chunker_ext import ChunkIds, Chunks, Cutter
-    except ImportError:
-        return None, None, None
-    return Cutter, ChunkIds, Chunks if _chunk_init_sets_fields_only() else None
-
-
-def _chunk_init_sets_fields_only() -> bool:
-    """Whether ``Chunk(text, doc_id, metadata, id)`` just fills its slots (embedding None).
-
-    Then the compiled ``Chunks`` may fill them itself; a Chunk that gains a field, a
-    ``__post_init__`` or another default, or whose ``__init__`` (the one the dataclass
-    wrote), ``__new__`` or ``__setattr__`` was replaced, is made by its ``__init__`` again.
-    """
-    fields = dataclasses.fields(Chunk)
-    init = Chunk.__init__
-    return (
-        [f.name for f in fields] == ["text", "doc_id", "metadata", "id", "embedding"]
-        and fields[-1].default is None
-        and vars(Chunk)["__dataclass_params__"].init
-        and not hasattr(Chunk, "__post_init__")
-        and "__slots__" in vars(Chunk)
-        and init.__module__ == Chunk.__module__
-        and init.__qualname__ == f"{Chunk.__qualname__}.__init__"
-        and not hasattr(init, "__wrapped__")
-        and _chunk_unpatched()
-    )
-
-
-# What Chunk(...) runs, as the class was when this module was imported.
-_CHUNK_INIT = Chunk.__init__
-
-
-def _chunk_unpatched() -> bool:
-    """Whether what ``Chunk(...)`` runs is still what :func:`_chunk_init_sets_fields_only`
-    approved (a test or a user may patch the class later; a field no longer a slot makes
-    the compiled ``Chunks`` refuse it)."""
-    return (
-        Chunk.__init__ is _CHUNK_INIT
-        and Chunk.__new__ is object.__new__
-        and Chunk.__setattr__ is object.__setattr__
-    )
-
-
-# ``Cutter(text, size, limit)`` gives what _py_chunk_texts gives, ``ChunkIds(prefix)``
-# what _py_chunk_ids gives and ``Chunks(...)`` the Chunk objects map(Chunk, ...) gives,
-# several times faster (tests hold each pair to the same results).
-_NATIVE_CUTTER, _NATIVE_IDS, _NATIVE_CHUNKS = _native()
-
-
 def _chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
     """The texts of the chunks :class:`Chunker` cuts from ``text``, in order."""
-    if _NATIVE_CUTTER is not None:
-        # Any size past the text's length cuts it into one chunk: capped, it fits a C
-        # Py_ssize_t (the loop caps it further, at the text's length).
-        cap = sys.maxsize - 1 - MIN_CHUNK_CHARS
-        return _NATIVE_CUTTER(text, min(size, sys.maxsize), min(limit, cap))
-    return _py_chunk_texts(text, size, limit)
-
-
-def _py_chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
-    """:func:`_chunk_texts` in Python (the compiled loop's twin, used without it)."""
     end = _content_end(text)
     first = _NON_SPACE.search(text, 0, end)
     if first is None:

@@ -35,7 +35,6 @@ from pywrapai_graph.ports.embedder import (
     concurrent_requests,
     pure_python,
 )
-from pywrapai_graph.ports.source_bytes import remembering_utf8, utf8_of
 from pywrapai_graph.ports.text_splitter import StreamingTextSplitter
 
 Matrix = npt.NDArray[np.float32]
@@ -80,7 +79,7 @@ class _Hasher:
             metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
         digest = self._base.copy()
         digest.update(metadata.encode("utf-8", "surrogatepass") + b"\x00")
-        digest.update(utf8_of(doc.text))  # the bytes a source decoded, when it has them
+        digest.update(doc.text.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
         return digest.hexdigest()
 
@@ -311,7 +310,6 @@ class IngestDocuments:
         batches = self._batches(self._to_write(docs, skip_unchanged, emit))
         # pgvector: COPY, HNSW built after loading an empty table
         with (
-            remembering_utf8(),  # a source's bytes hashed as read, not encoded again
             self.store.bulk_load(),
             closing(_ahead(self._embed_batch, batches, self._workers())) as embedded,
         ):

@@ -11,7 +11,6 @@ Map (one port per module)::
     prompt_source       PromptSource         versioned system prompts
     response_cache      ResponseCache        cached chat responses
     text_splitter       TextSplitter         document -> chunks
-    source_bytes        decode_utf8()        a source's UTF-8 bytes, hashed by ingest as read
     conversation        Conversation         a message history
     hooks               Hooks                observability callbacks
     offload             offload()            the bounded thread pool behind default async twins

@@ -10,9 +10,6 @@ from hypothesis import strategies as st
 from pywrapai_graph import Chunker, Document
 from pywrapai_graph.application.chunker import MIN_CHUNK_CHARS
 
-# Every test runs on the compiled loops and on their Python twins.
-pytestmark = pytest.mark.usefixtures("chunker_path")
-
 
 def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)

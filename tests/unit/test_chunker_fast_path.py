@@ -22,9 +22,6 @@ from pywrapai_graph.application import chunker as chunker_module
 from pywrapai_graph.application.chunker import _BLOCK, _chunk_ids, chunk_id
 from tests.unit.chunker_reference import reference_chunk_id, reference_split
 
-# Every test runs on the compiled loops and on their Python twins.
-pytestmark = pytest.mark.usefixtures("chunker_path")
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # Every kind of character the cutting rules look at: the three marks, ASCII and Unicode

@@ -20,12 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pywrapai_graph import Chunker, Document, SQLiteVectorStore
-from pywrapai_graph.adapters.sources import text_files
 from pywrapai_graph.adapters.sources.text_files import TextFiles
 from pywrapai_graph.application import ingest_documents
 from pywrapai_graph.application.ingest_documents import IngestDocuments, content_hash
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
-from pywrapai_graph.ports.source_bytes import decode_utf8, remembering_utf8, utf8_of
 from pywrapai_graph.testing.contracts.vector_store import WordEmbedder
 
 
@@ -82,8 +80,6 @@ def test_digests_are_the_ones_stores_were_filled_with(
 ) -> None:
     assert content_hash(doc, Chunker(500, 50)) == with_chunker
     assert content_hash(doc, None) == without
-    with remembering_utf8():  # inside an ingest too
-        assert content_hash(doc, Chunker(500, 50)) == with_chunker
 
 
 scalars = st.one_of(
@@ -165,46 +161,6 @@ def test_files_hash_as_before_and_a_store_filled_before_sees_them_unchanged(
     assert sorted(report.unchanged) == sorted(d.id for d in docs)
     assert report.chunks_written == 0
     store.close()
-
-
-def test_ingest_hashes_the_very_bytes_text_files_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Structural: each file's bytes object is the one hashed (no encode of the text);
-    nothing is remembered once the ingest returns."""
-    root = corpus(tmp_path)
-    read: list[bytes] = []
-    hashed: list[bytes] = []
-
-    def reading(data: bytes) -> str:
-        read.append(data)
-        return decode_utf8(data)
-
-    def hashing(text: str) -> bytes:
-        hashed.append(utf8_of(text))
-        return hashed[-1]
-
-    monkeypatch.setattr(text_files, "decode_utf8", reading)
-    monkeypatch.setattr(ingest_documents, "utf8_of", hashing)
-    store = SQLiteVectorStore(tmp_path / "s.db")
-    IngestDocuments(WordEmbedder(16), store, Chunker(50, 5))(TextFiles([root]).documents())
-    utf8 = [data for data in read if data != FILES["latin1.txt"]]
-    assert len(hashed) == len(utf8) == len(FILES) - 1
-    # identity, not equality: the objects read are the objects hashed
-    # (b"" and b"a" are interpreter singletons; equal is what they can be)
-    assert all(h is r for h, r in zip(hashed, utf8, strict=True) if len(r) > 1)
-    assert [h == r for h, r in zip(hashed, utf8, strict=True)] == [True] * len(utf8)
-    store.close()
-
-    text = decode_utf8("caf\u00e9".encode())  # no ingest running: nothing remembered
-    assert utf8_of(text) == "caf\u00e9".encode()
-    with remembering_utf8():
-        data = "d\u00e9j\u00e0".encode()
-        text = decode_utf8(data)
-        assert utf8_of(text) is data
-        assert utf8_of(text) is not data  # taken out once used
-        assert utf8_of(text) == data
-        assert utf8_of("lone \ud800") == b"lone \xed\xa0\x80"  # surrogatepass, as before
 
 
 # ---------------------------------------------------------------- manifests read without json

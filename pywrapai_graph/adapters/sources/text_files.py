@@ -18,7 +18,6 @@ from pywrapai_graph.domain import Document
 from pywrapai_graph.domain.checks import encodes_as_utf8
 from pywrapai_graph.domain.ingest_report import SkippedSource
 from pywrapai_graph.errors import InputNotFoundError
-from pywrapai_graph.ports.source_bytes import decode_utf8
 
 __all__ = ["TEXT_SUFFIXES", "TextFiles"]
 
@@ -205,7 +204,7 @@ class TextFiles:
         finally:
             os.close(fd)
         try:
-            return decode_utf8(data)  # ingest hashes ``data`` itself, not a re-encoding
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             self._skip(path, f"not UTF-8 text (invalid byte at offset {exc.start})")
             return None

@@ -1,20 +1,15 @@
-"""The chunker under the inputs and uses the world will throw at it, compiled and in Python.
+"""The chunker under the inputs and uses the world will throw at it.
 
-Every test runs on the compiled loops (``_chunker_ext.c``) and on their Python twins (the
-``chunker_path`` fixture): a chunk size up to ``sys.maxsize`` and beyond (the C loop once
-overflowed its ``Py_ssize_t`` arithmetic there: a crash or an endless loop), every
-whitespace character and string kind, ``str`` subclasses, document ids that are not valid
-text, metadata that is not a plain dict, is mutated by another thread or fails to copy, a
-``Chunk`` class patched at run time, threads, and reference counts and memory across many
-splits, error paths included. The tests that call the compiled types directly (a chunk
-iterator re-entered from Python code it runs) are skipped where it is not built, as in
-``test_chunker_compiled.py``, which fails in CI if it is missing.
+A chunk size up to ``sys.maxsize`` and beyond, every whitespace character and string kind,
+``str`` subclasses, document ids that are not valid text, metadata that is not a plain
+dict, is mutated by another thread or fails to copy, a ``Chunk`` class patched at run
+time, threads, and reference counts and memory across many splits, error paths included.
+Cuts are checked against the one-window-at-a-time reference (``chunker_reference``).
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 import sys
 import threading
 from collections import OrderedDict, defaultdict
@@ -26,14 +21,8 @@ import pytest
 
 from pywrapai_graph import Chunk, Chunker, Document
 from pywrapai_graph.application import chunker as chunker_module
-from pywrapai_graph.application.chunker import _py_chunk_texts
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
-from tests.unit.chunker_reference import reference_chunk_id
-
-pytestmark = pytest.mark.usefixtures("chunker_path")
-
-BUILT = chunker_module._NATIVE_CUTTER is not None
-compiled_only = pytest.mark.skipif(not BUILT, reason="the compiled chunker is not built here")
+from tests.unit.chunker_reference import reference_chunk_id, reference_split
 
 WHITESPACE = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
 # A text of each string kind, with every boundary the cutting rules look for.
@@ -60,7 +49,7 @@ def uuid5_ids(doc_id: str, count: int) -> list[str]:
 @pytest.mark.parametrize("size", [2**40, 2**62, sys.maxsize - 11, sys.maxsize, 2**63, 10**30])
 def test_a_huge_chunk_size_keeps_the_document_whole(size: int) -> None:
     # A chunk size that means "do not split": one chunk, the text without its outer
-    # whitespace, whatever the overlap (the compiled loop overflowed here before).
+    # whitespace, whatever the overlap.
     text = "  \n Leading blanks, then words. And a sentence!\n\nA paragraph.  \n"
     for overlap in (0, 50, size - 11, size - 1):
         for kind_text in (text, text + "\U0001f600", text * 300):
@@ -70,9 +59,9 @@ def test_a_huge_chunk_size_keeps_the_document_whole(size: int) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_sizes_and_overlaps_at_their_limits_cut_the_same_on_both_paths(name: str) -> None:
+def test_sizes_and_overlaps_at_their_limits_cut_as_the_reference(name: str) -> None:
     # The smallest size (11), the largest overlap the size allows (size - 1, capped at
-    # size - 11) and sizes around the text's length, against the Python loop.
+    # size - 11) and sizes around the text's length, against the reference loop.
     text = KINDS[name]
     n = len(text)
     for size in (11, 12, 13, 21, 64, n - 1, n, n + 1, n + 11, 2 * n):
@@ -80,8 +69,9 @@ def test_sizes_and_overlaps_at_their_limits_cut_the_same_on_both_paths(name: str
             if not 0 <= overlap < size:
                 continue
             chunker = Chunker(size, overlap)
-            got = texts_of(chunker.split(Document(text, {}, "d")))
-            assert got == list(_py_chunk_texts(text, size, chunker._overlap_limit))
+            doc = Document(text, {}, "d")
+            got = texts_of(chunker.split(doc))
+            assert got == texts_of(reference_split(chunker, doc))
             assert all(len(t) <= size for t in got)
 
 
@@ -101,23 +91,26 @@ def test_texts_of_whitespace_only_make_no_chunks(kind: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_kind_of_string_cuts_as_the_python_loop(name: str) -> None:
+def test_every_kind_of_string_cuts_as_the_reference(name: str) -> None:
     text = KINDS[name]
     for size, overlap in [(500, 50), (40, 10), (11, 0), (100, 99)]:
         chunker = Chunker(size, overlap)
-        chunks = chunker.split(Document(text, {"kind": name}, "doc"))
-        assert texts_of(chunks) == list(_py_chunk_texts(text, size, chunker._overlap_limit))
+        doc = Document(text, {"kind": name}, "doc")
+        chunks = chunker.split(doc)
+        assert texts_of(chunks) == texts_of(reference_split(chunker, doc))
         assert [c.id for c in chunks] == uuid5_ids("doc", len(chunks))
         assert all(type(c.text) is str for c in chunks)
 
 
-def test_a_50_mb_line_cuts_as_the_python_loop() -> None:
+def test_a_50_mb_line_is_cut_within_the_size() -> None:
     # One line of 50 million characters (no newline; words, then no whitespace at all).
     text = "word " * 5_000_000 + "x" * 25_000_000
     chunker = Chunker(2_000, 200)
     got = [c.text for c in chunker.iter_split(Document(text, {}, "d"))]
-    assert got == list(_py_chunk_texts(text, 2_000, 200))
-    assert len(got) == 26_390
+    assert len(got) == 26_390 and max(map(len, got)) == 2_000
+    # The same shape, smaller, cuts exactly as the reference loop.
+    small = Document("word " * 50_000 + "x" * 250_000, {}, "d")
+    assert texts_of(chunker.split(small)) == texts_of(reference_split(chunker, small))
 
 
 # ---------------------------------------------------------------- hostile strings
@@ -328,46 +321,6 @@ def test_metadata_mutated_by_another_thread_gives_whole_snapshots() -> None:
     assert len({m["a"] for m in seen}) >= 4
 
 
-# ---------------------------------------------------------------- a Chunk class patched at run time
-
-
-def test_a_patched_chunk_init_is_run_for_every_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = Chunk.__init__
-    calls: list[str] = []
-
-    def logged_init(self: Chunk, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        calls.append(self.id)
-
-    monkeypatch.setattr(Chunk, "__init__", logged_init)
-    chunks = Chunker(40, 10).split(Document("Patched init words. " * 20, {}, "d"))
-    assert calls == [c.id for c in chunks] and len(chunks) > 3
-
-
-def test_a_patched_chunk_setattr_is_run_for_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    def upper_text(self: Chunk, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value.upper() if name == "text" else value)
-
-    monkeypatch.setattr(Chunk, "__setattr__", upper_text)
-    chunks = Chunker(40, 10).split(Document("Patched setattr words. " * 20, {}, "d"))
-    assert chunks and all(c.text == c.text.upper() for c in chunks)
-
-
-def test_a_chunk_field_that_is_no_longer_a_slot_is_set_through_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    slot = vars(Chunk)["text"]
-    stored: list[str] = []
-
-    def set_text(self: Chunk, value: str) -> None:
-        stored.append(value)
-        slot.__set__(self, value)
-
-    monkeypatch.setattr(Chunk, "text", property(slot.__get__, set_text))
-    chunks = Chunker(40, 10).split(Document("A replaced field descriptor. " * 20, {}, "d"))
-    assert stored == [c.text for c in chunks] and len(chunks) > 3
-
-
 # ---------------------------------------------------------------- threads
 
 
@@ -484,114 +437,14 @@ def test_bad_arguments_and_failures_midway_leak_no_references() -> None:
     assert [sys.getrefcount(o) for o in (metadata, doc_id, text)] == before
 
 
-# ---------------------------------------------------------------- the compiled types, directly
-
-
-@compiled_only
-@pytest.mark.parametrize("size", [2**40, 2**62, sys.maxsize - 11, sys.maxsize])
-def test_cutter_takes_any_size_a_ssize_t_holds(size: int) -> None:
-    from pywrapai_graph.application._chunker_ext import Cutter
-
-    ascii = " \n  words and words. More of them!\n\n" * 50
-    for text in (ascii, ascii + "\U0001f600", "x" * 100):
-        for limit in (0, 7, size - 11):
-            assert list(Cutter(text, size, limit)) == list(_py_chunk_texts(text, size, limit))
-
-
-@compiled_only
-def test_chunks_reentered_from_a_key_eq_does_not_crash() -> None:
-    # Python code the chunk iterator runs (a metadata key's __eq__, while the dict is
-    # copied) drains that same iterator, reached through iter_split's generator: its
-    # state is released under the outer call, which must still finish what it holds.
-    drained: list[list[Chunk]] = []
-    target: list[Iterator[Chunk]] = []
-
-    def drain() -> None:
-        if target:
-            drained.append(list(target.pop()))
-
-    text = "Re-entered words here. " * 20
-    metadata = sparse_dict([Collider(drain), Collider(drain)])
-    split = Chunker(40, 10).iter_split(Document(text, metadata, "d"))
-    first = next(split)
-    target.append(split.gi_yieldfrom)  # type: ignore[attr-defined]
-    rest = list(split)
-    [inner] = drained
-    every = [first, *rest, *inner]
-    assert sorted(c.text for c in every) == sorted(texts_of(Chunker(40, 10).split(Document(text))))
-    assert all(type(c) is Chunk and c.doc_id == "d" and len(c.metadata) == 2 for c in every)
-
-
-@compiled_only
-def test_chunks_reentered_from_its_texts_does_not_crash() -> None:
-    from pywrapai_graph.application._chunker_ext import Chunks
-
-    class Texts:
-        def __init__(self) -> None:
-            self.given = 0
-            self.chunks: Iterator[Chunk] | None = None
-            self.inner: list[Chunk] = []
-
-        def __iter__(self) -> Texts:
-            return self
-
-        def __next__(self) -> str:
-            self.given += 1
-            given = self.given
-            if given > 4:
-                raise StopIteration
-            if given == 1 and self.chunks is not None:
-                self.inner = list(self.chunks)  # drains the iterator under the outer call
-            return f"chunk text {given}"
-
-    texts = Texts()
-    ids = (f"id-{i}" for i in itertools.count())
-    chunks = Chunks(Chunk, texts, "d", {"k": 1}, ids)
-    texts.chunks = chunks
-    outer = list(chunks)
-    assert sorted(c.text for c in outer + texts.inner) == [f"chunk text {i}" for i in range(1, 5)]
-
-
-@compiled_only
-def test_chunks_fill_only_a_plain_class_through_its_own_slots() -> None:
-    from dataclasses import dataclass
-
-    from pywrapai_graph.application._chunker_ext import Chunks
-
-    fields = ("text", "doc_id", "metadata", "id", "embedding")
-
-    class Failure(Exception):  # a C base with fields of its own where Chunk has slots
-        __slots__ = ()
-
-    class Borrowed:  # slots of its own, but Chunk's descriptors under the field names
-        __slots__ = ("a", "b", "c", "d", "e", "f")
-
-    for cls in (Failure, Borrowed):
-        for name in fields:
-            setattr(cls, name, vars(Chunk)[name])
-        with pytest.raises(TypeError, match="not a"):
-            Chunks(cls, iter(["t"]), "d", {}, iter(["i"]))  # type: ignore[arg-type]
-
-    @dataclass(slots=True)
-    class Alike:  # the same fields, its own class: filled as Alike(...) would be
-        text: str
-        doc_id: str
-        metadata: dict[str, Any]
-        id: str
-        embedding: list[float] | None = None
-
-    made: list[object] = list(Chunks(Alike, iter(["t"]), "d", {"k": 1}, iter(["i"])))  # type: ignore[arg-type]
-    assert made == [Alike("t", "d", {"k": 1}, "i")]
-
-
 # ---------------------------------------------------------------- settings changed after creation
 
 
 def test_settings_set_after_creation_are_checked_and_used() -> None:
     doc = Document("Some words here. And more words follow!\n\nNew para. " * 30, {}, "d")
     chunker = Chunker(500, 450)
-    # A chunk size at or under the overlap once ran the Python loop forever and made the
-    # compiled one raise a bare ValueError: now refused as in the constructor.
+    # A chunk size at or under the overlap once ran the loop forever: now refused as in
+    # the constructor.
     for size in (100, 450, 5):
         with pytest.raises(InvalidArgumentError):
             chunker.chunk_size = size
