@@ -10,17 +10,22 @@ role with only ``SELECT, INSERT, UPDATE, DELETE`` (``store.create_schema: false`
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 
 __all__ = [
+    "SCHEMA_LOCK",
     "SCHEMA_TABLE",
     "SCHEMA_VERSION",
     "check_schema",
+    "in_transaction",
     "init_schema",
     "missing_right",
 ]
+
+T = TypeVar("T")
 
 #: The layout this release reads and writes; a newer one in the database is refused.
 SCHEMA_VERSION = 1
@@ -123,8 +128,16 @@ def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
         _check_version(_schema_row(cur, sql, table), table)
 
 
+#: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
+#: tables share the ``vector`` extension and the ``pywrapai_schema`` table, so processes
+#: creating *different* tables at once collide as surely as those creating the same one.
+SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
+
+
 def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Create the extension, table, indexes and schema-version row (idempotent).
+    """Create the extension, table, indexes and schema-version row (idempotent), in one
+    transaction under :data:`SCHEMA_LOCK`: processes starting at once on an empty database
+    take turns, and each one after the first finds everything made.
 
     Returns:
         True when something was created, False when all of it already existed.
@@ -133,58 +146,88 @@ def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
     """
     with conn.cursor() as cur:
-        found = _table_dimension(cur, sql, table, conn)
-        _check_dimension(found, dimension, table)
-        row = _schema_row(cur, sql, table) if found is not None else None
-        _check_version(row, table)
-        if found is not None and row is not None:
-            return False
-        t = _ident(sql, table)
-        cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        cur.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
-                "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-                "embedding vector({d}) NOT NULL)"
-            ).format(t=t, d=sql.Literal(dimension))
+        if _up_to_date(cur, conn, sql, table, dimension):
+            return False  # the usual start: nothing to lock
+
+        def locked() -> bool:
+            cur.execute("SET LOCAL statement_timeout = 0")  # waiting for the lock included
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            if _up_to_date(cur, conn, sql, table, dimension):
+                return False  # another process made it while we waited
+            _create(cur, sql, table, dimension)
+            return True
+
+        return in_transaction(conn, cur, locked)
+
+
+def in_transaction(conn: Any, cur: Any, work: Callable[[], T]) -> T:
+    """``work()`` between BEGIN and COMMIT on an autocommit connection (ROLLBACK if it
+    raises and the connection still stands)."""
+    cur.execute("BEGIN")
+    try:
+        result = work()
+        cur.execute("COMMIT")
+    except BaseException:
+        if not conn.closed:
+            cur.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bool:
+    found = _table_dimension(cur, sql, table, conn)
+    _check_dimension(found, dimension, table)
+    row = _schema_row(cur, sql, table) if found is not None else None
+    _check_version(row, table)
+    return found is not None and row is not None
+
+
+def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
+    t = _ident(sql, table)
+    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+            "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
+            "embedding vector({d}) NOT NULL)"
+        ).format(t=t, d=sql.Literal(dimension))
+    )
+    cur.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+        ).format(i=_ident(sql, table + "_hnsw"), t=t)
+    )
+    cur.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
+            i=_ident(sql, table + "_doc"), t=t
         )
-        cur.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-            ).format(i=_ident(sql, table + "_hnsw"), t=t)
+    )
+    cur.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
+            i=_ident(sql, table + "_meta"), t=t
         )
-        cur.execute(
-            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
-                i=_ident(sql, table + "_doc"), t=t
-            )
-        )
-        cur.execute(
-            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
-                i=_ident(sql, table + "_meta"), t=t
-            )
-        )
-        cur.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-            ).format(d=_ident(sql, table + "__docs"))
-        )
-        cur.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            ).format(i=_ident(sql, table + "__info"))
-        )
-        cur.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
-                "version INT NOT NULL, dimension INT NOT NULL, "
-                "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            ).format(s=_ident(sql, SCHEMA_TABLE))
-        )
-        cur.execute(
-            sql.SQL(
-                "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
-                "ON CONFLICT (table_name) DO NOTHING"
-            ).format(s=_ident(sql, SCHEMA_TABLE)),
-            (table, SCHEMA_VERSION, dimension),
-        )
-        return True
+    )
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
+        ).format(d=_ident(sql, table + "__docs"))
+    )
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        ).format(i=_ident(sql, table + "__info"))
+    )
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
+            "version INT NOT NULL, dimension INT NOT NULL, "
+            "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        ).format(s=_ident(sql, SCHEMA_TABLE))
+    )
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
+            "ON CONFLICT (table_name) DO NOTHING"
+        ).format(s=_ident(sql, SCHEMA_TABLE)),
+        (table, SCHEMA_VERSION, dimension),
+    )

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -334,7 +335,17 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         return self._client.get_or_create_collection(self._docs_name, embedding_function=None)
 
     def _stored_dimension(self) -> int | None:
-        got = self._collection.get(limit=1, include=["embeddings"])
+        errors = require("chromadb.errors", "chroma", "chromadb")
+        for pause in (0.05, 0.2, 0.5, None):
+            try:
+                got = self._collection.get(limit=1, include=["embeddings"])
+                break
+            except errors.InternalError:
+                # a Chroma server answers "Error creating hnsw segment reader: Nothing found
+                # on disk" for a moment while another process writes a collection it just made
+                if pause is None:
+                    raise
+                time.sleep(pause)
         embeddings = got.get("embeddings")
         if embeddings is None or len(embeddings) == 0:
             return None
