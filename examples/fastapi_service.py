@@ -18,20 +18,25 @@ Run it (FastAPI and an ASGI server are example dependencies, not pywrapai-graph'
          -d '{"question": "How long do refunds take?", "max_tokens": 200}'
 """
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from pywrapai_graph import Document, GenerationParams, GraphLLM, LLMResponse, ScopedRetriever
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.settings import Settings, Source
+from pywrapai_graph.errors import PyWrapAIError
 
 __all__ = ["create_app"]
+
+#: /ready reports "degraded" when the store has not answered a one-row read within this
+READY_SECONDS = 1.0
 
 Tenant = Annotated[str, Header(alias="X-Tenant", pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
@@ -84,6 +89,23 @@ def create_app(config: Source | Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="pywrapai-graph service", lifespan=lifespan)
     app.state.container = container
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        """Liveness: the process answers (touches no backend, so a stuck database never
+        makes the orchestrator restart a healthy process)."""
+        return {"status": "ok"}
+
+    @app.get("/ready")
+    async def ready() -> JSONResponse:
+        """Readiness: the store answers a one-row read within READY_SECONDS, else 503."""
+        store = container.vector_store()
+        try:
+            await asyncio.wait_for(asyncio.to_thread(store.embedder_identity), READY_SECONDS)
+        except (TimeoutError, PyWrapAIError) as exc:
+            problem = str(exc) or f"no answer within {READY_SECONDS:g} s"
+            return JSONResponse({"status": "degraded", "store": problem}, status_code=503)
+        return JSONResponse({"status": "ok"})
 
     def scoped_retriever(tenant: Tenant) -> ScopedRetriever:
         return container.scoped_retriever(scope={"tenant": tenant})

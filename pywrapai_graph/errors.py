@@ -18,6 +18,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     ├── RuntimeFailure
     │   ├── AgentBudgetExceededError
     │   ├── AgentMaxTurnsError
+    │   ├── OverloadedError
     │   ├── ProviderError
     │   │   ├── AuthenticationError
     │   │   ├── BadRequestError
@@ -29,7 +30,8 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   │   └── StructuredOutputError
     │   └── VectorStoreError
     │       ├── StorageFullError
-    │       └── StoreBusyError
+    │       ├── StoreBusyError
+    │       └── StoreTimeoutError (TimeoutError, OSError)
     └── UsageError
         ├── ArgumentTypeError (TypeError)
         ├── ConfigurationError (ValueError)
@@ -67,6 +69,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidStateError",
     "MissingExtraError",
+    "OverloadedError",
     "PromptNotFoundError",
     "ProviderError",
     "ProviderTimeoutError",
@@ -78,6 +81,7 @@ __all__ = [
     "ScopeError",
     "StorageFullError",
     "StoreBusyError",
+    "StoreTimeoutError",
     "StreamNotFinishedError",
     "StructuredOutputError",
     "ToolArgumentsError",
@@ -282,4 +286,19 @@ class StorageFullError(VectorStoreError):
 
 
 class StoreBusyError(VectorStoreError):
-    """Another process holds the store's write lock and did not release it in time."""
+    """The store could not be had in time: another process held its write lock, or every
+    pooled server connection stayed in use past the pool's deadline (the message says which
+    and what to check). Nothing was done; the call may be retried later."""
+
+
+class StoreTimeoutError(VectorStoreError, TimeoutError):
+    """The store's server did not answer a call within its deadline (the server cancelled
+    the statement, or the client gave up on a server that stopped answering and closed the
+    connection). A read did nothing; a write that timed out may or may not have been applied
+    (the store's writes are idempotent: retry it)."""
+
+
+class OverloadedError(RuntimeFailure):
+    """More calls are already waiting for the offload pool than it accepts: this one was
+    refused at once rather than queued (load shedding). Retry later, or raise
+    ``PYWRAPAI_OFFLOAD_QUEUE``."""

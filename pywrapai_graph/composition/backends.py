@@ -127,6 +127,7 @@ def _pgvector(store: StoreSettings) -> BaseVectorStore:
         table_name=store.table,
         dimension=required.dimension,
         pool_size=store.pool_size,
+        pool_timeout_ms=store.pool_timeout_ms,
         statement_timeout_ms=store.statement_timeout_ms,
         create_schema=store.create_schema,
     )

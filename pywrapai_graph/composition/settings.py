@@ -129,7 +129,15 @@ class StoreSettings(_Section):
     dimension: int | None = Field(default=None, gt=0)
     # PostgreSQL (pgvector) only
     pool_size: int = Field(default=4, ge=1, description="server connections at most")
-    statement_timeout_ms: int | None = Field(default=None, gt=0)
+    pool_timeout_ms: int | None = Field(
+        default=5_000, gt=0, description="wait for a free connection, then StoreBusyError"
+    )
+    statement_timeout_ms: int | None = Field(
+        default=30_000,
+        gt=0,
+        description="the server cancels a longer statement; the client closes a silent "
+        "connection 2 s later (StoreTimeoutError); null: the server's default, no deadline",
+    )
     create_schema: bool = Field(
         default=True, description="false: a DML-only role; run `pywrapai-graph store init` once"
     )
@@ -248,7 +256,9 @@ def _describe(exc: ValidationError) -> str:
 #: a configuration file larger than this is refused (``--config /dev/zero`` must not hang)
 MAX_CONFIG_BYTES = 1 << 20
 #: ``PYWRAPAI_*`` variables that are not settings: read elsewhere, never reported as unknown
-OTHER_VARIABLES = frozenset({"PYWRAPAI_OFFLOAD_THREADS", "PYWRAPAI_PROVIDER", "PYWRAPAI_MODEL"})
+OTHER_VARIABLES = frozenset(
+    {"PYWRAPAI_OFFLOAD_THREADS", "PYWRAPAI_OFFLOAD_QUEUE", "PYWRAPAI_PROVIDER", "PYWRAPAI_MODEL"}
+)
 _TEST_VARIABLES = "PYWRAPAI_TEST_"  # the test suite's server URLs
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters._unreachable import cannot_reach
+from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -24,8 +24,10 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
 from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
+    in_transaction,
     init_schema,
     missing_right,
 )
@@ -36,7 +38,13 @@ from pywrapai_graph.domain.manifest import (
     EmbedderIdentity,
     manifests_from_json,
 )
-from pywrapai_graph.errors import ConfigurationError, StorageFullError, VectorStoreError
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    StorageFullError,
+    StoreBusyError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
 from pywrapai_graph.redaction import redact, scrubbed
@@ -48,6 +56,24 @@ _NO_PRIVILEGE = "42501"  # insufficient_privilege
 _CANCELED = "57014"  # query_canceled (statement_timeout)
 #: Server connections a store opens at most (threads and the async offload share them).
 DEFAULT_POOL_SIZE = 4
+#: How long a call waits for a pooled connection before StoreBusyError: a service sheds load
+#: in seconds rather than queueing callers behind a stuck server until their clients give up.
+DEFAULT_POOL_TIMEOUT_MS = 5_000
+#: The server cancels a statement running longer; 30 s is far beyond any search or
+#: document write, and short enough for a request to fail while its client still waits.
+DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
+#: The client gives up this long after statement_timeout when the server has not answered
+#: (a stopped or unreachable server cancels nothing) and closes the connection.
+CLIENT_GRACE_S = 2.0
+#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
+#: that find a dead peer on an idle pooled connection in about a minute.
+_CONNECT_OPTIONS = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
@@ -112,8 +138,12 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         ef_search: HNSW search breadth for this store's session.
         pool_size: server connections (a ``psycopg2.pool`` pool) shared by threads and by the
             async offload; a caller waits while all are in use.
-        statement_timeout_ms: the server cancels a statement running longer (the error names
-            the setting); None leaves the server's default.
+        pool_timeout_ms: how long a call waits for a pooled connection before
+            :class:`StoreBusyError` (None: as long as it takes).
+        statement_timeout_ms: the server cancels a statement running longer, and the client
+            closes a connection whose server has not answered 2 s after that (a stopped or
+            unreachable server): both raise :class:`StoreTimeoutError` naming the setting.
+            None leaves the server's default and sets no client deadline.
         create_schema: create the extension, table and indexes when missing (needs DDL
             rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
             exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
@@ -135,17 +165,25 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
         pool_size: int = DEFAULT_POOL_SIZE,
-        statement_timeout_ms: int | None = None,
+        pool_timeout_ms: int | None = DEFAULT_POOL_TIMEOUT_MS,
+        statement_timeout_ms: int | None = DEFAULT_STATEMENT_TIMEOUT_MS,
         create_schema: bool = True,
     ) -> None:
         self._prepare(connection_string, table_name, dimension, pool_size, statement_timeout_ms)
+        if pool_timeout_ms is not None and not is_positive_int(pool_timeout_ms):
+            raise ConfigurationError(
+                f"pool_timeout_ms must be a positive int or None, got {pool_timeout_ms!r}"
+            )
+        self._pool_timeout: float | None = (
+            None if pool_timeout_ms is None else pool_timeout_ms / 1000
+        )
         self._ef_search = ef_search
         self._lock = threading.RLock()
         self._lexical = LexicalMirror(self._all_chunks)
         self._bulk = 0
         self._owns_schema = create_schema
         dim = dimension
-        with self._connection() as conn:
+        with self._connection(deadline=False) as conn:  # DDL may wait for another's lock
             if create_schema:
                 self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
@@ -186,6 +224,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         self._ef_search = DEFAULT_EF_SEARCH
         self._pool_size = pool_size
         self._timeout_ms = statement_timeout_ms
+        self._pool_timeout = None  # init_schema's one connection waits as long as it takes
         # the pool never blocks: the semaphore makes a thread wait for a free connection
         self._slots = threading.BoundedSemaphore(pool_size)
         self._configured: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -214,15 +253,16 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             params = self._pg.extensions.parse_dsn(self._dsn)
         host = params.get("host") or "localhost"
         where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
-        # libpq waits forever by default; a connect_timeout in the DSN wins over ours
-        options = {} if "connect_timeout" in params else {"connect_timeout": 10}
+        # libpq waits forever by default; the DSN's own values win over ours
+        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
+        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
+            given = params.get("options", "")
+            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
         return where, options
 
     def _open_pool(self) -> Any:
         _, options = self._server()
         options["application_name"] = f"pywrapai-graph:{self._table}"
-        if self._timeout_ms is not None:
-            options["options"] = f"-c statement_timeout={self._timeout_ms}"
         try:  # psycopg2 keeps at most minconn idle connections: keep them all
             return self._pool_mod.ThreadedConnectionPool(
                 self._pool_size, self._pool_size, self._dsn, **options
@@ -232,13 +272,59 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
     def _unreachable(self, exc: BaseException) -> VectorStoreError:
         if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
-            return VectorStoreError(
-                self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
-            )
+            message = self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
+            if reason_of(exc) == "timeout":  # connect_timeout: the server did not answer
+                return StoreTimeoutError(message)
+            return VectorStoreError(message)
         return VectorStoreError(
             f"invalid PostgreSQL connection string {self._location()!r}: "
             f"{self._redact(str(exc).strip())}"
         )
+
+    def _call_deadline(self) -> float | None:
+        """Seconds the client waits for one unit of work (None: no deadline)."""
+        return None if self._timeout_ms is None else self._timeout_ms / 1000 + CLIENT_GRACE_S
+
+    @contextlib.contextmanager
+    def _connection(self, *, deadline: bool = True) -> Iterator[Any]:
+        """A pooled connection for one unit of work, under the client-side deadline.
+
+        Raises:
+            StoreBusyError: every connection stayed in use past the pool timeout.
+            StoreTimeoutError: the server did not answer within the deadline.
+        """
+        if not self._slots.acquire(timeout=self._pool_timeout):
+            raise self._busy()
+        try:
+            with self._session(self._call_deadline() if deadline else None) as conn:
+                yield conn
+        finally:
+            self._slots.release()
+
+    @contextlib.contextmanager
+    def _session(self, seconds: float | None) -> Iterator[Any]:
+        armed: Watch = NEVER
+        try:
+            conn = self._pool.getconn()
+        except self._pg.Error as exc:
+            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+        broken = False
+        try:
+            with watch(conn, seconds) as armed:
+                try:
+                    self._configure(conn)
+                except self._pg.Error as exc:
+                    broken = True
+                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
+                    raise failure from scrubbed(exc, self._secrets())
+                yield conn
+        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+            broken = True
+            if armed.fired:
+                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
+            raise
+        finally:
+            self._pool.putconn(conn, close=broken or bool(conn.closed))
 
     def _configure(self, conn: Any) -> None:
         """Session settings, once per pooled connection."""
@@ -254,23 +340,22 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             self._register(conn)
         self._configured.add(conn)
 
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """A pooled connection for one unit of work (waits while all are in use)."""
-        with self._slots:
-            try:
-                conn = self._pool.getconn()
-                self._configure(conn)
-            except self._pg.Error as exc:
-                raise self._unreachable(exc) from scrubbed(exc, self._secrets())
-            broken = False
-            try:
-                yield conn
-            except (self._pg.OperationalError, self._pg.InterfaceError):
-                broken = True
-                raise
-            finally:
-                self._pool.putconn(conn, close=broken or bool(conn.closed))
+    def _busy(self) -> StoreBusyError:
+        return StoreBusyError(
+            f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
+            f"{self._server()[0]} stayed in use for {self._pool_timeout:g} s "
+            "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
+            "pg_stat_activity), or the load is more than store.pool_size connections serve; "
+            "nothing was done, retry later"
+        )
+
+    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
+            f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
+            "the connection was closed. Check that the server is up, reachable and not "
+            "overloaded; a write that timed out may have been applied (retry it)"
+        )
 
     def _ident(self, suffix: str = "") -> Any:
         return self._sql.Identifier(self._table + suffix)
@@ -290,21 +375,28 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
                 f"{self._redact(str(exc).strip())}"
             ) from scrubbed(exc, self._secrets())
 
-    def _run(self, work: Callable[[Any], T], operation: str = "SELECT") -> T:
+    def _read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
+        COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
+        return self._run(work, transaction=False)
+
+    def _run(
+        self,
+        work: Callable[[Any], T],
+        operation: str = "SELECT",
+        *,
+        transaction: bool = True,
+        deadline: bool = True,
+    ) -> T:
         """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
-        is replaced once before an error is raised."""
+        is replaced once before an error is raised. ``deadline=False``: maintenance (an index
+        build) that may outlast the client deadline; its work lifts statement_timeout."""
         for attempt in (1, 2):
             try:
-                with self._connection() as conn, conn.cursor() as cur:
-                    cur.execute("BEGIN")
-                    try:
-                        result = work(cur)
-                        cur.execute("COMMIT")
-                    except BaseException:
-                        if not conn.closed:
-                            cur.execute("ROLLBACK")
-                        raise
-                    return result
+                with self._connection(deadline=deadline) as conn, conn.cursor() as cur:
+                    if not transaction:
+                        return work(cur)
+                    return in_transaction(conn, cur, lambda: work(cur))
             except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
                 if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
                     raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
@@ -330,7 +422,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
                 f"{missing_right(exc, self._table, operation)}"
             )
         if code == _CANCELED and self._timeout_ms is not None:
-            return VectorStoreError(
+            return StoreTimeoutError(
                 f"a statement on table {self._table!r} ran longer than statement_timeout "
                 f"({self._timeout_ms} ms) and was cancelled; raise store.statement_timeout_ms "
                 "or narrow the query"
@@ -357,7 +449,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         store = cls.__new__(cls)
         store._prepare(connection_string, table_name, dimension, 1, None)
         try:
-            with store._connection() as conn:
+            with store._connection(deadline=False) as conn:
                 return store._guarded(
                     lambda: init_schema(conn, store._sql, table_name, dimension), "CREATE"
                 )
@@ -392,7 +484,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement)
             return [Chunk(r[2], doc_id=r[1], metadata=dict(r[3]), id=r[0]) for r in cur]
 
-        return self._run(work)
+        return self._read(work)
 
     @property
     def atomic_documents(self) -> bool:
@@ -465,10 +557,11 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             with self._lock:
                 self._bulk -= 1
                 if rebuild:
-                    self._run(self._build_hnsw)
+                    self._run(self._build_hnsw, "CREATE", deadline=False)
 
     def _build_hnsw(self, cur: Any) -> None:
         cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        cur.execute("SET LOCAL statement_timeout = 0")  # an index build takes what it takes
         cur.execute(
             self._sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
@@ -551,7 +644,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             row = cur.fetchone()
             return None if row is None else DocumentManifest.from_json(doc_id, row[0])
 
-        return self._run(work)
+        return self._read(work)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one query (``doc_id = ANY(...)``)."""
@@ -565,10 +658,10 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement, (list(doc_ids),))
             return dict(manifests_from_json(cur.fetchall()))
 
-        return self._run(work)
+        return self._read(work)
 
     def embedder_identity(self) -> EmbedderIdentity | None:
-        return self._run(self._recorded)
+        return self._read(self._recorded)
 
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -587,7 +680,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement, params)
             return list(cur.fetchall())
 
-        hits = [_scored(r) for r in self._run(work)]
+        hits = [_scored(r) for r in self._read(work)]
         hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return hits
 
@@ -636,7 +729,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             return list(cur.fetchall())
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
-        for r in self._run(work):
+        for r in self._read(work):
             out[int(r[0]) - 1].append(_scored(r[1:]))
         for hits in out:
             hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
@@ -650,7 +743,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             cur.execute(statement, params)
             return int(cur.fetchone()[0])
 
-        return self._run(work)
+        return self._read(work)
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)

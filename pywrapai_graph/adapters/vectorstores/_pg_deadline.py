@@ -1,0 +1,135 @@
+"""Client-side deadlines for PostgreSQL calls: a server that stops answering cannot hold a
+thread (and its pooled connection) forever.
+
+``statement_timeout`` is enforced by the server. A server that is stopped, partitioned away
+or swapping cancels nothing, and libpq waits on its socket without a timeout (TCP keepalives
+do not help: a stopped server's kernel still acknowledges them). :func:`watch` arms a timer
+for one call; if the call has not returned when it expires, the watchdog thread shuts the
+connection's socket down (``shutdown(2)`` on a duplicate descriptor: the descriptor stays
+libpq's, so it cannot be reused under it). The waiting libpq call then returns at once with a
+connection error, the caller sees :attr:`Watch.fired` and reports a timeout, and the pool
+discards the connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["Watch", "watch"]
+
+
+class Watch:
+    """One armed deadline: :attr:`fired` tells whether it expired during the call."""
+
+    __slots__ = ("_done", "_fd", "_lock", "deadline", "fired")
+
+    def __init__(self, deadline: float, fd: int) -> None:
+        self.deadline = deadline
+        self.fired = False
+        self._fd = fd
+        self._done = False
+        self._lock = threading.Lock()
+
+    def disarm(self) -> None:
+        """After this returns the watchdog never touches the socket."""
+        with self._lock:
+            self._done = True
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = self.fired = True
+            with contextlib.suppress(OSError):  # already closed: nothing to interrupt
+                sock = socket.socket(fileno=os.dup(self._fd))
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                finally:
+                    sock.close()  # the duplicate only
+
+
+#: A call without a deadline.
+NEVER = Watch(float("inf"), -1)
+NEVER.disarm()
+
+
+#: The watchdog looks at least this often (seconds), so arming a later deadline never has
+#: to wake it: a call pays for a lock and a heap push, not a thread switch.
+_TICK = 1.0
+
+
+class _Watchdog:
+    """One daemon thread for the process, sleeping until the earliest armed deadline."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._heap: list[tuple[float, int, Watch]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._wakes_at = 0.0  # when the thread looks next
+
+    def arm(self, seconds: float, fd: int) -> Watch:
+        armed = Watch(time.monotonic() + seconds, fd)
+        with self._wake:
+            heap = self._heap
+            while heap and heap[0][2].done:  # finished calls leave as they reach the top
+                heapq.heappop(heap)
+            heapq.heappush(heap, (armed.deadline, next(self._order), armed))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="pywrapai-pg-deadlines", daemon=True
+                )
+                self._thread.start()
+            elif armed.deadline < self._wakes_at:
+                self._wake.notify()
+        return armed
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                heap = self._heap
+                while heap and heap[0][2].done:
+                    heapq.heappop(heap)
+                now = time.monotonic()
+                if heap and heap[0][0] <= now:
+                    heapq.heappop(heap)[2].fire()
+                    continue
+                self._wakes_at = min(heap[0][0] if heap else now + _TICK, now + _TICK)
+                self._wake.wait(self._wakes_at - now)
+
+
+_watchdogs: dict[str, _Watchdog] = {}  # explicit cache: one watchdog thread per process
+_watchdogs_lock = threading.Lock()
+
+
+def _watchdog() -> _Watchdog:
+    with _watchdogs_lock:
+        dog = _watchdogs.get("dog")
+        if dog is None:  # made on first use, never at import
+            dog = _watchdogs["dog"] = _Watchdog()
+        return dog
+
+
+@contextlib.contextmanager
+def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
+    """Arm a deadline of ``seconds`` (None: none) over the calls made on ``conn`` inside."""
+    if seconds is None:
+        yield NEVER
+        return
+    armed = _watchdog().arm(seconds, conn.fileno())
+    try:
+        yield armed
+    finally:
+        armed.disarm()
