@@ -17,6 +17,10 @@ def open_store(kind: str, where: str, name: str) -> Any:
         from pywrapai_graph import PGVectorStore
 
         return PGVectorStore(where, table_name=name, dimension=DIM, pool_size=1)
+    if kind == "qdrant":
+        from pywrapai_graph import QdrantVectorStore
+
+        return QdrantVectorStore(name, url=where, dimension=DIM)
     from pywrapai_graph import ChromaVectorStore
 
     return ChromaVectorStore(url=where, collection=name)

@@ -1,6 +1,7 @@
 """Several processes opening a store at once on an empty database (or a new Chroma
-collection) all come up: schema creation takes turns under an advisory lock, collection
-creation re-reads what another process made. Real spawned processes, many rounds."""
+collection, a new Qdrant collection through the REST API) all come up: schema creation
+takes turns under an advisory lock, collection creation re-reads what another process made.
+Real spawned processes, many rounds."""
 
 from __future__ import annotations
 
@@ -56,5 +57,16 @@ def test_processes_creating_one_chroma_collection_together_all_come_up(
     for round_ in range(ROUNDS):
         name = f"race-{uuid.uuid4().hex[:8]}"
         reports = racers.race("chroma", chroma_url, [name] * PROCESSES)
+        failures += [f"round {round_}: {r}" for r in reports.values() if r != "ok"]
+    assert not failures, failures[:4]
+
+
+def test_processes_creating_one_qdrant_collection_together_all_come_up(
+    racers: Racers, qdrant_rest_url: str
+) -> None:
+    failures = []
+    for round_ in range(ROUNDS):
+        name = f"race_{uuid.uuid4().hex[:8]}"
+        reports = racers.race("qdrant", qdrant_rest_url, [name] * PROCESSES)
         failures += [f"round {round_}: {r}" for r in reports.values() if r != "ok"]
     assert not failures, failures[:4]

@@ -337,11 +337,28 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     def _create(self, dim: int) -> None:
         m = self._models
-        self._client.create_collection(
+        made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
         )
+        found = dim if made else self._existing_dimension()
+        if found != dim:
+            raise InvalidArgumentError(
+                f"collection {self._collection!r} was just created by another process with "
+                f"dimension {found}, not {dim}"
+            )
         self._dim = dim
+
+    def _create_collection(self, name: str, **config: Any) -> bool:
+        """Create ``name``; False when another process created it first (processes that
+        start together both see it missing, and all but one are told it exists)."""
+        try:
+            self._client.create_collection(name, **config)
+        except Exception as exc:
+            if "already exists" not in f"{exc} {getattr(exc, 'content', b'')!r}":
+                raise
+            return False
+        return True
 
     def _filter(self, filter: MetadataFilter | None, doc_id: str | None = None) -> Any:
         m = self._models
@@ -382,7 +399,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     def _ensure_docs(self) -> None:
         m = self._models
         if not self._docs_exist():
-            self._client.create_collection(
+            self._create_collection(
                 self._docs, vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE)
             )
 
