@@ -95,6 +95,22 @@ def _validate_tools(
     return specs
 
 
+def _checked_extra(extra: Mapping[str, object] | None) -> dict[str, object]:
+    given: object = extra  # callers without a type checker pass anything
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ArgumentTypeError(
+            "extra= must be a mapping of provider request fields, e.g. {'user': 'u-42'}; "
+            f"got {type(given).__name__}"
+        )
+    keys: list[object] = list(given)
+    bad = [k for k in keys if not isinstance(k, str)]
+    if bad:
+        raise ArgumentTypeError(f"extra= keys must be field names (str), got {bad[0]!r}")
+    return dict(given)
+
+
 class CallModel:
     """Calls a :class:`ChatModel` and keeps the books.
 
@@ -126,12 +142,13 @@ class CallModel:
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
         generation: GenerationParams | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> ChatRequest:
         """Validate the arguments and build the request the adapter receives.
 
         Raises:
             ValueError: for tools not in the neutral format or an impossible ``tool_choice``.
+            TypeError: ``extra`` is not a mapping with string keys.
         """
         if not messages:
             raise InvalidArgumentError("no messages to send")
@@ -144,7 +161,7 @@ class CallModel:
             response_format=response_format,
             temperature=g.temperature,
             max_tokens=g.max_tokens,
-            extra=dict(extra or {}),
+            extra=_checked_extra(extra),
             top_p=g.top_p,
             stop=g.stop,
             seed=g.seed,
@@ -240,10 +257,11 @@ class CallModel:
     def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> ChatStream:
         """The reply's text pieces; once exhausted, ``.response`` is the booked response
         (usage and cost are recorded at the end)."""
-        return ChatStream(self._stream_events(request, prompt_file))
+        # the adapter translates the request now: a misuse (a bad extra= field) raises here
+        return ChatStream(self._stream_events(request, prompt_file, self._model.stream(request)))
 
     async def _astream_events(
-        self, request: ChatRequest, prompt_file: str | None
+        self, request: ChatRequest, prompt_file: str | None, chunks: AsyncIterator[StreamChunk]
     ) -> AsyncIterator[StreamEvent]:
         usage: TokenUsage | None = None
         model: str | None = None
@@ -251,7 +269,7 @@ class CallModel:
             self._observe(request, prompt_file, stream=True) as ob,
             self._billed(request, prompt_file),
         ):
-            async for chunk in self._model.astream(request):
+            async for chunk in chunks:
                 usage, model = _fold(chunk, usage, model)
                 if chunk.text:
                     yield chunk.text
@@ -259,7 +277,7 @@ class CallModel:
         yield booked
 
     def _stream_events(
-        self, request: ChatRequest, prompt_file: str | None
+        self, request: ChatRequest, prompt_file: str | None, chunks: Iterator[StreamChunk]
     ) -> Iterator[StreamEvent]:
         usage: TokenUsage | None = None
         model: str | None = None
@@ -267,7 +285,7 @@ class CallModel:
             self._observe(request, prompt_file, stream=True) as ob,
             self._billed(request, prompt_file),
         ):
-            for chunk in self._model.stream(request):
+            for chunk in chunks:
                 usage, model = _fold(chunk, usage, model)
                 if chunk.text:
                     yield chunk.text
@@ -276,7 +294,8 @@ class CallModel:
 
     def astream(self, request: ChatRequest, *, prompt_file: str | None = None) -> AsyncChatStream:
         """Async :meth:`stream`."""
-        return AsyncChatStream(self._astream_events(request, prompt_file))
+        chunks = self._model.astream(request)  # translated now, as in stream()
+        return AsyncChatStream(self._astream_events(request, prompt_file, chunks))
 
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:
