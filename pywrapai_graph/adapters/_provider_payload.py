@@ -8,7 +8,7 @@ from typing import Any
 
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ResponseFormatError
 
-__all__ = ["drop_none", "owned_fields", "parse_arguments", "split_extra"]
+__all__ = ["add_extra_body", "drop_none", "owned_fields", "parse_arguments", "split_extra"]
 
 
 def owned_fields(**specific: str) -> dict[str, str]:
@@ -108,3 +108,21 @@ def split_extra(
         else:
             to_body(key, value)
     return calls, body
+
+
+def add_extra_body(
+    params: dict[str, Any],
+    extra: Mapping[str, Any],
+    *,
+    provider: str,
+    owned: Mapping[str, str],
+    keywords: Collection[str],
+) -> None:
+    """Add ``extra`` to the keyword arguments of a Stainless SDK call (OpenAI, Anthropic): the
+    keywords it names, and the other fields in its ``extra_body`` (see :func:`split_extra`)."""
+    named, body = split_extra(
+        extra, provider=provider, owned=owned, keywords=keywords, nested="extra_body"
+    )
+    params.update(named)
+    if body:
+        params["extra_body"] = body

@@ -10,7 +10,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
-from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
+from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
@@ -165,16 +165,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             params["stop_sequences"] = list(request.stop)
         unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
         warn_unsupported(_PROVIDER, seed=request.seed, **unsent)
-        keywords, body = split_extra(
-            request.extra,
-            provider=_PROVIDER,
-            owned=_OWNED,
-            keywords=self._keywords,
-            nested="extra_body",
+        add_extra_body(
+            params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
         )
-        params.update(keywords)
-        if body:
-            params["extra_body"] = body
         return params
 
     @staticmethod

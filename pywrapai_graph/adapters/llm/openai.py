@@ -11,10 +11,10 @@ from typing import Any
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import (
+    add_extra_body,
     drop_none,
     owned_fields,
     parse_arguments,
-    split_extra,
 )
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
@@ -166,16 +166,9 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
                 seed=request.seed,
             )
         )
-        keywords, body = split_extra(
-            request.extra,
-            provider=_PROVIDER,
-            owned=_OWNED,
-            keywords=self._keywords,
-            nested="extra_body",
+        add_extra_body(
+            params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
         )
-        params.update(keywords)
-        if body:
-            params["extra_body"] = body
         return params
 
     @staticmethod
