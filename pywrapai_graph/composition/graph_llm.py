@@ -303,8 +303,11 @@ class GraphLLM:
             stream = self._llm.astream(
                 messages, extra=extra, prompt_file=self._prompt_file, **generation
             )
-            async for piece in stream:
-                yield piece
+            try:
+                async for piece in stream:
+                    yield piece
+            finally:  # closed early: the inner stream books what was produced, now
+                await stream.aclose()
             yield self._with_context(stream.response, hits)
 
         return AsyncChatStream(events())

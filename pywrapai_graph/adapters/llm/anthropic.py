@@ -251,12 +251,15 @@ class _StreamTally(StreamTally):
             return self.parts[-1]
         return ""
 
-    def final(self) -> StreamChunk:
+    def reported(self) -> TokenUsage:
         usage = _usage(self.start_usage)
-        self.usage = TokenUsage(
+        return TokenUsage(
             input_tokens=usage.input_tokens,
             output_tokens=self.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
         )
+
+    def final(self) -> StreamChunk:
+        self.usage = self.reported()
         return super().final()
