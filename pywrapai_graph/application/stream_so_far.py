@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 
 from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.observability.observation import stopped
 from pywrapai_graph.domain import ChatRequest, StreamChunk, TokenUsage
 from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError
 
@@ -52,8 +52,7 @@ class StreamSoFar:
         """Whether a stream that ended with ``exc`` cost anything: the consumer stopped it
         after the request was sent, text had arrived, or a reply arrived unfinished. A
         request refused before any reply (a 401, a 429) costs nothing."""
-        stopped = isinstance(exc, GeneratorExit | asyncio.CancelledError)
-        return stopped or bool(self.parts) or isinstance(exc, _ARRIVED)
+        return stopped(exc) or bool(self.parts) or isinstance(exc, _ARRIVED)
 
     def unfinished_usage(self, request: ChatRequest, exc: BaseException) -> tuple[TokenUsage, bool]:
         """(usage to book, whether any of it is estimated) for a stream that ended with

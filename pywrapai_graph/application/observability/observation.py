@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +18,17 @@ from pywrapai_graph.redaction import redact
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["NOOP", "AttrValue", "Observation", "failure_level", "failure_text", "fire", "quiet"]
+__all__ = [
+    "NOOP",
+    "AttrValue",
+    "Observation",
+    "cancelled",
+    "failure_level",
+    "failure_text",
+    "fire",
+    "quiet",
+    "stopped",
+]
 
 AttrValue = str | bool | int | float | Sequence[str] | Sequence[float] | Sequence[int]
 
@@ -27,9 +37,16 @@ _REPORTED = "_pywrapai_reported"  # set on an exception once a WARNING has told 
 _TEXT_LIMIT = 300  # characters of an error's message in a log record
 
 
-def _stopped(exc: BaseException) -> bool:
+def cancelled(exc: BaseException) -> bool:
+    """``exc`` cancelled an asyncio task (asyncio is looked up, never imported: a program that
+    has not loaded it has no task to cancel, and the CLI starts faster without it)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
+
+def stopped(exc: BaseException) -> bool:
     """The consumer stopped the operation (closed a stream, cancelled a task): no failure."""
-    return isinstance(exc, GeneratorExit | asyncio.CancelledError)
+    return isinstance(exc, GeneratorExit) or cancelled(exc)
 
 
 def failure_level(exc: BaseException) -> int:
@@ -152,7 +169,7 @@ class Observation:
         tb: TracebackType | None,
     ) -> None:
         if not self.active:
-            if exc is not None and self.quiet_log is not None and not _stopped(exc):
+            if exc is not None and self.quiet_log is not None and not stopped(exc):
                 # nothing listens, yet a failure is always told (the shared quiet instance)
                 text = failure_text(exc, self.quiet_detail)
                 self.quiet_log.log(failure_level(exc), "%s failed: %s", self.name, text)
@@ -160,7 +177,7 @@ class Observation:
         self.duration_s = time.perf_counter() - self._started
         if isinstance(exc, GeneratorExit):
             self.attributes["pywrapai.stream.abandoned"] = True
-        elif isinstance(exc, asyncio.CancelledError):
+        elif exc is not None and cancelled(exc):
             self.attributes["pywrapai.cancelled"] = True
         elif exc is not None:
             self.error = exc
