@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream, StreamEvent
 from pywrapai_graph.application.observability.model_calls import observe_llm
 from pywrapai_graph.application.observability.observation import Observation
+from pywrapai_graph.application.stream_so_far import StreamSoFar
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -95,6 +97,22 @@ def _validate_tools(
     return specs
 
 
+def _checked_extra(extra: Mapping[str, object] | None) -> dict[str, object]:
+    given: object = extra  # callers without a type checker pass anything
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ArgumentTypeError(
+            "extra= must be a mapping of provider request fields, e.g. {'user': 'u-42'}; "
+            f"got {type(given).__name__}"
+        )
+    keys: list[object] = list(given)
+    bad = [k for k in keys if not isinstance(k, str)]
+    if bad:
+        raise ArgumentTypeError(f"extra= keys must be field names (str), got {bad[0]!r}")
+    return dict(given)
+
+
 class CallModel:
     """Calls a :class:`ChatModel` and keeps the books.
 
@@ -126,12 +144,13 @@ class CallModel:
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
         generation: GenerationParams | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> ChatRequest:
         """Validate the arguments and build the request the adapter receives.
 
         Raises:
             ValueError: for tools not in the neutral format or an impossible ``tool_choice``.
+            TypeError: ``extra`` is not a mapping with string keys.
         """
         if not messages:
             raise InvalidArgumentError("no messages to send")
@@ -144,7 +163,7 @@ class CallModel:
             response_format=response_format,
             temperature=g.temperature,
             max_tokens=g.max_tokens,
-            extra=dict(extra or {}),
+            extra=_checked_extra(extra),
             top_p=g.top_p,
             stop=g.stop,
             seed=g.seed,
@@ -225,6 +244,9 @@ class CallModel:
         usage: TokenUsage | None,
         model: str | None,
         prompt_file: str | None,
+        *,
+        content: str = "",
+        estimated: bool = False,
     ) -> LLMResponse:
         rec = self._tracker.record(
             "chat",
@@ -232,51 +254,99 @@ class CallModel:
             model or request.model,
             usage or TokenUsage(),
             prompt_file=prompt_file,
+            estimated=estimated,
         )
         return LLMResponse(
-            usage=rec.usage, model=rec.model, provider=rec.provider, cost_usd=rec.cost_usd
+            content=content,
+            usage=rec.usage,
+            model=rec.model,
+            provider=rec.provider,
+            cost_usd=rec.cost_usd,
         )
 
+    @contextmanager
+    def _streaming(
+        self, request: ChatRequest, prompt_file: str | None, so_far: StreamSoFar
+    ) -> Iterator[Observation]:
+        """Around a stream's reading: its observation, and the booking of a stream that ends
+        early (closed, cancelled, cut off) — it still cost what the provider produced."""
+        so_far.start()
+        with self._observe(request, prompt_file, stream=True) as ob:
+            try:
+                yield ob
+            except BaseException as exc:
+                self._book_unfinished(ob, request, so_far, exc, prompt_file)
+                raise
+
+    def _book_unfinished(
+        self,
+        ob: Observation,
+        request: ChatRequest,
+        so_far: StreamSoFar,
+        exc: BaseException,
+        prompt_file: str | None,
+    ) -> None:
+        """Book an unfinished stream once — in the ledger, the cost scopes open while it was
+        read and the span — with the usage the provider reported, or an estimate marked as
+        such (nothing when the provider refused it before replying)."""
+        if not so_far.billed(exc):
+            return
+        usage, estimated = so_far.unfinished_usage(request, exc)
+        book = functools.partial(
+            self._record_stream,
+            request,
+            usage,
+            so_far.model,
+            prompt_file,
+            content=so_far.text,
+            estimated=estimated,
+        )
+        context = so_far.context
+        ob.result = context.run(book) if context is not None else book()
+        if estimated:
+            ob.set({"pywrapai.usage.estimated": True})
+
     def stream(self, request: ChatRequest, *, prompt_file: str | None = None) -> ChatStream:
-        """The reply's text pieces; once exhausted, ``.response`` is the booked response
-        (usage and cost are recorded at the end)."""
-        return ChatStream(self._stream_events(request, prompt_file))
+        """The reply's text pieces; once exhausted, ``.response`` is the booked response.
+
+        Usage and cost are recorded once: when the stream ends, or — closed, cancelled or cut
+        off before its end — with what was produced (estimated when the provider had not said).
+        """
+        # the adapter translates the request now: a misuse (a bad extra= field) raises here
+        return ChatStream(self._stream_events(request, prompt_file, self._model.stream(request)))
 
     async def _astream_events(
-        self, request: ChatRequest, prompt_file: str | None
+        self, request: ChatRequest, prompt_file: str | None, chunks: AsyncIterator[StreamChunk]
     ) -> AsyncIterator[StreamEvent]:
-        usage: TokenUsage | None = None
-        model: str | None = None
-        with (
-            self._observe(request, prompt_file, stream=True) as ob,
-            self._billed(request, prompt_file),
-        ):
-            async for chunk in self._model.astream(request):
-                usage, model = _fold(chunk, usage, model)
+        so_far = StreamSoFar()
+        with self._streaming(request, prompt_file, so_far) as ob:
+            async for chunk in chunks:
+                so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
-            ob.result = booked = self._record_stream(request, usage, model, prompt_file)
+            ob.result = booked = self._record_stream(
+                request, so_far.usage, so_far.model, prompt_file
+            )
         yield booked
 
     def _stream_events(
-        self, request: ChatRequest, prompt_file: str | None
+        self, request: ChatRequest, prompt_file: str | None, chunks: Iterator[StreamChunk]
     ) -> Iterator[StreamEvent]:
-        usage: TokenUsage | None = None
-        model: str | None = None
-        with (
-            self._observe(request, prompt_file, stream=True) as ob,
-            self._billed(request, prompt_file),
-        ):
-            for chunk in self._model.stream(request):
-                usage, model = _fold(chunk, usage, model)
+        so_far = StreamSoFar()
+        with self._streaming(request, prompt_file, so_far) as ob:
+            for chunk in chunks:
+                so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
-            ob.result = booked = self._record_stream(request, usage, model, prompt_file)
+            ob.result = booked = self._record_stream(
+                request, so_far.usage, so_far.model, prompt_file
+            )
         yield booked
 
     def astream(self, request: ChatRequest, *, prompt_file: str | None = None) -> AsyncChatStream:
         """Async :meth:`stream`."""
-        return AsyncChatStream(self._astream_events(request, prompt_file))
+        chunks = self._model.astream(request)  # translated now, as in stream()
+        return AsyncChatStream(self._astream_events(request, prompt_file, chunks))
 
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:
@@ -305,9 +375,3 @@ class CallModel:
                 f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']}",
                 raw=response.content,
             ) from exc
-
-
-def _fold(
-    chunk: StreamChunk, usage: TokenUsage | None, model: str | None
-) -> tuple[TokenUsage | None, str | None]:
-    return (chunk.usage or usage, chunk.model or model)

@@ -87,7 +87,8 @@ class ChatStream(_Received, Iterator[str]):
         return self.response.content
 
     def close(self) -> None:
-        """Stop early and release the connection (no usage is recorded)."""
+        """Stop early and release the connection; what was produced is recorded (usage
+        estimated when the provider had not reported it yet)."""
         close = getattr(self._source, "close", None)
         if close is not None:
             close()
@@ -124,7 +125,8 @@ class AsyncChatStream(_Received, AsyncIterator[str]):
         return self.response.content
 
     async def aclose(self) -> None:
-        """Stop early and release the connection (no usage is recorded)."""
+        """Stop early and release the connection; what was produced is recorded (usage
+        estimated when the provider had not reported it yet)."""
         aclose = getattr(self._source, "aclose", None)
         if aclose is not None:
             await aclose()

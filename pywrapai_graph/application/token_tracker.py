@@ -81,11 +81,23 @@ class TokenTracker:
         usage: TokenUsage,
         *,
         prompt_file: str | None = None,
+        estimated: bool = False,
     ) -> CallRecord:
-        """Price and record one call; returns the stored record."""
+        """Price and record one call; returns the stored record.
+
+        ``estimated`` marks usage the provider did not report (see ``CallRecord.estimated``).
+        """
         cost = self._prices.cost(kind, provider, model, usage)
         rec = CallRecord(
-            kind, provider, model, usage, cost, prompt_file, time.time(), current_agent_run()
+            kind,
+            provider,
+            model,
+            usage,
+            cost,
+            prompt_file,
+            time.time(),
+            current_agent_run(),
+            estimated,
         )
         self.add(rec)
         return rec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
@@ -195,9 +195,14 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Assemble and send; ``response.context`` lists the injected chunks.
+
+        ``extra`` carries provider-specific request fields (``user``, ``service_tier``...)
+        to the SDK unchanged, as :meth:`LLM.chat` describes; a field the library sets itself
+        raises InvalidArgumentError.
 
         Raises:
             ScopeError: ``filter`` given to a retriever that cannot filter.
@@ -207,6 +212,7 @@ class GraphLLM:
             messages,
             tools=tools,
             tool_choice=tool_choice,
+            extra=extra,
             prompt_file=self._prompt_file,
             **generation,
         )
@@ -222,6 +228,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Async :meth:`chat`; retrieval and the call never block the event loop."""
@@ -230,6 +237,7 @@ class GraphLLM:
             messages,
             tools=tools,
             tool_choice=tool_choice,
+            extra=extra,
             prompt_file=self._prompt_file,
             **generation,
         )
@@ -244,6 +252,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> ChatStream:
         """Same assembly as :meth:`chat`, streamed: iterate the text; once exhausted,
@@ -257,7 +266,9 @@ class GraphLLM:
                 "GraphLLM.stream() does not accept tools=; use chat() for tools"
             )
         messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
-        stream = self._llm.stream(messages, prompt_file=self._prompt_file, **generation)
+        stream = self._llm.stream(
+            messages, extra=extra, prompt_file=self._prompt_file, **generation
+        )
 
         def events() -> Iterator[StreamEvent]:
             yield from stream
@@ -274,6 +285,7 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AsyncChatStream:
         """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
@@ -288,9 +300,14 @@ class GraphLLM:
 
         async def events() -> AsyncIterator[StreamEvent]:
             messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
-            stream = self._llm.astream(messages, prompt_file=self._prompt_file, **generation)
-            async for piece in stream:
-                yield piece
+            stream = self._llm.astream(
+                messages, extra=extra, prompt_file=self._prompt_file, **generation
+            )
+            try:
+                async for piece in stream:
+                    yield piece
+            finally:  # closed early: the inner stream books what was produced, now
+                await stream.aclose()
             yield self._with_context(stream.response, hits)
 
         return AsyncChatStream(events())
@@ -304,12 +321,13 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
         """:meth:`LLM.chat_structured` with prompt, history and RAG assembly."""
         messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         return self._llm.chat_structured(
-            messages, schema, prompt_file=self._prompt_file, **generation
+            messages, schema, extra=extra, prompt_file=self._prompt_file, **generation
         )
 
     async def achat_structured(
@@ -321,12 +339,13 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
         """Async :meth:`chat_structured`."""
         messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
         return await self._llm.achat_structured(
-            messages, schema, prompt_file=self._prompt_file, **generation
+            messages, schema, extra=extra, prompt_file=self._prompt_file, **generation
         )
 
     # ------------------------------------------------------------------ copies

@@ -141,7 +141,7 @@ class LLM:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         generation: GenerationOptions | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         schema: type[BaseModel] | None = None,
     ) -> ChatRequest:
         return self._calls.build_request(
@@ -161,14 +161,23 @@ class LLM:
         *,
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Send the messages; returns the response with its usage and cost.
 
+        ``extra`` holds provider-specific request fields (``{"user": "u-42", "service_tier":
+        "flex"}``), sent unchanged: a field the SDK's call names goes as that keyword
+        argument, any other into the request body (OpenAI and Anthropic ``extra_body``,
+        Gemini ``http_options.extra_body``, Ollama model ``options``). ``extra`` never
+        overrides what the library sends itself: such a field (model, messages, tools,
+        temperature, max_tokens, stop...) raises InvalidArgumentError naming the argument to
+        use instead. The same holds for every call and stream.
+
         Raises:
-            ValueError: tools not in the neutral format, or an impossible ``tool_choice``.
+            ValueError: tools not in the neutral format, an impossible ``tool_choice``, or an
+                ``extra`` field the library sets itself (InvalidArgumentError).
             ProviderError: (subclasses) when the provider fails.
         """
         request = self._request(input, tools, tool_choice, generation, extra)
@@ -180,7 +189,7 @@ class LLM:
         *,
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
@@ -193,7 +202,7 @@ class LLM:
         input: str | Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> ChatStream:
@@ -213,7 +222,7 @@ class LLM:
         input: str | Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AsyncChatStream:
@@ -232,7 +241,7 @@ class LLM:
         input: str | Sequence[Message],
         schema: type[M],
         *,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
@@ -251,7 +260,7 @@ class LLM:
         input: str | Sequence[Message],
         schema: type[M],
         *,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:

@@ -29,6 +29,7 @@ class LLMCallEvent:
         finish_reasons: why the model stopped, as the provider said.
         duration_s: wall time of the call (for a stream: until it ended).
         error: the exception's type name when the call failed.
+        estimated: ``usage`` is an estimate (a stream that ended before its usage arrived).
     """
 
     operation: str
@@ -43,6 +44,7 @@ class LLMCallEvent:
     finish_reasons: tuple[str, ...] = ()
     duration_s: float = 0.0
     error: str | None = None
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,9 @@ class CallRecord:
         prompt_file: the versioned prompt file in use, when the call came through GraphLLM.
         timestamp: when the call was recorded (``time.time()``; 0.0 when built by hand).
         agent_run: the id of the agent run the call belonged to, if any.
+        estimated: True when ``usage`` is partly or wholly an estimate (4 characters per
+            token) because the provider reported none: a stream the consumer closed or
+            cancelled, or the provider cut off, before its usage arrived.
     """
 
     kind: CallKind
@@ -82,12 +85,17 @@ class CallRecord:
     prompt_file: str | None = None
     timestamp: float = 0.0
     agent_run: str | None = None
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class CostTotals:
-    """Calls, tokens and USD cost added up (a ledger's aggregate or a request scope's)."""
+    """Calls, tokens and USD cost added up (a ledger's aggregate or a request scope's).
+
+    ``estimated_calls`` of the ``calls`` carry estimated usage (see ``CallRecord.estimated``).
+    """
 
     calls: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
     cost_usd: float = 0.0
+    estimated_calls: int = 0

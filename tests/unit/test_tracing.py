@@ -237,7 +237,12 @@ async def test_async_stream_and_an_abandoned_stream(otel: Telemetry) -> None:
     stream.close()  # the caller stops reading
     attrs = dict(otel.one("chat gpt-4o-mini").attributes or {})
     assert attrs["pywrapai.stream.abandoned"] is True
-    assert "gen_ai.usage.input_tokens" not in attrs
+    # what was produced is on the span, marked as an estimate (the reply's usage never came)
+    assert attrs["pywrapai.usage.estimated"] is True
+    assert attrs["gen_ai.usage.input_tokens"] == llm.tokens.records[-1].usage.input_tokens > 0
+    assert attrs["gen_ai.usage.output_tokens"] == 1  # "one " at 4 characters per token
+    assert attrs["pywrapai.cost_usd"] == llm.tokens.records[-1].cost_usd
+    assert llm.tokens.records[-1].estimated
 
 
 # ---------------------------------------------------------------------------- agent

@@ -167,9 +167,10 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
             events, first = retrying(open_stream, retries)
             with self._errors():
                 for event in itertools.chain(first, events):
-                    text = tally.feed(event)
-                    if text:
-                        yield StreamChunk(text=text)
+                    before = tally.reported()
+                    chunk = tally.chunk(tally.feed(event), before)
+                    if chunk is not None:
+                        yield chunk
         yield tally.final()
 
     async def _afollow(
@@ -190,13 +191,15 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
             events, first = await aretrying(open_stream, retries)
             with self._errors():
                 for event in first:
-                    text = tally.feed(event)
-                    if text:
-                        yield StreamChunk(text=text)
+                    before = tally.reported()
+                    chunk = tally.chunk(tally.feed(event), before)
+                    if chunk is not None:
+                        yield chunk
                 async for event in events:
-                    text = tally.feed(event)
-                    if text:
-                        yield StreamChunk(text=text)
+                    before = tally.reported()
+                    chunk = tally.chunk(tally.feed(event), before)
+                    if chunk is not None:
+                        yield chunk
         yield tally.final()
 
     @property

@@ -128,6 +128,19 @@ class StreamTally(ABC):
         """The text received so far."""
         return "".join(self.parts)
 
+    def reported(self) -> TokenUsage:
+        """The usage the provider has reported so far (all zero before it says anything)."""
+        return self.usage
+
+    def chunk(self, text: str, before: TokenUsage) -> StreamChunk | None:
+        """The chunk to hand on after an event: its text, and the usage when the provider
+        reported more than ``before`` (so a stream stopped early books what was reported);
+        None when the event brought neither."""
+        usage = self.reported()
+        if usage == before:
+            return StreamChunk(text=text) if text else None
+        return StreamChunk(text=text, usage=usage)
+
     def final(self) -> StreamChunk:
         """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""
         if not self.ended:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
-from pywrapai_graph.adapters._provider_payload import drop_none
+from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
@@ -42,6 +42,7 @@ __all__ = ["AnthropicChatModel"]
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
 _PROVIDER = "anthropic"
+_OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
 
 
 def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -127,6 +128,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         # Recent SDKs dropped temperature/top_p from messages.create (newer models fix them):
         # send what the installed SDK takes, warn about the rest.
         accepted = inspect.signature(self._client.messages.create).parameters
+        self._keywords = frozenset(accepted)  # extra= keys sent as keywords, others in the body
         self._sampling = frozenset(p for p in ("temperature", "top_p") if p in accepted)
         if not self._secret:
             raise ConfigurationError(
@@ -163,7 +165,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             params["stop_sequences"] = list(request.stop)
         unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
         warn_unsupported(_PROVIDER, seed=request.seed, **unsent)
-        params.update(request.extra)
+        add_extra_body(
+            params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
+        )
         return params
 
     @staticmethod
@@ -247,12 +251,15 @@ class _StreamTally(StreamTally):
             return self.parts[-1]
         return ""
 
-    def final(self) -> StreamChunk:
+    def reported(self) -> TokenUsage:
         usage = _usage(self.start_usage)
-        self.usage = TokenUsage(
+        return TokenUsage(
             input_tokens=usage.input_tokens,
             output_tokens=self.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
         )
+
+    def final(self) -> StreamChunk:
+        self.usage = self.reported()
         return super().final()

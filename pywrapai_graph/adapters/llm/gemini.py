@@ -9,7 +9,7 @@ from typing import Any
 from pywrapai_graph.adapters._gemini import gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
-from pywrapai_graph.adapters._provider_payload import drop_none
+from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -50,6 +50,25 @@ __all__ = ["GeminiChatModel"]
 DEFAULT_MODEL = "gemini-2.5-flash"
 _PROVIDER = "gemini"
 _MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+# extra= keys that name a GenerateContentConfig field go in the config (typed by the SDK);
+# the others go into the request body through http_options.extra_body
+_OWNED = owned_fields(
+    contents="the input messages",
+    config="extra= keys (config fields) and the generation arguments",
+    generation_config="the generation arguments or extra= config keys (e.g. top_k)",
+    generationConfig="the generation arguments or extra= config keys (e.g. top_k)",
+    system_instruction="a SYSTEM message",
+    systemInstruction="a SYSTEM message",
+    tool_config="tool_choice=",
+    toolConfig="tool_choice=",
+    automatic_function_calling="tools= (never called automatically)",
+    response_mime_type="chat_structured()",
+    response_schema="chat_structured()",
+    response_json_schema="chat_structured()",
+    max_output_tokens="max_tokens=",
+    stop_sequences="stop=",
+    http_options="the client's options (timeout=, base_url=) or plain extra= fields",
+)
 
 
 def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -186,7 +205,16 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
                 seed=request.seed,
             )
         )
-        config.update(request.extra)
+        keywords, body = split_extra(
+            request.extra,
+            provider=_PROVIDER,
+            owned=_OWNED,
+            keywords=t.GenerateContentConfig.model_fields,
+            nested="extra_body",
+        )
+        config.update(keywords)
+        if body:
+            config["http_options"] = t.HttpOptions(extra_body=body)
         return t.GenerateContentConfig(**config)
 
     def _call(self, request: ChatRequest) -> dict[str, Any]:

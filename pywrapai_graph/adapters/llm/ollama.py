@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
@@ -9,7 +10,7 @@ from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
-from pywrapai_graph.adapters._provider_payload import drop_none
+from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
@@ -41,6 +42,9 @@ __all__ = ["OllamaChatModel"]
 DEFAULT_MODEL = "llama3.2"
 _PROVIDER = "ollama"
 _log = logging.getLogger(__name__)
+# extra= keys that Client.chat names (keep_alive, think...) go as keywords; the others (and
+# the entries of extra={"options": {...}}) are model options such as num_ctx or top_k
+_OWNED = owned_fields(format="chat_structured()", num_predict="max_tokens=", stop="stop=")
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -105,6 +109,7 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
             ),
             close_async,
         )
+        self._keywords = frozenset(inspect.signature(self._client.chat).parameters)
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -117,6 +122,14 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
             _log.warning("Ollama does not support tool_choice=%r; ignoring it", request.tool_choice)
         if request.response_format is not None:
             params["format"] = dict(request.response_format.json_schema)
+        keywords, more_options = split_extra(
+            request.extra,
+            provider=_PROVIDER,
+            owned=_OWNED,
+            keywords=self._keywords,
+            nested="options",
+        )
+        params.update(keywords)
         options = drop_none(
             num_predict=request.max_tokens,
             temperature=request.temperature,
@@ -124,9 +137,9 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
             stop=list(request.stop) if request.stop else None,
             seed=request.seed,
         )
+        options.update(more_options)
         if options:
             params["options"] = options
-        params.update(request.extra)
         return params
 
     @staticmethod

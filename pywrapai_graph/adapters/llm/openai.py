@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
@@ -9,7 +10,12 @@ from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
-from pywrapai_graph.adapters._provider_payload import drop_none, parse_arguments
+from pywrapai_graph.adapters._provider_payload import (
+    add_extra_body,
+    drop_none,
+    owned_fields,
+    parse_arguments,
+)
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
 from pywrapai_graph.adapters.llm._replies import StreamTally
@@ -34,6 +40,13 @@ __all__ = ["OpenAIChatModel"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 _PROVIDER = "openai"
+_OWNED = owned_fields(
+    response_format="chat_structured()",
+    max_completion_tokens="max_tokens=",
+    max_tokens="max_tokens=",
+    stop="stop=",
+    stream_options="stream()/astream()",
+)
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -120,6 +133,10 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
         self._secret = self._client.api_key
+        # extra= keys the SDK names go as keywords (typed by the SDK), others in extra_body
+        self._keywords = frozenset(
+            inspect.signature(self._client.chat.completions.create).parameters
+        )
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
@@ -149,7 +166,9 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
                 seed=request.seed,
             )
         )
-        params.update(request.extra)
+        add_extra_body(
+            params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
+        )
         return params
 
     @staticmethod

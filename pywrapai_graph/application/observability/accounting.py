@@ -44,10 +44,11 @@ class ExactSum:
 class RunningTotals:
     """Calls, tokens and cost of many records (not thread-safe: callers hold a lock)."""
 
-    __slots__ = ("_cost", "_usage", "calls")
+    __slots__ = ("_cost", "_usage", "calls", "estimated")
 
     def __init__(self) -> None:
         self.calls = 0
+        self.estimated = 0
         self._usage = [0, 0, 0, 0, 0]
         self._cost = ExactSum()
 
@@ -55,6 +56,7 @@ class RunningTotals:
         """Count one record."""
         u = rec.usage
         self.calls += 1
+        self.estimated += rec.estimated
         t = self._usage
         t[0] += u.input_tokens
         t[1] += u.output_tokens
@@ -75,4 +77,4 @@ class RunningTotals:
 
     def snapshot(self) -> CostTotals:
         """The totals as a frozen value."""
-        return CostTotals(self.calls, self.usage, self.cost_usd)
+        return CostTotals(self.calls, self.usage, self.cost_usd, self.estimated)

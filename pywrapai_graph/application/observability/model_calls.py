@@ -8,10 +8,12 @@ import logging
 from typing import Any
 
 from pywrapai_graph.application.observability.observation import (
-    NOOP,
     AttrValue,
     Observation,
+    failure_level,
+    failure_text,
     fire,
+    quiet,
 )
 from pywrapai_graph.application.observability.telemetry import (
     capture_content,
@@ -31,6 +33,9 @@ __all__ = [
 
 _llm_log = logging.getLogger("pywrapai_graph.llm")
 _embed_log = logging.getLogger("pywrapai_graph.embeddings")
+# what a call returns when nothing listens: its failure is still a WARNING record
+_QUIET_CHAT = quiet("chat", _llm_log)
+_QUIET_EMBEDDINGS = quiet("embeddings", _embed_log)
 
 # Our provider names where the GenAI conventions spell them differently.
 _PROVIDER_NAMES = {"gemini": "gcp.gemini"}
@@ -70,7 +75,7 @@ def observe_llm(
     """Observe one chat call; set ``result`` to the booked :class:`LLMResponse`."""
     listening = gate(hooks, _llm_log)
     if listening is None:
-        return NOOP
+        return _QUIET_CHAT
     tr, ins, every_hook = listening
     attrs = genai_attributes("chat", provider, request.model)
     attrs["gen_ai.output.type"] = "json" if request.response_format else "text"
@@ -160,23 +165,26 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
     error = type(ob.error).__qualname__ if ob.error is not None else None
     if error is None:
         _llm_log.info(
-            "chat %s/%s: %s in + %s out tokens, $%.6f, %.3f s%s",
+            "chat %s/%s: %s in + %s out tokens%s, $%.6f, %.3f s%s",
             a["gen_ai.provider.name"],
             a.get("gen_ai.response.model") or a["gen_ai.request.model"],
             a.get("gen_ai.usage.input_tokens", 0),
             a.get("gen_ai.usage.output_tokens", 0),
+            " (estimated)" if a.get("pywrapai.usage.estimated") else "",
             a.get("pywrapai.cost_usd", 0.0),
             ob.duration_s,
-            " (cached)" if a.get("pywrapai.cached") else "",
+            _outcome(a),
             extra={"attributes": dict(a)},
         )
     else:
-        _llm_log.warning(
+        assert ob.error is not None
+        _llm_log.log(
+            failure_level(ob.error),
             "chat %s/%s failed after %.3f s: %s",
             a["gen_ai.provider.name"],
             a["gen_ai.request.model"],
             ob.duration_s,
-            error,
+            failure_text(ob.error),
             extra={"attributes": dict(a)},
         )
     if hooks:
@@ -201,7 +209,16 @@ def _llm_event(
         finish_reasons=(response.finish_reason,) if response and response.finish_reason else (),
         duration_s=ob.duration_s,
         error=error,
+        estimated=bool(a.get("pywrapai.usage.estimated")),
     )
+
+
+def _outcome(a: dict[str, AttrValue]) -> str:
+    if a.get("pywrapai.cached"):
+        return " (cached)"
+    if a.get("pywrapai.stream.abandoned"):
+        return " (stream closed early)"
+    return " (cancelled)" if a.get("pywrapai.cancelled") else ""
 
 
 def observe_embedding(
@@ -210,7 +227,7 @@ def observe_embedding(
     """Observe one embedding request; set ``result`` to its ledger :class:`CallRecord`."""
     listening = gate(hooks, _embed_log)
     if listening is None:
-        return NOOP
+        return _QUIET_EMBEDDINGS
     tr, ins, every_hook = listening
     attrs = genai_attributes("embeddings", provider, model)
     attrs["pywrapai.embedding.texts"] = texts
@@ -230,8 +247,8 @@ def _finish_embedding(ob: Observation, *, hooks: tuple[Hooks, ...]) -> None:
         _record_usage(ob, "embeddings", rec.usage, rec.cost_usd, output=False)
     ob.record_duration("embeddings")
     error = type(ob.error).__qualname__ if ob.error is not None else None
-    log = _embed_log.info if error is None else _embed_log.warning
-    log(
+    _embed_log.log(
+        logging.INFO if ob.error is None else failure_level(ob.error),
         "embeddings %s/%s: %s texts, %s tokens, $%.6f, %.3f s%s",
         a["gen_ai.provider.name"],
         a.get("gen_ai.response.model") or a["gen_ai.request.model"],
@@ -239,7 +256,7 @@ def _finish_embedding(ob: Observation, *, hooks: tuple[Hooks, ...]) -> None:
         a.get("gen_ai.usage.input_tokens", 0),
         a.get("pywrapai.cost_usd", 0.0),
         ob.duration_s,
-        f" failed: {error}" if error else "",
+        f" failed: {failure_text(ob.error)}" if ob.error is not None else "",
         extra={"attributes": dict(a)},
     )
     if hooks:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -11,15 +13,65 @@ from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.application.observability.telemetry import Instruments
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["NOOP", "AttrValue", "Observation", "fire"]
+__all__ = [
+    "NOOP",
+    "AttrValue",
+    "Observation",
+    "cancelled",
+    "failure_level",
+    "failure_text",
+    "fire",
+    "quiet",
+    "stopped",
+]
 
 AttrValue = str | bool | int | float | Sequence[str] | Sequence[float] | Sequence[int]
 
 _hook_log = logging.getLogger("pywrapai_graph.hooks")
+_REPORTED = "_pywrapai_reported"  # set on an exception once a WARNING has told of it
+_TEXT_LIMIT = 300  # characters of an error's message in a log record
+
+
+def cancelled(exc: BaseException) -> bool:
+    """``exc`` cancelled an asyncio task (asyncio is looked up, never imported: a program that
+    has not loaded it has no task to cancel, and the CLI starts faster without it)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
+
+def stopped(exc: BaseException) -> bool:
+    """The consumer stopped the operation (closed a stream, cancelled a task): no failure."""
+    return isinstance(exc, GeneratorExit) or cancelled(exc)
+
+
+def failure_level(exc: BaseException) -> int:
+    """WARNING for the first observation that sees ``exc`` fail, INFO for the enclosing ones
+    (a store failure inside a retrieval inside an agent run is one WARNING record)."""
+    seen: BaseException | None = exc
+    for _ in range(32):  # an outer layer may have wrapped the reported error
+        if seen is None:
+            break
+        if getattr(seen, _REPORTED, False):
+            return logging.INFO
+        seen = seen.__cause__ or seen.__context__
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(exc, _REPORTED, True)
+    return logging.WARNING
+
+
+def failure_text(exc: BaseException, detail: bool = True) -> str:
+    """``Type: message`` of a failure, secrets redacted, on one bounded line (the type only
+    without ``detail``)."""
+    text = " ".join(redact(str(exc)).split()) if detail else ""
+    if len(text) > _TEXT_LIMIT:
+        text = text[:_TEXT_LIMIT] + "..."
+    name = type(exc).__qualname__
+    return f"{name}: {text}" if text else name
 
 
 class Observation:
@@ -45,6 +97,8 @@ class Observation:
         "kind_client",
         "metric_attributes",
         "name",
+        "quiet_detail",
+        "quiet_log",
         "tracer",
     )
 
@@ -76,6 +130,8 @@ class Observation:
         self._token: object | None = None
         self._started = 0.0
         self._initial = 0
+        self.quiet_log: logging.Logger | None = None
+        self.quiet_detail = True
 
     @property
     def result(self) -> Any:
@@ -113,13 +169,19 @@ class Observation:
         tb: TracebackType | None,
     ) -> None:
         if not self.active:
+            if exc is not None and self.quiet_log is not None and not stopped(exc):
+                # nothing listens, yet a failure is always told (the shared quiet instance)
+                text = failure_text(exc, self.quiet_detail)
+                self.quiet_log.log(failure_level(exc), "%s failed: %s", self.name, text)
             return
         self.duration_s = time.perf_counter() - self._started
-        if exc is not None and not isinstance(exc, GeneratorExit):
+        if isinstance(exc, GeneratorExit):
+            self.attributes["pywrapai.stream.abandoned"] = True
+        elif exc is not None and cancelled(exc):
+            self.attributes["pywrapai.cancelled"] = True
+        elif exc is not None:
             self.error = exc
             self.attributes["error.type"] = type(exc).__qualname__
-        elif isinstance(exc, GeneratorExit):
-            self.attributes["pywrapai.stream.abandoned"] = True
         try:
             if self._finish is not None:
                 self._finish(self)
@@ -164,6 +226,17 @@ class Observation:
 
 #: The shared inactive observation: every method returns at once.
 NOOP = Observation("", {}, tracer=None, instruments=None, finish=None, active=False)
+
+
+def quiet(name: str, log: logging.Logger, *, detail: bool = True) -> Observation:
+    """A shared inactive observation for one kind of operation (``name``, e.g. "chat") that
+    nothing listens to: no span, metric or INFO record, but a failure is still logged on
+    ``log`` — at WARNING, redacted (its type only without ``detail``) — whatever else is
+    configured."""
+    ob = Observation(name, {}, tracer=None, instruments=None, finish=None, active=False)
+    ob.quiet_log = log
+    ob.quiet_detail = detail
+    return ob
 
 
 def fire(hooks: Sequence[Hooks], method: str, event: object) -> None:

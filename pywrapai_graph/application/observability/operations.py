@@ -13,7 +13,10 @@ from pywrapai_graph.application.observability.observation import (
     NOOP,
     AttrValue,
     Observation,
+    failure_level,
+    failure_text,
     fire,
+    quiet,
 )
 from pywrapai_graph.application.observability.telemetry import (
     capture_content,
@@ -37,10 +40,25 @@ _retrieval_log = logging.getLogger("pywrapai_graph.retrieval")
 _store_log = logging.getLogger("pywrapai_graph.store")
 _tool_log = logging.getLogger("pywrapai_graph.tools")
 _agent_log = logging.getLogger("pywrapai_graph.agent")
+# what an operation returns when nothing listens: its failure is still a WARNING record
+_QUIET_RETRIEVAL = quiet("retrieval", _retrieval_log)
+_QUIET_STORE = quiet("vector store operation", _store_log)
+# a tool's own error message may quote the user's data: its type only, unless content is captured
+_QUIET_TOOL = quiet("tool", _tool_log, detail=False)
+_QUIET_AGENT = quiet("agent run", _agent_log)
 
 
 def _error(ob: Observation) -> str | None:
     return type(ob.error).__qualname__ if ob.error is not None else None
+
+
+def _level(ob: Observation, ok: int = logging.INFO) -> int:
+    """``ok`` for a success; WARNING for a failure (INFO when an inner operation told of it)."""
+    return ok if ob.error is None else failure_level(ob.error)
+
+
+def _failed(ob: Observation, prefix: str = " failed: ", detail: bool = True) -> str:
+    return f"{prefix}{failure_text(ob.error, detail)}" if ob.error is not None else ""
 
 
 # ---------------------------------------------------------------------------- retrieval
@@ -50,7 +68,7 @@ def observe_retrieval(
     """Observe one retrieval; set ``result`` to the hits returned."""
     listening = gate(hooks, _retrieval_log)
     if listening is None:
-        return NOOP
+        return _QUIET_RETRIEVAL
     tr, ins, every_hook = listening
     attrs: dict[str, AttrValue] = {
         "gen_ai.operation.name": "retrieval",
@@ -73,15 +91,15 @@ def _finish_retrieval(ob: Observation, *, k: int, hooks: tuple[Hooks, ...]) -> N
     ob.metric_attributes = {"gen_ai.data_source.id": a["gen_ai.data_source.id"]}
     ob.record_duration("retrieval")
     error = _error(ob)
-    log = _retrieval_log.info if error is None else _retrieval_log.warning
-    log(
+    _retrieval_log.log(
+        _level(ob),
         "retrieval %s: %d hits (k=%s), top score %s, %.3f s%s",
         a["gen_ai.data_source.id"],
         len(hits),
         a["pywrapai.retrieval.k"],
         f"{hits[0].score:.3f}" if hits else "-",
         ob.duration_s,
-        f" failed: {error}" if error else "",
+        _failed(ob),
         extra={"attributes": dict(a)},
     )
     if hooks:
@@ -100,7 +118,7 @@ def observe_store(system: str, operation: str, **numbers: int) -> Observation:
     """Observe one vector-store operation (a span only); ``numbers`` become attributes."""
     tr = listeners()[0]
     if tr is None and not _store_log.isEnabledFor(logging.DEBUG):
-        return NOOP
+        return _QUIET_STORE
     attrs: dict[str, AttrValue] = {"db.system.name": system, "db.operation.name": operation}
     attrs.update({f"pywrapai.store.{k}": v for k, v in numbers.items()})
     return Observation(
@@ -111,12 +129,13 @@ def observe_store(system: str, operation: str, **numbers: int) -> Observation:
 def _finish_store(ob: Observation) -> None:
     if isinstance(ob.result, int):
         ob.attributes["db.response.returned_rows"] = ob.result
-    _store_log.debug(
+    _store_log.log(
+        _level(ob, logging.DEBUG),
         "%s %s: %.3f s%s",
         ob.attributes["db.operation.name"],
         ob.attributes["db.system.name"],
         ob.duration_s,
-        f" failed: {_error(ob)}" if ob.error else "",
+        _failed(ob),
         extra={"attributes": dict(ob.attributes)},
     )
 
@@ -126,7 +145,7 @@ def observe_tool(call: ToolCall, *, hooks: tuple[Hooks, ...] = ()) -> Observatio
     """Observe one tool execution; set ``result`` to the text the model receives."""
     listening = gate(hooks, _tool_log)
     if listening is None:
-        return NOOP
+        return _QUIET_TOOL
     tr, ins, every_hook = listening
     attrs: dict[str, AttrValue] = {
         "gen_ai.operation.name": "execute_tool",
@@ -149,13 +168,13 @@ def _finish_tool(ob: Observation, *, call: ToolCall, hooks: tuple[Hooks, ...]) -
     ob.metric_attributes = {"gen_ai.tool.name": call.name}
     ob.record_duration("execute_tool")
     error = _error(ob)
-    log = _tool_log.info if error is None else _tool_log.warning
-    log(
+    _tool_log.log(
+        _level(ob),
         "tool %s (%s): %.3f s%s",
         call.name,
         call.id,
         ob.duration_s,
-        f" failed: {error}" if error else "",
+        _failed(ob, detail=capture_content()),
         extra={"attributes": dict(a)},
     )
     if hooks:
@@ -167,7 +186,7 @@ def observe_agent_run(run_id: str, provider: str, model: str) -> Observation:
     """Observe one agent run; set ``result`` to its :class:`AgentResult`."""
     listening = gate((), _agent_log)
     if listening is None:
-        return NOOP
+        return _QUIET_AGENT
     tr, ins, _ = listening
     attrs = genai_attributes("invoke_agent", provider, model)
     attrs["gen_ai.agent.name"] = "pywrapai.Agent"
@@ -197,15 +216,14 @@ def _finish_agent(ob: Observation) -> None:
         k: a[k] for k in ("gen_ai.provider.name", "gen_ai.request.model") if k in a
     }
     ob.record_duration("invoke_agent")
-    error = _error(ob)
-    log = _agent_log.info if error is None else _agent_log.warning
-    log(
+    _agent_log.log(
+        _level(ob),
         "agent run %s: %s turns, $%.6f, %.3f s%s",
         a["gen_ai.agent.id"],
         a.get("pywrapai.agent.turns", 0),
         a.get("pywrapai.cost_usd", 0.0),
         ob.duration_s,
-        f" stopped: {error}" if error else "",
+        _failed(ob, " stopped: "),
         extra={"attributes": dict(a)},
     )
 
