@@ -21,11 +21,17 @@ from tests.interrupted import VersionedInterrupts
 
 
 class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
 
 
 class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")
 

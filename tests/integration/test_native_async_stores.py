@@ -208,6 +208,9 @@ def test_chroma_native_reads_see_a_cleared_and_refilled_collection(chroma: Probe
 class TestQdrantRestFront(VersionedInterrupts, VectorStoreContract, HostileInputContract):
     """The store's server mode over Qdrant's REST API (local engine behind it)."""
 
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_rest_url: str) -> None:
         self.url = qdrant_rest_url

@@ -37,11 +37,15 @@ class TestPGVectorStore(VectorStoreContract):
 
 
 class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
 class TestChromaServer(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
+
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url
@@ -51,6 +55,9 @@ class TestChromaServer(VersionedInterrupts, VectorStoreContract):
 
 
 class TestQdrantServer(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:
         self.url = qdrant_url
