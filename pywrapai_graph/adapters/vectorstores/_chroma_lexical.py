@@ -63,7 +63,7 @@ def _shortlist(
 
 
 def bm25_top(
-    collection: Collection,
+    collection: Collection | Any,
     query: str,
     n: int,
     where: Any,

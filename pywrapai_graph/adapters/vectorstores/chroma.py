@@ -21,6 +21,7 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
+from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
 from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._exact_index import (
@@ -323,8 +324,9 @@ class ChromaVectorStore(EngineLexicalSearch):
                     raise VectorStoreError(
                         cannot_reach("Chroma", address(str(url), default_port=port), exc)
                     ) from scrubbed(exc, [url])
-            self._collection = self._open_collection()
-            self._docs = self._open_docs()
+            gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+            self._collection = FollowingHandle(self._open_collection, gone, self._forget_dim)
+            self._docs = FollowingHandle(self._open_docs, gone)
             self._dim = self._stored_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
@@ -397,6 +399,10 @@ class ChromaVectorStore(EngineLexicalSearch):
             )
             offset += len(got["ids"])
         self._collection.modify(metadata={_LEXICAL_MARK: 1})
+
+    def _forget_dim(self) -> None:
+        """Another process re-created the collection: its dimension is asked again."""
+        self._dim = None
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -711,8 +717,8 @@ class ChromaVectorStore(EngineLexicalSearch):
         with self._writing(), self._errors():
             self._client.delete_collection(self._name)
             self._client.delete_collection(self._docs_name)
-            self._collection = self._open_collection()
-            self._docs = self._open_docs()
+            self._collection.refetch()
+            self._docs.refetch()
             self._collection.modify(metadata={_LEXICAL_MARK: 1})
             self._dim = None
 
