@@ -63,7 +63,7 @@ def _shortlist(
 
 
 def bm25_top(
-    collection: Collection | Any,
+    collection: Collection,
     query: str,
     n: int,
     where: Any,

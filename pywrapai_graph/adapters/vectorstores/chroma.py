@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -325,8 +325,8 @@ class ChromaVectorStore(EngineLexicalSearch):
                         cannot_reach("Chroma", address(str(url), default_port=port), exc)
                     ) from scrubbed(exc, [url])
             gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
-            self._collection = FollowingHandle(self._open_collection, gone, self._forget_dim)
-            self._docs = FollowingHandle(self._open_docs, gone)
+            self._chunks_handle = FollowingHandle(self._open_collection, gone, self._forget_dim)
+            self._docs_handle = FollowingHandle(self._open_docs, gone)
             self._dim = self._stored_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
@@ -399,6 +399,16 @@ class ChromaVectorStore(EngineLexicalSearch):
             )
             offset += len(got["ids"])
         self._collection.modify(metadata={_LEXICAL_MARK: 1})
+
+    @property
+    def _collection(self) -> Collection:
+        """The chunks collection (typed as the SDK's: mypy checks every call on it)."""
+        return cast("Collection", self._chunks_handle)
+
+    @property
+    def _docs(self) -> Any:
+        """The records collection (document versions, manifests, the embedder)."""
+        return self._docs_handle
 
     def _forget_dim(self) -> None:
         """Another process re-created the collection: its dimension is asked again."""
@@ -717,8 +727,8 @@ class ChromaVectorStore(EngineLexicalSearch):
         with self._writing(), self._errors():
             self._client.delete_collection(self._name)
             self._client.delete_collection(self._docs_name)
-            self._collection.refetch()
-            self._docs.refetch()
+            self._chunks_handle.refetch()
+            self._docs_handle.refetch()
             self._collection.modify(metadata={_LEXICAL_MARK: 1})
             self._dim = None
 
