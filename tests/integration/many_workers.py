@@ -3,10 +3,13 @@
 Each worker opens the store as a service worker would and answers commands in order, so
 the test knows a write has returned before it asks the others to read (no sleeps):
 
-* ``("ingest", [(doc_id, text), ...])``: ``add_documents`` (each replaces its document)
+* ``("ingest", [(doc_id, text), ...], metadata)``: ``add_documents`` (each replaces its
+  document), every document with ``metadata``
 * ``("delete", doc_id)``: ``delete_by_doc``
 * ``("clear",)``: ``clear``
-* ``("retrieve", mode, query, k)``: the hits' ``(doc_id, text)`` in that mode
+* ``("retrieve", mode, query, k, filter)``: the hits' ``(doc_id, text)`` in that mode
+* ``("state", doc_id, filter)``: what the store says of itself: ``len``, ``count(filter)``,
+  the document's manifest hash (or None) and the recorded embedder's model (or None)
 * ``("close",)``: close the store and stop
 
 Every reply is ``("ok", value)`` or ``("error", "<type>: <message>")``.
@@ -58,15 +61,26 @@ def _answer(store: Any, retrievers: dict[str, Any], command: tuple[Any, ...]) ->
 
     name = command[0]
     if name == "ingest":
-        docs = [Document(text, id=doc_id) for doc_id, text in command[1]]
+        docs = [Document(text, dict(command[2]), id=doc_id) for doc_id, text in command[1]]
         return retrievers["dense"].add_documents(docs)
     if name == "delete":
         return store.delete_by_doc(command[1])
     if name == "clear":
         return store.clear()
     if name == "retrieve":
-        _, mode, query, k = command
-        return [(h.chunk.doc_id, h.chunk.text) for h in retrievers[mode].retrieve(query, k)]
+        _, mode, query, k, where = command
+        hits = retrievers[mode].retrieve(query, k, where)
+        return [(h.chunk.doc_id, h.chunk.text) for h in hits]
+    if name == "state":
+        _, doc_id, where = command
+        manifest = store.document_manifest(doc_id)
+        embedder = store.embedder_identity()
+        return (
+            len(store),
+            store.count(where),
+            None if manifest is None else manifest.content_hash,
+            None if embedder is None else embedder.model,
+        )
     raise ValueError(f"unknown command {name!r}")
 
 

@@ -35,6 +35,7 @@ QUERIES = {
     "d4": "turbulent jet nozzle entrain",
 }
 NEW_D2 = "Hypersonic ablation chars the heat shield of a reentry capsule."
+TOPIC = {"topic": "new"}
 D5 = "Flutter of swept wing panels couples aerodynamic lift with structural modes."
 
 
@@ -69,8 +70,8 @@ def _close(conn: Connection) -> None:
     conn.close()
 
 
-def _texts(worker: Worker, mode: str, query: str) -> list[str]:
-    return [text for _, text in worker.ask("retrieve", mode, query, 3)]
+def _texts(worker: Worker, mode: str, query: str, where: dict[str, Any] | None = None) -> list[str]:
+    return [text for _, text in worker.ask("retrieve", mode, query, 3, where)]
 
 
 def _spec(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreSpec:
@@ -103,25 +104,35 @@ def workers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Wor
 )
 def test_every_worker_reads_every_other_workers_writes(workers: list[Worker]) -> None:
     a, b, c = workers
-    a.ask("ingest", sorted(DOCS.items()))
+    assert c.ask("state", "d2", TOPIC) == (0, 0, None, None)  # empty when opened
+    a.ask("ingest", sorted(DOCS.items()), {"topic": "old"})
     for reader in workers:  # every worker reads (and builds whatever it builds) before
         for mode in MODES:
             assert DOCS["d1"] in _texts(reader, mode, QUERIES["d1"]), (mode, reader.proc.pid)
 
-    b.ask("ingest", [("d2", NEW_D2)])  # a replace
+    before = a.ask("state", "d2", TOPIC)
+    assert before[:2] == (4, 0) and before[2] and before[3]
+    b.ask("ingest", [("d2", NEW_D2)], TOPIC)  # a replace, into another topic
+    after = b.ask("state", "d2", TOPIC)
+    assert after[:2] == (4, 1) and after[2] != before[2] and after[3] == before[3]
     for reader in (a, c):
+        assert reader.ask("state", "d2", TOPIC) == after  # counts, filter, manifest, embedder
+        for mode in MODES:  # a filtered read sees the replaced document's new metadata
+            assert _texts(reader, mode, "hypersonic ablation capsule", TOPIC) == [NEW_D2], mode
+            assert _texts(reader, mode, QUERIES["d2"], TOPIC) in ([], [NEW_D2]), mode
         for mode in MODES:
             got = _texts(reader, mode, QUERIES["d2"]) + _texts(reader, mode, "hypersonic ablation")
             assert DOCS["d2"] not in got, mode
             assert NEW_D2 in _texts(reader, mode, "hypersonic ablation capsule"), mode
 
     c.ask("delete", "d3")  # an erasure: from now on nobody returns its text
+    assert [w.ask("state", "d3", TOPIC)[::2] for w in workers] == [(3, None)] * 3
     for reader in workers:
         for mode in MODES:
             for query in (*QUERIES.values(), DOCS["d3"]):
                 assert DOCS["d3"] not in _texts(reader, mode, query), (mode, query)
 
-    a.ask("ingest", [("d5", D5)])  # a new document
+    a.ask("ingest", [("d5", D5)], {"topic": "old"})  # a new document
     for reader in (b, c):
         for mode in MODES:
             assert D5 in _texts(reader, mode, "flutter swept wing panels"), mode
@@ -130,7 +141,8 @@ def test_every_worker_reads_every_other_workers_writes(workers: list[Worker]) ->
     for reader in (a, c):
         for mode in MODES:
             assert _texts(reader, mode, QUERIES["d1"]) == [], mode
-    c.ask("ingest", [("d4", DOCS["d4"])])
+    assert [w.ask("state", "d4", TOPIC) for w in workers] == [(0, 0, None, None)] * 3
+    c.ask("ingest", [("d4", DOCS["d4"])], {"topic": "old"})
     for reader in (a, b):
         for mode in MODES:
             assert _texts(reader, mode, QUERIES["d4"]) == [DOCS["d4"]], mode
@@ -145,7 +157,7 @@ def test_one_process_stores_refuse_a_second_worker(tmp_path: Path, kind: str, re
     first = Worker(spec)
     try:
         assert first.opened == ("ok", None), first.opened
-        first.ask("ingest", sorted(DOCS.items()))
+        first.ask("ingest", sorted(DOCS.items()), {})
         for _ in range(2):
             second = Worker(spec)
             second.stop()

@@ -227,7 +227,7 @@ class VersionedDocuments(BaseVectorStore):
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
-        batch = prepare_batch(chunks, self._dim)
+        batch = prepare_batch(chunks, self._known_dim())
         with self._writing():
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)

@@ -625,7 +625,7 @@ class ChromaVectorStore(EngineLexicalSearch):
 
     # ------------------------------------------------------------------ port
     def add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._dim)
+        batch = prepare_batch(chunks, self._known_dim())
         if not batch.ids:
             return
         with self._writing():

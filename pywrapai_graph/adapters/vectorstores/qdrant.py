@@ -531,14 +531,14 @@ class QdrantVectorStore(EngineLexicalSearch):
 
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 return []
             return self._stored(self._scroll(self._collection, self._filter(None, doc_id)))
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         m = self._models
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 return []
             found: list[StoredChunk] = []
             for start in range(0, len(chunk_ids), 500):
@@ -552,7 +552,7 @@ class QdrantVectorStore(EngineLexicalSearch):
         if not batch.ids:
             return
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
             points = [
                 m.PointStruct(
@@ -585,12 +585,14 @@ class QdrantVectorStore(EngineLexicalSearch):
         with self._lock, self._errors():
             if not filter:
                 return self._count()
+            if self._known_dim() is None:
+                return 0
             points = self._scroll(self._collection, self._filter(filter))
             return len(self._committed([(_chunk(p.payload), _version(p.payload)) for p in points]))
 
     # ------------------------------------------------------------------ port
     def add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._dim)
+        batch = prepare_batch(chunks, self._known_dim())
         if not batch.ids:
             return
         with self._writing():
@@ -705,7 +707,7 @@ class QdrantVectorStore(EngineLexicalSearch):
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
         if filter or not self._native_async:
             return await super().acount(filter)
-        if self._dim is None:
+        if self._known_dim() is None:
             return 0
         with self._errors():
             got = await self._aclient().count(self._collection, exact=True)
@@ -718,7 +720,7 @@ class QdrantVectorStore(EngineLexicalSearch):
         await super().aclose()
 
     def _count(self, selector_filter: Any = None) -> int:
-        if self._dim is None:
+        if self._known_dim() is None:
             return 0
         return int(
             self._client.count(self._collection, count_filter=selector_filter, exact=True).count
@@ -741,9 +743,9 @@ class QdrantVectorStore(EngineLexicalSearch):
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
             self._docs_seen = False
-            if self._dim is None:
+            dim = self._known_dim()
+            if dim is None:
                 return
-            dim = self._dim
             self._client.delete_collection(self._collection)
             self._create(dim)
 
