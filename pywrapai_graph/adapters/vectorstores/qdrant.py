@@ -19,6 +19,7 @@ from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSe
 from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch, prepare_batch
 from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
 from pywrapai_graph.adapters.vectorstores._local_files import os_failure, sqlite_failure
+from pywrapai_graph.adapters.vectorstores._qdrant_upgrade import rebuild_with_sparse
 from pywrapai_graph.adapters.vectorstores._sparse_terms import (
     LengthTotals,
     check_fixed_bm25,
@@ -120,8 +121,9 @@ def _records_of(points: list[Any]) -> dict[str, DocRecord]:
 
 _UPGRADE = (
     "Qdrant collection {name!r} was created before lexical search was served by Qdrant "
-    "(it has no sparse vector {sparse!r}); re-create it: `pywrapai-graph store clear --yes`, "
-    "then ingest again (or keep mode='dense')."
+    "(it has no sparse vector {sparse!r}, and a server cannot add one while others may "
+    "write); re-create it: `pywrapai-graph store clear --yes`, then ingest again (or keep "
+    "mode='dense'). A local-mode folder is upgraded when a store opens it."
 ).replace("{sparse!r}", repr(_SPARSE))
 
 
@@ -223,6 +225,12 @@ class QdrantVectorStore(EngineLexicalSearch):
         if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
+        if self._mode == "local" and self._dim is not None and not self._sparse:
+            with self._writing():  # from before lexical search was Qdrant's: rebuild it
+                dim = self._dim
+                rebuild_with_sparse(
+                    self._client, self._models, collection, lambda: self._create(dim), self._vectors
+                )
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -507,17 +515,17 @@ class QdrantVectorStore(EngineLexicalSearch):
             _LENGTHS, {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks}
         )
 
-    def _vectors(self, batch: PreparedBatch) -> list[Any]:
+    def _vectors(self, texts: list[str], dense: list[list[float]]) -> list[Any]:
         """Each point's vectors: the dense one, and the BM25 sparse one when it has terms."""
-        if not self._sparse:  # a collection from before lexical search was the engine's
-            return [v.tolist() for v in batch.vectors]
+        if not self._sparse:  # a server collection from before lexical search was Qdrant's
+            return dense
         m = self._models
-        terms, avgdl = self._weigh([c.text for c in batch.chunks])
+        terms, avgdl = self._weigh(texts)
         out: list[Any] = []
-        for vector, counts in zip(batch.vectors, terms, strict=True):
+        for vector, counts in zip(dense, terms, strict=True):
             indices, values = weights(counts, avgdl)
             sparse = {_SPARSE: m.SparseVector(indices=indices, values=values)} if indices else {}
-            out.append({"": vector.tolist(), **sparse})
+            out.append({"": vector, **sparse})
         return out
 
     @staticmethod
@@ -567,7 +575,12 @@ class QdrantVectorStore(EngineLexicalSearch):
                         _FIELDS: _fields(c.metadata),
                     },
                 )
-                for c, v, version in zip(batch.chunks, self._vectors(batch), versions, strict=True)
+                for c, v, version in zip(
+                    batch.chunks,
+                    self._vectors([c.text for c in batch.chunks], batch.vectors.tolist()),
+                    versions,
+                    strict=True,
+                )
             ]
             for start in range(0, len(points), _UPSERT_BATCH):
                 self._client.upsert(
