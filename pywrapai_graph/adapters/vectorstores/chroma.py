@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -56,6 +56,7 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
@@ -76,6 +77,7 @@ _FIELD = "m."  # scalar metadata values, flattened for Chroma's where filters
 # lists and None as canonical JSON text: Chroma cannot match either by equality
 _JSON_FIELD = "j."
 _SCALARS = (str, int, float, bool)
+T = TypeVar("T")
 _EMBEDDER = "e:embedder"
 _LENGTHS = "e:lengths"
 #: collection metadata: every chunk carries its terms (set once older chunks got theirs)
@@ -676,27 +678,38 @@ class ChromaVectorStore(EngineLexicalSearch):
         with self._errors():
             return await self._aclients.get().collection(current.name, current.id)
 
-    async def _aavailable(self) -> int | None:
-        collection = await self._acollection()
+    async def _acall(
+        self, call: Callable[[AsyncCollection], Awaitable[T]], docs: bool = False
+    ) -> T:
+        """An async request, repeated once on the collection of the same name when another
+        process re-created it (see ``FollowingHandle``)."""
+        gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+        collection = await self._acollection(docs)
         with self._errors():
-            return int(await collection.count())
+            try:
+                return await call(collection)
+            except gone:
+                await offload((self._docs_handle if docs else self._chunks_handle).refetch)
+                return await call(await self._acollection(docs))
+
+    async def _aavailable(self) -> int | None:
+        return int(await self._acall(lambda c: c.count()))
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
-        collection = await self._acollection()
-        with self._errors():
-            result = await collection.query(
+        result = await self._acall(
+            lambda c: c.query(
                 query_embeddings=np.stack(queries), n_results=n, where=selector, include=_HITS
             )
+        )
         return _hits(result)
 
     async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         if not doc_ids:
             return {}
-        docs = await self._acollection(docs=True)
-        with self._errors():
-            got = await docs.get(ids=[self._record_id(d) for d in doc_ids], include=["metadatas"])
+        ids = [self._record_id(d) for d in doc_ids]
+        got = await self._acall(lambda c: c.get(ids=ids, include=["metadatas"]), docs=True)
         return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
 
     async def acount(self, filter: MetadataFilter | None = None) -> int:
