@@ -15,7 +15,9 @@ ingest with the local embedder at >= 0.8x the raw onnxruntime rate.
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +27,20 @@ import onnxruntime as ort
 import Stemmer
 from tokenizers import Tokenizer
 
-from pywrapai_graph import Embedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import (
+    ChromaVectorStore,
+    Embedder,
+    FAISSVectorStore,
+    InMemoryVectorStore,
+    QdrantVectorStore,
+    SQLiteVectorStore,
+    VectorRetriever,
+)
 from pywrapai_graph.adapters.embedders.local import LocalEmbeddings, default_model_files
 from pywrapai_graph.adapters.sources.beir import BeirCollection, load_beir
 from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation, evaluate_retrieval
 from pywrapai_graph.application.retrieval_metrics import RetrievalScores, score_run
+from pywrapai_graph.ports import BaseVectorStore
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 BATCH, MAX_LENGTH = 32, 256
@@ -98,12 +109,46 @@ def evaluate(
     return results
 
 
+#: the stores whose lexical search is measured one by one (in a temporary folder)
+BACKENDS: dict[str, Callable[[Path], BaseVectorStore]] = {
+    "in-memory": lambda _: InMemoryVectorStore(),
+    "SQLite": lambda tmp: SQLiteVectorStore(tmp / "store.db"),
+    "FAISS": lambda tmp: FAISSVectorStore(tmp / "store.faiss", tmp / "store.json"),
+    "Qdrant local (sparse + IDF)": lambda tmp: QdrantVectorStore("bench", location=tmp / "q"),
+    "Chroma embedded (terms + BM25)": lambda tmp: ChromaVectorStore(tmp / "c", collection="bench"),
+}
+
+
+def lexical_per_backend(data: BeirCollection) -> dict[str, RetrievalScores]:
+    """Each backend's lexical search (the embedder does not matter there: hashing)."""
+    out = {}
+    for name, build in BACKENDS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            store = build(Path(tmp))
+            try:
+                retriever = VectorRetriever(Embedder(provider="hashing"), store, mode="lexical")
+                out[name] = evaluate_retrieval(
+                    retriever, data.queries, data.qrels, corpus=data.corpus
+                ).scores
+            finally:
+                store.close()
+    return out
+
+
+def print_backends(baseline: RetrievalScores, backends: dict[str, RetrievalScores]) -> None:
+    print(f"\n{'lexical per backend':<42} {'nDCG@10':>8} {'vs BM25':>8} {'within 0.01':>12}")
+    for name, s in backends.items():
+        delta = s.ndcg_at_10 - baseline.ndcg_at_10
+        print(f"{name:<42} {s.ndcg_at_10:>8.4f} {delta:>+8.4f} {abs(delta) <= 0.01!s:>12}")
+
+
 def main(argv: list[str]) -> None:
     data = load_beir(argv[0] if argv else DEFAULT)
     texts = [d.text for d in data.corpus if d.text.strip()]
     print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} judged queries")
 
     baseline = baseline_bm25(data)
+    print_backends(baseline, lexical_per_backend(data))
     hashing = evaluate(data, Embedder(provider="hashing"), ("dense", "hybrid"))
     raw_rate = raw_onnxruntime_rate(texts)
     local = Embedder(provider="local")

@@ -21,11 +21,17 @@ from tests.interrupted import VersionedInterrupts
 
 
 class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
 
 
 class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")
 
@@ -218,3 +224,36 @@ def test_the_server_batch_request_gives_the_hits_of_single_queries() -> None:
         ]
         assert all(len(r) == 5 for r in batched)
     store.close()
+
+
+def _legacy_collection(store: QdrantVectorStore, dim: int) -> None:
+    """The collection as an earlier release created it: the dense vector alone."""
+    models = store._models
+    with store._writing():
+        store._client.create_collection(
+            "docs", vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
+        )
+    store._dim, store._sparse = dim, False
+
+
+def test_a_local_collection_from_before_engine_lexical_is_upgraded_on_open(
+    tmp_path: Path,
+) -> None:
+    from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus, reference_bm25
+
+    corpus = lexical_corpus(dim=8)
+    old = QdrantVectorStore("docs", location=str(tmp_path / "q"))
+    _legacy_collection(old, 8)
+    old.add(corpus)  # written without term weights, as before
+    dense = old.search(corpus[0].embedding or [], k=5)
+    old.close()
+    store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
+    try:
+        query = "heat transfer in laminar boundary layers"
+        got = store.lexical_search(query, k=10)
+        want = reference_bm25(corpus, query, 10)  # one batch written: the exact statistics
+        assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-5)
+        assert store.search(corpus[0].embedding or [], k=5) == dense
+        assert len(store) == len(corpus)
+    finally:
+        store.close()

@@ -44,7 +44,6 @@ def race(work: Path, store_lines: str) -> tuple[Path, list[tuple[Path, int, str]
     [
         ("sqlite", "  backend: sqlite\n  path: {kb}/store.db\n"),
         ("faiss", "  backend: faiss\n  path: {kb}/store.faiss\n"),
-        ("chroma", "  backend: chroma\n  path: {kb}/chroma\n"),
     ],
 )
 def test_two_writer_processes(tmp_path: Path, backend: str, store_lines: str) -> None:
@@ -56,9 +55,19 @@ def test_two_writer_processes(tmp_path: Path, backend: str, store_lines: str) ->
     assert_holds(config, expected)
 
 
-def test_qdrant_local_second_process_gets_a_clear_error(tmp_path: Path) -> None:
-    """Qdrant's local mode is one process at a time: the other one is refused, cleanly."""
-    config, runs = race(tmp_path, "  backend: qdrant\n  path: {kb}\n")
+@pytest.mark.parametrize(
+    ("store_lines", "refusal"),
+    [
+        ("  backend: qdrant\n  path: {kb}\n", "open in another store"),
+        ("  backend: chroma\n  path: {kb}/chroma\n", "open in another process"),
+    ],
+)
+def test_one_process_stores_refuse_a_second_process_clearly(
+    tmp_path: Path, store_lines: str, refusal: str
+) -> None:
+    """Qdrant's local mode and embedded Chroma are one process at a time: the other one is
+    refused, cleanly."""
+    config, runs = race(tmp_path, store_lines)
     expected = {}
     for folder, code, err in runs:
         if code == 0:
@@ -66,6 +75,6 @@ def test_qdrant_local_second_process_gets_a_clear_error(tmp_path: Path) -> None:
         else:  # refused with our message, not a traceback
             assert code == 1, err
             assert err.startswith("error: ") and "Traceback" not in err
-            assert "open in another store" in err
+            assert refusal in err
     assert expected, "at least one process must have written"
     assert_holds(config, expected)

@@ -32,7 +32,9 @@ def _update(_: object) -> models.UpdateResult:
 
 def _create(engine: QdrantClient, name: str, body: Any) -> bool:
     request = models.CreateCollection.model_validate(body)
-    return engine.create_collection(name, vectors_config=request.vectors)
+    return engine.create_collection(
+        name, vectors_config=request.vectors, sparse_vectors_config=request.sparse_vectors
+    )
 
 
 def _upsert(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
@@ -75,6 +77,7 @@ def _query_one(engine: QdrantClient, name: str, request: models.QueryRequest) ->
     return engine.query_points(
         name,
         query=request.query,
+        using=request.using,
         query_filter=request.filter,
         limit=request.limit or 10,
         with_payload=request.with_payload if request.with_payload is not None else True,

@@ -205,8 +205,37 @@ def test_chroma_native_reads_see_a_cleared_and_refilled_collection(chroma: Probe
     asyncio.run(scenario())
 
 
+def test_chroma_native_reads_follow_a_collection_another_store_re_created(
+    chroma: ProbedChroma, chroma_url: str
+) -> None:
+    """Another process's clear() deletes and re-creates the collection: this store's async
+    reads (native, by collection id) follow the name instead of failing from then on."""
+    other = ChromaVectorStore(url=chroma_url, collection=chroma._name)
+    chunks = make_chunks(5, DIM)
+
+    async def search() -> list[str]:
+        return [h.chunk.id for h in await chroma.asearch(chunks[0].embedding or [], k=2)]
+
+    async def scenario() -> None:  # one event loop: its async handles outlive the clear
+        chroma.add(chunks)
+        assert (await search())[0] == "c0"
+        other.clear()
+        assert await search() == []
+        other.add(make_chunks(3, DIM, prefix="new-"))
+        assert await chroma.acount() == 3
+        assert (await search())[0].startswith("new-")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        other.close()
+
+
 class TestQdrantRestFront(VersionedInterrupts, VectorStoreContract, HostileInputContract):
     """The store's server mode over Qdrant's REST API (local engine behind it)."""
+
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
 
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_rest_url: str) -> None:

@@ -37,11 +37,15 @@ class TestPGVectorStore(VectorStoreContract):
 
 
 class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
 class TestChromaServer(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
+
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url
@@ -51,6 +55,9 @@ class TestChromaServer(VersionedInterrupts, VectorStoreContract):
 
 
 class TestQdrantServer(VersionedInterrupts, VectorStoreContract):
+    lexical_exact = False  # term weights written with the chunk (a sparse vector)
+    lexical_fixed_bm25 = True
+
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:
         self.url = qdrant_url
@@ -173,3 +180,30 @@ def test_chroma_uses_cosine_space_and_no_default_embedder(tmp_path: Path) -> Non
     assert config["hnsw"]["space"] == "cosine"
     assert config["hnsw"]["ef_search"] == 400
     assert store._collection._embedding_function is None
+
+
+def test_a_qdrant_server_collection_from_before_engine_lexical_names_the_upgrade(
+    qdrant_rest_url: str, tmp_path: Path
+) -> None:
+    from qdrant_client import QdrantClient, models
+
+    from pywrapai_graph.errors import InvalidStateError
+
+    name = name_for(tmp_path, "legacy")
+    raw = QdrantClient(url=qdrant_rest_url, check_compatibility=False)
+    raw.create_collection(  # as an earlier release created it: the dense vector alone
+        name, vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
+    )
+    raw.close()
+    store = QdrantVectorStore(name, url=qdrant_rest_url)
+    try:
+        chunks = make_chunks(4, 8)
+        store.add(chunks)  # still written, densely
+        assert store.search(chunks[0].embedding or [], k=1)[0].chunk.id == chunks[0].id
+        with pytest.raises(InvalidStateError, match=r"store clear --yes`, then ingest again"):
+            store.lexical_search("chunk", k=3)
+        store.clear()  # the named upgrade: a re-created collection serves lexical search
+        store.add(chunks)
+        assert store.lexical_search(chunks[0].text, k=1)[0].chunk.id == chunks[0].id
+    finally:
+        store.close()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,7 +41,6 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
@@ -132,7 +131,6 @@ class VersionedDocuments(BaseVectorStore):
     """``replace_document``, manifests and the embedder record over an engine's primitives."""
 
     _dim: int | None
-    _lexical: LexicalMirror
     _lock: AbstractContextManager[Any]
 
     # ------------------------------------------------------------------ engine primitives
@@ -187,6 +185,17 @@ class VersionedDocuments(BaseVectorStore):
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """:meth:`_query` for each query, in one engine request."""
 
+    @abstractmethod
+    def _engine_dimension(self) -> int | None:
+        """The vector dimension as the engine holds it now (None: no vectors yet)."""
+
+    def _known_dim(self) -> int | None:
+        """The dimension, asked of the engine again while unknown: another process may
+        have written the first vectors since this store last looked."""
+        if self._dim is None:
+            self._dim = self._engine_dimension()
+        return self._dim
+
     def _available(self) -> int | None:
         """How many hits the engine can give at most, for engines that need the bound."""
         return None
@@ -218,10 +227,8 @@ class VersionedDocuments(BaseVectorStore):
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
-        batch = prepare_batch(chunks, self._dim)
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.remove_doc(manifest.doc_id)
-            lexical.upsert(batch.chunks)
+        batch = prepare_batch(chunks, self._known_dim())
+        with self._writing():
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
             old = self._records([manifest.doc_id]).get(manifest.doc_id)
@@ -350,17 +357,19 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[ScoredChunk]:
         k = check_k(k, filter)
         with self._lock:
-            if self._dim is None:
+            if self._known_dim() is None:
                 return []
             query = prepare_query(query_vector, self._dim)
-            return self._search_visible(query, k, self._selector(filter), self._available())
+            selector = self._selector(filter)
+            return self._search_visible(self._asker(query, selector), k, self._available())
 
     def _search_visible(
-        self, query: Matrix, k: int, selector: Any, available: int | None
+        self, ask: Callable[[int], list[Hit]], k: int, available: int | None
     ) -> list[ScoredChunk]:
+        """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
         asked = k if available is None else min(k, available)
         while asked:  # ask for more when chunks of uncommitted versions took places
-            hits = self._query(query, asked, selector)
+            hits = ask(asked)
             visible = self._visible(hits)
             asked = next_ask(k, asked, hits, len(visible), available)
             if not asked:
@@ -376,7 +385,7 @@ class VersionedDocuments(BaseVectorStore):
         """One engine request for the batch, one record lookup for all its hits."""
         k = check_k(k, filter)
         with self._lock:
-            if self._dim is None:
+            if self._known_dim() is None:
                 return [[] for _ in query_vectors]
             queries = [prepare_query(q, self._dim) for q in query_vectors]
             selector, available = self._selector(filter), self._available()
@@ -387,9 +396,14 @@ class VersionedDocuments(BaseVectorStore):
             known = self._records(_docs(h for hits in batches for h in hits))
             settled = _settle(batches, known, k, asked, available)
             return [
-                self._search_visible(q, k, selector, available) if hits is None else hits
+                self._search_visible(self._asker(q, selector), k, available)
+                if hits is None
+                else hits
                 for q, hits in zip(queries, settled, strict=True)
             ]
+
+    def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
+        return lambda n: self._query(query, n, selector)
 
     async def asearch(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
@@ -397,7 +411,7 @@ class VersionedDocuments(BaseVectorStore):
         if not self._native_async:
             return await super().asearch(query_vector, k, filter)
         k = check_k(k, filter)
-        if self._dim is None:
+        if self._known_dim() is None:
             return []
         query = prepare_query(query_vector, self._dim)
         return await self._asearch_visible(query, k, self._selector(filter))
@@ -423,7 +437,7 @@ class VersionedDocuments(BaseVectorStore):
         if not self._native_async:
             return await super().asearch_many(query_vectors, k, filter)
         k = check_k(k, filter)
-        if self._dim is None:
+        if self._known_dim() is None:
             return [[] for _ in query_vectors]
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         selector, available = self._selector(filter), await self._aavailable()

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -22,26 +22,29 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
+from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
+from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top
+from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     Matrix,
     PreparedBatch,
     metadata_json,
     prepare_batch,
 )
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
     check_room,
     nearly_full,
     subfolder_bytes,
 )
+from pywrapai_graph.adapters.vectorstores._process_hold import FolderHold
+from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import (
     ID_KEY,
     VERSION_KEY,
     DocRecord,
     Hit,
     StoredChunk,
-    VersionedDocuments,
     engine_id,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -54,6 +57,7 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.vector_store import check_ids
 from pywrapai_graph.redaction import redact, scrubbed
@@ -74,8 +78,12 @@ _FIELD = "m."  # scalar metadata values, flattened for Chroma's where filters
 # lists and None as canonical JSON text: Chroma cannot match either by equality
 _JSON_FIELD = "j."
 _SCALARS = (str, int, float, bool)
+T = TypeVar("T")
 _EMBEDDER = "e:embedder"
-_PAGE = 5000  # chunks per request when the lexical index is built from the collection
+_LENGTHS = "e:lengths"
+#: collection metadata: every chunk carries its terms (set once older chunks got theirs)
+_LEXICAL_MARK = "pywrapai_lexical"
+_PAGE = 5000  # chunks per request of a paged read
 #: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
 DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
@@ -96,6 +104,17 @@ def validate_collection_name(name: str) -> str:
 _HITS: Include = ["documents", "metadatas", "distances"]
 
 
+def _hit(engine_id: str, text: str | None, meta: Any, score: float) -> Hit:
+    """One hit (with its chunk version) from a chunk's stored text and metadata."""
+    chunk = Chunk(
+        text=text or "",
+        doc_id=str(meta[_DOC]),
+        metadata=json.loads(str(meta[_META])),
+        id=str(meta.get(ID_KEY, engine_id)),
+    )
+    return ScoredChunk(chunk, score), str(meta.get(VERSION_KEY, ""))
+
+
 def _hits(result: QueryResult) -> list[list[Hit]]:
     """Each query's hits (with their chunk versions) from one ``query`` result."""
     rows = zip(
@@ -107,22 +126,29 @@ def _hits(result: QueryResult) -> list[list[Hit]]:
     )
     return [
         [
-            (
-                ScoredChunk(
-                    Chunk(
-                        text=doc or "",
-                        doc_id=str(meta[_DOC]),
-                        metadata=json.loads(str(meta[_META])),
-                        id=str(meta.get(ID_KEY, chunk_id)),
-                    ),
-                    min(1.0 - float(distance), 1.0),
-                ),
-                str(meta.get(VERSION_KEY, "")),
-            )
+            _hit(chunk_id, doc, meta, min(1.0 - float(distance), 1.0))
             for chunk_id, doc, meta, distance in zip(*row, strict=True)
         ]
         for row in rows
     ]
+
+
+def _let_go(client: Any, hold: FolderHold | None) -> None:
+    """Embedded mode: close the client (chromadb drops its cached state of the folder with
+    the last one), then let the folder go. A server's client closes with the process."""
+    if hold is not None:
+        client.close()
+        hold.release()
+
+
+def _hold(folder: Path) -> FolderHold:
+    return FolderHold(
+        folder,
+        f"the Chroma folder {str(folder)!r} is open in another process, and an embedded "
+        "Chroma serves one process at a time (it would not see the other's writes): close "
+        f"the store there, or serve the folder with `chroma run --path {folder}` and open "
+        "ChromaVectorStore(url=...) in every process",
+    )
 
 
 def _record(meta: Any) -> DocRecord:
@@ -194,14 +220,20 @@ class _AsyncSide:
                 await pool.aclose()
 
 
-class ChromaVectorStore(LexicalSearch, VersionedDocuments):
+class ChromaVectorStore(EngineLexicalSearch):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
     telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
     ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
     nothing through versions and records kept in a second collection, ``<collection>.docs``
-    (see ``_versioned``); in embedded mode a file lock serialises writing processes.
+    (see ``_versioned``). Lexical search is answered from terms stored with each chunk
+    (see ``_chroma_lexical``: chromadb 1.5.9 serves no sparse index outside Chroma Cloud).
+
+    Embedded mode is one process at a time: Chroma's ``PersistentClient`` loads the folder
+    once and never sees another process's writes, so the first store of a process holds the
+    folder (stores of the same process share it) until :meth:`close`, and another process
+    gets :class:`StoreBusyError`. Several processes share a Chroma server (``url=``).
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
@@ -214,6 +246,7 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         ConfigurationError: both or neither of path/url, or an invalid collection name.
         MissingExtraError: ``chromadb`` is not installed.
         VectorStoreError: the server cannot be reached.
+        StoreBusyError: embedded mode, another process has the folder open.
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -239,9 +272,26 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         self._url = url
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
-        self._lexical = LexicalMirror(self._all_chunks)
         self._aclients: PerLoop[_AsyncSide] | None = None
-        # embedded mode: processes sharing a folder take turns to create and write it
+        hold = _hold(Path(path)) if path is not None else None
+        try:
+            self._open(path, url, timeout, chromadb, config, settings)
+        except BaseException:
+            if hold is not None:
+                hold.release()
+            raise
+        self._release = weakref.finalize(self, _let_go, self._client, hold)
+
+    def _open(
+        self,
+        path: str | os.PathLike[str] | None,
+        url: str | None,
+        timeout: float,
+        chromadb: Any,
+        config: Any,
+        settings: Any,
+    ) -> None:
+        # embedded mode: stores of this process sharing the folder take turns to write it
         self._file_lock = (
             WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
         )
@@ -277,11 +327,13 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                     raise VectorStoreError(
                         cannot_reach("Chroma", address(str(url), default_port=port), exc)
                     ) from scrubbed(exc, [url])
-            self._collection = self._open_collection()
-            self._docs = self._open_docs()
+            gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+            self._chunks_handle = FollowingHandle(self._open_collection, gone, self._forget_dim)
+            self._docs_handle = FollowingHandle(self._open_docs, gone)
             self._dim = self._stored_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
+            self._add_missing_terms()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -333,6 +385,41 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
     def _open_docs(self) -> Any:
         """The collection of document records (manifests, versions) and the embedder."""
         return self._client.get_or_create_collection(self._docs_name, embedding_function=None)
+
+    def _add_missing_terms(self) -> None:
+        """Give chunks written before lexical search was Chroma's their terms (once)."""
+        if (self._collection.metadata or {}).get(_LEXICAL_MARK):
+            return
+        offset = 0
+        while True:
+            got = self._collection.get(include=["documents"], limit=_PAGE, offset=offset)
+            if not got["ids"]:
+                break
+            texts = [t or "" for t in got.get("documents") or []]
+            terms, _ = self._weigh(texts)
+            self._collection.update(
+                ids=got["ids"], metadatas=[{TERMS: sorted(t)} if t else {} for t in terms]
+            )
+            offset += len(got["ids"])
+        self._collection.modify(metadata={_LEXICAL_MARK: 1})
+
+    @property
+    def _collection(self) -> Collection:
+        """The chunks collection (typed as the SDK's: mypy checks every call on it)."""
+        return cast("Collection", self._chunks_handle)
+
+    @property
+    def _docs(self) -> Any:
+        """The records collection (document versions, manifests, the embedder)."""
+        return self._docs_handle
+
+    def _forget_dim(self) -> None:
+        """Another process re-created the collection: its dimension is asked again."""
+        self._dim = None
+
+    def _engine_dimension(self) -> int | None:
+        with self._errors():
+            return self._stored_dimension()
 
     def _stored_dimension(self) -> int | None:
         errors = require("chromadb.errors", "chroma", "chromadb")
@@ -442,6 +529,20 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
                 metadatas=[{"embedder": identity.to_json(), "pending": ""}],
             )
 
+    def _length_totals(self) -> LengthTotals:
+        with self._errors():
+            metas = self._docs.get(ids=[_LENGTHS], include=["metadatas"])["metadatas"] or []
+        got = metas[0] if metas else {}
+        return LengthTotals(int(got.get("tokens", 0) or 0), int(got.get("chunks", 0) or 0))
+
+    def _put_length_totals(self, totals: LengthTotals) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[_LENGTHS],
+                embeddings=[[1.0]],
+                metadatas=[{"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}],
+            )
+
     def _stored(self, got: Any) -> list[StoredChunk]:
         return [
             StoredChunk(i, str(m.get(ID_KEY, i)), str(m.get(VERSION_KEY, "")), str(m.get(_DOC, "")))
@@ -468,9 +569,10 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         if not batch.ids:
             return
+        terms, _ = self._weigh([c.text for c in batch.chunks])
         metadatas: list[Metadata] = [
-            {**self._metadata(c), ID_KEY: c.id, VERSION_KEY: v}
-            for c, v in zip(batch.chunks, versions, strict=True)
+            {**self._metadata(c), ID_KEY: c.id, VERSION_KEY: v, **({TERMS: sorted(t)} if t else {})}
+            for c, v, t in zip(batch.chunks, versions, terms, strict=True)
         ]
         ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
         self._check_room(batch)
@@ -505,10 +607,6 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             for start in range(0, len(ids), 500):
                 self._collection.delete(ids=list(ids[start : start + 500]))
 
-    def _all_chunks(self) -> list[Chunk]:
-        """Every chunk of a committed version (what the lexical index is built from)."""
-        return self._committed(self._paged(None))
-
     def _paged(self, where: Any) -> list[tuple[Chunk, str]]:
         pairs: list[tuple[Chunk, str]] = []
         with self._errors():
@@ -540,12 +638,11 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
 
     # ------------------------------------------------------------------ port
     def add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._dim)
+        batch = prepare_batch(chunks, self._known_dim())
         if not batch.ids:
             return
-        with self._writing(), self._lexical.writing() as lexical:
+        with self._writing():
             self._add_versioned(batch)
-            lexical.upsert(batch.chunks)
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._where_filter(filter)
@@ -556,6 +653,21 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         return self._query_many([query], n, selector)[0]
+
+    def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
+        avgdl = self._length_totals().avgdl
+        with self._errors():
+            top = bm25_top(self._collection, query, n, selector, avgdl, k1, b)
+            if not top:
+                return []
+            got = self._collection.get(ids=[i for i, _ in top], include=["documents", "metadatas"])
+        rows = {
+            i: (text, meta)
+            for i, text, meta in zip(
+                got["ids"], got.get("documents") or [], got.get("metadatas") or [], strict=True
+            )
+        }
+        return [_hit(i, *rows[i], score) for i, score in top if i in rows]
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` request for every query (rows of one float32 matrix)."""
@@ -577,27 +689,38 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         with self._errors():
             return await self._aclients.get().collection(current.name, current.id)
 
-    async def _aavailable(self) -> int | None:
-        collection = await self._acollection()
+    async def _acall(
+        self, call: Callable[[AsyncCollection], Awaitable[T]], docs: bool = False
+    ) -> T:
+        """An async request, repeated once on the collection of the same name when another
+        process re-created it (see ``FollowingHandle``)."""
+        gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+        collection = await self._acollection(docs)
         with self._errors():
-            return int(await collection.count())
+            try:
+                return await call(collection)
+            except gone:
+                await offload((self._docs_handle if docs else self._chunks_handle).refetch)
+                return await call(await self._acollection(docs))
+
+    async def _aavailable(self) -> int | None:
+        return int(await self._acall(lambda c: c.count()))
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
-        collection = await self._acollection()
-        with self._errors():
-            result = await collection.query(
+        result = await self._acall(
+            lambda c: c.query(
                 query_embeddings=np.stack(queries), n_results=n, where=selector, include=_HITS
             )
+        )
         return _hits(result)
 
     async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         if not doc_ids:
             return {}
-        docs = await self._acollection(docs=True)
-        with self._errors():
-            got = await docs.get(ids=[self._record_id(d) for d in doc_ids], include=["metadatas"])
+        ids = [self._record_id(d) for d in doc_ids]
+        got = await self._acall(lambda c: c.get(ids=ids, include=["metadatas"]), docs=True)
         return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
 
     async def acount(self, filter: MetadataFilter | None = None) -> int:
@@ -616,23 +739,21 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
         wanted = check_ids(ids)
         if not wanted:
             return 0
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.remove(wanted)
+        with self._writing():
             return self._delete_chunks(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.remove_doc(doc_id)
+        with self._writing():
             return self._delete_document(doc_id)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        with self._writing(), self._lexical.writing() as lexical, self._errors():
-            lexical.clear()
+        with self._writing(), self._errors():
             self._client.delete_collection(self._name)
             self._client.delete_collection(self._docs_name)
-            self._collection = self._open_collection()
-            self._docs = self._open_docs()
+            self._chunks_handle.refetch()
+            self._docs_handle.refetch()
+            self._collection.modify(metadata={_LEXICAL_MARK: 1})
             self._dim = None
 
     def __len__(self) -> int:
@@ -640,7 +761,10 @@ class ChromaVectorStore(LexicalSearch, VersionedDocuments):
             return int(self._collection.count())
 
     def close(self) -> None:
-        """Nothing to release explicitly (Chroma clients close with the process)."""
+        """Embedded mode: close the client and let the folder go (for another process).
+        A server's client closes with the process."""
+        with self._lock:
+            self._release()
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"

@@ -15,15 +15,21 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch, prepare_batch
 from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import os_failure, sqlite_failure
+from pywrapai_graph.adapters.vectorstores._qdrant_upgrade import rebuild_with_sparse
+from pywrapai_graph.adapters.vectorstores._sparse_terms import (
+    LengthTotals,
+    check_fixed_bm25,
+    query_indices,
+    weights,
+)
 from pywrapai_graph.adapters.vectorstores._versioned import (
     DocRecord,
     Hit,
     StoredChunk,
-    VersionedDocuments,
     engine_id,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -49,7 +55,9 @@ __all__ = ["QdrantVectorStore"]
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 _UPSERT_BATCH = 512
 _EMBEDDER = "e:embedder"
-_SCROLL = 2048  # points per request when the lexical index is built from the collection
+_LENGTHS = "e:lengths"
+#: the named sparse vector of each chunk's BM25 term weights (the engine applies the idf)
+_SPARSE = "pywrapai_bm25"
 
 
 # Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
@@ -111,7 +119,15 @@ def _records_of(points: list[Any]) -> dict[str, DocRecord]:
     return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
 
-class QdrantVectorStore(LexicalSearch, VersionedDocuments):
+_UPGRADE = (
+    "Qdrant collection {name!r} was created before lexical search was served by Qdrant "
+    "(it has no sparse vector {sparse!r}, and a server cannot add one while others may "
+    "write); re-create it: `pywrapai-graph store clear --yes`, then ingest again (or keep "
+    "mode='dense'). A local-mode folder is upgraded when a store opens it."
+).replace("{sparse!r}", repr(_SPARSE))
+
+
+class QdrantVectorStore(EngineLexicalSearch):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -134,6 +150,10 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     async local mode runs the same in-process search on the event loop, which would block it.
     ``search_many`` is one ``query_batch_points`` request to a server (in local mode, one
     in-process query each, with one record lookup for the batch).
+
+    Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
+    terms' BM25 weights (k1 1.2, b 0.75, see ``_sparse_terms``) and the collection applies
+    its IDF modifier, so document frequencies are the engine's at query time.
 
     Raises:
         MissingExtraError: ``qdrant-client`` is not installed.
@@ -169,7 +189,8 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         self._lock = threading.RLock()
         #: the records collection was seen to exist (a record lookup is then one request)
         self._docs_seen = False
-        self._lexical = LexicalMirror(self._all_chunks)
+        #: the collection has the sparse vector of lexical search (created by this version)
+        self._sparse = False
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         try:
@@ -204,6 +225,12 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
+        if self._mode == "local" and self._dim is not None and not self._sparse:
+            with self._writing():  # from before lexical search was Qdrant's: rebuild it
+                dim = self._dim
+                rebuild_with_sparse(
+                    self._client, self._models, collection, lambda: self._create(dim), self._vectors
+                )
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -271,7 +298,6 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     def _undo(self, reopen: bool) -> None:
         """After a failed write: the folder, and the client's view of it, as last sealed."""
-        self._lexical.reset()
         if reopen:
             self._client.close()
         with self._folder_errors():
@@ -327,6 +353,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         if not self._client.collection_exists(self._collection):
             return None
         info = self._client.get_collection(self._collection)
+        self._sparse = _SPARSE in (info.config.params.sparse_vectors or {})
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -340,6 +367,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
+            sparse_vectors_config={_SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
         found = dim if made else self._existing_dimension()
         if found != dim:
@@ -348,6 +376,11 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
+        self._sparse = True
+
+    def _engine_dimension(self) -> int | None:
+        with self._errors():
+            return self._existing_dimension()
 
     def _create_collection(self, name: str, **config: Any) -> bool:
         """Create ``name``; False when another process created it first (processes that
@@ -486,6 +519,32 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
+    def _length_totals(self) -> LengthTotals:
+        with self._errors():
+            if not self._docs_exist():
+                return LengthTotals()
+            got = self._client.retrieve(self._docs, [point_id(_LENGTHS)], with_payload=True)
+        payload = (got[0].payload or {}) if got else {}
+        return LengthTotals(int(payload.get("tokens", 0)), int(payload.get("chunks", 0)))
+
+    def _put_length_totals(self, totals: LengthTotals) -> None:
+        self._put_point(
+            _LENGTHS, {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks}
+        )
+
+    def _vectors(self, texts: list[str], dense: list[list[float]]) -> list[Any]:
+        """Each point's vectors: the dense one, and the BM25 sparse one when it has terms."""
+        if not self._sparse:  # a server collection from before lexical search was Qdrant's
+            return dense
+        m = self._models
+        terms, avgdl = self._weigh(texts)
+        out: list[Any] = []
+        for vector, counts in zip(dense, terms, strict=True):
+            indices, values = weights(counts, avgdl)
+            sparse = {_SPARSE: m.SparseVector(indices=indices, values=values)} if indices else {}
+            out.append({"": vector, **sparse})
+        return out
+
     @staticmethod
     def _stored(points: list[Any]) -> list[StoredChunk]:
         out = []
@@ -497,14 +556,14 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
 
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 return []
             return self._stored(self._scroll(self._collection, self._filter(None, doc_id)))
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         m = self._models
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 return []
             found: list[StoredChunk] = []
             for start in range(0, len(chunk_ids), 500):
@@ -518,12 +577,12 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         if not batch.ids:
             return
         with self._errors():
-            if self._dim is None:
+            if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
             points = [
                 m.PointStruct(
                     id=point_id(engine_id(c.id, version)),
-                    vector=v.tolist(),
+                    vector=v,
                     payload={
                         "id": c.id,
                         "doc_id": c.doc_id,
@@ -533,7 +592,12 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                         _FIELDS: _fields(c.metadata),
                     },
                 )
-                for c, v, version in zip(batch.chunks, batch.vectors, versions, strict=True)
+                for c, v, version in zip(
+                    batch.chunks,
+                    self._vectors([c.text for c in batch.chunks], batch.vectors.tolist()),
+                    versions,
+                    strict=True,
+                )
             ]
             for start in range(0, len(points), _UPSERT_BATCH):
                 self._client.upsert(
@@ -547,46 +611,58 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
                 part = [point_id(i) for i in ids[start : start + 500]]
                 self._client.delete(self._collection, m.PointIdsList(points=part), wait=True)
 
-    def _all_chunks(self) -> list[Chunk]:
-        """Every chunk of a committed version (what the lexical index is built from)."""
-        pairs: list[tuple[Chunk, str]] = []
-        if self._dim is None:
-            return []
-        offset = None
-        with self._errors():
-            while True:
-                points, offset = self._client.scroll(
-                    self._collection, limit=_SCROLL, offset=offset, with_payload=True
-                )
-                pairs += [(_chunk(p.payload), _version(p.payload)) for p in points]
-                if offset is None:
-                    return self._committed(pairs)
-
     def count(self, filter: MetadataFilter | None = None) -> int:
         with self._lock, self._errors():
             if not filter:
                 return self._count()
+            if self._known_dim() is None:
+                return 0
             points = self._scroll(self._collection, self._filter(filter))
             return len(self._committed([(_chunk(p.payload), _version(p.payload)) for p in points]))
 
     # ------------------------------------------------------------------ port
     def add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._dim)
+        batch = prepare_batch(chunks, self._known_dim())
         if not batch.ids:
             return
-        with self._writing(), self._lexical.writing() as lexical:
+        with self._writing():
             self._add_versioned(batch)
-            lexical.upsert(batch.chunks)
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._filter(filter)
 
     @staticmethod
-    def _hits(points: Sequence[Any]) -> list[Hit]:
+    def _hits(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         return [
-            (ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0)), _version(p.payload))
+            (
+                ScoredChunk(_chunk(p.payload), min(float(p.score), 1.0) if cosine else p.score),
+                _version(p.payload),
+            )
             for p in points
         ]
+
+    def _check_lexical(self, k1: float, b: float) -> None:
+        check_fixed_bm25(k1, b, "Qdrant")
+
+    def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
+        m = self._models
+        indices = query_indices(query)
+        if not indices:
+            return []
+        with self._errors():
+            if not self._sparse:
+                self._dim = self._existing_dimension()  # another process may have re-created it
+            if not self._sparse:
+                raise InvalidStateError(_UPGRADE.format(name=self._collection))
+            result = self._client.query_points(
+                self._collection,
+                query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
+                using=_SPARSE,
+                limit=n,
+                query_filter=selector,
+                with_payload=True,
+            )
+        return self._hits(result.points, cosine=False)
 
     def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
         m = self._models
@@ -661,7 +737,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
         if filter or not self._native_async:
             return await super().acount(filter)
-        if self._dim is None:
+        if self._known_dim() is None:
             return 0
         with self._errors():
             got = await self._aclient().count(self._collection, exact=True)
@@ -674,7 +750,7 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         await super().aclose()
 
     def _count(self, selector_filter: Any = None) -> int:
-        if self._dim is None:
+        if self._known_dim() is None:
             return 0
         return int(
             self._client.count(self._collection, count_filter=selector_filter, exact=True).count
@@ -684,25 +760,22 @@ class QdrantVectorStore(LexicalSearch, VersionedDocuments):
         wanted = check_ids(ids)
         if not wanted:
             return 0
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.remove(wanted)
+        with self._writing():
             return self._delete_chunks(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.remove_doc(doc_id)
+        with self._writing():
             return self._delete_document(doc_id)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        with self._writing(), self._lexical.writing() as lexical:
-            lexical.clear()
+        with self._writing():
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
             self._docs_seen = False
-            if self._dim is None:
+            dim = self._known_dim()
+            if dim is None:
                 return
-            dim = self._dim
             self._client.delete_collection(self._collection)
             self._create(dim)
 
