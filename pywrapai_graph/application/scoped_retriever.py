@@ -9,6 +9,7 @@ from typing import Any
 from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.errors import ArgumentTypeError, ScopeError
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter, TextSplitter
+from pywrapai_graph.ports.store_inputs import check_filter, same_value
 
 __all__ = ["ScopedRetriever", "merge_scope"]
 
@@ -16,17 +17,26 @@ __all__ = ["ScopedRetriever", "merge_scope"]
 def merge_scope(scope: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """``scope`` plus ``extra``; a key of ``extra`` may repeat the scope's value, never change it.
 
+    "Repeat" is the stores' equality (:func:`~pywrapai_graph.ports.store_inputs.same_value`,
+    the JSON rule every filter follows): ``True`` is not ``1``, ``1`` is not ``"1"``, ``1``
+    is ``1.0``. Python's ``==`` says ``1 == True``, and the caller's ``True`` would then
+    have replaced the scope's ``1`` and read another tenant's chunks. The merged mapping
+    keeps the scope's own value for every scope key.
+
     Raises:
-        ScopeError: ``extra`` names a scope key with another value.
+        ScopeError: ``extra`` names a scope key with a value the stores do not match to it.
     """
     merged = dict(scope)
     for key, value in (extra or {}).items():
-        if key in scope and scope[key] != value:
+        if key not in scope:
+            merged[key] = value
+        elif not same_value(scope[key], value):
             raise ScopeError(
-                f"{key}={value!r} is outside this view's scope ({key}={scope[key]!r}); a scoped "
-                "retriever only reads and writes its own scope"
+                f"{key}={value!r} ({type(value).__name__}) is outside this view's scope "
+                f"({key}={scope[key]!r}, {type(scope[key]).__name__}); a scoped retriever "
+                "only reads and writes its own scope, and a filter value matches it only when "
+                "the stores would match it (True is not 1, 1 is not '1')"
             )
-        merged[key] = value
     return merged
 
 
@@ -45,11 +55,14 @@ class ScopedRetriever(BaseRetriever):
 
     Raises:
         ScopeError: an empty scope.
+        InvalidArgumentError: a scope key that is not a str or a value that is not a JSON
+            scalar (or a flat list of them), as for any metadata filter.
     """
 
     def __init__(self, inner: BaseRetriever, scope: Mapping[str, Any]) -> None:
         if not scope:
             raise ScopeError("a scope needs at least one metadata key, e.g. {'tenant': 'acme'}")
+        check_filter(scope)
         self._inner = inner
         self._scope = dict(scope)
         self._prefix = ",".join(f"{k}={v}" for k, v in sorted(self._scope.items())) + "/"
