@@ -98,7 +98,7 @@ def test_scoped_view_stamps_writes_and_refuses_to_leave_its_scope() -> None:
     acme.add_documents([Doc("Acme handbook", {"lang": "en"}, id="handbook")])
     [hit] = retriever.retrieve("Acme handbook", k=5)
     assert hit.chunk.metadata == {"tenant": "acme", "lang": "en"}
-    assert hit.chunk.doc_id == "tenant=acme/handbook"
+    assert hit.chunk.doc_id == '{"tenant":"acme"}/handbook' == acme.stored_id("handbook")
     with pytest.raises(ScopeError, match="outside this view's scope"):
         acme.add_documents([Doc("sneaky", {"tenant": "globex"})])
     narrower = acme.scoped({"lang": "en"})
