@@ -99,13 +99,13 @@ def _pairs(prefix: str) -> Iterator[list[tuple[str, str]]]:
 def legacy_readings(stored_id: str) -> list[tuple[dict[str, Any], str]] | None:
     """Every (scope, document id) the first scheme stored as ``stored_id``; None when they
     are more than :data:`MAX_READINGS` (too ambiguous to enumerate)."""
+    if stored_id.count(",") > 8 or stored_id.count("=") > 16 or stored_id.count("/") > 64:
+        return None  # bounds the splits tried below (at most 2**8 groupings per slash)
     readings: list[tuple[dict[str, Any], str]] = []
     for slash, char in enumerate(stored_id):
         if char != "/":
             continue
         prefix, doc_id = stored_id[:slash], stored_id[slash + 1 :]
-        if prefix.count(",") > 12 or prefix.count("=") > 24:
-            return None
         for pairs in _pairs(prefix):
             keys = [k for k, _ in pairs]
             for values in itertools.product(*(_typed(v) for _, v in pairs)):
