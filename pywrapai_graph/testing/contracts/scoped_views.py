@@ -21,6 +21,7 @@ import pytest
 from pywrapai_graph.application.scoped_ids import legacy_prefix
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Document
+from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["ScopedViewContract", "write_first_scheme"]
@@ -91,6 +92,10 @@ class ScopedViewContract:
             assert "tenant=a/b/x" in caplog.text
         else:  # no manifests: the old copies cannot be found, and stay
             assert len(texts) == 6
+        if not store.supports_delete:
+            with pytest.raises(UnsupportedOperationError):
+                acme.delete_document("handbook")
+            return
         assert acme.delete_document("handbook") >= 1
         if _manifests(store) or type(store).count is not BaseVectorStore.count:
             assert acme.retrieve("handbook") == [], "the old copy went too"
