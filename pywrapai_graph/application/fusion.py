@@ -6,12 +6,14 @@ the fused order never depends on dict or engine order.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
 
-__all__ = ["DEFAULT_RRF_K", "reciprocal_rank_fusion", "weighted_score_fusion"]
+__all__ = ["DEFAULT_RRF_K", "fusion_problem", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
 #: The constant of Cormack, Clarke and Büttcher (2009): ranks past ~60 barely matter.
 DEFAULT_RRF_K = 60
@@ -35,11 +37,13 @@ def reciprocal_rank_fusion(
     incomparable scores (cosine and BM25) fuse without normalisation.
 
     Raises:
-        ValueError: rrf_k < 0, or weights of the wrong length or negative.
+        ValueError: rrf_k not a finite number >= 0, or weights of the wrong length, NaN,
+            infinite or negative.
     """
-    if rrf_k < 0:
-        raise InvalidArgumentError(f"rrf_k must be >= 0, got {rrf_k}")
-    w = _weights(weights, len(rankings))
+    problem = fusion_problem(weights, len(rankings), rrf_k)
+    if problem:
+        raise InvalidArgumentError(problem)
+    w = [1.0] * len(rankings) if weights is None else weights
     scores: dict[str, float] = {}
     chunks: dict[str, Chunk] = {}
     for weight, ranking in zip(w, rankings, strict=True):
@@ -62,9 +66,12 @@ def weighted_score_fusion(
     from it.
 
     Raises:
-        ValueError: weights of the wrong length or negative.
+        ValueError: weights of the wrong length, NaN, infinite or negative.
     """
-    w = _weights(weights, len(rankings))
+    problem = fusion_problem(weights, len(rankings))
+    if problem:
+        raise InvalidArgumentError(problem)
+    w = [1.0] * len(rankings) if weights is None else weights
     scores: dict[str, float] = {}
     chunks: dict[str, Chunk] = {}
     for weight, ranking in zip(w, rankings, strict=True):
@@ -80,9 +87,26 @@ def weighted_score_fusion(
     return _ranked(scores, chunks, k)
 
 
-def _weights(weights: Sequence[float] | None, n: int) -> Sequence[float]:
+def _finite(x: object, low: float = 0.0) -> bool:
+    """A real number (not a bool), finite, at least ``low``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        return False
+    value = float(x)
+    return math.isfinite(value) and value >= low
+
+
+def fusion_problem(weights: object, n: int, rrf_k: object = DEFAULT_RRF_K) -> str | None:
+    """What is wrong with these fusion settings for ``n`` lists, or None.
+
+    ``weights`` (None: all 1) must be ``n`` finite numbers >= 0 and ``rrf_k`` one: a NaN
+    weight makes every fused score NaN, and the order arbitrary.
+    """
+    if not _finite(rrf_k):
+        return f"rrf_k must be a finite number >= 0, got {rrf_k!r}"
     if weights is None:
-        return [1.0] * n
-    if len(weights) != n or any(x < 0 for x in weights):
-        raise InvalidArgumentError(f"need {n} non-negative weights, got {list(weights)}")
-    return weights
+        return None
+    if isinstance(weights, str | bytes) or not isinstance(weights, Sequence):
+        return f"weights are {n} numbers, got {weights!r:.60}"
+    if len(weights) != n or not all(_finite(x) for x in weights):
+        return f"need {n} finite, non-negative weights, got {list(weights)!r:.80}"
+    return None

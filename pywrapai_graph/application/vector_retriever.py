@@ -7,6 +7,7 @@ from typing import Any, Literal, get_args
 
 from pywrapai_graph.application.fusion import (
     DEFAULT_RRF_K,
+    fusion_problem,
     reciprocal_rank_fusion,
     weighted_score_fusion,
 )
@@ -194,10 +195,12 @@ class VectorRetriever(BaseRetriever):
             raise ConfigurationError(f"fusion must be rrf or weighted, got {fusion!r}")
         if not (k1 >= 0.0 and 0.0 <= b <= 1.0):
             raise ConfigurationError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        if rrf_k < 0 or candidates < 1 or min(weights) < 0:
+        problem = fusion_problem(weights, 2, rrf_k)
+        if problem or not is_positive_int(candidates):
             raise ConfigurationError(
-                "rrf_k must be >= 0, candidates >= 1 and weights two non-negative numbers; "
-                f"got rrf_k={rrf_k}, candidates={candidates}, weights={weights}"
+                "rrf_k must be a finite number >= 0, candidates an int >= 1 and weights two "
+                f"finite non-negative numbers; got rrf_k={rrf_k!r}, candidates={candidates!r}, "
+                f"weights={weights!r}"
             )
         if mode != "dense" and not store.lexical:
             raise UnsupportedOperationError(

@@ -37,6 +37,9 @@ from pywrapai_graph.ports.store_inputs import (
     check_doc_id,
     check_filter,
     check_k,
+    check_older_than,
+    check_query_text,
+    check_query_vector,
     matches_filter,
 )
 
@@ -87,12 +90,26 @@ def _unchanged(check: Callable[[Any], None]) -> Callable[[Any], Any]:
     return passed_on
 
 
+#: the query's check and keyword name, by method
+_QUERIES: dict[str, tuple[Callable[[object, str], None], str]] = {
+    "search": (check_query_vector, "query_vector"),
+    "asearch": (check_query_vector, "query_vector"),
+    "lexical_search": (check_query_text, "query"),
+}
+
+
 class _Query:
     """Where ``k`` and ``filter`` sit in one ``search(query, k, filter)`` call."""
 
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], default_k: Any) -> None:
+    def __init__(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], default_k: Any, method: str = ""
+    ) -> None:
         self.args = list(args)
         self.kwargs = kwargs
+        if method in _QUERIES:
+            check, name = _QUERIES[method]
+            if self.args or name in kwargs:
+                check(self.args[0] if self.args else kwargs[name], method)
         explicit = len(self.args) > 1 or "k" in kwargs
         given_k = self.args[1] if len(self.args) > 1 else kwargs.get("k", default_k)
         filter = self.args[2] if len(self.args) > 2 else kwargs.get("filter")
@@ -146,12 +163,12 @@ def _default_k(method: Method) -> Any:
     return parameter.default
 
 
-def _guard_search(method: Method) -> Method:
+def _guard_search(method: Method, name: str = "search") -> Method:
     default_k = _default_k(method)
 
     @functools.wraps(method)
     def search(self: Any, *args: Any, **kwargs: Any) -> Any:
-        query = _Query(args, kwargs, default_k)
+        query = _Query(args, kwargs, default_k, name)
         hits = method(self, *query.args, **query.kwargs)
         kept, asked = query.kept(hits), query.k or 0
         while query.needs_more(hits, kept, asked) and (bigger := query.larger(asked)):
@@ -167,7 +184,7 @@ def _guard_asearch(method: Method) -> Method:
 
     @functools.wraps(method)
     async def asearch(self: Any, *args: Any, **kwargs: Any) -> Any:
-        query = _Query(args, kwargs, default_k)
+        query = _Query(args, kwargs, default_k, "asearch")
         hits = await method(self, *query.args, **query.kwargs)
         kept, asked = query.kept(hits), query.k or 0
         while query.needs_more(hits, kept, asked) and (bigger := query.larger(asked)):
@@ -184,7 +201,13 @@ class _Batch(_Query):
     def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], default_k: Any) -> None:
         super().__init__(args, kwargs, default_k)
         given = self.args[0] if self.args else self.kwargs.get("query_vectors", [])
+        if isinstance(given, str | bytes | Mapping) or not isinstance(given, Iterable):
+            raise ArgumentTypeError(
+                f"search_many() takes a list of query vectors, got a {type(given).__name__}"
+            )
         self.vectors = list(given)  # read once, even if an iterator
+        for vector in self.vectors:
+            check_query_vector(vector, "search_many")
         if self.args:
             self.args[0] = self.vectors
         else:
@@ -262,6 +285,7 @@ _COUNT = _guard(_argument("filter", _unchanged(check_filter)))
 _DELETE = _guard(_argument("ids", check_delete_ids))
 _DELETE_DOC = _guard(_argument("doc_id", _unchanged(check_doc_id)))
 _REPLACE = _guard(_argument("chunks", _chunk_list("replace_document"), position=1))
+_REPAIR = _guard(_argument("older_than_s", check_older_than, position=99))  # keyword-only
 _GUARDS: dict[str, Callable[[Method], Method]] = {
     "replace_document": _REPLACE,
     "areplace_document": _REPLACE,
@@ -269,7 +293,7 @@ _GUARDS: dict[str, Callable[[Method], Method]] = {
     "add": _ADD,
     "aadd": _ADD,
     "search": _guard_search,
-    "lexical_search": _guard_search,
+    "lexical_search": functools.partial(_guard_search, name="lexical_search"),
     "asearch": _guard_asearch,
     "search_many": _guard_search_many,
     "asearch_many": _guard_asearch_many,
@@ -279,6 +303,7 @@ _GUARDS: dict[str, Callable[[Method], Method]] = {
     "adelete": _DELETE,
     "delete_by_doc": _DELETE_DOC,
     "adelete_by_doc": _DELETE_DOC,
+    "repair": _REPAIR,
 }
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import operator
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from itertools import chain
 from typing import Any, cast
 
@@ -34,6 +35,10 @@ __all__ = [
     "check_doc_id",
     "check_filter",
     "check_k",
+    "check_name",
+    "check_older_than",
+    "check_query_text",
+    "check_query_vector",
     "matches_filter",
     "same_value",
 ]
@@ -48,6 +53,27 @@ _RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat 
 check_text = check_unicode
 
 
+def check_name(value: str, what: str) -> None:
+    """:func:`check_text`, and no NUL character: an id, a metadata key or a string value.
+
+    A chunk's text may hold NUL on every store (PostgreSQL's text cannot; the pgvector store
+    escapes it); the strings a store indexes, compares and filters by may not, on any store.
+
+    Raises:
+        InvalidArgumentError: a lone surrogate or a NUL character.
+    """
+    check_text(value, what)
+    if "\x00" in value:
+        raise InvalidArgumentError(
+            f"{what} holds a NUL character ({value!r:.60}); ids, metadata keys and metadata "
+            "strings cannot (PostgreSQL cannot store one): remove it (value.replace('\\x00', ''))"
+        )
+
+
+def _valid_name(value: str) -> bool:
+    return encodes_as_utf8(value) and "\x00" not in value
+
+
 def _check_scalar(value: Any, what: str) -> bool:
     """True when ``value`` is a valid JSON scalar; False when it is something else."""
     if value is None or isinstance(value, bool | int):
@@ -57,7 +83,7 @@ def _check_scalar(value: Any, what: str) -> bool:
             raise InvalidArgumentError(f"{what} is {value}, which JSON cannot hold; {_RULE}")
         return True
     if isinstance(value, str):
-        check_text(value, what)
+        check_name(value, what)
         return True
     return False
 
@@ -81,7 +107,7 @@ def _valid_scalar(value: object) -> bool:
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str) and encodes_as_utf8(value)
+    return isinstance(value, str) and _valid_name(value)
 
 
 def _valid_chunk(chunk: Chunk) -> bool:
@@ -98,10 +124,10 @@ def _valid_chunk(chunk: Chunk) -> bool:
         and isinstance(metadata, Mapping)
     ):
         return False
-    if not (encodes_as_utf8(ident) and encodes_as_utf8(doc) and encodes_as_utf8(text)):
+    if not (_valid_name(ident) and _valid_name(doc) and encodes_as_utf8(text)):
         return False
     for key, value in metadata.items():
-        if not (isinstance(key, str) and encodes_as_utf8(key)):
+        if not (isinstance(key, str) and _valid_name(key)):
             return False
         if _valid_scalar(value):
             continue
@@ -125,8 +151,8 @@ def _explain_chunk(chunk: Chunk) -> None:
     ids: tuple[object, object] = (chunk.id, chunk.doc_id)  # untyped callers pass anything
     if not all(isinstance(i, str) for i in ids):
         raise ArgumentTypeError(f"chunk ids and doc_ids are str; got {chunk.id!r}/{chunk.doc_id!r}")
-    check_text(chunk.id, f"chunk id {chunk.id!r}")
-    check_text(chunk.doc_id, f"chunk {chunk.id!r} doc_id")
+    check_name(chunk.id, f"chunk id {chunk.id!r}")
+    check_name(chunk.doc_id, f"chunk {chunk.id!r} doc_id")
     text: object = chunk.text
     if not isinstance(text, str):
         raise ArgumentTypeError(f"chunk {chunk.id!r} text is a {type(text).__name__}")
@@ -137,7 +163,7 @@ def _explain_chunk(chunk: Chunk) -> None:
     for key, value in metadata.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(f"chunk {chunk.id!r} has a metadata key {key!r}: not a str")
-        check_text(key, f"chunk {chunk.id!r} metadata key")
+        check_name(key, f"chunk {chunk.id!r} metadata key")
         check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
 
 
@@ -156,6 +182,11 @@ def _valid_texts(texts: Sequence[str]) -> bool:
     return True
 
 
+def _valid_names(names: Sequence[str]) -> bool:
+    """:func:`_valid_texts`, and no NUL in any (one C-level search over them joined)."""
+    return _valid_texts(names) and "\x00" not in "".join(names)
+
+
 def _valid_values(values: Iterable[object]) -> bool:
     """Every value a plain JSON scalar (exact types) or a plain list/tuple of them, valid."""
     scalars = list(values)
@@ -171,7 +202,7 @@ def _valid_values(values: Iterable[object]) -> bool:
         return False
     if str not in types:
         return True
-    return _valid_texts(scalars if types == _STR else [v for v in scalars if type(v) is str])  # type: ignore[arg-type]
+    return _valid_names(scalars if types == _STR else [v for v in scalars if type(v) is str])  # type: ignore[arg-type]
 
 
 def _valid_batch(chunks: Sequence[object]) -> bool:
@@ -192,13 +223,13 @@ def _valid_batch(chunks: Sequence[object]) -> bool:
     docs: list[object] = [c.doc_id for c in batch]
     texts: list[object] = [c.text for c in batch]
     metadata: list[Any] = [c.metadata for c in batch]
-    for strings in (ids, docs, texts):
-        if set(map(type, strings)) != _STR or not _valid_texts(cast(list[str], strings)):
+    for strings, valid in ((ids, _valid_names), (docs, _valid_names), (texts, _valid_texts)):
+        if set(map(type, strings)) != _STR or not valid(cast(list[str], strings)):
             return False
     if set(map(type, metadata)) != {dict}:
         return False
     keys = list(chain.from_iterable(metadata))
-    if keys and (set(map(type, keys)) != _STR or not _valid_texts(keys)):
+    if keys and (set(map(type, keys)) != _STR or not _valid_names(keys)):
         return False
     return _valid_values(chain.from_iterable(map(dict.values, metadata)))
 
@@ -229,7 +260,7 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
     for key, value in filter.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(f"filter key {key!r} is not a str")
-        check_text(key, "filter key")
+        check_name(key, "filter key")
         check_value(value, f"filter value for {key!r}")
 
 
@@ -262,6 +293,7 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
     for i in out:
         if not isinstance(i, str):
             raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
+        check_name(i, "a chunk id")
     return out
 
 
@@ -269,6 +301,58 @@ def check_doc_id(doc_id: str) -> None:
     """Raises ArgumentTypeError unless ``doc_id`` is a str."""
     if not isinstance(doc_id, str):
         raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
+    check_name(doc_id, "doc_id")
+
+
+def check_query_vector(vector: object, method: str = "search") -> None:
+    """Raises unless ``vector`` looks like one flat vector: not a string, not a mapping, not
+    a nested list or a 2-D array (the store checks its numbers; these it cannot tell from
+    a vector once numpy has flattened or read them).
+
+    Raises:
+        ArgumentTypeError: a str or bytes (a text, not its embedding), a dict, a set...
+        InvalidArgumentError: a nested sequence or an array that is not 1-D.
+    """
+    if isinstance(vector, str | bytes | bytearray | Mapping) or not isinstance(vector, Sized):
+        raise ArgumentTypeError(
+            f"{method}() takes a query vector (a flat list of floats), got a "
+            f"{type(vector).__name__}; embed a text first (embedder.embed_one(text))"
+        )
+    ndim = getattr(vector, "ndim", None)
+    nested = ndim is None and len(vector) > 0 and _is_sequence(next(iter(vector)))  # type: ignore[call-overload]
+    if (ndim is not None and ndim != 1) or nested:
+        shape = getattr(vector, "shape", None) or f"{len(vector)} nested sequences"
+        raise InvalidArgumentError(
+            f"{method}() takes one flat query vector, got {shape}; search_many() takes many"
+        )
+
+
+def _is_sequence(item: object) -> bool:
+    return not isinstance(item, str | bytes) and isinstance(item, Sized)
+
+
+def check_query_text(query: object, method: str = "lexical_search") -> None:
+    """Raises ArgumentTypeError unless ``query`` is a str (valid Unicode)."""
+    if not isinstance(query, str):
+        raise ArgumentTypeError(f"{method}() takes a query text (a str), got {query!r:.60}")
+    check_name(query, f"{method}() query")
+
+
+def check_older_than(seconds: object) -> float:
+    """``seconds`` (``repair(older_than_s=...)``) as a float: a finite number >= 0.
+
+    Raises:
+        InvalidArgumentError: NaN, an infinity, a negative number (a repair would take the
+            versions writers are still writing), a bool or anything but a number.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise InvalidArgumentError(f"older_than_s is a number of seconds, got {seconds!r:.60}")
+    value = float(seconds)
+    if not (math.isfinite(value) and value >= 0):
+        raise InvalidArgumentError(
+            f"older_than_s must be a finite number of seconds >= 0, got {seconds!r}"
+        )
+    return value
 
 
 def same_value(stored: Any, wanted: Any) -> bool:

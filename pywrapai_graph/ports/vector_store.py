@@ -17,7 +17,7 @@ from pywrapai_graph.errors import (
 )
 from pywrapai_graph.ports.checked_methods import guard_methods
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.store_inputs import check_delete_ids, check_filter
+from pywrapai_graph.ports.store_inputs import check_delete_ids, check_filter, check_older_than
 
 __all__ = [
     "BaseVectorStore",
@@ -313,7 +313,11 @@ class BaseVectorStore(ABC):
         to do here (this default). Chroma and Qdrant servers keep the chunks of a version
         whose writer died mid-replace (never visible) until the document's next replace or
         this call; versions younger than ``older_than_s`` seconds are left to their writer.
+
+        Raises:
+            InvalidArgumentError: ``older_than_s`` is not a finite number >= 0.
         """
+        check_older_than(older_than_s)
         return 0
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing

@@ -80,7 +80,7 @@ async def test_ingest_ask_and_stream_per_tenant() -> None:
             assert text == "Thirty days, for Globex."
             name, done = events[-1]
             assert name == "done" and done["answer"] == text
-            assert [s["doc_id"] for s in done["sources"]] == ["tenant=globex/refunds"]
+            assert [s["doc_id"] for s in done["sources"]] == ['{"tenant":"globex"}/refunds']
             assert done["usage"]["output_tokens"] > 0
 
             llm = app.state.container.llm()

@@ -98,7 +98,7 @@ def test_scoped_view_stamps_writes_and_refuses_to_leave_its_scope() -> None:
     acme.add_documents([Doc("Acme handbook", {"lang": "en"}, id="handbook")])
     [hit] = retriever.retrieve("Acme handbook", k=5)
     assert hit.chunk.metadata == {"tenant": "acme", "lang": "en"}
-    assert hit.chunk.doc_id == "tenant=acme/handbook"
+    assert hit.chunk.doc_id == '{"tenant":"acme"}/handbook' == acme.stored_id("handbook")
     with pytest.raises(ScopeError, match="outside this view's scope"):
         acme.add_documents([Doc("sneaky", {"tenant": "globex"})])
     narrower = acme.scoped({"lang": "en"})
@@ -136,3 +136,42 @@ def test_the_container_builds_a_scoped_graph_per_request() -> None:
     assert {h.chunk.metadata["tenant"] for h in hits} == {"globex"}
     view = container.scoped_retriever(scope={"tenant": "acme"})
     assert view.inner is container.retriever()
+
+
+@pytest.mark.parametrize(
+    ("scope", "sneaky"),
+    [(1, True), (True, 1), (0, False), (1, "1"), ("True", True), (None, "None")],
+    ids=repr,
+)
+def test_a_value_python_calls_equal_is_not_the_scope(scope: object, sneaky: object) -> None:
+    """``1 == True`` in Python, not in the stores: such a filter would have read (and such
+    metadata written) the other tenant's chunks."""
+    store = InMemoryVectorStore()
+    retriever = VectorRetriever(HashingEmbedder(64), store, min_score=-1.0)
+    retriever.add_documents([Doc("the other tenant's secret", {"tenant": sneaky}, id="x")])
+    view = retriever.scoped({"tenant": scope})
+    fake = ScriptedChatModel(respond=lambda r: "ok")
+    graph = GraphLLM(LLM(provider=fake), retriever=retriever).with_retriever(view)
+    with pytest.raises(ScopeError, match="outside this view's scope"):
+        view.retrieve_matching("secret", {"tenant": sneaky})
+    with pytest.raises(ScopeError, match="outside this view's scope"):
+        graph.chat("secret?", filter={"tenant": sneaky})
+    with pytest.raises(ScopeError, match="outside this view's scope"):
+        view.add_documents([Doc("mine", {"tenant": sneaky}, id="y")])
+    assert view.retrieve("secret") == [] and len(store) == 1
+
+
+def test_an_equal_number_is_the_scope_and_the_scope_value_is_kept() -> None:
+    store = InMemoryVectorStore()
+    view = VectorRetriever(HashingEmbedder(64), store).scoped({"tenant": 1})
+    view.add_documents([Doc("one", {"tenant": 1.0}, id="y")])
+    [hit] = view.retrieve_matching("one", {"tenant": 1.0})
+    assert hit.chunk.metadata["tenant"] == 1 and type(hit.chunk.metadata["tenant"]) is int
+
+
+def test_a_scope_value_beyond_json_is_refused() -> None:
+    retriever = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore())
+    with pytest.raises(ValueError, match="JSON"):
+        retriever.scoped({"tenant": float("nan")})
+    with pytest.raises(ValueError, match="JSON"):
+        retriever.scoped({"tenant": {"id": 1}})

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.manifest import DocumentManifest
-from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.store_inputs import (
     MAX_K,
@@ -37,6 +37,7 @@ __all__ = [
     "prepare_batch",
     "prepare_query",
     "same_value",
+    "stored_metadata",
 ]
 
 Matrix = npt.NDArray[np.float32]
@@ -104,6 +105,26 @@ def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
             metadata_json(c)  # raises, naming the chunk
         raise
     return out
+
+
+def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any]:
+    """A stored row's metadata JSON as a dict.
+
+    Raises:
+        VectorStoreError: the row holds something else (a row changed outside this library):
+            naming the chunk and ``where`` it is, and what to do.
+    """
+    try:
+        value = json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, dict):
+        raise VectorStoreError(
+            f"chunk {chunk_id!r} in {where} has metadata that is not a JSON object (the row "
+            "was changed outside this library); delete the chunk (store.delete([id])) and "
+            "add it again"
+        )
+    return value
 
 
 def metadata_json(chunk: Chunk) -> str:
@@ -253,10 +274,22 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     """The normalised float32 query.
 
     Raises:
-        ValueError: wrong dimension, NaN/inf or zero norm.
+        InvalidArgumentError: not a flat list of numbers (a string, a nested list), wrong
+            dimension, NaN/inf or zero norm.
     """
-    with np.errstate(over="ignore"):
-        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    try:
+        with np.errstate(over="ignore"):
+            q = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"a query vector is a flat list of numbers; this {type(vector).__name__} holds "
+            "something else"
+        ) from None
+    if q.ndim != 1:
+        raise InvalidArgumentError(
+            f"a query vector is a flat list of numbers, got shape {q.shape}; search_many() "
+            "takes many vectors"
+        )
     if dimension is not None and q.shape[0] != dimension:
         raise InvalidArgumentError(
             f"query has dimension {q.shape[0]}, but the store holds {dimension}"

@@ -25,7 +25,6 @@ changed by another reloads them.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -46,6 +45,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     metadata_jsons,
     prepare_batch,
     prepare_query,
+    stored_metadata,
 )
 from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256 as _sha256
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
@@ -307,6 +307,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             raise VectorStoreError(
                 f"cannot read the FAISS index {str(self._index_path)!r}"
             ) from exc
+        self._check_id_map()
         if self._index.d != self._dim:
             raise VectorStoreError("the FAISS index and its metadata disagree in size")
         labels, vectors = self._log.read(segments, int(self._dim or 0))
@@ -317,6 +318,17 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         self._drop_deleted_rows()
         self._capacity = int(self._index.ntotal)
         self._generation = generation  # only now: a load that failed is tried (and fails) again
+
+    def _check_id_map(self) -> None:
+        """The index just read is one this store writes: flat vectors behind an id map."""
+        if not isinstance(self._index, self._faiss.IndexIDMap2):
+            kind = type(self._index).__name__
+            self._index = None
+            raise VectorStoreError(
+                f"the FAISS index {str(self._index_path)!r} is an {kind} without the id map "
+                "this store writes (IndexIDMap2); it was not written by this library: "
+                "re-create the store from your documents"
+            )
 
     def _catch_up(self) -> None:
         """Follow another process's commits (called with the file lock held).
@@ -613,11 +625,15 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             )
             self._meta.execute(f"DELETE FROM chunks WHERE int_id IN ({marks})", part)
 
+    @property
+    def _where(self) -> str:
+        return repr(str(self._meta_path))
+
     def _row_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in row order (rows are in label order), for a new column."""
         found = [
-            json.loads(r[0])
-            for r in self._meta.execute("SELECT metadata FROM chunks ORDER BY int_id")
+            stored_metadata(r[0], r[1], self._where)
+            for r in self._meta.execute("SELECT metadata, id FROM chunks ORDER BY int_id")
         ]
         if len(found) != rows:
             raise VectorStoreError("the FAISS index and its metadata disagree in size")
@@ -630,7 +646,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
             ).fetchall()
         except sqlite3.Error as exc:
             raise sqlite_failure(str(self._meta_path), exc) from exc
-        return [Chunk(r[2], doc_id=r[1], metadata=json.loads(r[3]), id=r[0]) for r in rows]
+        return [
+            Chunk(r[2], doc_id=r[1], metadata=stored_metadata(r[3], r[0], self._where), id=r[0])
+            for r in rows
+        ]
 
     def _before_lexical(self) -> None:
         with self._snapshot():  # reloads (and so resets the lexical index) after another writer
@@ -771,7 +790,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
                 Chunk(
                     text=rows[i][3],
                     doc_id=rows[i][2],
-                    metadata=json.loads(rows[i][4]),
+                    metadata=stored_metadata(rows[i][4], rows[i][1], self._where),
                     id=rows[i][1],
                 ),
                 min(score, 1.0),

@@ -31,6 +31,7 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
     init_schema,
     missing_right,
 )
+from pywrapai_graph.adapters.vectorstores._pg_text import from_pg, to_pg
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.domain.manifest import (
@@ -105,7 +106,7 @@ def copy_payload(batch: PreparedBatch) -> bytes:
         for field in (
             chunk.id.encode(),
             chunk.doc_id.encode(),
-            chunk.text.encode(),
+            to_pg(chunk.text).encode(),
             _JSONB_VERSION + metadata_json(chunk).encode(),
         ):
             out.write(pack("!i", len(field)))
@@ -118,7 +119,7 @@ def copy_payload(batch: PreparedBatch) -> bytes:
 
 def _scored(row: Sequence[Any]) -> ScoredChunk:
     """A hit from a row of ``id, doc_id, text, metadata, score``."""
-    chunk = Chunk(text=row[2], doc_id=row[1], metadata=dict(row[3]), id=row[0])
+    chunk = Chunk(text=from_pg(row[2]), doc_id=row[1], metadata=dict(row[3]), id=row[0])
     return ScoredChunk(chunk, min(float(row[4]), 1.0))
 
 
@@ -482,7 +483,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
 
         def work(cur: Any) -> list[Chunk]:
             cur.execute(statement)
-            return [Chunk(r[2], doc_id=r[1], metadata=dict(r[3]), id=r[0]) for r in cur]
+            return [Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]) for r in cur]
 
         return self._read(work)
 
@@ -497,7 +498,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             self._copy(cur, batch)
             return
         rows = [
-            (c.id, c.doc_id, c.text, metadata_json(c), v)
+            (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v)
             for c, v in zip(batch.chunks, batch.vectors, strict=True)
         ]
         query = self._sql.SQL(

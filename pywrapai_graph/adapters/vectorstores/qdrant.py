@@ -400,7 +400,8 @@ class QdrantVectorStore(EngineLexicalSearch):
             conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
         for key, value in (filter or {}).items():
             field = _field(key, value)
-            if isinstance(value, float):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                # a range, not a match: MatchValue(1) misses a stored 1.0 (other stores match)
                 conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
             else:  # a scalar, or a list/None as the canonical JSON text written next to it
                 wanted = value if isinstance(value, bool | int | str) else canonical_json(value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -21,6 +20,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     metadata_jsons,
     prepare_batch,
+    stored_metadata,
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
@@ -213,10 +213,14 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         index.load(ids, matrix)
         return index
 
+    @property
+    def _where(self) -> str:
+        return f"table {self._table!r}"
+
     def _all_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in the index's row order (read once, when a filter needs it)."""
         by_id = {
-            chunk_id: json.loads(meta)
+            chunk_id: stored_metadata(meta, chunk_id, self._where)
             for chunk_id, meta in self._conn.execute(f'SELECT id, metadata FROM "{self._table}"')
         }
         return [by_id[self._index.id_at(row)] for row in range(rows)]
@@ -231,7 +235,9 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN ({marks})',
                 part,
             ):
-                found[chunk_id] = Chunk(text, doc_id, json.loads(meta), chunk_id)
+                found[chunk_id] = Chunk(
+                    text, doc_id, stored_metadata(meta, chunk_id, self._where), chunk_id
+                )
         return found
 
     def _scored(self, hits: Hits) -> list[ScoredChunk]:
@@ -433,7 +439,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
 
     def _all_chunks(self) -> list[Chunk]:
         return [
-            Chunk(text, doc_id, json.loads(meta), chunk_id)
+            Chunk(text, doc_id, stored_metadata(meta, chunk_id, self._where), chunk_id)
             for chunk_id, doc_id, text, meta in self._conn.execute(
                 f'SELECT id, doc_id, text, metadata FROM "{self._table}"'
             )

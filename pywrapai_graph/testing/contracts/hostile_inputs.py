@@ -11,12 +11,18 @@ before the store's own method runs.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from pywrapai_graph.domain import Chunk
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    UnsupportedOperationError,
+)
 from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["HostileInputContract"]
@@ -160,3 +166,96 @@ class HostileInputContract:
         if type(store).count is not BaseVectorStore.count:
             assert store.count({"tags": ["a", "b"]}) == 1
             assert store.count({"opt": None}) == 1
+
+    # ------------------------------------------------------------------ issue 24
+    def test_a_query_that_is_not_one_flat_vector_is_refused(self, store: BaseVectorStore) -> None:
+        store.add([self._chunk(0, {})])
+        flat = _unit(self.dim, 0)
+        for bad in ("abc", b"abc", {"a": 1.0}, 3.0, None):
+            with pytest.raises(ArgumentTypeError, match="query vector"):
+                store.search(bad, k=1)  # type: ignore[arg-type]
+        with pytest.raises(ArgumentTypeError):
+            asyncio.run(store.asearch("abc", k=1))  # type: ignore[arg-type]
+        for nested in ([flat], [[v] for v in flat], np.array([flat]), np.array([flat, flat])):
+            with pytest.raises(InvalidArgumentError, match="flat"):
+                store.search(nested, k=1)  # type: ignore[arg-type]
+        with pytest.raises(ArgumentTypeError, match="query vector"):
+            store.search_many("abc", k=1)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="flat"):
+            store.search_many([[flat]], k=1)  # type: ignore[list-item]
+        as_array: Any = np.array(flat)
+        assert [h.chunk.id for h in store.search(as_array, k=1)] == ["h0"]
+
+    @pytest.mark.parametrize("query", [None, 5, b"words", ["words"]], ids=repr)
+    def test_lexical_search_takes_a_text(self, store: BaseVectorStore, query: Any) -> None:
+        store.add([self._chunk(0, {}, text="some words")])
+        expected = ArgumentTypeError if store.lexical else UnsupportedOperationError
+        with pytest.raises(expected):
+            store.lexical_search(query, k=1)
+
+    @pytest.mark.parametrize(
+        "seconds", [float("nan"), float("inf"), -1.0, True, "600", None], ids=repr
+    )
+    def test_repair_takes_a_finite_number_of_seconds(
+        self, store: BaseVectorStore, seconds: Any
+    ) -> None:
+        with pytest.raises(InvalidArgumentError, match="older_than_s"):
+            store.repair(older_than_s=seconds)
+        assert store.repair(older_than_s=0) == 0
+
+    def test_a_text_holding_nul_round_trips(self, store: BaseVectorStore) -> None:
+        """The one rule for NUL: any text keeps it (pgvector escapes it); ids, keys and
+        metadata strings may not hold it on any store."""
+        texts = ["alpha\x00beta", "\x00", "x\ufdd0e\ufdd00y\x00\ufdd0"]
+        store.add([self._chunk(i, {"i": i}, text=t) for i, t in enumerate(texts)])
+        for i, text in enumerate(texts):
+            [hit] = store.search(_unit(self.dim, i), k=1, filter={"i": i})
+            assert hit.chunk.text == text
+        if store.lexical:
+            assert [h.chunk.text for h in store.lexical_search("beta", k=5)] == [texts[0]]
+
+    @pytest.mark.parametrize("where", ["id", "doc_id", "key", "value", "list"])
+    def test_nul_in_ids_and_metadata_is_refused(self, store: BaseVectorStore, where: str) -> None:
+        bad = "a\x00b"
+        chunk = Chunk(
+            "t",
+            bad if where == "doc_id" else "doc",
+            {bad: 1} if where == "key" else {"k": bad} if where == "value" else {},
+            id=bad if where == "id" else "h0",
+            embedding=_unit(self.dim, 0),
+        )
+        if where == "list":
+            chunk.metadata = {"k": ["ok", bad]}
+        with pytest.raises(InvalidArgumentError, match="NUL"):
+            store.add([chunk])
+        assert len(store) == 0
+        with pytest.raises(InvalidArgumentError, match="NUL"):
+            store.search(_unit(self.dim, 0), k=1, filter={"k": bad} if where != "key" else {bad: 1})
+        if where in ("id", "doc_id") and store.supports_delete:
+            with pytest.raises(InvalidArgumentError, match="NUL"):
+                store.delete([bad]) if where == "id" else store.delete_by_doc(bad)
+
+    def test_an_int_filter_matches_an_equal_float(self, store: BaseVectorStore) -> None:
+        store.add(
+            [
+                self._chunk(0, {"n": 1.0}),
+                self._chunk(1, {"n": 1}),
+                self._chunk(2, {"n": True}),
+                self._chunk(3, {"n": "1"}),
+                self._chunk(4, {"n": 2}),
+                self._chunk(5, {"n": -0.0}),
+                self._chunk(6, {"n": 0}),
+            ]
+        )
+        query = _unit(self.dim, 0)
+
+        def ids(value: Any) -> list[str]:
+            return sorted(h.chunk.id for h in store.search(query, k=10, filter={"n": value}))
+
+        assert ids(1) == ["h0", "h1"]
+        assert ids(1.0) == ["h0", "h1"]
+        assert ids(True) == ["h2"]
+        assert ids("1") == ["h3"]
+        assert ids(0) == ids(0.0) == ["h5", "h6"]
+        if type(store).count is not BaseVectorStore.count:
+            assert store.count({"n": 1}) == store.count({"n": 1.0}) == 2
