@@ -1,7 +1,12 @@
 """Local HTTP servers that speak each LLM provider's wire format, for offline SDK tests."""
 
 from pywrapai_graph.testing.wire.providers import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
-from pywrapai_graph.testing.wire.server import RecordedRequest, WireResponse, WireServer
+from pywrapai_graph.testing.wire.server import (
+    RecordedRequest,
+    Responder,
+    WireResponse,
+    WireServer,
+)
 
 __all__ = [
     "AnthropicWire",
@@ -9,6 +14,7 @@ __all__ = [
     "OllamaWire",
     "OpenAIWire",
     "RecordedRequest",
+    "Responder",
     "WireResponse",
     "WireServer",
 ]

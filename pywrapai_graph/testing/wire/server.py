@@ -11,23 +11,43 @@ Use it as a context manager::
         llm = LLM(provider="openai", api_key="test", base_url=wire.base_url)
         llm.chat("Hi")
         wire.requests[0].json["messages"]      # what the SDK sent
+
+Instead of one queued reply per call, a *responder* computes each reply from the request
+(queued replies, failures and stalls still come first)::
+
+    def echo(request: RecordedRequest) -> str:
+        return request.json["messages"][-1]["content"]
+
+    with OpenAIWire(responder=echo, pace=0.05) as wire:  # streams: 50 ms between events
+        ...
+
+The server keeps the last ``max_requests`` requests (oldest dropped, counted in
+:attr:`WireServer.requests_dropped`) and listens with a backlog of ``backlog`` connections,
+so a load test's many clients connect without retries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from pywrapai_graph.errors import InvalidStateError
+from pywrapai_graph.domain.checks import is_positive_int
+from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
 from pywrapai_graph.testing.scripted import ScriptedReply
 
-__all__ = ["RecordedRequest", "WireResponse", "WireServer"]
+__all__ = ["RecordedRequest", "Responder", "WireResponse", "WireServer"]
+
+#: Requests a server keeps by default (the oldest are dropped beyond it).
+DEFAULT_MAX_REQUESTS = 10_000
+#: Connections the kernel queues for the server while it accepts others.
+DEFAULT_BACKLOG = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +70,8 @@ class WireResponse:
     headers: dict[str, str] = field(default_factory=dict)
     chunks: list[bytes] | None = None
     delay: float = 0.0
+    #: seconds between two stream chunks (paced streaming)
+    pace: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +99,20 @@ class _Cut:
 
 
 _Item = ScriptedReply | _Failure | _Raw | _Stall | _Cut
+#: Computes the chat reply to one request (a plain string is a text reply).
+Responder = Callable[[RecordedRequest], ScriptedReply | str]
+
+
+def _non_negative(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _positive_int(name: str, value: object) -> int:
+    if not isinstance(value, int) or not is_positive_int(value):
+        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+    return value
 
 
 def sse(events: Iterable[Any], *, event_names: Iterable[str] | None = None) -> list[bytes]:
@@ -108,10 +144,36 @@ class WireServer:
     #: appended to ``http://127.0.0.1:<port>`` to form :attr:`base_url`
     base_path = ""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        responder: Responder | None = None,
+        max_requests: int = DEFAULT_MAX_REQUESTS,
+        backlog: int = DEFAULT_BACKLOG,
+        pace: float = 0.0,
+    ) -> None:
+        """
+        Args:
+            responder: computes a chat reply from each request when nothing is queued.
+            max_requests: how many requests :attr:`requests` keeps (the oldest are dropped).
+            backlog: the listen backlog (connections the kernel queues before an accept).
+            pace: seconds between the events of every streamed reply.
+
+        Raises:
+            InvalidArgumentError: a negative ``pace`` or a ``max_requests``/``backlog`` < 1.
+        """
         self._queue: deque[_Item] = deque()
         self._lock = threading.Lock()
+        self._responder = responder
+        self._backlog = _positive_int("backlog", backlog)
+        self._pace = _non_negative("pace", pace)
+        #: the last ``max_requests`` requests received, oldest first (a plain list)
         self.requests: list[RecordedRequest] = []
+        self.max_requests = _positive_int("max_requests", max_requests)
+        #: how many requests fell out of :attr:`requests` (beyond ``max_requests``)
+        self.requests_dropped = 0
+        #: stream chunks written to clients so far (all streams)
+        self.chunks_sent = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._traffic = threading.Condition()
@@ -126,6 +188,18 @@ class WireServer:
         """Queue chat replies (a plain string is a text reply)."""
         with self._lock:
             self._queue.extend(ScriptedReply(r) if isinstance(r, str) else r for r in replies)
+        return self
+
+    def respond_with(self, responder: Responder | None) -> Self:
+        """Compute each chat reply from its request with ``responder`` (None: stop) whenever
+        no queued reply, failure or stall is waiting."""
+        with self._lock:
+            self._responder = responder
+        return self
+
+    def pace(self, seconds: float) -> Self:
+        """Wait ``seconds`` between the events of every streamed reply from now on."""
+        self._pace = _non_negative("pace", seconds)
         return self
 
     def fail(
@@ -217,9 +291,22 @@ class WireServer:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ dispatch
-    def _next(self) -> _Item | None:
+    def _next(self, request: RecordedRequest) -> _Item | None:
         with self._lock:
-            return self._queue.popleft() if self._queue else None
+            if self._queue:
+                return self._queue.popleft()
+            responder = self._responder
+        if responder is None:
+            return None
+        reply = responder(request)
+        return ScriptedReply(reply) if isinstance(reply, str) else reply
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+            if len(self.requests) > self.max_requests:
+                del self.requests[0]  # a memmove of pointers, even at the default maximum
+                self.requests_dropped += 1
 
     def respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> WireResponse:
         """Record the request and build the response."""
@@ -227,8 +314,8 @@ class WireServer:
             body = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
-        with self._lock:
-            self.requests.append(RecordedRequest(method, path, headers, body))
+        request = RecordedRequest(method, path, headers, body)
+        self._record(request)
         kind = self.route(method, path)
         if kind is None:
             return WireResponse(404, self.render_error(404, f"no route for {method} {path}"))
@@ -238,7 +325,7 @@ class WireServer:
                 special = bool(self._queue) and not isinstance(self._queue[0], ScriptedReply)
             if not special:
                 return self.render_embeddings(body, path)
-        item = self._next()
+        item = self._next(request)
         if item is None:
             return WireResponse(500, self.render_error(500, "the wire script has no reply left"))
         if isinstance(item, _Failure):
@@ -260,6 +347,15 @@ class WireServer:
             response.delay = item.seconds
             return response
         return self.render_chat(item, body, self.wants_stream(path, body))
+
+    def _paced(self, response: WireResponse) -> WireResponse:
+        if response.chunks is not None and not response.pace:
+            response.pace = self._pace
+        return response
+
+    def _sent(self) -> None:
+        with self._lock:
+            self.chunks_sent += 1
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -296,7 +392,8 @@ class WireServer:
                 kind = server.route(self.command, self.path) or "other"
                 server._enter(kind)
                 try:
-                    self._reply(server.respond(self.command, self.path, headers, raw))
+                    response = server.respond(self.command, self.path, headers, raw)
+                    self._reply(server._paced(response))
                 finally:
                     server._leave(kind)
 
@@ -315,9 +412,12 @@ class WireServer:
                     else:
                         self.send_header("Connection", "close")
                         self.end_headers()
-                        for chunk in response.chunks:
+                        for i, chunk in enumerate(response.chunks):
+                            if i and response.pace:
+                                time.sleep(response.pace)
                             self.wfile.write(chunk)
                             self.wfile.flush()
+                            server._sent()
                         self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
@@ -325,11 +425,30 @@ class WireServer:
             do_GET = _handle
             do_POST = _handle
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        class Listener(ThreadingHTTPServer):
+            request_queue_size = server._backlog  # socketserver passes it to listen()
+            daemon_threads = True
+
+        self._httpd = Listener(("127.0.0.1", 0), Handler)
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
+        assert self._httpd is not None
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
-        return self
+
+    @contextlib.contextmanager
+    def accepting_paused(self) -> Iterator[None]:
+        """Accept no connection inside the block: new ones wait in the listen backlog, as
+        with a server too busy to accept (requests already open carry on)."""
+        if self._httpd is None:
+            raise InvalidStateError("the server is not started")
+        self._httpd.shutdown()
+        try:
+            yield
+        finally:
+            self._serve()
 
     def stop(self) -> None:
         """Stop listening."""
