@@ -133,6 +133,15 @@ def _pgvector(store: StoreSettings) -> BaseVectorStore:
     )
 
 
+def _pgvector_only(store: StoreSettings, command: str) -> _PGVectorSettings:
+    if store.backend != "pgvector":
+        raise ConfigurationError(
+            f"{command} works on a PostgreSQL schema; the configured backend is "
+            f"{store.backend!r} (set store.backend: pgvector)"
+        )
+    return _PGVectorSettings.model_validate(store.model_dump(exclude_none=True))
+
+
 def init_pgvector_schema(store: StoreSettings) -> bool:
     """``pywrapai-graph store init``: create the pgvector schema with an owner's DSN.
 
@@ -145,14 +154,25 @@ def init_pgvector_schema(store: StoreSettings) -> bool:
     """
     from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
 
-    if store.backend != "pgvector":
-        raise ConfigurationError(
-            f"store init prepares a PostgreSQL schema; the configured backend is "
-            f"{store.backend!r} (set store.backend: pgvector)"
-        )
-    required = _PGVectorSettings.model_validate(store.model_dump(exclude_none=True))
+    required = _pgvector_only(store, "store init")
     return PGVectorStore.init_schema(
         required.dsn.get_secret_value(), table_name=store.table, dimension=required.dimension
+    )
+
+
+def pgvector_grants(store: StoreSettings, reader: str | None, writer: str | None) -> list[str]:
+    """``pywrapai-graph store grants``: the GRANT statements for application roles.
+
+    Raises:
+        ConfigurationError: not a pgvector store.
+        InvalidArgumentError: neither role named.
+        VectorStoreError: the server cannot be reached, or the table does not exist.
+    """
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+
+    required = _pgvector_only(store, "store grants")
+    return PGVectorStore.grant_statements(
+        required.dsn.get_secret_value(), store.table, reader=reader, writer=writer
     )
 
 

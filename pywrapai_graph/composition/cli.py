@@ -59,9 +59,13 @@ if _ONE_BLAS_THREAD:  # read once, when numpy loads its BLAS during the imports 
 _COLLECTING = gc.isenabled()
 gc.disable()
 try:
-    from pywrapai_graph.composition.backends import init_pgvector_schema
     from pywrapai_graph.composition.command_objects import CommandObjects
     from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
+    from pywrapai_graph.composition.schema_command import (
+        SCHEMA_ACTIONS,
+        add_schema_parsers,
+        run_schema_command,
+    )
     from pywrapai_graph.composition.settings import DEFAULT_CONFIG_FILE, load_settings
     from pywrapai_graph.domain.ingest_report import DocumentOutcome, IngestStatus
     from pywrapai_graph.errors import (
@@ -206,16 +210,7 @@ def _parser() -> argparse.ArgumentParser:
             "Other backends have nothing to compact: the command says so and exits 0."
         ),
     )
-    store_sub.add_parser(
-        "init",
-        help="create the PostgreSQL schema (extension, table, indexes, version row)",
-        description=(
-            "Create the pgvector extension, the table, its indexes and the schema-version row, "
-            "with the configured store.dsn (an owner's). Idempotent; refuses a newer schema "
-            "version. The service can then run with store.create_schema: false and a role "
-            "holding only SELECT, INSERT, UPDATE, DELETE."
-        ),
-    )
+    add_schema_parsers(store_sub)
     return parser
 
 
@@ -366,14 +361,6 @@ def _compact(container: CommandObjects, out: TextIO) -> int:
     return 0
 
 
-def _init(container: CommandObjects, out: TextIO) -> int:
-    store = container.settings().store
-    created = init_pgvector_schema(store)
-    state = "created" if created else "already up to date (nothing changed)"
-    out.write(f"schema for {store.location()}: {state}\n")
-    return 0
-
-
 def _stats(container: CommandObjects, out: TextIO) -> int:
     settings = container.settings()
     store = container.vector_store()
@@ -441,8 +428,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _repair(container, args.older_than, out)
     if args.action == "compact":
         return _compact(container, out)
-    if args.action == "init":
-        return _init(container, out)
+    if args.action in SCHEMA_ACTIONS:
+        return run_schema_command(container, args, out)
     return _stats(container, out)
 
 

@@ -3,8 +3,9 @@
 ``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
 indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``) and a row in
 ``pywrapai_schema`` naming the table, its dimension and the schema version. An owner runs it
-once (``pywrapai-graph store init``); the service can then use a
-role with only ``SELECT, INSERT, UPDATE, DELETE`` (``store.create_schema: false``).
+once (``pywrapai-graph store init``); the service can then use roles with only the rights
+``pywrapai-graph store grants`` prints (``store.create_schema: false``;
+docs/least-privilege.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 SCHEMA_TABLE = "pywrapai_schema"
 
-_GRANT_DML = "GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO <role>"
+#: where every grant of a store's tables is listed
+_GRANTS_HINT = "(`pywrapai-graph store grants --reader ROLE --writer ROLE` lists them all)"
+_GRANT_DML = "GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO <role> " + _GRANTS_HINT
 _INIT_HINT = (
     "or set store.create_schema: false (PGVectorStore(create_schema=False)) and run "
     "`pywrapai-graph store init` once with an owner's DSN"
@@ -39,7 +42,8 @@ _INIT_HINT = (
 
 
 def missing_right(exc: Any, table: str, operation: str) -> str:
-    """What right the role lacks for ``operation`` on ``table``, and how to get it."""
+    """What right the role lacks for ``operation`` on ``table`` (or on the table of the store
+    the server named), and how to get it."""
     text = str(getattr(exc, "pgerror", None) or exc)
     if "extension" in text:
         return (
@@ -52,16 +56,22 @@ def missing_right(exc: Any, table: str, operation: str) -> str:
             f"the role lacks CREATE on schema {schema.group(1)} needed to create table "
             f"{table!r}: GRANT CREATE ON SCHEMA {schema.group(1)} TO <role>, {_INIT_HINT}"
         )
-    if SCHEMA_TABLE in text:
-        return f"the role cannot read {SCHEMA_TABLE}: GRANT SELECT ON {SCHEMA_TABLE} TO <role>"
+    denied = re.search(r"permission denied for (?:table|relation) (\w+)", text)
+    target = denied.group(1) if denied else table
+    if target == SCHEMA_TABLE and operation == "CREATE":
+        return f"the role may not record table {table!r} in {SCHEMA_TABLE} (INSERT): {_INIT_HINT}"
+    if target == SCHEMA_TABLE or operation == "SELECT":
+        return f"the role lacks SELECT on table {target!r}: GRANT SELECT ON {target} TO <role> " + (
+            _GRANTS_HINT
+        )
     if operation == "TRUNCATE":
         return (
-            f"the role lacks TRUNCATE on table {table!r} (clear()): "
-            f"GRANT TRUNCATE ON {table} TO <role>"
+            f"the role lacks TRUNCATE on table {target!r} (clear()): GRANT TRUNCATE on each "
+            f"table of the store to <role> {_GRANTS_HINT}"
         )
     if operation == "CREATE":
         return f"the role may not create or alter table {table!r}: {_INIT_HINT}"
-    return f"the role lacks {operation} on table {table!r}: " + _GRANT_DML.format(table=table)
+    return f"the role lacks {operation} on table {target!r}: " + _GRANT_DML.format(table=target)
 
 
 def _ident(sql: Any, name: str) -> Any:

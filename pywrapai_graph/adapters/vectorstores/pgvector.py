@@ -476,6 +476,51 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         """The table's vector dimension."""
         return self._dim
 
+    @classmethod
+    def grant_statements(
+        cls,
+        connection_string: str,
+        table_name: str = "vector_chunks",
+        *,
+        reader: str | None = None,
+        writer: str | None = None,
+    ) -> list[str]:
+        """The GRANT statements giving ``reader`` read-only and ``writer`` read-write use of
+        an existing store (its tables, read from the server), for the owner to run; lines
+        starting with ``--`` say what each group is for. Changes nothing.
+
+        Raises:
+            InvalidArgumentError: neither role named.
+            VectorStoreError: the server cannot be reached, or the table does not exist.
+        """
+        from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
+
+        return cls._administer(
+            connection_string,
+            table_name,
+            1,
+            lambda conn, sql: grant_statements(conn, sql, table_name, reader, writer),
+            "SELECT",
+        )
+
+    @classmethod
+    def _administer(
+        cls,
+        connection_string: str,
+        table_name: str,
+        dimension: int,
+        work: Callable[[Any, Any], T],
+        operation: str,
+    ) -> T:
+        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
+        store = cls.__new__(cls)
+        store._prepare(connection_string, table_name, dimension, 1, None)
+        try:
+            with store._connection() as conn:
+                return store._guarded(lambda: work(conn, store._sql), operation)
+        finally:
+            store._pool.closeall()
+
     def _all_chunks(self) -> list[Chunk]:
         statement = self._sql.SQL("SELECT id, doc_id, text, metadata FROM {t}").format(
             t=self._ident()
