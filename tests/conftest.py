@@ -6,6 +6,10 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# The real-server fixtures (pywrapai_pg_url, ...) that the package ships to its users; the
+# integration tests' pg_url, chroma_url and qdrant_url stand on them.
+pytest_plugins = ["pytester", "pywrapai_graph.testing.pytest_plugin"]
+
 # Shared, noisy machines: no per-example deadline; CI runs a few more examples.
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(

@@ -5,6 +5,8 @@
   adapter is tested through its real SDK and real HTTP.
 * ``testing.contracts``: ``VectorStoreContract`` and ``ChatModelContract``, the suites every
   built-in adapter passes and a user's own adapter subclasses.
+* ``testing.servers`` and ``testing.pytest_plugin``: real PostgreSQL + pgvector, Chroma and
+  Qdrant servers for integration tests, as opt-in pytest fixtures.
 
 Never imports ``composition`` (import-linter); it tests ports, not wiring.
 """

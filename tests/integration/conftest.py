@@ -1,52 +1,24 @@
-"""Real servers for the integration tests.
+"""Real servers for the integration tests, from the shipped pytest plugin.
 
-Each fixture picks, in order: an explicit URL from the environment
-(``PYWRAPAI_TEST_PG_URL``, ``PYWRAPAI_TEST_CHROMA_URL``, ``PYWRAPAI_TEST_QDRANT_URL``), the
-embedded server started here on 127.0.0.1, then testcontainers when a Docker engine answers.
-In CI (``CI=true``) PostgreSQL and Chroma must start: a failure is a test error, not a skip.
-Only the Qdrant *server* needs Docker; without it those tests skip with the reason printed.
+``pywrapai_graph.testing.pytest_plugin`` (loaded in ``tests/conftest.py``) picks, in order:
+an explicit URL from the environment (``PYWRAPAI_TEST_PG_URL``, ``PYWRAPAI_TEST_CHROMA_URL``,
+``PYWRAPAI_TEST_QDRANT_URL``), testcontainers when a Docker engine answers, else the embedded
+server started on 127.0.0.1. PostgreSQL and Chroma always have one: a server that does not
+start is a test error, not a skip. Only the Qdrant *server* needs Docker or a URL; without
+them those tests skip with the reason printed.
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import warnings
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.integration.servers import ChromaServer, EmbeddedPostgres, docker_available
-
 if TYPE_CHECKING:
     from tests.integration.qdrant_rest import QdrantRest
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _container_url(kind: str) -> Iterator[str]:
-    """A testcontainers server (users with Docker); skips cleanly when there is none."""
-    if not docker_available():
-        pytest.skip(f"no Docker engine for a {kind} container and no embedded server")
-    containers: Any = pytest.importorskip("testcontainers")
-    del containers
-    if kind == "postgres":
-        from testcontainers.postgres import PostgresContainer
-
-        with PostgresContainer("pgvector/pgvector:pg16") as pg:
-            yield pg.get_connection_url(driver=None)
-    elif kind == "chroma":
-        from testcontainers.chroma import ChromaContainer
-
-        with ChromaContainer() as chroma:
-            cfg = chroma.get_config()
-            yield f"http://{cfg['endpoint']}"
-    else:
-        from testcontainers.qdrant import QdrantContainer
-
-        with QdrantContainer() as qdrant:
-            yield f"http://{qdrant.rest_host_address}"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -60,37 +32,14 @@ def _collect_client_pools() -> Iterator[None]:
         gc.collect()
 
 
-class _Server(Protocol):
-    def start(self) -> str: ...
-    def stop(self) -> None: ...
-
-
-def _server_url(env_var: str, make: Callable[[], _Server], kind: str) -> Iterator[str]:
-    """The URL in ``env_var``, else the embedded server, else a container (never in CI)."""
-    explicit = os.environ.get(env_var)
-    if explicit:
-        yield explicit
-        return
-    server: _Server | None = None
-    try:
-        server = make()
-        url = server.start()
-    except Exception as exc:
-        if server is not None:
-            server.stop()
-        if IN_CI:
-            pytest.fail(f"the embedded {kind} server did not start: {exc!r}")
-        yield from _container_url(kind)
-        return
-    try:
-        yield url
-    finally:
-        server.stop()
+@pytest.fixture(scope="session")
+def pg_url(pywrapai_pg_url: str) -> str:
+    return pywrapai_pg_url
 
 
 @pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    yield from _server_url("PYWRAPAI_TEST_PG_URL", EmbeddedPostgres, "postgres")
+def chroma_url(pywrapai_chroma_url: str) -> str:
+    return pywrapai_chroma_url
 
 
 @pytest.fixture
@@ -105,8 +54,8 @@ def admin(pg_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def chroma_url() -> Iterator[str]:
-    yield from _server_url("PYWRAPAI_TEST_CHROMA_URL", ChromaServer, "chroma")
+def qdrant_url(pywrapai_qdrant_url: str) -> str:
+    return pywrapai_qdrant_url
 
 
 @pytest.fixture(scope="session")
@@ -127,12 +76,3 @@ def qdrant_rest() -> Iterator[QdrantRest]:
 def qdrant_rest_url(qdrant_rest: QdrantRest) -> str:
     """The URL of :func:`qdrant_rest` (its ``requests`` list what clients sent)."""
     return qdrant_rest.url
-
-
-@pytest.fixture(scope="session")
-def qdrant_url() -> Iterator[str]:
-    explicit = os.environ.get("PYWRAPAI_TEST_QDRANT_URL")
-    if explicit:
-        yield explicit
-        return
-    yield from _container_url("qdrant")
