@@ -1,0 +1,315 @@
+"""The FastAPI example under load, against a floor written with the raw SDK and driver.
+
+Run: .venv/bin/python -m benchmarks.fastapi_load [--clients 50,100,200] [--requests 600]
+     [--embedder hashing|local]
+(starts the embedded PostgreSQL of the integration tests, or uses PYWRAPAI_TEST_PG_URL; the
+LLM is the OpenAI wire server, answering every call at once.)
+
+Two services, each run by uvicorn in its own process on 127.0.0.1, one after the other:
+
+* ours: ``examples/fastapi_service.py``'s ``create_app`` over PGVectorStore (pool of 4),
+  with the offline hashing embedder (or ``local``) and the OpenAI provider;
+* the floor: a FastAPI app doing the same work by hand — embed the question with the same
+  embedder, one ``psycopg2`` query (pool of 4, the same HNSW session settings and tenant
+  filter) in the thread pool, one ``AsyncOpenAI`` call — and returning the same JSON.
+
+Both answer ``POST /ask`` for four tenants over the same table (ingested once, through ours).
+For each number of concurrent clients (httpx async clients in this process, each sending
+its share of a fixed number of requests one after another) the table gives throughput, p50
+and p99 latency and the server's CPU time per request, ours as a ratio of the floor's.
+Bounded: it stops by itself. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TABLE, DIM, TENANTS, DOCS = "bench_service", 384, ("acme", "globex", "initech", "umbrella"), 50
+QUESTIONS = ("How long do refunds take?", "Where do parcels ship from?", "Who answers calls?")
+_WORDS = ("refunds", "take", "days", "parcels", "ship", "from", "where", "calls", "answers")
+
+
+def service_config(dsn: str, llm_url: str, embedder: str) -> dict[str, Any]:
+    """The example's configuration: PostgreSQL, the chosen embedder, OpenAI at the wire."""
+    embed: dict[str, Any] = {"provider": embedder}
+    if embedder == "hashing":
+        embed["dimension"] = DIM
+    return {
+        "store": {"backend": "pgvector", "dsn": dsn, "table": TABLE, "dimension": DIM},
+        "embedder": embed,
+        "llm": {"provider": "openai", "api_key": "sk-bench", "base_url": llm_url},
+        "rag_k": 3,
+    }
+
+
+def floor_app(config: dict[str, Any]) -> Any:
+    """The same ``/ask`` written with the raw driver and SDK (the floor)."""
+    import numpy as np
+    import psycopg2.pool
+    from fastapi import FastAPI, Header
+    from openai import AsyncOpenAI
+    from pgvector.psycopg2 import register_vector
+    from starlette.concurrency import run_in_threadpool
+
+    from pywrapai_graph import Embedder
+
+    embedder = Embedder(**config["embedder"])
+    pool = psycopg2.pool.ThreadedConnectionPool(4, 4, config["store"]["dsn"])
+    slots, ready = threading.BoundedSemaphore(4), set()
+    llm = AsyncOpenAI(api_key="sk-bench", base_url=config["llm"]["base_url"], max_retries=0)
+    query = (
+        f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) FROM {TABLE} "
+        "WHERE metadata @> %s::jsonb ORDER BY embedding <=> %s LIMIT 3"
+    )
+
+    def search(vector: Any, tenant: str) -> list[Any]:
+        with slots:
+            conn = pool.getconn()
+            try:
+                if id(conn) not in ready:  # the store's session settings, once per connection
+                    conn.autocommit = True
+                    register_vector(conn)
+                    with conn.cursor() as cur:
+                        cur.execute("SET hnsw.ef_search = 200")
+                        cur.execute("SET hnsw.iterative_scan = relaxed_order")
+                    ready.add(id(conn))
+                with conn.cursor() as cur:
+                    cur.execute(query, (vector, json.dumps({"tenant": tenant}), vector))
+                    return list(cur.fetchall())
+            finally:
+                pool.putconn(conn)
+
+    app = FastAPI()
+
+    @app.post("/ask")
+    async def ask(body: dict[str, Any], x_tenant: str = Header()) -> dict[str, Any]:
+        question = str(body["question"])
+        vector = np.asarray(await embedder.aembed_one(question), dtype=np.float32)
+        rows = await run_in_threadpool(search, vector, x_tenant)
+        context = "\n\n".join(r[2] for r in rows)
+        reply = await llm.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[
+                {"role": "system", "content": "Answer from the context."},
+                {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"},
+            ],
+        )
+        usage = reply.usage
+        return {
+            "answer": reply.choices[0].message.content,
+            "sources": [
+                {"doc_id": r[1], "text": r[2], "score": float(r[4]), "metadata": r[3]} for r in rows
+            ],
+            "usage": {
+                "input_tokens": usage.prompt_tokens if usage else 0,
+                "output_tokens": usage.completion_tokens if usage else 0,
+            },
+        }
+
+    return app
+
+
+def serve(kind: str, port: int, config: dict[str, Any]) -> None:
+    """Run one service with uvicorn, or the LLM's wire server, until terminated (a child)."""
+    if kind == "wire":
+        from pywrapai_graph.testing.wire import OpenAIWire
+
+        with OpenAIWire(responder=lambda _: "From the context: within 14 days.") as wire:
+            print(wire.base_url, flush=True)
+            threading.Event().wait()
+    import uvicorn
+
+    from examples.fastapi_service import create_app
+
+    app = create_app(config) if kind == "ours" else floor_app(config)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=120,  # a client's pooled connection waits out a slow round
+    )
+
+
+@dataclass
+class Service:
+    """A service in a child process; its CPU time read from /proc."""
+
+    kind: str
+    proc: subprocess.Popen[bytes]
+    url: str
+
+    @classmethod
+    def start(cls, kind: str, config: dict[str, Any]) -> Service:
+        from pywrapai_graph.testing.servers import free_port
+
+        port = free_port()
+        env = {**os.environ, "BENCH_CONFIG": json.dumps(config)}
+        command = [sys.executable, "-m", "benchmarks.fastapi_load", "--serve", kind]
+        out = subprocess.PIPE if kind == "wire" else None
+        proc = subprocess.Popen([*command, "--port", str(port)], env=env, stdout=out)
+        if proc.stdout is not None:  # the wire server says where it listens
+            return cls(kind, proc, proc.stdout.readline().decode().strip())
+        service = cls(kind, proc, f"http://127.0.0.1:{port}")
+        for _ in range(600):  # at most a minute
+            if proc.poll() is not None:
+                raise SystemExit(f"the {kind} service exited with {proc.returncode}")
+            try:
+                httpx.get(service.url + "/openapi.json", timeout=1).raise_for_status()
+                return service
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise SystemExit(f"the {kind} service did not answer within a minute")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class Run:
+    requests: int
+    seconds: float
+    latencies: list[float]
+    errors: int
+    cpu: float  # the service's CPU seconds
+    busy: float  # the load generator's CPU time over the run's wall time
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _load(url: str, clients: int, total: int) -> tuple[float, list[float], int]:
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async def client(number: int, http: httpx.AsyncClient) -> None:
+        nonlocal errors
+        for i in range(number, total, clients):
+            body = {"question": QUESTIONS[i % len(QUESTIONS)]}
+            start = time.perf_counter()
+            try:
+                r = await http.post("/ask", json=body, headers={"X-Tenant": TENANTS[i % 4]})
+                failed = r.status_code != 200 or not r.json()["sources"]
+            except httpx.TransportError:
+                failed = True
+            latencies.append(time.perf_counter() - start)
+            errors += failed
+
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
+        warm = {"question": QUESTIONS[0]}  # every client's connection open, one request each
+        await asyncio.gather(
+            *(
+                http.post("/ask", json=warm, headers={"X-Tenant": t})
+                for t in (TENANTS[n % 4] for n in range(clients))
+            )
+        )
+        start = time.perf_counter()
+        await asyncio.gather(*(client(n, http) for n in range(clients)))
+        return time.perf_counter() - start, latencies, errors
+
+
+def measure(service: Service, clients: int, total: int) -> Run:
+    before = service.cpu_seconds()
+    used = time.process_time()
+    seconds, latencies, errors = asyncio.run(_load(service.url, clients, total))
+    busy = (time.process_time() - used) / seconds
+    return Run(total, seconds, latencies, errors, service.cpu_seconds() - before, busy)
+
+
+def ingest(url: str) -> None:
+    """Each tenant's documents, through the example's ``/ingest`` (idempotent)."""
+    for t, tenant in enumerate(TENANTS):
+        docs = [
+            {
+                "id": f"doc{d}",
+                "text": " ".join(_WORDS[(d * 7 + w * t + w) % len(_WORDS)] for w in range(80)),
+            }
+            for d in range(DOCS)
+        ]
+        r = httpx.post(url + "/ingest", json={"documents": docs}, headers={"X-Tenant": tenant})
+        r.raise_for_status()
+
+
+def run(dsn: str, levels: list[int], total: int, embedder: str, rounds: int) -> None:
+    wire = Service.start("wire", {})
+    config = service_config(dsn, wire.url, embedder)
+    services = [Service.start(kind, config) for kind in ("floor", "ours")]
+    results: dict[tuple[str, int], Run] = {}
+    try:
+        ingest(services[1].url)
+        for clients in levels:  # floor, ours, floor, ours...: the best run of each counts
+            for _ in range(rounds):
+                for service in services:
+                    run = measure(service, clients, total)
+                    best = results.get((service.kind, clients))
+                    if best is None or run.seconds < best.seconds:
+                        results[service.kind, clients] = run
+    finally:
+        for service in [*services, wire]:
+            service.stop()
+    report(results, levels, total, embedder)
+
+
+def report(results: dict[tuple[str, int], Run], levels: list[int], total: int, emb: str) -> None:
+    print(f"\nFastAPI example over PostgreSQL ({emb} embedder, wire-server LLM), {total} /ask")
+    print("per run; ours as a ratio of the floor (raw psycopg2 + AsyncOpenAI, same work)")
+    head = f"{'clients':>7} {'floor req/s':>12} {'ours req/s':>11} {'ratio':>6}"
+    head += f" {'p50 ms f/o':>14} {'ratio':>6} {'p99 ms f/o':>16} {'ratio':>6} {'CPU/req':>8}"
+    print(head + f" {'errors':>7} {'load gen busy':>14}")
+    for c in levels:
+        f, o = results["floor", c], results["ours", c]
+        rate_f, rate_o = f.requests / f.seconds, o.requests / o.seconds
+        p50 = (f.percentile(0.5) * 1e3, o.percentile(0.5) * 1e3)
+        p99 = (f.percentile(0.99) * 1e3, o.percentile(0.99) * 1e3)
+        cpu = (o.cpu / o.requests) / (f.cpu / f.requests)
+        print(
+            f"{c:>7} {rate_f:>12.1f} {rate_o:>11.1f} {rate_o / rate_f:>5.2f}x"
+            f" {p50[0]:>6.0f}/{p50[1]:<7.0f} {p50[1] / p50[0]:>5.2f}x"
+            f" {p99[0]:>7.0f}/{p99[1]:<8.0f} {p99[1] / p99[0]:>5.2f}x {cpu:>7.2f}x"
+            f" {f.errors:>3}/{o.errors:<3} {f.busy:>6.0%}/{o.busy:<6.0%}"
+        )
+    print("(errors: floor/ours; load gen busy: this process's CPU over the run, near 100% means")
+    print(" the clients, not the services, set the pace)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="50,100,200", help="concurrent clients per run")
+    parser.add_argument("--requests", type=int, default=600, help="requests per run")
+    parser.add_argument("--embedder", choices=["hashing", "local"], default="hashing")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each service per level")
+    parser.add_argument("--serve", choices=["ours", "floor", "wire"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.port, json.loads(os.environ["BENCH_CONFIG"]))
+        return
+    from pywrapai_graph.testing.servers import server_url
+
+    levels = [int(c) for c in args.clients.split(",")]
+    with server_url("postgres") as dsn:
+        run(dsn, levels, args.requests, args.embedder, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
