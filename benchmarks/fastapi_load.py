@@ -246,7 +246,9 @@ def ingest(url: str) -> None:
             }
             for d in range(DOCS)
         ]
-        r = httpx.post(url + "/ingest", json={"documents": docs}, headers={"X-Tenant": tenant})
+        r = httpx.post(
+            url + "/ingest", json={"documents": docs}, headers={"X-Tenant": tenant}, timeout=600
+        )
         r.raise_for_status()
 
 
