@@ -15,6 +15,7 @@ import pytest
 
 from pywrapai_graph import Document, PGVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 from tests import snippets
@@ -139,6 +140,21 @@ def test_the_page_runs_as_written(page_run: Server) -> None:
     reader = PGVectorStore(page_run.reader, dimension=DIM, create_schema=False)
     assert reader.document_manifest("refunds") is not None  # the page's writer ingested it
     reader.close()
+
+
+def test_the_pages_configuration_opens_the_readers_store(page_run: Server) -> None:
+    import yaml
+
+    text = PAGE.read_text(encoding="utf-8")
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config = yaml.safe_load(block)
+    config["store"]["dsn"] = page_run.reader  # the environment's PYWRAPAI_STORE__DSN
+    container = build_container(config)
+    store = container.vector_store()
+    assert isinstance(store, PGVectorStore)
+    assert store.pool_size == 4
+    assert store.count() >= 1
+    container.shutdown()
 
 
 def _retriever(store: PGVectorStore, mode: Any = "dense") -> VectorRetriever:
