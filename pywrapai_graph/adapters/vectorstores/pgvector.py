@@ -25,6 +25,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 )
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
+from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
     in_transaction,
@@ -493,8 +494,6 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             InvalidArgumentError: neither role named.
             VectorStoreError: the server cannot be reached, or the table does not exist.
         """
-        from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
-
         return cls._administer(
             connection_string,
             table_name,
@@ -516,7 +515,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         store = cls.__new__(cls)
         store._prepare(connection_string, table_name, dimension, 1, None)
         try:
-            with store._connection() as conn:
+            with store._connection(deadline=False) as conn:  # an owner's one-off command
                 return store._guarded(lambda: work(conn, store._sql), operation)
         finally:
             store._pool.closeall()
