@@ -65,7 +65,8 @@ class BaseVectorStore(ABC):
     the contract suite what a backend promises: ``persistent`` (data survives closing and
     reopening), ``exact`` (exhaustive, not approximate, search), ``atomic_documents`` and
     ``supports_delete`` and ``lexical`` (``lexical_search`` ranks chunks by BM25 over their
-    text; every built-in store does, with the same analyzer and the same ranking).
+    text; every built-in store does, with the same analyzer: the engine computes it where
+    there is one, so rankings may differ in ties and length statistics, not in quality).
 
     Only ``add``, ``search``, ``clear`` and ``__len__`` are required (the reference's own
     custom-store example defines just those). ``delete``/``delete_by_doc`` are optional: a

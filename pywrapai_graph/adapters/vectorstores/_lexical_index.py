@@ -1,4 +1,5 @@
-"""BM25 lexical search shared by every store: one analyzer, one index, one ranking.
+"""BM25 lexical search computed in the process, for the stores without an engine underneath
+(in-memory, SQLite, FAISS); the engines compute it themselves (see ``_engine_lexical``).
 
 Terms come from :func:`pywrapai_graph.application.text_analysis.analyze`.
 
@@ -10,11 +11,10 @@ repeated in the query counts each time) and a chunk ``d``::
 
 ``N`` is the number of chunks in the store, ``df`` how many contain the term, ``|d|`` the
 chunk's token count after analysis and ``avgdl`` their mean. Statistics cover the whole store;
-a metadata filter selects among the scored chunks. Ties are broken by chunk id, so every
-backend returns the same list.
+a metadata filter selects among the scored chunks. Ties are broken by chunk id.
 
-Every store derives this index from the chunks it holds (the store stays the one source of
-truth): :class:`LexicalMirror` builds it on the first lexical search and then applies each
+Each of these stores derives this index from the chunks it holds (the store stays the one
+source of truth): :class:`LexicalMirror` builds it on the first lexical search and then applies each
 successful write of this process; a failed write, or a change made by another process that
 the store detects, makes it rebuild.
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,33 @@ Hits = tuple[Rows, Scores]
 Record = tuple[str, str, dict[str, Any]]
 
 
+class IndexWatcher(Protocol):
+    """Told every change of an :class:`ExactIndex` once it is made (the lexical index)."""
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def remove(self, ids: Sequence[str]) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def reset(self) -> None:
+        """A change failed midway: start again from the store."""
+
+
+class _Unwatched:
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        pass
+
+    def remove(self, ids: Sequence[str]) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+
 class ExactIndex:
     """Normalised rows, id ↔ row maps, exact top-k cosine search.
 
@@ -54,14 +81,22 @@ class ExactIndex:
         dimension: fix the dimension up front (otherwise the first insert decides).
         metadata_source: given, the index keeps no records (text, document, metadata);
             it is called for every row's metadata when a filter needs it.
+        watcher: told each upsert, removal and clear once made (a failed one: ``reset``),
+            so an index derived from the same chunks (lexical search) follows this one
+            without the store telling it each time.
     """
 
     def __init__(
-        self, dimension: int | None = None, *, metadata_source: MetadataSource | None = None
+        self,
+        dimension: int | None = None,
+        *,
+        metadata_source: MetadataSource | None = None,
+        watcher: IndexWatcher | None = None,
     ) -> None:
         self._fixed_dim = dimension
         self._keeps_records = metadata_source is None
         self._columns = MetadataColumns(metadata_source or self._record_metadata)
+        self._watcher: IndexWatcher = watcher or _Unwatched()
         self._reset()
 
     def _reset(self) -> None:
@@ -139,6 +174,14 @@ class ExactIndex:
         """Insert new ids, overwrite existing ones (the batch must be validated)."""
         if not batch.ids:
             return
+        try:
+            self._upsert(batch)
+        except BaseException:
+            self._watcher.reset()
+            raise
+        self._watcher.upsert(batch.chunks)
+
+    def _upsert(self, batch: PreparedBatch) -> None:
         if self._dim is None:
             self._dim = int(batch.vectors.shape[1])
             self._matrix = np.empty((0, self._dim), dtype=np.float32)
@@ -212,6 +255,15 @@ class ExactIndex:
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
+        try:
+            removed = self._remove(ids)
+        except BaseException:
+            self._watcher.reset()
+            raise
+        self._watcher.remove(ids)
+        return removed
+
+    def _remove(self, ids: Sequence[str]) -> int:
         removed = 0
         keep = self._keeps_records
         for chunk_id in ids:
@@ -254,6 +306,7 @@ class ExactIndex:
     def clear(self) -> None:
         """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
         self._reset()
+        self._watcher.clear()
 
     # ------------------------------------------------------------------ search
     def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:

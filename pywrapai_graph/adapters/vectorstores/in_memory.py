@@ -42,11 +42,15 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     db_system = "in_memory"
 
     def __init__(self, dimension: int | None = None) -> None:
-        self._index = ExactIndex(dimension)
         self._lock = threading.RLock()
-        self._lexical = LexicalMirror(self._index.chunks)
+        # the lexical index follows the exact index's changes (it watches it)
+        self._lexical = LexicalMirror(self._chunks)
+        self._index = ExactIndex(dimension, watcher=self._lexical)
         self._manifests: dict[str, DocumentManifest] = {}
         self._embedder: EmbedderIdentity | None = None
+
+    def _chunks(self) -> list[Chunk]:
+        return self._index.chunks()
 
     @property
     def atomic_documents(self) -> bool:
@@ -58,10 +62,9 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         return self._index.dimension
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock, self._lexical.writing() as lexical:
+        with self._lock:
             batch = prepare_batch(chunks, self._index.dimension)
             self._index.upsert(batch)
-            lexical.upsert(batch.chunks)
             for c in batch.chunks:  # a document changed outside replace_document
                 self._manifests.pop(c.doc_id, None)
 
@@ -69,15 +72,13 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
     ) -> int:
         check_document(manifest, chunks)
-        with self._lock, self._lexical.writing() as lexical:
+        with self._lock:
             identity = check_embedder(self._embedder, manifest.embedder)
             batch = prepare_batch(chunks, self._index.dimension, vectors)
             before = self._index.ids_of_doc(manifest.doc_id)
             kept = set(batch.ids)
             self._index.remove([i for i in before if i not in kept])
             self._index.upsert(batch)
-            lexical.remove_doc(manifest.doc_id)
-            lexical.upsert(batch.chunks)
             self._manifests[manifest.doc_id] = manifest
             self._embedder = identity
             return len(before)
@@ -98,22 +99,19 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
 
     def delete(self, ids: Sequence[str]) -> int:
         wanted = check_ids(ids)
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.remove(wanted)
+        with self._lock:
             for i in wanted:
                 if i in self._index:
                     self._manifests.pop(self._index.doc_of(i), None)
             return self._index.remove(wanted)
 
     def delete_by_doc(self, doc_id: str) -> int:
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.remove_doc(doc_id)
+        with self._lock:
             self._manifests.pop(doc_id, None)
             return self._index.remove(self._index.ids_of_doc(doc_id))
 
     def clear(self) -> None:
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.clear()
+        with self._lock:
             self._index.clear()
             self._manifests.clear()
             self._embedder = None

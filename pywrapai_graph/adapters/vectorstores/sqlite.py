@@ -120,9 +120,10 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self._table = _table_name(table_name)
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
-        self._index = ExactIndex()
-        # BM25 over the chunks loaded from the table, rebuilt whenever the matrix is reloaded
+        # the lexical index follows the exact index's changes (it watches it), and is
+        # rebuilt from the table when the exact index is reloaded
         self._lexical = LexicalMirror(self._all_chunks)
+        self._index = ExactIndex(watcher=self._lexical)
         try:
             self._conn = sqlite3.connect(
                 self._path, check_same_thread=False, isolation_level=None, timeout=30.0
@@ -184,7 +185,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self._version = version
 
     def _load(self) -> ExactIndex:
-        index = ExactIndex(metadata_source=self._all_metadata)
+        index = ExactIndex(metadata_source=self._all_metadata, watcher=self._lexical)
         # count(*) walks the small doc_id index; the one table scan is the copy below.
         count = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()[0]
         first = self._conn.execute(f'SELECT dim FROM "{self._table}" LIMIT 1').fetchone()
@@ -338,7 +339,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             batch = self._insert(self._conn, chunks)
             self._forget_docs(self._conn, {c.doc_id for c in batch.chunks})
             after.append(partial(self._index.upsert, batch))
-            after.append(partial(self._lexical.upsert, batch.chunks))
 
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
@@ -365,8 +365,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 kept = set(batch.ids)
                 self._index.remove([i for i in before if i not in kept])
                 self._index.upsert(batch)
-                self._lexical.remove_doc(manifest.doc_id)
-                self._lexical.upsert(batch.chunks)
 
             after.append(apply)
             return len(before)
@@ -417,7 +415,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 conn.execute(f"DELETE {where}", part)
             self._forget_docs(conn, docs)
             after.append(partial(self._index.remove, present))
-            after.append(partial(self._lexical.remove, present))
             return len(present)
 
     def delete_by_doc(self, doc_id: str) -> int:
@@ -426,7 +423,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
             self._forget_docs(self._conn, {doc_id})
             after.append(partial(self._index.remove, ids))
-            after.append(partial(self._lexical.remove_doc, doc_id))
             return len(ids)
 
     def clear(self) -> None:
@@ -435,7 +431,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             for table in (self._table, self._docs, self._meta):
                 self._conn.execute(f'DELETE FROM "{table}"')
             after.append(self._index.clear)
-            after.append(self._lexical.clear)
 
     def _all_chunks(self) -> list[Chunk]:
         return [
