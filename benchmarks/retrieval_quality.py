@@ -9,7 +9,8 @@ the Snowball stemmer of PyStemmer), run in this process and scored by the same c
 Also measured here: the local embedder's ingest rate against raw onnxruntime on the same
 texts (tokenise, run, mean-pool: no store, no library), and 1 vs 2 onnxruntime threads.
 Targets: lexical within 0.01 nDCG@10 of the baseline; hybrid above dense and lexical;
-ingest with the local embedder at >= 0.8x the raw onnxruntime rate.
+ingest with the local embedder at >= 0.8x the raw onnxruntime rate. PostgreSQL is the embedded
+server of the integration tests, or PYWRAPAI_TEST_PG_URL.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import onnxruntime as ort
 import Stemmer
 from tokenizers import Tokenizer
 
+from benchmarks._postgres import postgres_url
 from pywrapai_graph import (
     ChromaVectorStore,
     Embedder,
     FAISSVectorStore,
     InMemoryVectorStore,
+    PGVectorStore,
     QdrantVectorStore,
     SQLiteVectorStore,
     VectorRetriever,
@@ -119,10 +122,19 @@ BACKENDS: dict[str, Callable[[Path], BaseVectorStore]] = {
 }
 
 
-def lexical_per_backend(data: BeirCollection) -> dict[str, RetrievalScores]:
+def fresh_pg(url: str) -> PGVectorStore:
+    """An emptied PostgreSQL table for the hashing embedder's vectors."""
+    store = PGVectorStore(url, table_name="bench_cranfield", dimension=384)
+    store.clear()
+    return store
+
+
+def lexical_per_backend(
+    data: BeirCollection, backends: dict[str, Callable[[Path], BaseVectorStore]]
+) -> dict[str, RetrievalScores]:
     """Each backend's lexical search (the embedder does not matter there: hashing)."""
     out = {}
-    for name, build in BACKENDS.items():
+    for name, build in backends.items():
         with tempfile.TemporaryDirectory() as tmp:
             store = build(Path(tmp))
             try:
@@ -148,7 +160,9 @@ def main(argv: list[str]) -> None:
     print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} judged queries")
 
     baseline = baseline_bm25(data)
-    print_backends(baseline, lexical_per_backend(data))
+    with postgres_url() as url:
+        pg = {"PostgreSQL (postings, BM25 in SQL)": lambda _: fresh_pg(url)}
+        print_backends(baseline, lexical_per_backend(data, {**BACKENDS, **pg}))
     hashing = evaluate(data, Embedder(provider="hashing"), ("dense", "hybrid"))
     raw_rate = raw_onnxruntime_rate(texts)
     local = Embedder(provider="local")

@@ -198,8 +198,9 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=600.0,
         metavar="SECONDS",
-        help="leave versions younger than this to a writer that may still be running "
-        "(default 600; 0 when nothing else writes the store)",
+        help="leave a version to a writer that may still be running until repairs have seen "
+        "it pending this long (the first run marks it; default 600; 0 when nothing else "
+        "writes the store)",
     )
     store_sub.add_parser(
         "compact",

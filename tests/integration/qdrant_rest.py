@@ -51,6 +51,12 @@ def _delete(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
     return _update(engine.delete(name, points_selector=selector))
 
 
+def _set_payload(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
+    request = models.SetPayload.model_validate(body)
+    selector: Any = request.filter if request.filter is not None else request.points
+    return _update(engine.set_payload(name, request.payload, points=selector))
+
+
 def _retrieve(engine: QdrantClient, name: str, body: Any) -> Any:
     request = models.PointRequest.model_validate(body)
     return engine.retrieve(name, request.ids, with_payload=request.with_payload or False)
@@ -101,6 +107,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("DELETE", re.compile(_C), lambda e, n, b: e.delete_collection(n)),
     ("PUT", re.compile(_C + "/points"), _upsert),
     ("POST", re.compile(_C + "/points/delete"), _delete),
+    ("POST", re.compile(_C + "/points/payload"), _set_payload),
     ("POST", re.compile(_C + "/points"), _retrieve),
     ("POST", re.compile(_C + "/points/scroll"), _scroll),
     ("POST", re.compile(_C + "/points/count"), _count),

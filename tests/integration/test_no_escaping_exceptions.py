@@ -287,7 +287,10 @@ def role_without_rights(pg_url: str) -> Iterator[tuple[str, str]]:
     with admin.cursor() as cur:
         cur.execute(f"DROP OWNED BY {role}")
         cur.execute(f"DROP ROLE {role}")
-        cur.execute(f'DROP TABLE IF EXISTS "{table}", "{table}__docs", "{table}__info" CASCADE')
+        cur.execute(
+            f'DROP TABLE IF EXISTS "{table}", "{table}__docs", "{table}__info", "{table}__terms", '
+            f'"{table}__bm25" CASCADE'
+        )
     admin.close()
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from pywrapai_graph import Document, PGVectorStore, VectorRetriever
+from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
@@ -158,7 +159,10 @@ def test_store_init_then_a_dml_only_role_works(
     assert "store init" in str(info.value)
 
     with admin.cursor() as cur:
-        cur.execute(f'GRANT SELECT ON "{table}", "{table}__docs", "{table}__info" TO {role}')
+        cur.execute(
+            f'GRANT SELECT ON "{table}", "{table}__docs", "{table}__info", "{table}__terms", '
+            f'"{table}__bm25" TO {role}'
+        )
         cur.execute(f"GRANT SELECT ON pywrapai_schema TO {role}")
     reader = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
     with pytest.raises(VectorStoreError, match=f"the role lacks [A-Z]+ on table '{table}'") as info:
@@ -167,7 +171,8 @@ def test_store_init_then_a_dml_only_role_works(
     reader.close()
 
     with admin.cursor() as cur:
-        for t in (table, f"{table}__docs", f"{table}__info"):
+        for suffix in ("", "__docs", "__info", "__terms", "__bm25"):
+            t = table + suffix
             cur.execute(f'GRANT INSERT, UPDATE, DELETE ON "{t}" TO {role}')
     container = build_container(write_config(tmp_path, role_dsn, table, create_schema=False))
     store = container.vector_store()
@@ -192,7 +197,7 @@ def test_a_missing_table_or_a_newer_schema_is_a_clear_error(
     with pytest.raises(ConfigurationError, match="upgrade pywrapai-graph"):
         PGVectorStore(pg_url, table_name=table, dimension=DIM)
     code, _, err = cli("--config", write_config(tmp_path, pg_url, table), "store", "init")
-    assert code == 2 and "newer than the version 1" in err
+    assert code == 2 and f"newer than the version {SCHEMA_VERSION}" in err
     with pytest.raises(ConfigurationError, match="dimension 8"):
         PGVectorStore.init_schema(pg_url, table, 16)
 

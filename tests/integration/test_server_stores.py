@@ -118,13 +118,14 @@ def test_pg_one_round_trip_per_batch(pg_store1: PGVectorStore) -> None:
 
     class Tracing(type(conn.cursor())):  # type: ignore[misc]
         def execute(self, query: object, vars: object = None) -> object:
-            statements.append(str(query)[:40])
+            statements.append(str(query))
             return super().execute(query, vars)
 
     conn.cursor_factory = Tracing
     pg_store.add(make_chunks(500, 8))
-    inserts = [s for s in statements if "INSERT" in s]
-    assert len(inserts) == 1
+    inserts = [s for s in statements if "INSERT INTO" in s]
+    assert len([s for s in inserts if "__terms" not in s]) == 1  # the chunks: one statement
+    assert len(inserts) == 2  # their lexical postings: one more
     assert len(pg_store) == 500
 
 

@@ -1,9 +1,11 @@
 """The PostgreSQL schema of PGVectorStore: creation, version row, and rights-aware errors.
 
 ``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
-indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``) and a row in
-``pywrapai_schema`` naming the table, its dimension and the schema version. An owner runs it
-once (``pywrapai-graph store init``); the service can then use roles with only the rights
+indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``), the lexical
+postings and statistics (``<table>__terms``, ``<table>__bm25`` and their triggers, see
+``_pg_lexical``) and a row in ``pywrapai_schema`` naming the table, its dimension and the
+schema version; it upgrades a table of an older version in the same transaction. An owner runs
+it once (``pywrapai-graph store init``); the service can then use roles with only the rights
 ``pywrapai-graph store grants`` prints (``store.create_schema: false``;
 docs/least-privilege.md).
 """
@@ -14,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pywrapai_graph.adapters.vectorstores._pg_lexical import add_lexical_columns, create_lexical
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 
 __all__ = [
@@ -28,8 +31,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: The layout this release reads and writes; a newer one in the database is refused.
-SCHEMA_VERSION = 1
+#: The layout this release reads and writes; a newer one in the database is refused, an older
+#: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``_pg_lexical``).
+SCHEMA_VERSION = 2
 SCHEMA_TABLE = "pywrapai_schema"
 
 #: where every grant of a store's tables is listed
@@ -135,7 +139,16 @@ def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
                 "the table, its indexes and the schema-version row)"
             )
         _check_dimension(found, dimension, table)
-        _check_version(_schema_row(cur, sql, table), table)
+        row = _schema_row(cur, sql, table)
+        _check_version(row, table)
+        if row is None or row[0] < SCHEMA_VERSION:
+            raise VectorStoreError(
+                f"table {table!r} has the layout of an older pywrapai-graph (schema version "
+                f"{row[0] if row else 'unrecorded'}; this release needs {SCHEMA_VERSION}, "
+                "whose lexical search PostgreSQL serves): run `pywrapai-graph store init` once "
+                "with an owner's DSN to upgrade it (one transaction; it analyses the stored "
+                "chunks)"
+            )
 
 
 #: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
@@ -145,12 +158,13 @@ SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 
 def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Create the extension, table, indexes and schema-version row (idempotent), in one
-    transaction under :data:`SCHEMA_LOCK`: processes starting at once on an empty database
-    take turns, and each one after the first finds everything made.
+    """Create the extension, table, indexes and schema-version row, or upgrade a table of an
+    older schema version (idempotent), in one transaction under :data:`SCHEMA_LOCK`:
+    processes starting at once on an empty database take turns, and each one after the first
+    finds everything made.
 
     Returns:
-        True when something was created, False when all of it already existed.
+        True when something was created or upgraded, False when all of it was up to date.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
@@ -189,7 +203,7 @@ def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bo
     _check_dimension(found, dimension, table)
     row = _schema_row(cur, sql, table) if found is not None else None
     _check_version(row, table)
-    return found is not None and row is not None
+    return row is not None and row[0] == SCHEMA_VERSION
 
 
 def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
@@ -199,9 +213,10 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
             "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-            "embedding vector({d}) NOT NULL)"
+            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0)"
         ).format(t=t, d=sql.Literal(dimension))
     )
+    upgraded = add_lexical_columns(cur, sql, table)
     cur.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
@@ -227,6 +242,7 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
             "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
         ).format(i=_ident(sql, table + "__info"))
     )
+    create_lexical(cur, sql, table, backfill=upgraded)
     cur.execute(
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
@@ -237,7 +253,7 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
     cur.execute(
         sql.SQL(
             "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
-            "ON CONFLICT (table_name) DO NOTHING"
+            "ON CONFLICT (table_name) DO UPDATE SET version = EXCLUDED.version"
         ).format(s=_ident(sql, SCHEMA_TABLE)),
         (table, SCHEMA_VERSION, dimension),
     )

@@ -15,8 +15,10 @@ written by plain ``add`` to a document never replaced), so readers skip the chun
 2 and 4, and a crash at any instant leaves the old version or the new one. On open (where
 the store holds a write lock), or at the next replace of the same document, the chunks of
 an interrupted version are removed; on a server, :meth:`VersionedDocuments.repair` removes
-them all (a version token starts with its writer's clock, so a repair can leave alone the
-versions young enough to belong to a writer still at work).
+them all, beside live writers: it leaves an uncommitted version alone until a repair has seen
+it pending for ``older_than_s`` (by the engine's clock where it has one, never the writer's),
+and changes a record only if it is still the one it read (compare-and-set). A writer whose
+pending version a repair took over refuses to commit it.
 
 Reads (``search``, ``search_many`` and, for a store with a native async client, their
 async twins) are written here once over the engine's query primitives: hits of other
@@ -29,9 +31,9 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._exact_index import (
@@ -41,90 +43,41 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_batch,
     prepare_query,
 )
+from pywrapai_graph.adapters.vectorstores._version_records import (
+    ID_KEY,
+    REPAIR_MARK,
+    VERSION_KEY,
+    DocRecord,
+    Hit,
+    StoredChunk,
+    committed_of,
+    docs_of,
+    engine_id,
+    next_ask,
+    seen_ns,
+    settle,
+    stale,
+    visible_of,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
+from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import check_document, check_embedder
 
-__all__ = ["DocRecord", "VersionedDocuments", "engine_id"]
-
-#: metadata/payload keys on each chunk
-VERSION_KEY = "pywrapai_version"
-ID_KEY = "pywrapai_id"
+__all__ = [
+    "ID_KEY",
+    "VERSION_KEY",
+    "DocRecord",
+    "Hit",
+    "StoredChunk",
+    "VersionedDocuments",
+    "engine_id",
+]
 
 #: document ids per record request of :meth:`VersionedDocuments.document_manifests`
 _RECORDS_BATCH = 500
-
-
-def engine_id(chunk_id: str, version: str) -> str:
-    """The id a chunk of ``version`` is stored under (its own id when unversioned)."""
-    return f"{chunk_id}@{version}" if version else chunk_id
-
-
-#: One engine hit: the chunk with its score, and the version it was written under.
-Hit = tuple[ScoredChunk, str]
-
-
-def next_ask(k: int, asked: int, hits: list[Hit], visible: int, available: int | None) -> int:
-    """How many hits to ask the engine for next, or 0 when the visible ones are the answer.
-
-    ``available`` bounds the request for engines that refuse to be asked for more results
-    than they hold (Chroma); None means unbounded.
-    """
-    if visible >= k or len(hits) < asked or asked == available:
-        return 0
-    wanted = asked * 2 + (len(hits) - visible)
-    return wanted if available is None else min(wanted, available)
-
-
-def _docs(pairs: Iterable[tuple[Any, str]]) -> list[str]:
-    return sorted({(p.chunk if isinstance(p, ScoredChunk) else p).doc_id for p, _ in pairs})
-
-
-def _committed_of(pairs: list[tuple[Chunk, str]], known: dict[str, DocRecord]) -> list[Chunk]:
-    return [
-        c
-        for c, version in pairs
-        if version == (known[c.doc_id].version if c.doc_id in known else "")
-    ]
-
-
-def _visible_of(hits: list[Hit], known: dict[str, DocRecord]) -> list[ScoredChunk]:
-    return [
-        h
-        for h, version in hits
-        if version == (known[h.chunk.doc_id].version if h.chunk.doc_id in known else "")
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class DocRecord:
-    """What the store knows of one document's versions."""
-
-    doc_id: str
-    version: str = ""
-    manifest: str = ""
-    pending: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChunk:
-    """A chunk as the engine holds it: engine id, the caller's id, its version."""
-
-    engine_id: str
-    chunk_id: str
-    version: str
-    doc_id: str
-
-
-def _started_ns(version: str) -> int:
-    """When a version's writer began (0, long ago, for tokens written before this was kept)."""
-    head, dash, _ = version.partition("-")
-    try:
-        return int(head, 16) if dash else 0
-    except ValueError:
-        return 0
 
 
 class VersionedDocuments(BaseVectorStore):
@@ -200,6 +153,22 @@ class VersionedDocuments(BaseVectorStore):
         """How many hits the engine can give at most, for engines that need the bound."""
         return None
 
+    def _now_ns(self) -> int:
+        """The clock :meth:`repair` ages versions by: the engine's where it has one."""
+        return time.time_ns()
+
+    def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
+        """Write ``record`` only if the stored one is still ``expected``; True if written.
+
+        This default reads the record again and compares immediately before writing: a
+        write of another process between the two requests is the residual window. Engines
+        with a conditional write override it.
+        """
+        if self._records([record.doc_id]).get(record.doc_id) != expected:
+            return False
+        self._put_record(record)
+        return True
+
     # ------------------------------------------------------------------ native async reads
     @property
     def _native_async(self) -> bool:
@@ -242,20 +211,32 @@ class VersionedDocuments(BaseVectorStore):
             self._upsert(batch, [version] * len(batch.ids))
             if identity is not None and recorded is None:
                 self._put_embedder(identity)
+            self._check_still_pending(manifest.doc_id, version)
             committed = DocRecord(manifest.doc_id, version, manifest.to_json(), pending=version)
             self._put_record(committed)
             self._clean(committed)
             return before
 
+    def _check_still_pending(self, doc_id: str, version: str) -> None:
+        """Refuse to commit a version a repair (or another writer's finish) took over, after
+        removing its chunks (no record names them any more: nothing else would)."""
+        current = self._records([doc_id]).get(doc_id)
+        if current is None or current.pending != version:
+            mine = [c.engine_id for c in self._stored_chunks(doc_id) if c.version == version]
+            if mine:
+                self._delete_engine_ids(mine)
+            raise VectorStoreError(
+                f"document {doc_id!r} was not written: while this write was in progress, "
+                "`store repair` (or another process writing the same document) removed its "
+                "unfinished version; write the document again (nothing of it is visible)"
+            )
+
     def _clean(self, record: DocRecord) -> None:
         """Finish (or undo) an interrupted replace of one document."""
         stored = self._stored_chunks(record.doc_id)
-        if record.pending == record.version:  # committed: the other versions are stale
-            stale = [c.engine_id for c in stored if c.version != record.version]
-        else:  # never committed: its own chunks are
-            stale = [c.engine_id for c in stored if c.version == record.pending]
-        if stale:
-            self._delete_engine_ids(stale)
+        gone = stale(record, stored)
+        if gone:
+            self._delete_engine_ids(gone)
         self._put_record(replace(record, pending=""))
 
     def _recover(self) -> None:
@@ -264,25 +245,59 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove the chunks of versions whose writer stopped mid-replace.
+        """Remove the chunks of versions whose writer stopped mid-replace, beside live writers.
 
         Readers never see them, but they take room (and count in ``len``) until the
         document's next replace. Embedded and local stores do this on open; use it on a
-        server. Versions started less than ``older_than_s`` seconds ago (by the writer's
-        clock) are left alone, as their writer may still be at work: run it with ``0`` only
-        when no other process is writing the collection.
+        server. A committed version whose clean-up was cut short is finished at once. An
+        uncommitted one is left to its writer until a repair has seen it pending for
+        ``older_than_s`` seconds (the first run marks it, by the engine's clock where it has
+        one, never the writer's): run it with ``0`` only when no other process is writing
+        the collection. A record is changed only if it is still the one this repair read,
+        and a writer whose version was removed refuses to commit it (it raises).
 
         Returns:
             how many documents were repaired.
         """
-        cutoff = time.time_ns() - int(older_than_s * 1e9)
+        guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
-            for record in self._pending_records():
-                if _started_ns(record.pending) <= cutoff:
-                    self._clean(record)
+            now = self._now_ns()
+            pending = self._pending_records()
+            marks = self._records([REPAIR_MARK + r.doc_id for r in pending]) if pending else {}
+            for record in pending:
+                mark = marks.get(REPAIR_MARK + record.doc_id)
+                if self._due(record, mark, now, guard) and self._repair_one(record):
                     repaired += 1
+                    if mark is not None:
+                        self._drop_records([mark.doc_id])
         return repaired
+
+    def _due(self, record: DocRecord, mark: DocRecord | None, now: int, guard: int) -> bool:
+        """Whether to repair the record now; marks an uncommitted version first seen."""
+        if record.pending == record.version:  # committed: only its clean-up is left
+            return True
+        seen = seen_ns(mark, record.pending)
+        if seen is None:
+            self._put_record(
+                DocRecord(REPAIR_MARK + record.doc_id, manifest=f"{now:x}:{record.pending}")
+            )
+            seen = now
+        return now - seen >= guard
+
+    def _repair_one(self, record: DocRecord) -> bool:
+        """Claim the record (compare-and-set), then delete the chunks it makes stale.
+
+        The chunks are listed before the claim: a replace begun after it writes chunks
+        this listing cannot hold, and one begun before it changed the record.
+        """
+        stored = self._stored_chunks(record.doc_id)
+        if not self._put_record_if(replace(record, pending=""), record):
+            return False
+        gone = stale(record, stored)
+        if gone:
+            self._delete_engine_ids(gone)
+        return True
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         record = self._records([doc_id]).get(doc_id)
@@ -345,11 +360,11 @@ class VersionedDocuments(BaseVectorStore):
 
     def _visible(self, hits: list[Hit]) -> list[ScoredChunk]:
         """The hits (each with its chunk version) of committed versions only."""
-        return _visible_of(hits, self._records(_docs(hits))) if hits else []
+        return visible_of(hits, self._records(docs_of(hits))) if hits else []
 
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
-        return _committed_of(pairs, self._records(_docs(pairs))) if pairs else []
+        return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []
 
     # ------------------------------------------------------------------ reads
     def search(
@@ -393,8 +408,8 @@ class VersionedDocuments(BaseVectorStore):
             if not queries or not asked:
                 return [[] for _ in queries]
             batches = self._query_many(queries, asked, selector)
-            known = self._records(_docs(h for hits in batches for h in hits))
-            settled = _settle(batches, known, k, asked, available)
+            known = self._records(docs_of(h for hits in batches for h in hits))
+            settled = settle(batches, known, k, asked, available)
             return [
                 self._search_visible(self._asker(q, selector), k, available)
                 if hits is None
@@ -421,8 +436,8 @@ class VersionedDocuments(BaseVectorStore):
         asked = k if available is None else min(k, available)
         while asked:
             hits = await self._aquery(query, asked, selector)
-            known = await self._arecords(_docs(hits)) if hits else {}
-            visible = _visible_of(hits, known)
+            known = await self._arecords(docs_of(hits)) if hits else {}
+            visible = visible_of(hits, known)
             asked = next_ask(k, asked, hits, len(visible), available)
             if not asked:
                 return visible[:k]
@@ -446,24 +461,9 @@ class VersionedDocuments(BaseVectorStore):
             return [[] for _ in queries]
         batches = await self._aquery_many(queries, asked, selector)
         found = [h for hits in batches for h in hits]
-        known = await self._arecords(_docs(found)) if found else {}
-        settled = _settle(batches, known, k, asked, available)
+        known = await self._arecords(docs_of(found)) if found else {}
+        settled = settle(batches, known, k, asked, available)
         return [
             await self._asearch_visible(q, k, selector) if hits is None else hits
             for q, hits in zip(queries, settled, strict=True)
         ]
-
-
-def _settle(
-    batches: list[list[Hit]],
-    known: dict[str, DocRecord],
-    k: int,
-    asked: int,
-    available: int | None,
-) -> list[list[ScoredChunk] | None]:
-    """Each query's visible top ``k``, or None where it must be searched again alone."""
-    out: list[list[ScoredChunk] | None] = []
-    for hits in batches:
-        visible = _visible_of(hits, known)
-        out.append(None if next_ask(k, asked, hits, len(visible), available) else visible[:k])
-    return out

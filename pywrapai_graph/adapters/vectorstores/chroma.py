@@ -496,6 +496,11 @@ class ChromaVectorStore(EngineLexicalSearch):
             if i[:2] == "d:"
         ]
 
+    def _now_ns(self) -> int:
+        """The Chroma server's clock (its heartbeat), so repairs age versions alike."""
+        with self._errors():
+            return int(self._client.heartbeat())
+
     def _put_record(self, record: DocRecord) -> None:
         with self._errors():
             self._docs.upsert(

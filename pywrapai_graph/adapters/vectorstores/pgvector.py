@@ -3,36 +3,41 @@
 from __future__ import annotations
 
 import contextlib
-import io
-import json
+import hashlib
 import re
-import struct
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
-
-import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
-    metadata_json,
     prepare_batch,
     prepare_query,
 )
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._lexical_index import check_bm25
 from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
+from pywrapai_graph.adapters.vectorstores._pg_lexical import (
+    QUERY_SETTINGS,
+    bm25_query,
+    lexical_tables,
+    query_terms,
+)
+from pywrapai_graph.adapters.vectorstores._pg_rows import (
+    metadata_predicate,
+    write_chunks,
+)
 from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
     in_transaction,
     init_schema,
     missing_right,
 )
-from pywrapai_graph.adapters.vectorstores._pg_text import from_pg, to_pg
+from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.domain.manifest import (
@@ -83,39 +88,6 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
 DEFAULT_EF_SEARCH = 200
 #: From this many rows a batch goes in with binary COPY instead of an INSERT.
 COPY_MIN_ROWS = 500
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
-_COPY_TRAILER = struct.pack("!h", -1)
-_JSONB_VERSION = b"\x01"
-
-
-def copy_payload(batch: PreparedBatch) -> bytes:
-    """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding).
-
-    Text fields are UTF-8, ``jsonb`` is its version byte and the JSON text, and a pgvector
-    ``vector`` is (int16 dim, int16 0, dim big-endian float4), cut from one big-endian copy
-    of the whole matrix: no Python float per value.
-    """
-    dim = int(batch.vectors.shape[1])
-    raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
-    step = 4 * dim
-    vector_head = struct.pack("!ihh", 4 + step, dim, 0)
-    out = io.BytesIO()
-    out.write(_COPY_HEADER)
-    pack = struct.pack
-    for i, chunk in enumerate(batch.chunks):
-        out.write(pack("!h", 5))
-        for field in (
-            chunk.id.encode(),
-            chunk.doc_id.encode(),
-            to_pg(chunk.text).encode(),
-            _JSONB_VERSION + metadata_json(chunk).encode(),
-        ):
-            out.write(pack("!i", len(field)))
-            out.write(field)
-        out.write(vector_head)
-        out.write(raw[i * step : (i + 1) * step])
-    out.write(_COPY_TRAILER)
-    return out.getvalue()
 
 
 def _scored(row: Sequence[Any]) -> ScoredChunk:
@@ -124,14 +96,17 @@ def _scored(row: Sequence[Any]) -> ScoredChunk:
     return ScoredChunk(chunk, min(float(row[4]), 1.0))
 
 
-class PGVectorStore(LexicalSearch, BaseVectorStore):
+class PGVectorStore(BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
     an HNSW index (``vector_cosine_ops``), a ``doc_id`` index and a GIN index on the JSONB
-    metadata. The table name is validated and always passed as an identifier, never
-    formatted into SQL. Each batch is one round trip (``execute_values``). A dropped
-    connection is re-established once before an error is raised.
+    metadata. Lexical (BM25) search is computed by PostgreSQL from each chunk's analysed
+    terms and statistics written in the chunk's own transaction (``_pg_lexical``); a table
+    written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
+    The table name is validated and always passed as an identifier, never formatted into SQL.
+    Each batch is one statement for its chunks (``execute_values``, or binary COPY) and one
+    for their postings. A dropped connection is re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -181,7 +156,6 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         )
         self._ef_search = ef_search
         self._lock = threading.RLock()
-        self._lexical = LexicalMirror(self._all_chunks)
         self._bulk = 0
         self._owns_schema = create_schema
         dim = dimension
@@ -520,67 +494,14 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         finally:
             store._pool.closeall()
 
-    def _all_chunks(self) -> list[Chunk]:
-        statement = self._sql.SQL("SELECT id, doc_id, text, metadata FROM {t}").format(
-            t=self._ident()
-        )
-
-        def work(cur: Any) -> list[Chunk]:
-            cur.execute(statement)
-            return [Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]) for r in cur]
-
-        return self._read(work)
-
     @property
     def atomic_documents(self) -> bool:
         return True
 
     def _insert(self, cur: Any, batch: PreparedBatch) -> None:
-        if not batch.ids:
-            return
-        if self._bulk or len(batch.ids) >= COPY_MIN_ROWS:
-            self._copy(cur, batch)
-            return
-        rows = [
-            (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v)
-            for c, v in zip(batch.chunks, batch.vectors, strict=True)
-        ]
-        query = self._sql.SQL(
-            "INSERT INTO {t} (id, doc_id, text, metadata, embedding) VALUES %s "
-            "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
-            "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding"
-        ).format(t=self._ident())
-        self._extras.execute_values(
-            cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s)", page_size=len(rows)
-        )
-
-    def _copy(self, cur: Any, batch: PreparedBatch) -> None:
-        """Binary COPY into a session temp table, then one upserting INSERT from it."""
-        sql = self._sql
-        staging = sql.Identifier(f"{self._table}__load")
-        cur.execute(
-            sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
-                "ON COMMIT DELETE ROWS"
-            ).format(s=staging, t=self._ident())
-        )
-        cur.copy_expert(
-            sql.SQL(
-                "COPY {s} (id, doc_id, text, metadata, embedding) FROM STDIN WITH (FORMAT binary)"
-            )
-            .format(s=staging)
-            .as_string(cur),
-            io.BytesIO(copy_payload(batch)),
-        )
-        cur.execute(
-            sql.SQL(
-                "INSERT INTO {t} (id, doc_id, text, metadata, embedding) "
-                "SELECT id, doc_id, text, metadata, embedding FROM {s} "
-                "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, "
-                "text = EXCLUDED.text, metadata = EXCLUDED.metadata, "
-                "embedding = EXCLUDED.embedding"
-            ).format(t=self._ident(), s=staging)
-        )
+        if batch.ids:
+            copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
+            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy)
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -613,6 +534,13 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             ).format(i=self._ident("_hnsw"), t=self._ident())
         )
 
+    def _lock_document(self, cur: Any, doc_id: str) -> None:
+        """Writers of one document take turns (until their commit): under READ COMMITTED a
+        replace's DELETE does not see the rows a concurrent replace is inserting, so both
+        versions' chunks would stay."""
+        key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
+
     def _forget(self, cur: Any, doc_ids: list[str]) -> None:
         """Drop the manifests of documents changed outside ``replace_document``."""
         cur.execute(
@@ -629,9 +557,8 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             self._insert(cur, batch)
             self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
-        with self._lock, self._lexical.writing() as lexical:
+        with self._lock:
             self._run(work, "INSERT")
-            lexical.upsert(batch.chunks)
 
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         check_document(manifest, chunks)
@@ -640,6 +567,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         info = self._ident("__info")
 
         def work(cur: Any) -> int:
+            self._lock_document(cur, manifest.doc_id)
             # the first writer's identity wins, even against a concurrent first writer
             if manifest.embedder.dimension:
                 cur.execute(
@@ -665,9 +593,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             )
             return removed
 
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.remove_doc(manifest.doc_id)
-            lexical.upsert(batch.chunks)
+        with self._lock:
             return self._run(work, "INSERT")
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
@@ -730,22 +656,50 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
         return hits
 
     def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
-        """The WHERE clause of ``filter`` and its parameters: scalars by containment (the
-        GIN index), lists by jsonb equality (containment would match any superset)."""
-        sql = self._sql
-        scalars = {k: v for k, v in (filter or {}).items() if not isinstance(v, list | tuple)}
-        clauses: list[Any] = []
-        params: list[str] = []
-        if scalars:
-            clauses.append(sql.SQL("metadata @> %s::jsonb"))
-            params.append(json.dumps(scalars))
-        for key, value in (filter or {}).items():
-            if isinstance(value, list | tuple):
-                clauses.append(sql.SQL("metadata -> %s = %s::jsonb"))
-                params += [key, json.dumps(list(value))]
-        if not clauses:
-            return sql.SQL(""), []
-        return sql.SQL("WHERE ") + sql.SQL(" AND ").join(clauses), params
+        """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
+        keep, params = self._predicate(filter)
+        return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
+
+    def _predicate(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
+        return metadata_predicate(self._sql, filter)
+
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available, computed by PostgreSQL."""
+        return True
+
+    def lexical_search(
+        self,
+        query: str,
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> list[ScoredChunk]:
+        """The ``k`` chunks whose text best matches ``query`` by BM25, best first: one
+        statement whose cost follows the postings of the query's terms (``_pg_lexical``)."""
+        k = check_k(k, filter)
+        check_bm25(k1, b)
+        terms, counts = query_terms(query)
+        if not terms:
+            return []
+        keep, filter_params = self._predicate(filter)
+        statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
+            self._sql, self._table, keep if filter_params else None
+        )
+        params: list[Any] = [counts, terms, terms, k1, k1, b, b, *filter_params, k]
+
+        def work(cur: Any) -> list[Any]:
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+        return [
+            ScoredChunk(
+                Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]), float(r[4])
+            )
+            for r in self._read(work)
+        ]
 
     def search_many(
         self,
@@ -804,30 +758,32 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             self._forget(cur, sorted(set(docs)))
             return len(docs)
 
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.remove(wanted)
+        with self._lock:
             return self._run(work, "DELETE")
 
     def delete_by_doc(self, doc_id: str) -> int:
         statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
 
         def work(cur: Any) -> int:
+            self._lock_document(cur, doc_id)
             cur.execute(statement, (doc_id,))
             removed = int(cur.rowcount)
             self._forget(cur, [doc_id])
             return removed
 
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.remove_doc(doc_id)
+        with self._lock:
             return self._run(work, "DELETE")
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        statement = self._sql.SQL("TRUNCATE {t}, {d}, {i}").format(
-            t=self._ident(), d=self._ident("__docs"), i=self._ident("__info")
+        statement = self._sql.SQL("TRUNCATE {t}, {d}, {i}, {p}, {s}").format(
+            t=self._ident(),
+            d=self._ident("__docs"),
+            i=self._ident("__info"),
+            p=self._sql.Identifier(lexical_tables(self._table)[0]),
+            s=self._sql.Identifier(lexical_tables(self._table)[1]),
         )
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.clear()
+        with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
 
     def __len__(self) -> int:

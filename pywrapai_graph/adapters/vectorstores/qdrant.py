@@ -115,6 +115,16 @@ def _record(payload: Any) -> DocRecord:
     )
 
 
+def _payload(record: DocRecord) -> dict[str, Any]:
+    return {
+        "kind": "doc",
+        "doc_id": record.doc_id,
+        "version": record.version,
+        "manifest": record.manifest,
+        "pending": record.pending,
+    }
+
+
 def _records_of(points: list[Any]) -> dict[str, DocRecord]:
     return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
@@ -492,16 +502,23 @@ class QdrantVectorStore(EngineLexicalSearch):
             self._client.upsert(self._docs, [point], wait=True)
 
     def _put_record(self, record: DocRecord) -> None:
-        self._put_point(
-            "d:" + record.doc_id,
-            {
-                "kind": "doc",
-                "doc_id": record.doc_id,
-                "version": record.version,
-                "manifest": record.manifest,
-                "pending": record.pending,
-            },
+        self._put_point("d:" + record.doc_id, _payload(record))
+
+    def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
+        """One conditional ``set_payload``: Qdrant applies it only to the record point whose
+        versions are still ``expected``'s (never inserting one), serialised with every other
+        write of the collection; then read back to learn whether it applied."""
+        m = self._models
+        condition = m.Filter(
+            must=[
+                m.HasIdCondition(has_id=[point_id("d:" + expected.doc_id)]),
+                self._match("pending", expected.pending),
+                self._match("version", expected.version),
+            ]
         )
+        with self._errors():
+            self._client.set_payload(self._docs, _payload(record), points=condition, wait=True)
+        return self._records([record.doc_id]).get(record.doc_id) == record
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
         m = self._models
