@@ -113,9 +113,10 @@ class EmbedTexts:
             raise ProviderError(
                 f"{name}: {len(batch.vectors)} vectors for {len(part)} texts", provider=name
             )
-        tokens = batch.input_tokens if batch.input_tokens is not None else estimate_tokens(part)
+        estimated = batch.input_tokens is None  # the provider reported no count
+        tokens = estimate_tokens(part) if batch.input_tokens is None else batch.input_tokens
         observed.result = self.tracker.record(
-            "embedding", name, batch.model or self.model, TokenUsage(tokens)
+            "embedding", name, batch.model or self.model, TokenUsage(tokens), estimated=estimated
         )
         if observed.active and len(batch.vectors):
             vectors = batch.vectors

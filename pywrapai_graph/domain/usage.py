@@ -74,7 +74,8 @@ class CallRecord:
         agent_run: the id of the agent run the call belonged to, if any.
         estimated: True when ``usage`` is partly or wholly an estimate (4 characters per
             token) because the provider reported none: a stream the consumer closed or
-            cancelled, or the provider cut off, before its usage arrived.
+            cancelled, or the provider cut off, before its usage arrived; an embedding
+            batch from a provider that reports no token count.
     """
 
     kind: CallKind

@@ -61,8 +61,11 @@ def test_token_counts_exact_or_estimated(wired: tuple[str, WireServer, Embedder]
     if name == "openai":  # the wire server reports word counts as prompt_tokens
         assert rec.usage.input_tokens == sum(len(t.split()) for t in TEXTS[:2])
         assert rec.cost_usd > 0
-    else:  # D6: 4 characters per token
+        assert not rec.estimated
+    else:  # D6: 4 characters per token, and marked as an estimate
         assert rec.usage.input_tokens == sum(len(t) // 4 for t in TEXTS[:2])
+        assert rec.estimated
+        assert embedder.tokens.totals.estimated_calls == 1
 
 
 def test_embedder_errors_are_typed() -> None:

@@ -104,7 +104,11 @@ class HashingEmbedder:
         """The vectors as one float32 matrix (what ingest uses: no Python float per value)."""
         out = self.matrix(texts)
         self.tokens.record(
-            "embedding", self.provider, self.model, TokenUsage(estimate_tokens(texts))
+            "embedding",
+            self.provider,
+            self.model,
+            TokenUsage(estimate_tokens(texts)),
+            estimated=True,
         )
         return out.data
 
@@ -112,7 +116,11 @@ class HashingEmbedder:
         """One unit vector per text."""
         vectors = self.vectors(texts)
         self.tokens.record(
-            "embedding", self.provider, self.model, TokenUsage(estimate_tokens(texts))
+            "embedding",
+            self.provider,
+            self.model,
+            TokenUsage(estimate_tokens(texts)),
+            estimated=True,
         )
         return vectors
 
