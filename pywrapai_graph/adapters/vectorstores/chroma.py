@@ -21,7 +21,12 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
+from pywrapai_graph.adapters._unreachable import (
+    address,
+    cannot_reach,
+    probe,
+    refuse_unencoded_userinfo,
+)
 from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
 from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
@@ -263,6 +268,8 @@ class ChromaVectorStore(EngineLexicalSearch):
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
+        if url is not None:
+            refuse_unencoded_userinfo(url, "Chroma url")
         self._name = validate_collection_name(collection)
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         chromadb = require("chromadb", "chroma", "chromadb")

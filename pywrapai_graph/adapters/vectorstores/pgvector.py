@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of
+from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -208,6 +208,7 @@ class PGVectorStore(LexicalSearch, BaseVectorStore):
             )
         if not is_positive_int(dimension):
             raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
         if not is_positive_int(pool_size):
             raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
         if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
