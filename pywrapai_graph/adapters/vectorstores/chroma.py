@@ -42,6 +42,7 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
     nearly_full,
     subfolder_bytes,
 )
+from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores._process_hold import FolderHold
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import (
@@ -303,7 +304,8 @@ class ChromaVectorStore(EngineLexicalSearch):
             WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
         )
         with self._errors(), self._writing():
-            if path is not None:
+            if path is not None:  # Chroma opens its database by name, following links
+                refuse_links(*sqlite_files(Path(path) / "chroma.sqlite3"))
                 self._client: ClientAPI = chromadb.PersistentClient(
                     path=os.fspath(path), settings=settings
                 )
