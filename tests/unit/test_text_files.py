@@ -36,6 +36,15 @@ def sqlite_cli_folder(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (folder / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
 
 
+def ingest_skipping(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`ingest folder` through the CLI into SQLite: it must exit 3 (some skipped); its lines."""
+    sqlite_cli_folder(tmp_path, monkeypatch)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["ingest", str(folder)], out=out, err=err)
+    assert code == EXIT_SKIPPED, err.getvalue()
+    return out.getvalue().splitlines()
+
+
 def texts(files: TextFiles) -> list[str]:
     return sorted(d.text for d in files.documents())
 
@@ -158,11 +167,7 @@ def test_cli_ingest_skips_a_file_name_that_is_not_utf8(
     undecodable: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before: the whole run stopped with an untyped UnicodeEncodeError from the chunk ids.
-    sqlite_cli_folder(tmp_path, monkeypatch)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["ingest", str(undecodable)], out=out, err=err)
-    assert code == EXIT_SKIPPED, err.getvalue()
-    lines = out.getvalue().splitlines()
+    lines = ingest_skipping(undecodable, tmp_path, monkeypatch)
     assert sum(line.startswith("skipped ") and "\\xe9" in line for line in lines) == 2
     assert lines[-1].startswith("1 chunks added, 0 files unchanged, 0 files replaced, 2 files")
 
@@ -195,11 +200,7 @@ def test_cli_ingest_of_a_folder_with_a_link_loop_stores_the_rest(
     loops: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before: one self-looping link made `ingest` exit 1 with nothing stored and no summary.
-    sqlite_cli_folder(tmp_path, monkeypatch)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["ingest", str(loops)], out=out, err=err)
-    assert code == EXIT_SKIPPED, err.getvalue()
-    lines = out.getvalue().splitlines()
+    lines = ingest_skipping(loops, tmp_path, monkeypatch)
     assert sum(line.startswith("skipped ") and "loop" in line for line in lines) == 4
     assert lines[-1].startswith("1 chunks added, 0 files unchanged, 0 files replaced, 4 files")
 
