@@ -128,6 +128,11 @@ class StoreSettings(_Section):
     dsn: SecretStr | None = None
     api_key: SecretStr | None = None
     dimension: int | None = Field(default=None, gt=0)
+    lock_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="faiss only: seconds a write waits for another process's (StoreBusyError)",
+    )
     # PostgreSQL (pgvector) only
     pool_size: int = Field(default=4, ge=1, description="server connections at most")
     pool_timeout_ms: int | None = Field(
