@@ -268,3 +268,18 @@ def test_address_never_shows_a_password_tail_as_the_host() -> None:
         assert _hidden(address(f"http://u:{_reserved_pw(chars)}@127.0.0.1:1"))
     assert address("http://u:pw@127.0.0.1:1") == "127.0.0.1:1"
     assert address("http://127.0.0.1:8000/x?mail=a@b.c") == "127.0.0.1:8000"
+
+
+@pytest.mark.parametrize("chars", ["@", "/", "#"])
+def test_llm_and_embedder_base_urls_with_unencoded_reserved_password_are_refused(
+    chars: str,
+) -> None:
+    from pywrapai_graph import LLM, Embedder
+    from pywrapai_graph.errors import ConfigurationError
+
+    url = f"http://u:{_reserved_pw(chars)}@127.0.0.1:1/v1"
+    with pytest.raises(ConfigurationError, match="openai base_url") as chat:
+        LLM(provider="openai", base_url=url, api_key="k")
+    with pytest.raises(ConfigurationError, match="ollama base_url") as embed:
+        Embedder(provider="ollama", base_url=url)
+    assert _hidden(str(chat.value) + str(embed.value))

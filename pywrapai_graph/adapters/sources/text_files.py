@@ -109,7 +109,12 @@ class TextFiles:
     def documents(self) -> Iterator[Document]:
         """Each readable text file once, in path order."""
         for path in self.paths:
-            if path.is_dir():
+            try:
+                is_dir = path.is_dir()
+            except OSError as exc:  # a parent that cannot be searched
+                self._skip(path, _why("cannot tell what it is", exc))
+                continue
+            if is_dir:
                 yield from self._walk(os.fspath(path), os.path.realpath(path))
             else:
                 name = os.fspath(path)
