@@ -16,22 +16,46 @@ Run it (FastAPI and an ASGI server are example dependencies, not pywrapai-graph'
          -d '{"documents": [{"id": "refunds", "text": "Refunds take 14 days."}]}'
     curl -XPOST localhost:8000/ask -H 'X-Tenant: acme' -H 'content-type: application/json' \\
          -d '{"question": "How long do refunds take?", "max_tokens": 200}'
+
+Errors answer with a status and a JSON body ``{"error": {"type", "message"}}``, never a
+traceback (see the table at the end): a bad input is 4xx, a busy store 503 with
+``Retry-After``, a failing provider 502/503/504; a request body over ``max_request_bytes``
+is 413 before it is read.
 """
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header
+from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from pywrapai_graph import Document, GenerationParams, GraphLLM, LLMResponse, ScopedRetriever
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.settings import Settings, Source
-from pywrapai_graph.errors import PyWrapAIError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidStateError,
+    ProviderError,
+    ProviderTimeoutError,
+    PyWrapAIError,
+    RateLimitError,
+    ResponseFormatError,
+    RuntimeFailure,
+    ScopeError,
+    StorageFullError,
+    StoreBusyError,
+    ToolArgumentsError,
+    UnsafePromptNameError,
+    UnsupportedOperationError,
+    UsageError,
+    VectorStoreError,
+)
 
 __all__ = ["create_app"]
 
@@ -55,6 +79,7 @@ class AskRequest(BaseModel):
     question: str = Field(min_length=1, max_length=8000)
     max_tokens: int | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    filter: dict[str, str | int | float | bool] | None = None  # within the tenant's scope
 
 
 def _answer(response: LLMResponse) -> dict[str, Any]:
@@ -76,8 +101,11 @@ def _generation(body: AskRequest) -> GenerationParams:
     return GenerationParams(max_tokens=body.max_tokens, temperature=body.temperature)
 
 
-def create_app(config: Source | Settings | None = None) -> FastAPI:
-    """The service, with its own container built from ``config`` (None: the environment)."""
+def create_app(
+    config: Source | Settings | None = None, *, max_request_bytes: int = 8 << 20
+) -> FastAPI:
+    """The service, with its own container built from ``config`` (None: the environment);
+    request bodies larger than ``max_request_bytes`` (8 MiB: an ingest batch) are refused."""
     container = build_container(config)
 
     @asynccontextmanager
@@ -126,19 +154,129 @@ def create_app(config: Source | Settings | None = None) -> FastAPI:
         body: AskRequest, graph: Annotated[GraphLLM, Depends(scoped_graph)]
     ) -> dict[str, Any]:
         params = _generation(body).given()
-        return _answer(await graph.achat(body.question, **params))
+        return _answer(await graph.achat(body.question, filter=body.filter, **params))
 
     @app.post("/ask/stream")
     async def ask_stream(
         body: AskRequest, graph: Annotated[GraphLLM, Depends(scoped_graph)]
     ) -> StreamingResponse:
-        stream = graph.astream(body.question, **_generation(body).given())
+        stream = graph.astream(body.question, filter=body.filter, **_generation(body).given())
+        pieces = aiter(stream)
+        # the first piece before the 200: a failure to start answers with its status
+        first = await anext(pieces, None)
 
         async def events() -> AsyncIterator[str]:
-            async for piece in stream:
-                yield f"data: {json.dumps({'text': piece})}\n\n"
-            yield f"event: done\ndata: {json.dumps(_answer(stream.response))}\n\n"
+            try:
+                if first is not None:
+                    yield f"data: {json.dumps({'text': first})}\n\n"
+                async for piece in pieces:
+                    yield f"data: {json.dumps({'text': piece})}\n\n"
+                yield f"event: done\ndata: {json.dumps(_answer(stream.response))}\n\n"
+            except PyWrapAIError as exc:  # after the 200: the stream says so, then ends
+                yield f"event: error\ndata: {json.dumps(_error_body(exc))}\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
+    _answer_errors(app, max_request_bytes)
     return app
+
+
+# ---------------------------------------------------------------- errors -> HTTP
+# First match wins (subclasses before their bases). The caller's mistakes are 4xx; the
+# service's own setup (configuration, a missing extra or prompt file) is 500; a busy or
+# full store 503/507; the provider behind us 502 (refused, broken reply), 503 (rate
+# limited: try later) or 504 (timed out).
+_STATUS: tuple[tuple[type[PyWrapAIError], int], ...] = (
+    (ScopeError, 403),
+    (InvalidArgumentError, 422),
+    (ArgumentTypeError, 422),
+    (ToolArgumentsError, 422),
+    (UnsafePromptNameError, 422),
+    (InvalidStateError, 409),
+    (UnsupportedOperationError, 501),
+    (UsageError, 500),
+    (StoreBusyError, 503),
+    (StorageFullError, 507),
+    (VectorStoreError, 503),
+    (RateLimitError, 503),
+    (ProviderTimeoutError, 504),
+    (ProviderError, 502),
+    (ResponseFormatError, 502),
+    (RuntimeFailure, 500),
+)
+#: seconds a client waits before retrying a busy store (its writes take milliseconds)
+_STORE_RETRY_AFTER_S = 1
+
+
+def _status(exc: PyWrapAIError) -> int:
+    return next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
+
+
+def _error_body(exc: PyWrapAIError) -> dict[str, Any]:
+    # our messages are redacted (no keys, passwords or DSNs) and say what to do
+    return {"error": {"type": type(exc).__name__, "message": str(exc)}}
+
+
+def _retry_after(exc: PyWrapAIError) -> dict[str, str]:
+    if isinstance(exc, StoreBusyError):
+        return {"Retry-After": str(_STORE_RETRY_AFTER_S)}
+    if isinstance(exc, RateLimitError):
+        return {"Retry-After": str(max(1, math.ceil(exc.retry_after or 1)))}
+    return {}
+
+
+async def _our_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, PyWrapAIError)
+    return JSONResponse(_error_body(exc), status_code=_status(exc), headers=_retry_after(exc))
+
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``limit`` bytes, by its ``Content-Length`` before
+    anything is read; a body without one (chunked) is read up to the limit first."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit() or int(declared) > self.limit:
+                return await self._refuse(send)
+            return await self.app(scope, receive, send)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                return await self._refuse(send)
+            if not message.get("more_body", False):
+                break
+        whole: list[MutableMapping[str, Any]] = [{"type": "http.request", "body": bytes(body)}]
+
+        async def replay() -> MutableMapping[str, Any]:
+            return whole.pop() if whole else await receive()
+
+        return await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        message = f"the request body is larger than {self.limit:,} bytes; send less per request"
+        body = json.dumps({"error": {"type": "RequestTooLarge", "message": message}}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _answer_errors(app: FastAPI, max_request_bytes: int) -> None:
+    """Install the error answers and the request size limit."""
+    app.add_exception_handler(PyWrapAIError, _our_error)
+    app.add_middleware(BodyLimit, limit=max_request_bytes)

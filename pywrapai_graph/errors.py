@@ -28,6 +28,9 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   │   └── RateLimitError
     │   ├── ResponseFormatError (ValueError)
     │   │   └── StructuredOutputError
+    │   ├── ToolExecutionError
+    │   │   ├── ToolResultTooLargeError
+    │   │   └── ToolTimeoutError (TimeoutError, OSError)
     │   └── VectorStoreError
     │       ├── StorageFullError
     │       ├── StoreBusyError
@@ -85,6 +88,9 @@ __all__ = [
     "StreamNotFinishedError",
     "StructuredOutputError",
     "ToolArgumentsError",
+    "ToolExecutionError",
+    "ToolResultTooLargeError",
+    "ToolTimeoutError",
     "UnknownProviderError",
     "UnknownToolError",
     "UnsafePromptNameError",
@@ -104,6 +110,9 @@ class PyWrapAIError(Exception):
     #: the run so far (an ``AgentResult``: steps, messages, usage and cost) when this error
     #: interrupted an agent run; None otherwise
     partial: Any = None
+    #: whether the message quotes content (a tool's error text, a model's argument values):
+    #: with content capture off, spans record only the error's type
+    quotes_content: bool = False
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
@@ -180,6 +189,8 @@ class PromptNotFoundError(UsageError, FileNotFoundError):
 
 class ToolArgumentsError(UsageError, TypeError):
     """Arguments for a tool call do not match the tool's signature or schema."""
+
+    quotes_content = True  # the rejected values
 
 
 class ScopeError(UsageError, ValueError):
@@ -267,6 +278,65 @@ class ResponseFormatError(RuntimeFailure, ValueError):
 
 class StructuredOutputError(ResponseFormatError):
     """The model's structured output is not valid JSON or does not match the schema."""
+
+
+class ToolExecutionError(RuntimeFailure):
+    """A tool raised an exception: its message, redacted, stands in for it.
+
+    The tool's own exception is never passed on (its text may hold a DSN or a key, and it
+    would reach spans, logs and the model): its chain is kept as a redacted copy.
+
+    Attributes:
+        tool: the tool's name.
+        original_type: the qualified name of the exception the tool raised.
+    """
+
+    quotes_content = True
+
+    def __init__(self, message: str, *, tool: str, original_type: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.original_type = original_type
+
+
+class ToolTimeoutError(ToolExecutionError, TimeoutError):
+    """A tool did not return within its timeout (a sync tool's thread is abandoned,
+    an async tool is cancelled).
+
+    Attributes:
+        timeout_s: the timeout that passed.
+    """
+
+    quotes_content = False
+
+    def __init__(self, tool: str, timeout_s: float) -> None:
+        super().__init__(
+            f"tool {tool!r} did not finish within {timeout_s:g} s (its timeout); make it "
+            "faster, or raise timeout_s= on @tool or tool_timeout_s= on AgentConfig",
+            tool=tool,
+        )
+        self.timeout_s = timeout_s
+
+
+class ToolResultTooLargeError(ToolExecutionError):
+    """A tool's result, as the text the model would receive, is over its size limit.
+
+    Attributes:
+        size: the result's size in UTF-8 bytes (at least this much).
+        limit: the limit it exceeded.
+    """
+
+    quotes_content = False
+
+    def __init__(self, tool: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"tool {tool!r} returned {size:,} bytes or more, over its limit of {limit:,}; "
+            "return less (a summary, the first rows), or raise max_result_bytes= on @tool "
+            "or max_tool_result_bytes= on AgentConfig",
+            tool=tool,
+        )
+        self.size = size
+        self.limit = limit
 
 
 class VectorStoreError(RuntimeFailure):

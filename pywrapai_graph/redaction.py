@@ -4,10 +4,13 @@ Standard library only, so every layer may import it (like :mod:`pywrapai_graph.e
 
 What is masked (replaced by ``***``):
 
-* passwords in URL userinfo, ``scheme://user:***@host`` (the user name stays);
+* passwords in URL userinfo, ``scheme://user:***@host`` (the user name stays), and a bare
+  userinfo without a password, ``https://***@host`` (where a token usually sits);
 * secret-named parameters wherever they appear: URL query parameters
   (``?password=``, ``&token=``, ``api_key=``...), libpq key=value DSNs
-  (``host=db password='p w'``), ``key: value`` pairs and HTTP ``Authorization`` values;
+  (``host=db password='p w'``, the value running to the next space), environment-style
+  assignments (``OPENAI_API_KEY=``, ``PGPASSWORD=``, ``GITHUB_TOKEN=``...), ``key: value``
+  pairs (to the end of the line) and HTTP ``Authorization`` values;
 * anything shaped like a provider API key (``sk-...``, ``sk-ant-...``, ``AIza...``);
 * the exact secrets a caller names (and their percent-encoded forms).
 
@@ -15,6 +18,10 @@ What is masked (replaced by ``***``):
 messages, for use as the ``__cause__`` of the errors we raise from SDK and driver errors:
 the original (whose request, headers or message may hold a key) is never the visible cause,
 so ``logging.exception`` and ``traceback.format_exception`` print nothing secret.
+
+:func:`unencoded_userinfo` tells a URL whose password holds an unencoded reserved character
+(``@ : / ? # [ ]``): parsers disagree where its host starts (libpq takes the text after the
+first ``@``), so such a URL would send the password's tail to DNS and show it as the host.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import quote
 
-__all__ = ["MASK", "RedactedError", "redact", "scrubbed"]
+__all__ = ["MASK", "RedactedError", "redact", "scrubbed", "unencoded_userinfo"]
 
 MASK = "***"
 
@@ -38,19 +45,38 @@ _LABELLED = (
     "password|passwd|sslpassword|secret|client_secret|access_token|refresh_token|auth_token|"
     "api_key|apikey|api-key|x-api-key|x-goog-api-key|private_key|authorization"
 )
-# Values: 'quoted' (libpq escapes \'), "quoted", or a bare run up to a separator.
-_VALUE = r"(?P<value>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,'\")}\]]+)"
+# Environment-style names: a secret word after a prefix (``OPENAI_API_KEY``, ``PGPASSWORD``).
+_ENV = (
+    r"[A-Za-z0-9_]*(?:password|passwd)|(?:[A-Za-z0-9]+_)+"
+    r"(?:api_?key|token|secret|secret_key|access_key|private_key|pwd|pass|credentials?)"
+)
+_QUOTED = r"'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?"
+# Values: 'quoted' (libpq escapes \'), "quoted", or a bare run: to the next space after ``=``
+# (a libpq password may hold any of ``@:/?#[]&``), to the next ``&`` as well in a URL query
+# (an unencoded ``#`` is masked with it), to the end of the line after ``:``.
+_VALUE = rf"(?P<value>{_QUOTED}|[^\s'\"]\S*)"
+_QUERY_VALUE = rf"(?P<value>{_QUOTED}|[^\s&'\"]+)"
+_LINE_VALUE = rf"(?P<value>{_QUOTED}|[^\s'\"][^\r\n]*)"
 _NOT_GLUED = r"(?<![\w\-])"  # ``max_tokens=5`` stays readable
+_NOT_IN_QUERY = r"(?<![\w\-?&;])"
 _NAMED = (
-    re.compile(rf"{_NOT_GLUED}(?P<name>{_ASSIGNED})(?P<sep>\s*=\s*){_VALUE}", re.IGNORECASE),
-    re.compile(rf"{_NOT_GLUED}(?P<name>{_LABELLED})(?P<sep>\s*:\s*){_VALUE}", re.IGNORECASE),
-    re.compile(rf"(?P<name>([\"'])(?:{_ASSIGNED})\2)(?P<sep>\s*:\s*){_VALUE}", re.IGNORECASE),
+    re.compile(rf"(?<=[?&;])(?P<name>{_ASSIGNED})(?P<sep>=){_QUERY_VALUE}", re.IGNORECASE),
+    re.compile(rf"{_NOT_IN_QUERY}(?P<name>{_ASSIGNED}|{_ENV})(?P<sep>\s*=\s*){_VALUE}", re.I),
+    re.compile(rf"{_NOT_GLUED}(?P<name>{_LABELLED})(?P<sep>\s*:\s*){_LINE_VALUE}", re.IGNORECASE),
+    re.compile(
+        rf"(?P<name>([\"'])(?:{_ASSIGNED}|{_ENV})\2)(?P<sep>\s*:\s*){_VALUE}", re.IGNORECASE
+    ),
 )
 # scheme://user:password@ — greedy up to the last @ of the token (a password may hold '@').
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"?#]*:)[^\s'\"]*@")
+# scheme://TOKEN@ — a userinfo without a password is masked whole.
+_BARE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)[^\s:/@'\"?#\[\]*]+@")
 _SCHEMES = re.compile(r"\b(?P<scheme>Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE)
 # OpenAI "sk-...", Anthropic "sk-ant-...", Google "AIza...".
 _KEY_SHAPES = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
+_URL = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*://(?P<rest>\S*)")
+_RESERVED = frozenset("@:/?#[]")
+_PORT_THEN_PATH = re.compile(r"[0-9]*[/?#]")  # host:8000/path?mail=a@b: the '@' is no userinfo
 
 
 def _named(match: re.Match[str]) -> str:
@@ -74,6 +100,7 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
             if encoded != secret:
                 text = text.replace(encoded, MASK)
     text = _USERINFO.sub(lambda m: f"{m['head']}{MASK}@", text)
+    text = _BARE_USERINFO.sub(lambda m: f"{m['head']}{MASK}@", text)
     text = _SCHEMES.sub(lambda m: f"{m['scheme']} {MASK}", text)
     for pattern in _NAMED:
         text = pattern.sub(_named, text)
@@ -123,3 +150,23 @@ def scrubbed(exc: BaseException, secrets: Iterable[str | None] = ()) -> Redacted
         copy = newer
     assert copy is not None
     return copy
+
+
+def unencoded_userinfo(url: str) -> bool:
+    """Whether the userinfo of ``url`` holds an unencoded reserved character (``@:/?#[]``
+    in the password, ``@`` in the user name), so that parsers disagree on its host.
+
+    An ``@`` that belongs to a path or query (its "user name" would hold ``/?#[]``, or a
+    port sits before the path) is not userinfo; a URL without ``scheme://`` has none.
+    """
+    match = _URL.match(url)
+    if match is None:
+        return False
+    rest = match["rest"]
+    at = rest.rfind("@")
+    if at < 0:
+        return False
+    user, _, password = rest[:at].partition(":")
+    if any(c in _RESERVED for c in user.replace("@", "")) or _PORT_THEN_PATH.match(password):
+        return False
+    return "@" in user or any(c in _RESERVED for c in password)

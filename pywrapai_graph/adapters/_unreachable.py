@@ -21,9 +21,18 @@ from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pywrapai_graph.redaction import redact
+from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.redaction import redact, unencoded_userinfo
 
-__all__ = ["Reason", "address", "cannot_reach", "endpoint_of", "probe", "reason_of"]
+__all__ = [
+    "Reason",
+    "address",
+    "cannot_reach",
+    "endpoint_of",
+    "probe",
+    "reason_of",
+    "refuse_unencoded_userinfo",
+]
 
 Reason = Literal["dns", "refused", "timeout", "tls", "auth", "other"]
 
@@ -132,6 +141,8 @@ def address(url_or_host: str, default_port: int | None = None) -> str:
     Without a port in the text: ``default_port`` (the client's), else the scheme's.
     """
     text = url_or_host if "://" in url_or_host else f"//{url_or_host}"
+    if unencoded_userinfo(text):
+        return "<an address whose password is not percent-encoded>"
     try:
         parts = urlsplit(text)
         host, port = parts.hostname, parts.port
@@ -184,3 +195,21 @@ def probe(url: str, timeout: float) -> None:
         exc.close()
         if exc.code in (401, 403):
             raise
+
+
+def refuse_unencoded_userinfo(url: object, what: str) -> None:
+    """Refuse a URL whose password holds an unencoded ``@ : / ? # [ ]``.
+
+    Parsers disagree on where its host starts (libpq takes the text after the first ``@``):
+    the password's tail would be looked up in DNS and shown as the host.
+
+    Raises:
+        ConfigurationError: naming ``what`` (never the URL) and the encoding to use.
+    """
+    if isinstance(url, str) and unencoded_userinfo(url):
+        raise ConfigurationError(
+            f"the {what} has a user name or password with an unencoded reserved character "
+            "(one of @ : / ? # [ ]), so its host cannot be told apart from the password; "
+            "percent-encode them in the URL (@ as %40, : as %3A, / as %2F, ? as %3F, "
+            "# as %23, [ as %5B, ] as %5D), e.g. with urllib.parse.quote(password, safe='')"
+        )

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from typing import Unpack
 
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.observability.observation import Observation, fire
 from pywrapai_graph.application.observability.operations import (
     observe_agent_run,
     observe_agent_turn,
-    observe_tool,
 )
 from pywrapai_graph.application.observability.scope import agent_run_context
 from pywrapai_graph.application.observability.telemetry import check_hooks, global_hooks
-from pywrapai_graph.application.tools import Tool, ToolRegistry, format_tool_output
+from pywrapai_graph.application.tools import Tool, ToolRegistry
+from pywrapai_graph.application.tools.execution import (
+    ToolLimits,
+    ToolOutcome,
+    aexecute_tool,
+    error_text,
+    execute_tool,
+)
 from pywrapai_graph.domain import (
     GenerationOptions,
     LLMResponse,
@@ -36,7 +41,6 @@ from pywrapai_graph.domain.agent import (
     AgentMaxTurnsError,
     AgentResult,
     AgentStep,
-    ToolTiming,
 )
 from pywrapai_graph.domain.events import AgentStepEvent
 from pywrapai_graph.errors import PyWrapAIError
@@ -47,16 +51,6 @@ from pywrapai_graph.ports.vector_store import MetadataFilter
 __all__ = ["Agent"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Outcome:
-    """One tool call's result or failure, with its timing."""
-
-    call: ToolCall
-    timing: ToolTiming
-    value: Any = None
-    error: BaseException | None = None
 
 
 @dataclass
@@ -79,7 +73,8 @@ class _Run:
 
     @contextmanager
     def interrupted(self) -> Iterator[None]:
-        """A failed model call carries the run so far as ``partial`` (steps, messages, cost)."""
+        """An error that stops the run (a failed model call, a tool's failure under the
+        "raise" policy) carries the run so far as ``partial`` (steps, messages, cost)."""
         try:
             yield
         except PyWrapAIError as exc:
@@ -105,7 +100,11 @@ class Agent:
     ``run``/``arun`` get a ``filter`` or ``rag_k`` and the
     registry's neutral schemas. ``run`` executes a turn's tools one after another; ``arun``
     runs them concurrently (``async def`` tools awaited, sync tools in worker threads),
-    keeping results in call order.
+    keeping results in call order. A tool's failure — an exception (as a
+    ``ToolExecutionError`` with its redacted text: the tool's own exception never reaches a
+    span, a log or the model), bad arguments, its timeout (``tool_timeout_s``: a sync tool
+    with one runs in a thread of its own) or an oversized result — goes to
+    ``tool_error_policy``.
 
     Args:
         graph: the conversation to drive (a ``GraphLLM``).
@@ -117,6 +116,9 @@ class Agent:
     Raises:
         KeyError: (from run/arun) the model called a tool that is not registered —
             regardless of ``tool_error_policy``, as it is a programming error.
+        ToolExecutionError: (policy "raise") a tool failed: ``ToolTimeoutError``,
+            ``ToolResultTooLargeError``, or the redacted stand-in for what it raised;
+            ``ToolArgumentsError`` for bad arguments. Each carries ``partial``.
         AgentMaxTurnsError: no final answer within ``max_turns``.
         AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
         PyWrapAIError: a model call failed (rate limit, timeout, malformed reply...); the
@@ -135,6 +137,7 @@ class Agent:
         self.registry = registry
         self.config = config if config is not None else AgentConfig()
         self.hooks = check_hooks(hooks)
+        self._limits = ToolLimits(self.config.tool_timeout_s, self.config.max_tool_result_bytes)
 
     def _observe_run(self, run: _Run) -> Observation:
         provider = str(getattr(self.graph, "provider", ""))
@@ -155,18 +158,20 @@ class Agent:
     def _lookup(self, calls: Sequence[ToolCall]) -> list[Tool]:
         return [self.registry.get(c.name) for c in calls]  # KeyError always propagates
 
-    def _finish_turn(self, run: _Run, response: LLMResponse, outcomes: list[_Outcome]) -> None:
+    def _finish_turn(self, run: _Run, response: LLMResponse, outcomes: list[ToolOutcome]) -> None:
         policy = self.config.tool_error_policy
         results: list[ToolResult] = []
         for o in outcomes:
             if o.error is None:
-                results.append(ToolResult(o.call.id, o.call.name, format_tool_output(o.value)))
+                results.append(ToolResult(o.call.id, o.call.name, o.content))
             elif policy == "raise":
                 raise o.error
             elif policy == "return_to_model":
-                results.append(ToolResult(o.call.id, o.call.name, f"Error: {_describe(o.error)}"))
+                results.append(ToolResult(o.call.id, o.call.name, error_text(o.error)))
             else:
-                _log.warning("tool %r failed; skipped by policy", o.call.name)
+                _log.warning(
+                    "tool %r failed (%s); skipped by policy", o.call.name, type(o.error).__name__
+                )
         calls = list(response.tool_calls)
         run.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=calls))
         run.messages.extend(Message(Role.TOOL, r.content, tool_result=r) for r in results)
@@ -228,12 +233,13 @@ class Agent:
                     if not response.tool_calls:
                         observed.result = result = self._final(run, response)
                         return result
-                    tools_used = self._lookup(response.tool_calls)
-                    outcomes = [
-                        _call_sync(t, c, hooks)
-                        for t, c in zip(tools_used, response.tool_calls, strict=True)
-                    ]
-                    self._finish_turn(run, response, outcomes)
+                    with run.interrupted():
+                        tools_used = self._lookup(response.tool_calls)
+                        outcomes = [
+                            execute_tool(t, c, hooks, self._limits)
+                            for t, c in zip(tools_used, response.tool_calls, strict=True)
+                        ]
+                        self._finish_turn(run, response, outcomes)
             raise AgentMaxTurnsError(run.turns, run.result())
 
     # ------------------------------------------------------------------ async
@@ -269,48 +275,16 @@ class Agent:
                     if not response.tool_calls:
                         observed.result = result = self._final(run, response)
                         return result
-                    tools_used = self._lookup(response.tool_calls)
-                    outcomes = await asyncio.gather(
-                        *(
-                            _call_async(t, c, hooks)
-                            for t, c in zip(tools_used, response.tool_calls, strict=True)
+                    with run.interrupted():
+                        tools_used = self._lookup(response.tool_calls)
+                        outcomes = await asyncio.gather(
+                            *(
+                                aexecute_tool(t, c, hooks, self._limits)
+                                for t, c in zip(tools_used, response.tool_calls, strict=True)
+                            )
                         )
-                    )
-                    self._finish_turn(run, response, list(outcomes))
+                        self._finish_turn(run, response, list(outcomes))
             raise AgentMaxTurnsError(run.turns, run.result())
 
     def __repr__(self) -> str:
         return f"Agent(tools={self.registry.names!r}, config={self.config!r})"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    return text or type(exc).__name__
-
-
-def _call_sync(tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...]) -> _Outcome:
-    started = time.perf_counter()
-    try:
-        with observe_tool(call, hooks=hooks) as observed:
-            value = tool.invoke(call.arguments)
-            if observed.active:
-                observed.result = format_tool_output(value)
-        error = None
-    except Exception as exc:
-        value, error = None, exc
-    timing = ToolTiming(call.id, call.name, started, time.perf_counter())
-    return _Outcome(call, timing, value, error)
-
-
-async def _call_async(tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...]) -> _Outcome:
-    started = time.perf_counter()
-    try:
-        with observe_tool(call, hooks=hooks) as observed:
-            value = await tool.ainvoke(call.arguments)
-            if observed.active:
-                observed.result = format_tool_output(value)
-        error = None
-    except Exception as exc:
-        value, error = None, exc
-    timing = ToolTiming(call.id, call.name, started, time.perf_counter())
-    return _Outcome(call, timing, value, error)

@@ -107,7 +107,9 @@ def _faiss(store: StoreSettings) -> BaseVectorStore:
 
     index = _file_path(store)
     meta = os.path.splitext(index)[0] + ".meta.db"
-    return FAISSVectorStore(index, meta, dimension=store.dimension)
+    return FAISSVectorStore(
+        index, meta, dimension=store.dimension, lock_timeout=store.lock_timeout_s
+    )
 
 
 def _chroma(store: StoreSettings) -> BaseVectorStore:

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, TextIO
 
 from pywrapai_graph.composition.factories import make_retriever
+from pywrapai_graph.errors import InvalidStateError
 
 if TYPE_CHECKING:
     from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation
@@ -96,6 +97,14 @@ def run_eval(container: CommandObjects, args: argparse.Namespace, out: TextIO, e
         settings = settings.model_copy(update={"retriever": retriever_settings})
     embedder = container.embedder()
     store: BaseVectorStore = container.vector_store() if args.reuse_store else InMemoryVectorStore()
+    if args.reuse_store and len(store) == 0:
+        store.close()
+        raise InvalidStateError(
+            "eval --reuse-store: the configured store holds no chunks, so every query would "
+            "score 0 (an in-memory store starts empty in each process). Ingest the corpus "
+            "into a persistent store first, or run eval without --reuse-store to ingest it "
+            "into a fresh one."
+        )
     retriever = make_retriever(settings, embedder, store, container.hooks())
     result = evaluate_retrieval(
         retriever,

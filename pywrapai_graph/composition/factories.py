@@ -191,6 +191,10 @@ def make_agent(
 
     s = settings.agent
     config = AgentConfig(
-        max_turns=s.max_turns, tool_error_policy=s.tool_error_policy, max_cost_usd=s.max_cost_usd
+        max_turns=s.max_turns,
+        tool_error_policy=s.tool_error_policy,
+        max_cost_usd=s.max_cost_usd,
+        tool_timeout_s=s.tool_timeout_s,
+        max_tool_result_bytes=s.max_tool_result_bytes,
     )
     return Agent(graph=graph, registry=registry, config=config, hooks=hooks)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.errors import UnknownProviderError
 from pywrapai_graph.ports import ChatModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
@@ -128,6 +129,7 @@ def make_chat_model(provider: str, model: str | None, options: Mapping[str, Any]
 
     Raises:
         UnknownProviderError: the name is not registered (the message lists the known names).
+        ConfigurationError: a ``base_url`` whose password holds an unencoded ``@:/?#[]``.
         MissingExtraError: the provider's SDK is not installed (raised by the adapter).
     """
     entry = CHAT_PROVIDERS.get(provider)
@@ -137,6 +139,7 @@ def make_chat_model(provider: str, model: str | None, options: Mapping[str, Any]
             f"unknown LLM provider {provider!r}; known providers: {', '.join(known)}. "
             "You can also pass a ChatModel instance as provider="
         )
+    refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
     return entry.build(model, options)
 
 
@@ -153,4 +156,5 @@ def make_embedding_provider(provider: str, options: Mapping[str, Any]) -> Embedd
             f"unknown embedding provider {provider!r}; known providers: "
             f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
         )
+    refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
     return entry.build(options)

@@ -27,6 +27,7 @@ from pydantic import (
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
+from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
 from pywrapai_graph.redaction import redact
@@ -127,6 +128,11 @@ class StoreSettings(_Section):
     dsn: SecretStr | None = None
     api_key: SecretStr | None = None
     dimension: int | None = Field(default=None, gt=0)
+    lock_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="faiss only: seconds a write waits for another process's (StoreBusyError)",
+    )
     # PostgreSQL (pgvector) only
     pool_size: int = Field(default=4, ge=1, description="server connections at most")
     pool_timeout_ms: int | None = Field(
@@ -214,6 +220,8 @@ class AgentSettings(_Section):
     max_turns: int = Field(default=10, ge=1)
     tool_error_policy: Literal["return_to_model", "raise", "skip"] = "return_to_model"
     max_cost_usd: float | None = Field(default=None, ge=0)
+    tool_timeout_s: float | None = Field(default=DEFAULT_TOOL_TIMEOUT_S, gt=0)
+    max_tool_result_bytes: int | None = Field(default=DEFAULT_MAX_TOOL_RESULT_BYTES, ge=1)
 
 
 class Settings(BaseModel):

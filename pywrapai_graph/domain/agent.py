@@ -11,6 +11,8 @@ from pywrapai_graph.domain.usage import TokenUsage
 from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
 
 __all__ = [
+    "DEFAULT_MAX_TOOL_RESULT_BYTES",
+    "DEFAULT_TOOL_TIMEOUT_S",
     "AgentBudgetExceededError",
     "AgentConfig",
     "AgentMaxTurnsError",
@@ -18,10 +20,50 @@ __all__ = [
     "AgentStep",
     "ToolErrorPolicy",
     "ToolTiming",
+    "check_tool_limits",
 ]
 
 ToolErrorPolicy = Literal["return_to_model", "raise", "skip"]
 _POLICIES = ("return_to_model", "raise", "skip")
+
+#: Seconds a tool call may take unless the tool or the config says otherwise: longer than any
+#: healthy lookup or API call, shorter than the 60 s most HTTP front ends give a whole
+#: request, so a hung tool fails its turn before the user's request dies.
+DEFAULT_TOOL_TIMEOUT_S = 30.0
+#: UTF-8 bytes of a tool's result text unless the tool or the config says otherwise: about
+#: 16,000 tokens, a full page of records; every later turn re-sends it, so a runaway dump
+#: would cost its size on each call and overflow a model's context.
+DEFAULT_MAX_TOOL_RESULT_BYTES = 64 * 1024
+
+
+def check_tool_limits(
+    timeout_s: object,
+    max_result_bytes: object,
+    where: str = "",
+    names: tuple[str, str] = ("timeout_s", "max_result_bytes"),
+) -> None:
+    """Refuse a timeout that is not a positive number or a size that is not a positive int.
+
+    Raises:
+        InvalidArgumentError: naming the value.
+    """
+    if timeout_s is not None and (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, int | float)
+        or not timeout_s > 0  # NaN too
+    ):
+        raise InvalidArgumentError(
+            f"{where}{names[0]} must be a positive number of seconds (math.inf: no limit), "
+            f"got {timeout_s!r}"
+        )
+    if max_result_bytes is not None and (
+        isinstance(max_result_bytes, bool)
+        or not isinstance(max_result_bytes, int)
+        or max_result_bytes < 1
+    ):
+        raise InvalidArgumentError(
+            f"{where}{names[1]} must be a positive int, got {max_result_bytes!r}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +166,18 @@ class AgentConfig:
         on_step: called after each tool-calling turn, before the step is stored.
         max_cost_usd: stop (AgentBudgetExceededError) before a call that would exceed it,
             estimating the next call at no less than the previous one.
+        tool_timeout_s: seconds a tool call may take unless the tool sets its own
+            (``ToolTimeoutError``, handled by ``tool_error_policy``); None: no limit.
+        max_tool_result_bytes: UTF-8 bytes of a tool's result text unless the tool sets its
+            own (``ToolResultTooLargeError``, handled by the policy); None: no limit.
     """
 
     max_turns: int = 10
     tool_error_policy: ToolErrorPolicy = "return_to_model"
     on_step: Callable[[AgentStep], None] | None = None
     max_cost_usd: float | None = None
+    tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
+    max_tool_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
 
     def __post_init__(self) -> None:
         turns: object = self.max_turns
@@ -142,3 +190,9 @@ class AgentConfig:
             )
         if self.max_cost_usd is not None and self.max_cost_usd < 0:
             raise InvalidArgumentError(f"max_cost_usd must be >= 0, got {self.max_cost_usd}")
+        check_tool_limits(
+            self.tool_timeout_s,
+            self.max_tool_result_bytes,
+            "AgentConfig: ",
+            ("tool_timeout_s", "max_tool_result_bytes"),
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,3 +118,45 @@ def test_config_falls_back_to_hashing_without_the_packages(
         fallback = build_container({"embedder": {"provider": "local"}}).embedder()
     assert fallback.provider == "hashing"
     assert "falling back" in caplog.text
+
+
+class _CountingTokenizer:
+    """The real tokenizer, counting the characters it is handed."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.chars = 0
+
+    def encode_batch(self, texts: list[str]) -> Any:
+        self.chars += sum(len(t) for t in texts)
+        return self.tokenizer.encode_batch(texts)
+
+
+PROSE = " ".join(f"{text} ({i})" for i, text in enumerate(list(FAQ.values()) * 40))
+
+
+def test_a_20_mb_text_costs_the_window_not_its_length() -> None:
+    """Before: the whole text was tokenized, then truncated (44 s of CPU for 20 MB)."""
+    provider = local.LocalEmbeddings()
+    counting = _CountingTokenizer(provider._tokenizer)
+    provider._tokenizer = counting  # type: ignore[assignment]
+    huge = (PROSE + " ") * (20_000_000 // len(PROSE) + 1)
+    assert len(huge) >= 20_000_000
+    vectors, tokens, truncated = provider.embed_array([huge])
+    assert counting.chars <= provider.max_length * 8
+    assert (tokens, truncated) == (provider.max_length, 1)
+    prefix, _, _ = provider.embed_array([PROSE[:4000]])  # 4,000 chars: over 256 tokens
+    assert np.array_equal(vectors, prefix)
+
+
+def test_a_long_run_of_whitespace_still_fills_the_window_from_whole_words() -> None:
+    provider = local.LocalEmbeddings()
+    spaced = "refunds " + " " * 100_000 + PROSE
+    collapsed = "refunds " + PROSE  # whitespace runs make no tokens for this tokenizer
+    a, tokens, truncated = provider.embed_array([spaced])
+    b, _, _ = provider.embed_array([collapsed])
+    assert np.array_equal(a, b)
+    assert (tokens, truncated) == (provider.max_length, 1)
+    short = "refunds " + " " * 100_000 + "take five days"
+    _, tokens, truncated = provider.embed_array([short])
+    assert truncated == 0 and tokens < provider.max_length

@@ -4,6 +4,7 @@ garbage 200s, streams cut before their end marker, 429/5xx retries with Retry-Af
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -195,3 +196,41 @@ def test_a_stream_that_already_delivered_text_is_not_retried(
     with pytest.raises(IncompleteStreamError):
         _collect(provider, is_async=is_async, max_retries=2)
     assert len(list(provider.wire.chat_requests())) == 1
+
+
+@pytest.mark.parametrize("text", ['{"name": "Paris", "population": 2100000}', "Paris, 2.1M"])
+def test_anthropic_structured_reply_without_its_tool_block_is_a_response_format_error(
+    text: str,
+) -> None:
+    """A server that ignores the forced tool (llama.cpp's Anthropic endpoint does) answers in
+    free text: that is no structured object, even when the text happens to parse."""
+    from pywrapai_graph import LLM
+    from pywrapai_graph.testing.contracts.chat_model import SECRET, City
+    from pywrapai_graph.testing.wire import AnthropicWire
+
+    with AnthropicWire() as wire:
+        llm = LLM(
+            provider="anthropic",
+            model="claude-haiku-4-5-20251001",
+            base_url=wire.url,
+            api_key=SECRET,
+            max_retries=0,
+        )
+        wire.reply(text, text)
+        try:
+            with pytest.raises(ResponseFormatError, match="no such tool_use block") as info:
+                llm.chat_structured("Biggest French city?", City)
+            assert json.loads(info.value.raw)["content"] == [{"type": "text", "text": text}]
+            assert type(info.value) is ResponseFormatError  # not a parse failure of the text
+
+            async def run() -> None:
+                try:
+                    await llm.achat_structured("Biggest French city?", City)
+                finally:
+                    await llm.aclose()
+
+            with pytest.raises(ResponseFormatError, match="no such tool_use block"):
+                asyncio.run(run())
+            assert len(llm.tokens) == 2  # billed replies are recorded
+        finally:
+            llm.close()

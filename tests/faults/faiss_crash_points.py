@@ -277,17 +277,18 @@ class CrashPoints:
 
         os.pwrite = pwrite
         real_write_index = faiss.write_index
+        real_ftruncate = os.ftruncate
 
-        def write_index(index: Any, path: str) -> None:
+        def write_index(index: Any, target: Any) -> None:
             self.point("write_index")
 
-            def torn() -> None:
-                real_write_index(index, path)
-                size = os.path.getsize(path)
-                os.truncate(path, size // 2)
+            def torn() -> None:  # the store writes through its own descriptor of the file
+                real_write_index(index, target)
+                for fd in _open_files_ending(".pending"):
+                    real_ftruncate(fd, os.fstat(fd).st_size // 2)
 
             self.point("torn pending", torn)
-            real_write_index(index, path)
+            real_write_index(index, target)
             self.point("after write_index")
 
         faiss.write_index = write_index  # type: ignore[assignment]
@@ -554,6 +555,19 @@ def verify(
     if seen[0] != seen[1]:
         return f"reader and fresh open disagree: {seen}"
     return seen[0]
+
+
+def _open_files_ending(suffix: str) -> list[int]:
+    """This process's descriptors of files whose path ends with ``suffix``."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            where = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if where.endswith(suffix):
+            found.append(int(name))
+    return found
 
 
 def _read_lines(fd: int) -> list[str]:

@@ -143,3 +143,143 @@ def test_settings_repr_and_cli_stats_hide_url_credentials(
     assert code == 1
     assert PW not in out.getvalue() + err.getvalue()
     assert "cannot reach Chroma at 127.0.0.1:1" in err.getvalue()
+
+
+# --------------------------------------------------------------- gaps closed in issue 24 item 5
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (f"clone http://{PW}@github.com/o/r failed", "clone http://***@github.com/o/r failed"),
+        (f"GET https://{PW}@api.example.com/v1", "GET https://***@api.example.com/v1"),
+        (f"env OPENAI_API_KEY={PW} set", "env OPENAI_API_KEY=*** set"),
+        (f"PGPASSWORD={PW} psql -h db", "PGPASSWORD=*** psql -h db"),
+        (f"export ANTHROPIC_API_KEY='{PW} x' && run", "export ANTHROPIC_API_KEY='***' && run"),
+        (
+            f"GITHUB_TOKEN={PW} AWS_SECRET_ACCESS_KEY={PW}",
+            "GITHUB_TOKEN=*** AWS_SECRET_ACCESS_KEY=***",
+        ),
+        (f"mysql_root_password={PW}", "mysql_root_password=***"),
+        (f'{{"OPENAI_API_KEY": "{PW}"}}', '{"OPENAI_API_KEY": "***"}'),
+        (f"password: {PW} with spaces\nnext", "password: ***\nnext"),
+    ],
+)
+def test_redact_masks_bare_userinfo_and_environment_assignments(text: str, kept: str) -> None:
+    out = redact(text)
+    assert "Hunter2" not in out
+    assert kept in out
+
+
+def test_environment_style_masking_leaves_counts_alone() -> None:
+    text = "max_tokens=5 max_output_tokens=7 num_tokens: 3 token_count=4"
+    assert redact(text) == text
+
+
+RESERVED = ["@", ":", "/", "?", "#", "[", "]", "@:/?#[]"]
+
+
+def _reserved_pw(chars: str) -> str:
+    return f"Hunter2{chars}TAILpw"
+
+
+def _hidden(text: str) -> bool:
+    return "Hunter2" not in text and "TAILpw" not in text
+
+
+@pytest.mark.parametrize("chars", RESERVED)
+@pytest.mark.parametrize(
+    "form",
+    [
+        "postgresql://u:{pw}@db:5432/app",
+        "postgres://u:{pw}@db/app?sslmode=require",
+        "http://admin:{pw}@chroma:8000/x",
+        "https://admin:{pw}@qdrant:6333",
+        "host=db port=5432 password={pw} dbname=app",
+        "https://x/v1?token={pw}",
+    ],
+)
+def test_redact_hides_passwords_with_reserved_characters(chars: str, form: str) -> None:
+    out = redact(form.format(pw=_reserved_pw(chars)))
+    assert _hidden(out), out
+
+
+@pytest.mark.parametrize("chars", RESERVED)
+def test_key_value_dsn_with_reserved_characters_is_masked_in_connect_errors(
+    chars: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+
+    dsn = f"host=127.0.0.1 port=1 user=u password={_reserved_pw(chars)} connect_timeout=2"
+    with pytest.raises(VectorStoreError) as info:
+        PGVectorStore(dsn, dimension=4)
+    assert "127.0.0.1:1" in str(info.value)
+    assert _hidden(_shown(info.value, caplog))
+
+
+@pytest.mark.parametrize("chars", ["@", "/", "?", "#", "[", "]", "@:/?#[]"])
+def test_pg_url_with_unencoded_reserved_password_is_refused_naming_the_fix(
+    chars: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.errors import ConfigurationError
+
+    dsn = f"postgresql://u:{_reserved_pw(chars)}@127.0.0.1:1/app?connect_timeout=2"
+    with pytest.raises(ConfigurationError, match="percent-encode") as info:
+        PGVectorStore(dsn, dimension=4)
+    assert _hidden(_shown(info.value, caplog))
+
+
+def test_pg_url_with_percent_encoded_reserved_password_connects_to_its_host(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from urllib.parse import quote
+
+    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+
+    pw = _reserved_pw("@:/?#[]")
+    dsn = f"postgresql://u:{quote(pw, safe='')}@127.0.0.1:1/app?connect_timeout=2"
+    with pytest.raises(VectorStoreError) as info:
+        PGVectorStore(dsn, dimension=4)
+    assert "cannot reach PostgreSQL at 127.0.0.1:1" in str(info.value)
+    assert _hidden(_shown(info.value, caplog))
+
+
+@pytest.mark.parametrize("chars", ["@", "/", "?", "#", "[", "]"])
+def test_http_store_urls_with_unencoded_reserved_password_are_refused(
+    chars: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+    from pywrapai_graph.errors import ConfigurationError
+
+    url = f"http://admin:{_reserved_pw(chars)}@127.0.0.1:1"
+    with pytest.raises(ConfigurationError, match="percent-encode") as chroma:
+        ChromaVectorStore(url=url)
+    with pytest.raises(ConfigurationError, match="percent-encode") as qdrant:
+        QdrantVectorStore("docs", url=url)
+    assert _hidden(_shown(chroma.value, caplog) + _shown(qdrant.value, caplog))
+
+
+def test_address_never_shows_a_password_tail_as_the_host() -> None:
+    from pywrapai_graph.adapters._unreachable import address
+
+    for chars in RESERVED:
+        assert _hidden(address(f"http://u:{_reserved_pw(chars)}@127.0.0.1:1"))
+    assert address("http://u:pw@127.0.0.1:1") == "127.0.0.1:1"
+    assert address("http://127.0.0.1:8000/x?mail=a@b.c") == "127.0.0.1:8000"
+
+
+@pytest.mark.parametrize("chars", ["@", "/", "#"])
+def test_llm_and_embedder_base_urls_with_unencoded_reserved_password_are_refused(
+    chars: str,
+) -> None:
+    from pywrapai_graph import LLM, Embedder
+    from pywrapai_graph.errors import ConfigurationError
+
+    url = f"http://u:{_reserved_pw(chars)}@127.0.0.1:1/v1"
+    with pytest.raises(ConfigurationError, match="openai base_url") as chat:
+        LLM(provider="openai", base_url=url, api_key="k")
+    with pytest.raises(ConfigurationError, match="ollama base_url") as embed:
+        Embedder(provider="ollama", base_url=url)
+    assert _hidden(str(chat.value) + str(embed.value))

@@ -178,3 +178,54 @@ def test_eval_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     err = io.StringIO()
     assert main(["eval", str(tmp_path / "nowhere")], io.StringIO(), err) == 2
     assert "not a BEIR-layout folder" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "expected"),
+    [
+        ("corpus.jsonl", b'{"_id": "1", "text": "caf\xe9"}\n', r"corpus.jsonl:1: not UTF-8"),
+        ("queries.jsonl", b'{"_id": "1", "text": "ok"}\n\xff\n', r"queries.jsonl:2: not UTF-8"),
+        ("qrels.tsv", b"query-id\tcorpus-id\tscore\n1\t1\t\xe9\n", r"qrels.tsv:2: not UTF-8"),
+        ("qrels.tsv", b"query-id\tcorpus-id\tscore\n1\t1\t" + b"9" * 400 + b"\n", r"out of range"),
+        ("qrels.tsv", b"query-id\tcorpus-id\tscore\n1\t1\t" + b"9" * 5000 + b"\n", r"integer"),
+        ("qrels.tsv", b"query-id\tcorpus-id\tscore\n1\t1\t-2000000\n", r"qrels.tsv:2: the score"),
+        ("corpus.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n", r"corpus.jsonl:1: JSON nested"),
+        (
+            "corpus.jsonl",
+            b'{"_id": "1", "text": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+            r"corpus.jsonl:1: JSON nested|\"text\" strings",
+        ),
+        ("corpus.jsonl", b'{"_id": {"a": 1}, "text": "x"}\n', r'"_id" must be a string'),
+        ("queries.jsonl", b'{"_id": "1", "text": ["a", "b"]}\n', r"got text of another type"),
+    ],
+)
+def test_load_beir_gives_every_bad_input_a_typed_error(
+    tmp_path: Path, file: str, content: bytes, expected: str
+) -> None:
+    folder = _beir(tmp_path / "bad")
+    (folder / file).write_bytes(content)
+    with pytest.raises(ConfigurationError, match=expected):
+        load_beir(folder)
+
+
+def test_eval_command_exits_2_naming_the_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _beir(tmp_path / "mini")
+    (folder / "corpus.jsonl").write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    assert main(["eval", str(folder)], io.StringIO(), err) == 2
+    assert "JSON nested too deeply" in err.getvalue()
+
+
+def test_eval_reuse_store_on_an_empty_store_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: it scored nothing (every metric 0) and exited 0.
+    folder = _beir(tmp_path / "mini")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: memory\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["eval", str(folder), "--reuse-store"], out, err) == 2
+    assert "holds no chunks" in err.getvalue() and out.getvalue() == ""

@@ -36,6 +36,15 @@ def sqlite_cli_folder(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (folder / "pywrapai.yaml").write_text("store:\n  backend: sqlite\n  path: kb/s.db\n")
 
 
+def ingest_skipping(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`ingest folder` through the CLI into SQLite: it must exit 3 (some skipped); its lines."""
+    sqlite_cli_folder(tmp_path, monkeypatch)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["ingest", str(folder)], out=out, err=err)
+    assert code == EXIT_SKIPPED, err.getvalue()
+    return out.getvalue().splitlines()
+
+
 def texts(files: TextFiles) -> list[str]:
     return sorted(d.text for d in files.documents())
 
@@ -158,10 +167,63 @@ def test_cli_ingest_skips_a_file_name_that_is_not_utf8(
     undecodable: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before: the whole run stopped with an untyped UnicodeEncodeError from the chunk ids.
-    sqlite_cli_folder(tmp_path, monkeypatch)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["ingest", str(undecodable)], out=out, err=err)
-    assert code == EXIT_SKIPPED, err.getvalue()
-    lines = out.getvalue().splitlines()
+    lines = ingest_skipping(undecodable, tmp_path, monkeypatch)
     assert sum(line.startswith("skipped ") and "\\xe9" in line for line in lines) == 2
     assert lines[-1].startswith("1 chunks added, 0 files unchanged, 0 files replaced, 2 files")
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Path:
+    """A folder with one good file and symbolic link loops: a file, a folder, a cycle of two."""
+    root = tmp_path / "loops"
+    root.mkdir()
+    (root / "good.txt").write_text("the one good file")
+    os.symlink("self.txt", root / "self.txt")
+    os.symlink("selfdir", root / "selfdir")
+    os.symlink("ping.md", root / "pong.md")
+    os.symlink("pong.md", root / "ping.md")
+    return root
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_symlink_loops_are_skipped_with_a_reason(loops: Path, follow: bool) -> None:
+    files = TextFiles([loops], follow_symlinks=follow)
+    assert texts(files) == ["the one good file"]
+    reasons = {Path(s.source).name: s.reason for s in files.skipped}
+    assert set(reasons) == {"self.txt", "selfdir", "ping.md", "pong.md"}
+    assert all("symbolic link loop" in r for r in reasons.values())
+    named = TextFiles([loops / "self.txt"])
+    assert texts(named) == [] and "symbolic link loop" in named.skipped[0].reason
+
+
+def test_cli_ingest_of_a_folder_with_a_link_loop_stores_the_rest(
+    loops: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: one self-looping link made `ingest` exit 1 with nothing stored and no summary.
+    lines = ingest_skipping(loops, tmp_path, monkeypatch)
+    assert sum(line.startswith("skipped ") and "loop" in line for line in lines) == 4
+    assert lines[-1].startswith("1 chunks added, 0 files unchanged, 0 files replaced, 4 files")
+
+
+def test_any_oserror_of_the_walk_skips_that_entry(tmp_path: Path) -> None:
+    """A real OSError other than a loop: an entry whose full path is longer than PATH_MAX
+    (its folder's path is not), so resolving or opening it fails."""
+    root = tmp_path / "deep"
+    root.mkdir()
+    (root / "good.txt").write_text("the one good file")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    length = len(os.fsencode(root))
+    try:
+        while length < 3800:
+            name = "d" * min(250, 3990 - length - 1)
+            os.mkdir(name, dir_fd=fd)
+            fd_next = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd, length = fd_next, length + 1 + len(name)
+        os.symlink("elsewhere", "l" * 200 + ".txt", dir_fd=fd)
+    finally:
+        os.close(fd)
+    files = TextFiles([root])
+    assert texts(files) == ["the one good file"]
+    assert len(files.skipped) == 1 and files.skipped[0].reason.startswith("cannot ")
+    assert Path(files.skipped[0].source).name == "l" * 200 + ".txt"

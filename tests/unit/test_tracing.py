@@ -350,7 +350,7 @@ def test_failing_tool_marks_its_span(otel: Telemetry) -> None:
     assert result.content.startswith("Error")
     span = otel.one("execute_tool broken")
     assert span.status.status_code is StatusCode.ERROR
-    assert (span.attributes or {})["error.type"] == "RuntimeError"
+    assert (span.attributes or {})["error.type"] == "ToolExecutionError"  # never the raw one
 
 
 # ---------------------------------------------------------------------------- metrics

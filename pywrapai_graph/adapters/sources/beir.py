@@ -26,18 +26,70 @@ class BeirCollection:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+#: the largest relevance grade taken (BEIR's collections use 0 to 4): larger ones would
+#: overflow the gain sums
+MAX_GRADE = 1_000_000
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines of a UTF-8 file, numbered from 1.
+
+    Raises:
+        ConfigurationError: a line is not UTF-8 (naming the file and line).
+    """
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigurationError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
-            if not isinstance(row, dict) or "_id" not in row:
-                raise ConfigurationError(f'{path}:{number}: a JSON object with "_id" expected')
-            yield number, row
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"{path}:{number}: not UTF-8 text (invalid byte at column {exc.start + 1}); "
+                    "save the file as UTF-8"
+                ) from None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+        except RecursionError:
+            raise ConfigurationError(f"{path}:{number}: JSON nested too deeply") from None
+        if not isinstance(row, dict) or "_id" not in row:
+            raise ConfigurationError(f'{path}:{number}: a JSON object with "_id" expected')
+        bad = [k for k in ("title", "text") if not isinstance(row.get(k) or "", str)]
+        if not isinstance(row["_id"], str | int) or isinstance(row["_id"], bool) or bad:
+            raise ConfigurationError(
+                f'{path}:{number}: "_id" must be a string (or an integer) and "title" and '
+                f'"text" strings, got {", ".join(bad) or "_id"} of another type'
+            )
+        yield number, row
+
+
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    rows = csv.reader((line for _, line in _text_lines(path)), delimiter="\t")
+    for number, row in enumerate(rows, start=1):
+        if number == 1 or not row:
+            continue
+        try:
+            query_id, doc_id, grade = row[0], row[1], int(row[2])
+        except (IndexError, ValueError):
+            raise ConfigurationError(
+                f"{path}:{number}: expected query-id, corpus-id and an integer score"
+            ) from None
+        if abs(grade) > MAX_GRADE:
+            digits = str(grade)
+            raise ConfigurationError(
+                f"{path}:{number}: the score {digits[:12]}{'...' if len(digits) > 12 else ''} "
+                "is out of range "
+                f"(-{MAX_GRADE:,} to {MAX_GRADE:,}; BEIR grades are 0 to 4)"
+            )
+        qrels.setdefault(query_id, {})[doc_id] = grade
+    return qrels
 
 
 def _text(row: dict[str, Any]) -> str:
@@ -72,18 +124,7 @@ def load_beir(folder: str | os.PathLike[str], qrels_file: str = "qrels.tsv") -> 
         raise ConfigurationError(
             f"{str(root)!r} is not a BEIR-layout folder: missing {', '.join(missing)}"
         )
-    qrels: dict[str, dict[str, int]] = {}
-    with qrels_path.open(encoding="utf-8", newline="") as f:
-        for number, row in enumerate(csv.reader(f, delimiter="\t"), start=1):
-            if number == 1 or not row:
-                continue
-            try:
-                query_id, doc_id, grade = row[0], row[1], int(row[2])
-            except (IndexError, ValueError):
-                raise ConfigurationError(
-                    f"{qrels_path}:{number}: expected query-id, corpus-id and an integer score"
-                ) from None
-            qrels.setdefault(query_id, {})[doc_id] = grade
+    qrels = _qrels(qrels_path)
     corpus = [
         Document(_text(row), metadata={"title": str(row.get("title") or "")}, id=str(row["_id"]))
         for _, row in _lines(paths["corpus"])

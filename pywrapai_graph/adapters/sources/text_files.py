@@ -2,12 +2,14 @@
 
 Reads only what it was pointed at: a symbolic link is not followed out of the given paths
 (unless asked), and device files, FIFOs, sockets, ``/proc``-style files, unreadable and
-non-UTF-8 files, and files whose path is not UTF-8 (it becomes the document id, which must
-be text) are skipped with a reason instead of being read or stopping the run.
+non-UTF-8 files, files whose path is not UTF-8 (it becomes the document id, which must
+be text), symbolic link loops and every entry the walk fails on (``OSError``) are skipped with
+a reason instead of being read or stopping the run.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -46,6 +48,13 @@ def _printable(path: str) -> str:
     if encodes_as_utf8(path):
         return path
     return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _why(failed: str, exc: OSError) -> str:
+    """The reason an ``OSError`` gives for skipping a path."""
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop (the link leads back to itself)"
+    return f"{failed}: {exc.strerror or type(exc).__name__}"
 
 
 def _within(path: str, root: str) -> bool:
@@ -100,7 +109,12 @@ class TextFiles:
     def documents(self) -> Iterator[Document]:
         """Each readable text file once, in path order."""
         for path in self.paths:
-            if path.is_dir():
+            try:
+                is_dir = path.is_dir()
+            except OSError as exc:  # a parent that cannot be searched
+                self._skip(path, _why("cannot tell what it is", exc))
+                continue
+            if is_dir:
                 yield from self._walk(os.fspath(path), os.path.realpath(path))
             else:
                 name = os.fspath(path)
@@ -124,12 +138,17 @@ class TextFiles:
             with os.scandir(shown) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            self._skip(shown, f"cannot list it: {exc.strerror}")
+            self._skip(shown, _why("cannot list it", exc))
             return
         subdirs: list[os.DirEntry[str]] = []
         inside = os.path.join(real, "")  # real + "/": os.path.join(real, name) for any name
         for entry in entries:
-            if entry.is_dir():  # follows links, like os.walk
+            try:
+                is_dir = entry.is_dir()  # follows links, like os.walk
+            except OSError as exc:  # a link loop, a file gone since the listing...
+                self._skip(entry.path, _why("cannot tell what it is", exc))
+                continue
+            if is_dir:
                 subdirs.append(entry)
             elif self._wanted(name := entry.name):
                 path, link = entry.path, entry.is_symlink()
@@ -188,7 +207,7 @@ class TextFiles:
         try:
             fd = os.open(real, _OPEN_FLAGS)
         except OSError as exc:
-            self._skip(path, f"cannot open it: {exc.strerror}")
+            self._skip(path, _why("cannot open it", exc))
             return None
         try:
             info = os.fstat(fd)
@@ -199,7 +218,7 @@ class TextFiles:
             try:
                 data = _read_all(fd, info.st_size)
             except OSError as exc:
-                self._skip(path, f"cannot read it: {exc.strerror}")
+                self._skip(path, _why("cannot read it", exc))
                 return None
         finally:
             os.close(fd)

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pywrapai_graph.adapters.vectorstores._no_follow import copy_file, open_file
 from pywrapai_graph.errors import ArgumentTypeError, StoreBusyError, VectorStoreError
 
 __all__ = ["RECORD_NAME", "SealedFolder", "file_sha256", "verify_folder", "write_record"]
@@ -48,7 +49,7 @@ _TEMP_PREFIX = ".integrity-"  # our own temp file, left behind only by a crash
 def file_sha256(path: Path) -> str:
     """The SHA-256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with os.fdopen(open_file(path, os.O_RDONLY), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -171,7 +172,7 @@ class SealedFolder:
         if self.root.is_symlink():
             raise VectorStoreError(f"the storage folder {str(self.root)!r} is a symbolic link")
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / _LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = open_file(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -221,8 +222,7 @@ class SealedFolder:
             for relative in _recorded(self.root):
                 target = snapshot / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(self.root / relative, target)
-                _fsync(target)
+                copy_file(self.root / relative, target)
             snapshot.mkdir(exist_ok=True)
             os.replace(snapshot, self.root / _ROLLBACK)
         except BaseException:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from pywrapai_graph.adapters.vectorstores._no_follow import open_file
 from pywrapai_graph.domain.manifest import DocumentManifest, manifests_from_json
 from pywrapai_graph.errors import StorageFullError, StoreBusyError, VectorStoreError
 
@@ -127,6 +128,7 @@ class WriteLock:
 
     A second writer waits up to ``timeout`` seconds, then gets :class:`StoreBusyError`.
     The kernel drops the lock when its holder dies, so a crash never leaves it held.
+    A symbolic link at ``path`` is refused (:class:`VectorStoreError`), never followed.
     """
 
     def __init__(self, path: Path, timeout: float) -> None:
@@ -136,7 +138,7 @@ class WriteLock:
 
     def __enter__(self) -> WriteLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:

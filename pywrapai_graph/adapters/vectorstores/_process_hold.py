@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
+from pywrapai_graph.adapters.vectorstores._no_follow import open_file
 from pywrapai_graph.errors import StoreBusyError
 
 __all__ = ["FolderHold"]
@@ -43,7 +44,7 @@ class FolderHold:
         with self._guard:
             entry = self._table.get(self._key)
             if entry is None:
-                fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                fd = open_file(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

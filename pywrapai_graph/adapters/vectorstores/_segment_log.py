@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pywrapai_graph.adapters.vectorstores._local_files import os_failure
+from pywrapai_graph.adapters.vectorstores._no_follow import open_file
 from pywrapai_graph.errors import VectorStoreError
 
 __all__ = ["Segment", "SegmentLog", "encode_segment"]
@@ -73,7 +74,7 @@ class SegmentLog:
     def size(self) -> int:
         """Bytes in the file (0 when it does not exist)."""
         try:
-            return self.path.stat().st_size
+            return self.path.lstat().st_size
         except FileNotFoundError:
             return 0
 
@@ -88,7 +89,7 @@ class SegmentLog:
             VectorStoreError: another write failure.
         """
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = open_file(self.path, os.O_WRONLY | os.O_CREAT)
             try:
                 os.ftruncate(fd, offset)
                 view = memoryview(data)
@@ -107,7 +108,7 @@ class SegmentLog:
         if self.size() <= length:
             return
         try:
-            fd = os.open(self.path, os.O_WRONLY)
+            fd = open_file(self.path, os.O_WRONLY)
             try:
                 os.ftruncate(fd, length)
                 os.fsync(fd)
@@ -133,7 +134,7 @@ class SegmentLog:
                 "the store from your documents"
             )
         first = segments[0].offset
-        with self.path.open("rb") as f:
+        with os.fdopen(open_file(self.path, os.O_RDONLY), "rb") as f:
             f.seek(first)
             data = memoryview(f.read(end - first))
         labels: list[Labels] = []

@@ -21,7 +21,12 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
+from pywrapai_graph.adapters._unreachable import (
+    address,
+    cannot_reach,
+    probe,
+    refuse_unencoded_userinfo,
+)
 from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
 from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
@@ -37,6 +42,7 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
     nearly_full,
     subfolder_bytes,
 )
+from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores._process_hold import FolderHold
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import (
@@ -263,6 +269,8 @@ class ChromaVectorStore(EngineLexicalSearch):
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
+        if url is not None:
+            refuse_unencoded_userinfo(url, "Chroma url")
         self._name = validate_collection_name(collection)
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         chromadb = require("chromadb", "chroma", "chromadb")
@@ -296,7 +304,8 @@ class ChromaVectorStore(EngineLexicalSearch):
             WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
         )
         with self._errors(), self._writing():
-            if path is not None:
+            if path is not None:  # Chroma opens its database by name, following links
+                refuse_links(*sqlite_files(Path(path) / "chroma.sqlite3"))
                 self._client: ClientAPI = chromadb.PersistentClient(
                     path=os.fspath(path), settings=settings
                 )

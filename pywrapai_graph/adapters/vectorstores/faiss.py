@@ -25,6 +25,7 @@ changed by another reloads them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import threading
@@ -57,6 +58,7 @@ from pywrapai_graph.adapters.vectorstores._local_files import (
     sqlite_manifests,
 )
 from pywrapai_graph.adapters.vectorstores._metadata_columns import MetadataColumns
+from pywrapai_graph.adapters.vectorstores._no_follow import open_file, refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog, encode_segment
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -164,6 +166,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
 
     # ------------------------------------------------------------------ files
     def _open_meta(self, timeout: float) -> sqlite3.Connection:
+        # a link planted at any file of ours is refused now, not at the write that would use it
+        refuse_links(
+            self._index_path, self._log.path, self._pending, *sqlite_files(self._meta_path)
+        )
         existed = self._meta_path.exists()
         if existed:
             with self._meta_path.open("rb") as f:
@@ -399,15 +405,23 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         return labels
 
     def _write_pending(self) -> str:
-        """Write the index to the pending file, synced; returns its checksum."""
-        path = str(self._pending)
+        """Write the index to the pending file (never through a link), synced; returns its
+        checksum, taken from the bytes as they are written."""
+        digest = hashlib.sha256()
         try:
-            self._faiss.write_index(self._index, path)
-            with open(path, "rb") as f:
+            fd = open_file(self._pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "wb") as f:
+
+                def write(data: bytes) -> None:
+                    digest.update(data)
+                    f.write(data)
+
+                self._faiss.write_index(self._index, self._faiss.PyCallbackIOWriter(write))
+                f.flush()
                 os.fsync(f.fileno())
         except (OSError, RuntimeError) as exc:
             raise os_failure(str(self._index_path), exc) from exc
-        return _sha256(self._pending)
+        return digest.hexdigest()
 
     def _should_compact(self, log_end: int, file_rows: int) -> bool:
         if self._compact_now or not self._has_base:

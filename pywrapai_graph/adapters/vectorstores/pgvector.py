@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of
+from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     PreparedBatch,
     check_k,
@@ -183,6 +183,7 @@ class PGVectorStore(BaseVectorStore):
             )
         if not is_positive_int(dimension):
             raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
         if not is_positive_int(pool_size):
             raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
         if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters._unreachable import address, cannot_reach, refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch, prepare_batch
 from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
@@ -193,6 +193,8 @@ class QdrantVectorStore(EngineLexicalSearch):
             raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
         if url is None and where is None:
             where = ":memory:"
+        if url is not None:
+            refuse_unencoded_userinfo(url, "Qdrant url")
         if not collection or not isinstance(collection, str):
             raise ConfigurationError("collection must be a non-empty string")
         self._collection = collection

@@ -25,6 +25,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
 from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, ExactSearch, Hits
+from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -124,6 +125,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         # rebuilt from the table when the exact index is reloaded
         self._lexical = LexicalMirror(self._all_chunks)
         self._index = ExactIndex(watcher=self._lexical)
+        if self._path not in ("", ":memory:"):  # SQLite opens these by name, following links
+            refuse_links(*sqlite_files(self._path))
         try:
             self._conn = sqlite3.connect(
                 self._path, check_same_thread=False, isolation_level=None, timeout=30.0

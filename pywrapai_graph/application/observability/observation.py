@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from pywrapai_graph.application.observability.telemetry import Instruments
+from pywrapai_graph.application.observability.telemetry import Instruments, capture_content
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.redaction import redact
 
@@ -200,14 +200,16 @@ class Observation:
         if error is not None:
             # Our typed error only: its cause may be an SDK exception quoting a credential.
             kind = type(error)
-            span.add_event(
-                "exception",
-                {
-                    "exception.type": f"{kind.__module__}.{kind.__qualname__}",
-                    "exception.message": str(error),
-                    "exception.stacktrace": "".join(traceback.format_exception(error, chain=False)),
-                },
-            )
+            event: dict[str, AttrValue] = {
+                "exception.type": f"{kind.__module__}.{kind.__qualname__}"
+            }
+            # a tool's error text or a model's argument values are content: opt-in only
+            if capture_content() or not getattr(error, "quotes_content", False):
+                event["exception.message"] = str(error)
+                event["exception.stacktrace"] = "".join(
+                    traceback.format_exception(error, chain=False)
+                )
+            span.add_event("exception", event)
             span.set_status(trace.StatusCode.ERROR, kind.__qualname__)
         if self._token is not None:
             context.detach(self._token)  # type: ignore[arg-type]

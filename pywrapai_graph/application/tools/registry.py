@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.application.observability.operations import observe_tool
 from pywrapai_graph.application.observability.telemetry import check_hooks
+from pywrapai_graph.application.tools.execution import (
+    ToolLimits,
+    ToolOutcome,
+    aexecute_tool,
+    error_text,
+    execute_tool,
+    format_tool_output,
+)
 from pywrapai_graph.application.tools.provider_schemas import (
     anthropic_tools,
     gemini_declarations,
@@ -24,35 +30,14 @@ __all__ = ["ToolRegistry", "format_tool_output"]
 _log = logging.getLogger(__name__)
 
 
-def format_tool_output(value: Any) -> str:
-    """A tool's return value as the text the model receives.
-
-    str as is, None as "", JSON-serialisable values as JSON, anything else via ``str()``.
-    """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_reject)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _reject(value: Any) -> Any:
-    raise ArgumentTypeError(type(value).__name__)
-
-
-def _error_text(exc: BaseException) -> str:
-    text = str(exc) if not isinstance(exc, KeyError) else str(exc.args[0]) if exc.args else ""
-    return f"Error: {text or type(exc).__name__}"
-
-
 class ToolRegistry:
     """The tools a model may call.
 
     Args:
         hooks: observability hooks told about every tool execution (here and in an Agent).
+
+    :meth:`execute` gives each tool the default limits (30 s, 64 KiB) unless the tool sets
+    its own; an ``Agent`` takes them from its ``AgentConfig``.
 
     Example:
         >>> registry = ToolRegistry()
@@ -63,6 +48,7 @@ class ToolRegistry:
     def __init__(self, *, hooks: Sequence[Hooks] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self.hooks = check_hooks(hooks)
+        self._limits = ToolLimits()
 
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         """Add a ``@tool``-decorated function or a :class:`Tool`; returns the Tool.
@@ -100,33 +86,28 @@ class ToolRegistry:
             ) from None
 
     def execute(self, tool_call: ToolCall) -> ToolResult:
-        """Run one call. An exception inside the tool, or invalid arguments, become
-        ``ToolResult(content="Error: <message>")`` so the model can recover.
+        """Run one call. A failure of the tool (an exception, invalid arguments, its timeout
+        or result size) becomes ``ToolResult(content="Error: <message>")`` so the model can
+        recover; the message is our typed error's, redacted.
 
         Raises:
             KeyError: when the model named a tool that is not registered.
         """
         tool = self.get(tool_call.name)
-        try:
-            with observe_tool(tool_call, hooks=self.hooks) as ob:
-                content = format_tool_output(tool.invoke(tool_call.arguments))
-                ob.result = content
-        except Exception as exc:
-            _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
-            content = _error_text(exc)
-        return ToolResult(tool_call.id, tool.name, content)
+        return self._result(execute_tool(tool, tool_call, self.hooks, self._limits))
 
     async def aexecute(self, tool_call: ToolCall) -> ToolResult:
         """Async :meth:`execute`: awaits ``async def`` tools, runs sync ones in a worker thread."""
         tool = self.get(tool_call.name)
-        try:
-            with observe_tool(tool_call, hooks=self.hooks) as ob:
-                content = format_tool_output(await tool.ainvoke(tool_call.arguments))
-                ob.result = content
-        except Exception as exc:
-            _log.info("tool %r failed: %s", tool.name, type(exc).__name__)
-            content = _error_text(exc)
-        return ToolResult(tool_call.id, tool.name, content)
+        return self._result(await aexecute_tool(tool, tool_call, self.hooks, self._limits))
+
+    @staticmethod
+    def _result(outcome: ToolOutcome) -> ToolResult:
+        call, error = outcome.call, outcome.error
+        if error is not None:
+            _log.info("tool %r failed: %s", call.name, type(error).__name__)
+        content = outcome.content if error is None else error_text(error)
+        return ToolResult(call.id, call.name, content)
 
     def to_schema(self) -> list[dict[str, Any]]:
         """Provider-neutral definitions: pass these to ``chat(tools=...)``."""

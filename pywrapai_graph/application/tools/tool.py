@@ -12,8 +12,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, overload
 
+from pywrapai_graph.application.tools.deadline import (
+    acall_with_timeout,
+    await_with_timeout,
+    call_with_timeout,
+)
 from pywrapai_graph.application.tools.docstrings import parse_docstring
 from pywrapai_graph.application.tools.type_schema import check_value, is_optional, schema_for_hint
+from pywrapai_graph.domain.agent import check_tool_limits
 from pywrapai_graph.errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -42,6 +48,11 @@ class Tool:
         parameters: a JSON Schema object describing the arguments.
         fn: the Python callable (sync or ``async def``).
 
+        timeout_s: seconds a call may take (None: the agent's ``tool_timeout_s``;
+            ``math.inf``: no limit).
+        max_result_bytes: UTF-8 bytes of the text the model receives (None: the agent's
+            ``max_tool_result_bytes``).
+
     Calling a Tool calls ``fn``: ``t("London")`` is ``t.fn("London")``.
     """
 
@@ -50,6 +61,8 @@ class Tool:
     parameters: dict[str, Any]
     fn: Callable[..., Any]
     unchecked: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    timeout_s: float | None = None
+    max_result_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -60,6 +73,7 @@ class Tool:
             raise InvalidArgumentError(
                 f"Tool {self.name!r}: parameters must be a JSON Schema object"
             )
+        check_tool_limits(self.timeout_s, self.max_result_bytes, f"Tool {self.name!r}: ")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -120,29 +134,39 @@ class Tool:
         problems += [f"missing required argument {n!r}" for n in missing if n not in required]
         return problems
 
-    def invoke(self, arguments: Mapping[str, Any]) -> Any:
+    def invoke(self, arguments: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
         """Validate ``arguments`` and call the tool synchronously.
 
         An ``async def`` tool is run to completion with ``asyncio.run`` when no event loop is
-        running; inside a running loop use :meth:`ainvoke`.
+        running; inside a running loop use :meth:`ainvoke`. With ``timeout_s`` a sync tool
+        runs in a thread of its own, abandoned when the time is up; an async one is cancelled.
+
+        Raises:
+            ToolArgumentsError: the arguments do not fit the tool.
+            ToolTimeoutError: the call took longer than ``timeout_s``.
         """
         kwargs = self.prepare_arguments(arguments)
         if self.is_async:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
-                return asyncio.run(self.fn(**kwargs))
+                return asyncio.run(await_with_timeout(self.fn(**kwargs), timeout_s, self.name))
             raise InvalidStateError(
                 f"tool {self.name!r} is async and an event loop is running; use aexecute()"
             )
-        return self.fn(**kwargs)
+        return call_with_timeout(self.fn, kwargs, timeout_s, self.name)
 
-    async def ainvoke(self, arguments: Mapping[str, Any]) -> Any:
-        """Validate and call: ``async def`` tools are awaited, sync ones run in a worker thread."""
+    async def ainvoke(self, arguments: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
+        """Validate and call: ``async def`` tools are awaited, sync ones run in a worker thread.
+
+        Raises:
+            ToolArgumentsError: the arguments do not fit the tool.
+            ToolTimeoutError: the call took longer than ``timeout_s``.
+        """
         kwargs = self.prepare_arguments(arguments)
         if self.is_async:
-            return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+            return await await_with_timeout(self.fn(**kwargs), timeout_s, self.name)
+        return await acall_with_timeout(self.fn, kwargs, timeout_s, self.name)
 
 
 def _convert_enums(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +189,13 @@ def _safe_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         return {}
 
 
-def build_tool(fn: Callable[..., Any], name: str | None, description: str | None) -> Tool:
+def build_tool(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    timeout_s: float | None = None,
+    max_result_bytes: int | None = None,
+) -> Tool:
     """Inspect ``fn`` and build its :class:`Tool` (what ``@tool`` does)."""
     doc = parse_docstring(inspect.getdoc(fn))
     hints = _safe_hints(fn)
@@ -195,6 +225,8 @@ def build_tool(fn: Callable[..., Any], name: str | None, description: str | None
         parameters=parameters,
         fn=fn,
         unchecked=frozenset(unchecked),
+        timeout_s=timeout_s,
+        max_result_bytes=max_result_bytes,
     )
 
 
@@ -212,7 +244,11 @@ def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float | None = None,
+    max_result_bytes: int | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -222,21 +258,25 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout_s: float | None = None,
+    max_result_bytes: int | None = None,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Turn a function into a tool, reading its schema from type hints and docstring.
 
-    Use bare (``@tool``) or with overrides (``@tool(name="lookup", description="...")``).
+    Use bare (``@tool``) or with overrides (``@tool(name="lookup", description="...")``);
+    ``timeout_s`` and ``max_result_bytes`` replace the agent's defaults for this tool.
     The decorated function still works as before; its :class:`Tool` is on
     ``fn._pywrapai_tool``.
 
     Raises:
         TypeError: when applied to something that is not a function.
+        ValueError: a timeout or size limit that is not positive.
     """
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
             raise ArgumentTypeError(f"@tool needs a function, got {type(func).__name__}")
-        built = build_tool(func, name, description)
+        built = build_tool(func, name, description, timeout_s, max_result_bytes)
         wrapper: Callable[P, R]
         if inspect.iscoroutinefunction(func):
             async_func = typing.cast(Callable[P, Awaitable[Any]], func)

@@ -1,0 +1,126 @@
+"""Store files are never reached through a symbolic link.
+
+A store's files sit at names derived from what the user configured (``<index>.log``,
+``<index>.lock``, ``<index>.pending``, SQLite's ``-wal``...). A symbolic link planted at one
+of them would make the store truncate or overwrite the link's target: any file the service
+may write. So every file a store opens for writing is opened here, with ``O_NOFOLLOW`` and
+then checked on the opened descriptor (a regular file, nothing else); the files an engine
+opens by name itself (SQLite's database and its side files, which Python cannot open with
+``SQLITE_OPEN_NOFOLLOW``) are checked with ``lstat`` just before, under the store's lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from pywrapai_graph.errors import VectorStoreError
+
+__all__ = ["copy_file", "open_file", "refuse_links", "sqlite_files"]
+
+_NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a planted FIFO never hangs
+
+_COPY_BLOCK = 1 << 20
+
+
+def _link_error(path: Path | str) -> VectorStoreError:
+    return VectorStoreError(
+        f"{str(path)!r} is a symbolic link; a store never opens its files through a link "
+        "(writing through it would change the file it points to). Remove the link, or point "
+        "the store at the real path."
+    )
+
+
+def _not_regular(path: Path | str) -> VectorStoreError:
+    return VectorStoreError(
+        f"{str(path)!r} is not a regular file (a folder, device or pipe); a store keeps its "
+        "data in regular files only. Remove it or choose another path."
+    )
+
+
+def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that refuses a symbolic link at ``path`` and anything but a regular file.
+
+    Args:
+        path: the file.
+        flags: ``os.O_*`` access and creation flags; ``O_NOFOLLOW`` is always added.
+        mode: permissions of a file this creates.
+
+    Returns:
+        the open descriptor (the caller closes it).
+
+    Raises:
+        VectorStoreError: a link at ``path``, or the opened file is not a regular file.
+        OSError: any other failure to open (for the caller to translate: a full disk...).
+    """
+    try:
+        fd = os.open(path, flags | _NO_FOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link_error(path) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, a socket
+            raise _not_regular(path) from None
+        raise
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise _not_regular(path)
+    return fd
+
+
+def refuse_links(*paths: Path | str) -> None:
+    """Refuse before an engine opens them by name: any of ``paths`` that is a symbolic link,
+    or that exists as something other than a regular file.
+
+    Raises:
+        VectorStoreError: naming the first such path.
+    """
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise _link_error(path)
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path)
+
+
+def sqlite_files(path: Path | str) -> tuple[str, ...]:
+    """A SQLite database and the side files SQLite creates beside it."""
+    name = os.fspath(path)
+    return (name, f"{name}-wal", f"{name}-shm", f"{name}-journal")
+
+
+def copy_file(source: Path, target: Path) -> None:
+    """Copy ``source`` to a new file ``target``, synced; neither is followed if a link.
+
+    Raises:
+        VectorStoreError: either is a link (or not a regular file), or ``target`` exists.
+        OSError: a read or write failure.
+    """
+    src = open_file(source, os.O_RDONLY)
+    try:
+        try:
+            dst = open_file(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            refuse_links(target)
+            raise VectorStoreError(
+                f"{str(target)!r} already exists; refusing to overwrite it"
+            ) from None
+        try:
+            while block := os.read(src, _COPY_BLOCK):
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(dst, view) :]
+            os.fsync(dst)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)

@@ -1,0 +1,154 @@
+"""A symbolic link planted where a store keeps a file is refused, never followed.
+
+Each test plants a link to a "victim" file outside the store (a file the service could
+write) at one of the names a store opens, opens the store and writes to it: the store raises
+a VectorStoreError naming the path, and the victim's bytes are unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore
+
+VICTIM = b"precious bytes the service may write, never a store's\n" * 20
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    path = tmp_path / "outside" / "victim.txt"
+    path.parent.mkdir()
+    path.write_bytes(VICTIM)
+    return path
+
+
+def _chunk(i: int = 0) -> Chunk:
+    vector = np.zeros(4, np.float32)
+    vector[i % 4] = 1.0
+    return Chunk(id=f"c{i}", doc_id="d", text=f"text {i}", embedding=vector.tolist())
+
+
+def _use(make: Callable[[], BaseVectorStore]) -> None:
+    store = make()
+    try:
+        store.add([_chunk(0), _chunk(1)])
+    finally:
+        store.close()
+
+
+def _assert_refused(make: Callable[[], BaseVectorStore], link: Path, victim: Path) -> None:
+    with pytest.raises(VectorStoreError, match="symbolic link") as info:
+        _use(make)
+    assert link.name in str(info.value)  # the path, or the folder and the name in it
+    assert victim.read_bytes() == VICTIM
+    assert link.is_symlink()
+
+
+@pytest.mark.parametrize("suffix", [".log", ".lock", ".pending"])
+def test_faiss_refuses_a_link_beside_its_index(suffix: str, tmp_path: Path, victim: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+
+    index = tmp_path / "store" / "index.faiss"
+    index.parent.mkdir()
+    link = index.with_name(index.name + suffix)
+    link.symlink_to(victim)
+    _assert_refused(
+        lambda: FAISSVectorStore(index, tmp_path / "store" / "meta.db", dimension=4), link, victim
+    )
+
+
+def test_faiss_log_link_planted_after_the_first_write_is_refused(
+    tmp_path: Path, victim: Path
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+
+    index, meta = tmp_path / "index.faiss", tmp_path / "meta.db"
+    _use(lambda: FAISSVectorStore(index, meta, dimension=4))
+    log = index.with_name("index.faiss.log")
+    log.unlink(missing_ok=True)
+    log.symlink_to(victim)
+    _assert_refused(lambda: FAISSVectorStore(index, meta, dimension=4), log, victim)
+
+
+@pytest.mark.parametrize("name", ["meta.db", "meta.db-wal", "meta.db-journal", "index.faiss"])
+def test_faiss_refuses_a_link_at_its_metadata_or_index(
+    name: str, tmp_path: Path, victim: Path
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+
+    link = tmp_path / name
+    link.symlink_to(victim)
+    _assert_refused(
+        lambda: FAISSVectorStore(tmp_path / "index.faiss", tmp_path / "meta.db", dimension=4),
+        link,
+        victim,
+    )
+
+
+@pytest.mark.parametrize("name", ["store.db", "store.db-wal", "store.db-shm"])
+def test_sqlite_refuses_a_link_at_its_database_files(
+    name: str, tmp_path: Path, victim: Path
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+
+    link = tmp_path / name
+    link.symlink_to(victim)
+    _assert_refused(lambda: SQLiteVectorStore(tmp_path / "store.db"), link, victim)
+
+
+@pytest.mark.parametrize("name", ["pywrapai.lock", "pywrapai.open.lock", "chroma.sqlite3"])
+def test_embedded_chroma_refuses_a_link_in_its_folder(
+    name: str, tmp_path: Path, victim: Path
+) -> None:
+    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+
+    folder = tmp_path / "chroma"
+    folder.mkdir()
+    link = folder / name
+    link.symlink_to(victim)
+    _assert_refused(lambda: ChromaVectorStore(path=folder), link, victim)
+
+
+@pytest.mark.parametrize("name", [".pywrapai.lock", ".lock"])
+def test_local_qdrant_refuses_a_link_at_its_locks(name: str, tmp_path: Path, victim: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+
+    folder = tmp_path / "qdrant"
+    folder.mkdir()
+    link = folder / name
+    link.symlink_to(victim)
+    _assert_refused(lambda: QdrantVectorStore("docs", path=folder), link, victim)
+
+
+def test_a_fifo_where_the_segment_log_goes_is_refused_without_blocking(tmp_path: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog, encode_segment
+
+    fifo = tmp_path / "index.log"
+    os.mkfifo(fifo)
+    log = SegmentLog(fifo, str(tmp_path / "index"))
+    data = encode_segment(np.arange(2, dtype=np.int64), np.ones((2, 4), np.float32))
+    with pytest.raises(VectorStoreError, match="not a regular file"):
+        log.append(0, data)
+
+
+def test_the_rollback_copy_never_writes_through_a_link(tmp_path: Path, victim: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores._no_follow import copy_file
+
+    source = tmp_path / "source"
+    source.write_bytes(b"sealed")
+    target = tmp_path / "copy"
+    target.symlink_to(victim)
+    with pytest.raises(VectorStoreError, match="symbolic link"):
+        copy_file(source, target)
+    with pytest.raises(VectorStoreError, match="symbolic link"):
+        copy_file(target, tmp_path / "other")
+    assert victim.read_bytes() == VICTIM
+    copy_file(source, tmp_path / "fresh")
+    assert (tmp_path / "fresh").read_bytes() == b"sealed"
