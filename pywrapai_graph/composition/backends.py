@@ -116,7 +116,9 @@ def _chroma(store: StoreSettings) -> BaseVectorStore:
     from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
 
     if store.url is not None:
-        return ChromaVectorStore(url=store.url, collection=store.collection)
+        return ChromaVectorStore(
+            url=store.url, collection=store.collection, request_timeout=store.request_timeout_s
+        )
     return ChromaVectorStore(path=_file_path(store), collection=store.collection)
 
 

@@ -147,6 +147,13 @@ class StoreSettings(_Section):
     create_schema: bool = Field(
         default=True, description="false: a DML-only role; run `pywrapai-graph store init` once"
     )
+    # Chroma server only
+    request_timeout_s: float | None = Field(
+        default=30.0,
+        gt=0,
+        description="chroma server only: seconds each request may take (StoreTimeoutError); "
+        "null: no deadline",
+    )
 
     @field_validator("backend")
     @classmethod

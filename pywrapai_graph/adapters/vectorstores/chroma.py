@@ -60,6 +60,7 @@ from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidStateError,
     StorageFullError,
+    StoreTimeoutError,
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
@@ -95,6 +96,8 @@ DEFAULT_EF_SEARCH = 400
 DEFAULT_EF_CONSTRUCTION = 200
 #: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
 DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds a Chroma server has to answer one request (None: wait for ever).
+DEFAULT_REQUEST_TIMEOUT = 30.0
 
 
 def validate_collection_name(name: str) -> str:
@@ -137,6 +140,28 @@ def _hits(result: QueryResult) -> list[list[Hit]]:
         ]
         for row in rows
     ]
+
+
+def _bound_requests(client: Any, seconds: float | None) -> None:
+    """Give a Chroma HTTP client's connection pool a deadline per request.
+
+    chromadb 1.5.9 builds its ``httpx`` clients with ``timeout=None`` and has no setting for
+    it, so a server that stops answering would hang every call for ever. The pool is the
+    client's ``_server._session`` (sync) or ``_server._get_client()`` (async, one pool per
+    event loop, built on first use); ``httpx`` lets its ``timeout`` be set after creation.
+    """
+    if seconds is None:
+        return
+    server: Any = getattr(client, "_server", None)
+    pool = getattr(server, "_session", None)
+    if pool is None and hasattr(server, "_get_client"):
+        pool = server._get_client()
+    if pool is None:
+        raise VectorStoreError(
+            "this chromadb release keeps its HTTP pool elsewhere: pywrapai cannot give Chroma "
+            "requests a deadline (pass request_timeout=None to accept that, or pin chromadb)"
+        )
+    pool.timeout = seconds
 
 
 def _let_go(client: Any, hold: FolderHold | None) -> None:
@@ -247,6 +272,8 @@ class ChromaVectorStore(EngineLexicalSearch):
         collection: the collection name (validated against Chroma's rules).
         ef_search: HNSW search breadth (recall vs speed).
         timeout: seconds to wait for a server's first answer.
+        request_timeout: seconds a server has to answer each later request, sync or async
+            (``None``: no deadline); past it the call raises :class:`StoreTimeoutError`.
 
     Raises:
         ConfigurationError: both or neither of path/url, or an invalid collection name.
@@ -266,6 +293,7 @@ class ChromaVectorStore(EngineLexicalSearch):
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
         timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
@@ -280,6 +308,7 @@ class ChromaVectorStore(EngineLexicalSearch):
         self._url = url
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
+        self._request_timeout = request_timeout
         self._aclients: PerLoop[_AsyncSide] | None = None
         hold = _hold(Path(path)) if path is not None else None
         try:
@@ -321,17 +350,23 @@ class ChromaVectorStore(EngineLexicalSearch):
                     self._client = chromadb.HttpClient(
                         host=host, port=port, ssl=secure, settings=settings
                     )
-                    self._aclients = PerLoop(
-                        lambda: _AsyncSide(
-                            lambda: chromadb.AsyncHttpClient(
+                    _bound_requests(self._client, self._request_timeout)
+
+                    async def connect() -> AsyncClientAPI:
+                        # its first requests run before its pool can be given a deadline
+                        client: AsyncClientAPI = await asyncio.wait_for(
+                            chromadb.AsyncHttpClient(
                                 host=host,
                                 port=port,
                                 ssl=secure,
                                 settings=config.Settings(anonymized_telemetry=False),
-                            )
-                        ),
-                        _AsyncSide.aclose,
-                    )
+                            ),
+                            self._request_timeout,
+                        )
+                        _bound_requests(client, self._request_timeout)
+                        return client
+
+                    self._aclients = PerLoop(lambda: _AsyncSide(connect), _AsyncSide.aclose)
                 except (OSError, ValueError) as exc:  # ValueError: "Could not connect to..."
                     raise VectorStoreError(
                         cannot_reach("Chroma", address(str(url), default_port=port), exc)
@@ -360,7 +395,13 @@ class ChromaVectorStore(EngineLexicalSearch):
         timeouts, transports = http_errors()
         try:
             yield
-        except (errors.ChromaError, *timeouts, *transports) as exc:
+        except timeouts as exc:
+            raise StoreTimeoutError(
+                f"Chroma at {self._where!r} did not answer within {self._request_timeout} s "
+                f"({type(exc).__name__}): check that the server is up and not overloaded, or "
+                "raise the store's request_timeout_s"
+            ) from scrubbed(exc, [self._url])
+        except (errors.ChromaError, *transports) as exc:
             lock = self._file_lock
             if lock is not None and nearly_full(lock.path.parent):
                 raise StorageFullError(
