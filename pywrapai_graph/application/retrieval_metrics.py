@@ -18,10 +18,23 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Qrels", "RetrievalScores", "mrr_at", "ndcg_at", "recall_at", "score_run"]
+__all__ = [
+    "METRICS",
+    "Qrels",
+    "QueryScores",
+    "RetrievalScores",
+    "mean_scores",
+    "mrr_at",
+    "ndcg_at",
+    "recall_at",
+    "score_queries",
+    "score_run",
+]
 
 #: query id -> document id -> graded relevance (higher is better; <= 0 not relevant)
 Qrels = Mapping[str, Mapping[str, int]]
+#: The metrics of a query and of a run, by field name.
+METRICS = ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10")
 
 
 def ndcg_at(ranked: Sequence[str], judged: Mapping[str, int], k: int) -> float:
@@ -51,6 +64,21 @@ def mrr_at(ranked: Sequence[str], judged: Mapping[str, int], k: int) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class QueryScores:
+    """The metrics of one query's ranked list."""
+
+    ndcg_at_10: float
+    recall_at_10: float
+    recall_at_100: float
+    mrr_at_10: float
+
+    def metric(self, name: str) -> float:
+        """The metric called ``name`` (one of :data:`METRICS`)."""
+        value: float = getattr(self, name)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
 class RetrievalScores:
     """Mean metrics over ``queries`` judged queries."""
 
@@ -61,18 +89,34 @@ class RetrievalScores:
     queries: int
 
 
-def score_run(run: Mapping[str, Sequence[str]], qrels: Qrels) -> RetrievalScores:
-    """The mean metrics of ``run`` (query id -> ranked document ids) against ``qrels``."""
-    judged = {q: j for q, j in qrels.items() if any(g > 0 for g in j.values())}
-    n = len(judged)
+def score_queries(run: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, QueryScores]:
+    """Each judged query's metrics (query id -> scores): the queries of ``qrels`` with at least
+    one relevant document, in ``qrels`` order; a query ``run`` has no list for scores 0."""
+    scores: dict[str, QueryScores] = {}
+    for query, judgements in qrels.items():
+        if not any(g > 0 for g in judgements.values()):
+            continue
+        ranked = run.get(query, ())
+        scores[query] = QueryScores(
+            ndcg_at(ranked, judgements, 10),
+            recall_at(ranked, judgements, 10),
+            recall_at(ranked, judgements, 100),
+            mrr_at(ranked, judgements, 10),
+        )
+    return scores
+
+
+def mean_scores(per_query: Mapping[str, QueryScores]) -> RetrievalScores:
+    """The mean of per-query scores (all 0 over no query)."""
+    n = len(per_query)
     if n == 0:
         return RetrievalScores(0.0, 0.0, 0.0, 0.0, 0)
-    totals = [0.0, 0.0, 0.0, 0.0]
-    for query, judgements in judged.items():
-        ranked = run.get(query, ())
-        totals[0] += ndcg_at(ranked, judgements, 10)
-        totals[1] += recall_at(ranked, judgements, 10)
-        totals[2] += recall_at(ranked, judgements, 100)
-        totals[3] += mrr_at(ranked, judgements, 10)
-    ndcg, recall10, recall100, mrr = (t / n for t in totals)
+    ndcg, recall10, recall100, mrr = (
+        sum(s.metric(name) for s in per_query.values()) / n for name in METRICS
+    )
     return RetrievalScores(ndcg, recall10, recall100, mrr, queries=n)
+
+
+def score_run(run: Mapping[str, Sequence[str]], qrels: Qrels) -> RetrievalScores:
+    """The mean metrics of ``run`` (query id -> ranked document ids) against ``qrels``."""
+    return mean_scores(score_queries(run, qrels))
