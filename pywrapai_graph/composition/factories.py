@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pywrapai_graph.application.fusion import fusion_weights
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.composition.backends import build_store
 from pywrapai_graph.composition.embedder import Embedder
@@ -129,7 +130,7 @@ def make_retriever(
         b=s.b,
         fusion=s.fusion,
         rrf_k=s.rrf_k,
-        weights=(s.dense_weight, s.lexical_weight),
+        weights=fusion_weights(s.fusion, s.dense_weight, s.lexical_weight),
         candidates=s.candidates,
         hooks=hooks,
         embed_concurrency=settings.embed_concurrency,

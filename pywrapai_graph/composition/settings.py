@@ -194,10 +194,11 @@ class RetrieverSettings(_Section):
     mode: Literal["dense", "lexical", "hybrid"] = "dense"
     k1: float = Field(default=1.2, ge=0.0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: Literal["rescored", "rrf", "weighted"] = "rescored"
     rrf_k: int = Field(default=60, ge=0)
-    dense_weight: float = Field(default=1.0, ge=0.0)
-    lexical_weight: float = Field(default=1.0, ge=0.0)
+    #: unset: the fusion's default (rescored 0.6 / 0.4, rrf and weighted 1 / 1)
+    dense_weight: float | None = Field(default=None, ge=0.0)
+    lexical_weight: float | None = Field(default=None, ge=0.0)
     candidates: int = Field(default=100, ge=1)
 
 

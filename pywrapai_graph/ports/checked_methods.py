@@ -16,6 +16,8 @@ these methods once, in the class that defines (or inherits from a mixin) it:
 * ``count``/``acount``: the filter checked.
 * ``delete``/``adelete``: a list of str ids (a bare ``str`` refused), distinct, in order.
 * ``delete_by_doc``/``adelete_by_doc``: a str.
+* ``similarities``/``asimilarities``/``lexical_scores``: the query (a vector, a text), and
+  ``ids`` as delete's ids.
 
 The arguments are passed on in the shape they came (positional stays positional), so a
 store whose ``search`` has no ``filter`` parameter keeps working.
@@ -43,7 +45,7 @@ from pywrapai_graph.ports.store_inputs import (
     matches_filter,
 )
 
-__all__ = ["guard_methods"]
+__all__ = ["guard_methods", "score_ids"]
 
 _CHECKED = "__pywrapai_checked__"
 Method = Callable[..., Any]
@@ -285,6 +287,23 @@ _COUNT = _guard(_argument("filter", _unchanged(check_filter)))
 _DELETE = _guard(_argument("ids", check_delete_ids))
 _DELETE_DOC = _guard(_argument("doc_id", _unchanged(check_doc_id)))
 _REPLACE = _guard(_argument("chunks", _chunk_list("replace_document"), position=1))
+
+
+def score_ids(ids: Any, method: str) -> list[str]:
+    """The distinct ids of a re-scoring call, in order (a bare ``str`` refused)."""
+    if isinstance(ids, str | bytes):
+        raise ArgumentTypeError(f"{method}() takes a list of ids, got the string {ids!r:.60}")
+    return check_delete_ids(ids)
+
+
+def _scores_of(method: str, query: str, check_query: Callable[[object, str], None]) -> _Check:
+    """The check of ``method(query, ids, ...)``: the query, then the ids."""
+    query_check = _argument(query, _unchanged(lambda q: check_query(q, method)))
+    ids_check = _argument("ids", lambda ids: score_ids(ids, method), position=1)
+    return lambda args, kwargs: ids_check(query_check(args, kwargs), kwargs)
+
+
+_SIMILARITIES = _guard(_scores_of("similarities", "query_vector", check_query_vector))
 _REPAIR = _guard(_argument("older_than_s", check_older_than, position=99))  # keyword-only
 _GUARDS: dict[str, Callable[[Method], Method]] = {
     "replace_document": _REPLACE,
@@ -304,6 +323,9 @@ _GUARDS: dict[str, Callable[[Method], Method]] = {
     "delete_by_doc": _DELETE_DOC,
     "adelete_by_doc": _DELETE_DOC,
     "repair": _REPAIR,
+    "similarities": _SIMILARITIES,
+    "asimilarities": _SIMILARITIES,
+    "lexical_scores": _guard(_scores_of("lexical_scores", "query", check_query_text)),
 }
 
 

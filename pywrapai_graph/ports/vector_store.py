@@ -15,7 +15,7 @@ from pywrapai_graph.errors import (
     InvalidArgumentError,
     UnsupportedOperationError,
 )
-from pywrapai_graph.ports.checked_methods import guard_methods
+from pywrapai_graph.ports.checked_methods import guard_methods, score_ids
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import check_delete_ids, check_filter, check_older_than
 
@@ -323,6 +323,49 @@ class BaseVectorStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing
         """Release connections and file locks (no-op for stores that hold none)."""
+
+    # ------------------------------------------------------------------ re-scoring
+    # Hybrid retrieval gives every candidate of either side both of its scores. Built-in
+    # stores answer for exactly the ids asked; these defaults (for stores written before)
+    # rank the whole store once and keep the ids asked.
+    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``query_vector`` to each stored chunk of ``ids``.
+
+        Ids not stored are left out.
+
+        Raises:
+            ValueError: as for :meth:`search`; ``ids`` not a list of str.
+        """
+        wanted = set(score_ids(ids, "similarities"))
+        if not wanted or len(self) == 0:
+            return {}
+        hits = self.search(query_vector, k=len(self))
+        return {h.chunk.id: h.score for h in hits if h.chunk.id in wanted}
+
+    def lexical_scores(
+        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    ) -> dict[str, float]:
+        """The BM25 score of each chunk of ``ids`` sharing a term with ``query``, as
+        :meth:`lexical_search` scores it (the same statistics over the whole store).
+
+        Chunks sharing no term (score 0) and ids not stored are left out.
+
+        Raises:
+            UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
+            ValueError: as for :meth:`lexical_search`; ``ids`` not a list of str.
+        """
+        wanted = set(score_ids(ids, "lexical_scores"))
+        if not wanted or len(self) == 0:
+            self.lexical_search(query, 1, k1=k1, b=b)  # refuses as lexical_search does
+            return {}
+        hits = self.lexical_search(query, len(self), k1=k1, b=b)
+        return {h.chunk.id: h.score for h in hits if h.chunk.id in wanted}
+
+    async def asimilarities(
+        self, query_vector: Sequence[float], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Async :meth:`similarities`."""
+        return await offload(self.similarities, query_vector, ids)
 
     # ------------------------------------------------------------------ async twins
     async def aadd(self, chunks: Sequence[Chunk]) -> None:

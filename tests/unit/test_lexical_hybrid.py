@@ -122,7 +122,7 @@ def test_lexical_mode_ranks_by_bm25_and_filters() -> None:
 
 
 def test_hybrid_mode_fuses_both_sides_and_filters_both() -> None:
-    r = _retriever("hybrid", candidates=4)
+    r = _retriever("hybrid", candidates=4, fusion="rrf")
     dense = [h for h in r.store.search(r.embedder.embed_one("refunds"), k=4) if h.score >= 0]
     lexical = r.store.lexical_search("refunds", k=4)
     expected = reciprocal_rank_fusion([dense, lexical], k=3)

@@ -6,6 +6,10 @@ engine holds at that moment, so a write, replace or delete by any process is wha
 other process's next query sees. Hits of uncommitted versions are dropped as in dense search
 (:meth:`VersionedDocuments._search_visible`). ``avgdl`` comes from running totals kept with
 the document records (see :mod:`_sparse_terms`).
+
+Hybrid retrieval re-scores its candidates here too: the same engine queries, restricted to
+the candidates' chunk ids (:meth:`EngineLexicalSearch._ids_selector`), give each its cosine
+(``similarities``) and its BM25 score (``lexical_scores``), of its committed version.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._exact_index import check_k
+from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_query
 from pywrapai_graph.adapters.vectorstores._lexical_index import check_bm25
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals, weigh_batch
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
@@ -44,6 +48,10 @@ class EngineLexicalSearch(VersionedDocuments):
     def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
         """The engine's ``n`` best BM25 hits of every version, best first."""
 
+    @abstractmethod
+    def _ids_selector(self, ids: Sequence[str]) -> Any:
+        """The engine's selector of the chunks with these (non-empty) chunk ids."""
+
     def _check_lexical(self, k1: float, b: float) -> None:
         """Refuse BM25 parameters the engine cannot apply (all are accepted by default)."""
 
@@ -71,3 +79,43 @@ class EngineLexicalSearch(VersionedDocuments):
             return self._search_visible(
                 lambda n: self._lexical_query(query, n, selector, k1, b), k, self._available()
             )
+
+    def lexical_scores(
+        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    ) -> dict[str, float]:
+        """The BM25 score of each chunk of ``ids`` sharing a term with ``query``: the
+        engine's lexical query restricted to those ids."""
+        check_bm25(k1, b)
+        self._check_lexical(k1, b)
+        with self._lock:
+            if not ids or self._known_dim() is None:
+                return {}
+            selector = self._ids_selector(ids)
+            hits = self._search_visible(
+                lambda n: self._lexical_query(query, n, selector, k1, b),
+                len(ids),
+                self._available(),
+            )
+        return {h.chunk.id: h.score for h in hits}
+
+    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Cosines of ``ids``: the engine's vector query restricted to those ids."""
+        with self._lock:
+            if not ids or self._known_dim() is None:
+                return {}
+            query = prepare_query(query_vector, self._dim)
+            ask = self._asker(query, self._ids_selector(ids))
+            hits = self._search_visible(ask, len(ids), self._available())
+        return {h.chunk.id: h.score for h in hits}
+
+    async def asimilarities(
+        self, query_vector: Sequence[float], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Async :meth:`similarities` (the native async client where there is one)."""
+        if not self._native_async:
+            return await super().asimilarities(query_vector, ids)
+        if not ids or self._known_dim() is None:
+            return {}
+        query = prepare_query(query_vector, self._dim)
+        hits = await self._asearch_visible(query, len(ids), self._ids_selector(ids))
+        return {h.chunk.id: h.score for h in hits}

@@ -174,6 +174,14 @@ class LexicalIndex:
         ranked = sorted(slots, key=lambda s: (-scores[s], self._chunk(s).id))[:k]
         return [ScoredChunk(self._copy(s), float(scores[s])) for s in ranked]
 
+    def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
+        """The BM25 score of each indexed chunk of ``ids`` that shares a term with ``query``."""
+        found = [(i, self._slot[i]) for i in ids if i in self._slot]
+        if not found:
+            return {}
+        scores = self.scores(query, k1, b)
+        return {i: float(scores[s]) for i, s in found if scores[s] > 0.0}
+
     def _chunk(self, slot: int) -> Chunk:
         chunk = self._chunks[slot]
         assert chunk is not None
@@ -254,17 +262,25 @@ class LexicalMirror:
         """Forget the index: the next search rebuilds it from the store."""
         self._index = None
 
+    def _built(self) -> LexicalIndex:
+        if self._index is None:
+            index = LexicalIndex()
+            index.upsert(self._load())
+            self._index = index
+        return self._index
+
     def search(
         self, query: str, k: int, filter: Mapping[str, Any] | None, k1: float, b: float
     ) -> list[ScoredChunk]:
         """BM25 top ``k`` (see the module docstring)."""
         k = check_k(k, filter)
         check_bm25(k1, b)
-        if self._index is None:
-            index = LexicalIndex()
-            index.upsert(self._load())
-            self._index = index
-        return self._index.search(query, k, filter, k1=k1, b=b)
+        return self._built().search(query, k, filter, k1=k1, b=b)
+
+    def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
+        """:meth:`LexicalIndex.scores_of` (a store's ``lexical_scores``)."""
+        check_bm25(k1, b)
+        return self._built().scores_of(query, ids, k1, b)
 
 
 class LexicalSearch:
@@ -298,3 +314,11 @@ class LexicalSearch:
         with self._lock:
             self._before_lexical()
             return self._lexical.search(query, k, filter, k1, b)
+
+    def lexical_scores(
+        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    ) -> dict[str, float]:
+        """The BM25 score of each chunk of ``ids`` sharing a term with ``query``."""
+        with self._lock:
+            self._before_lexical()
+            return self._lexical.scores_of(query, ids, k1, b)

@@ -345,6 +345,15 @@ class ExactIndex:
             out.append((order, row[order]))
         return out
 
+    def similarities(self, query: Matrix, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of the normalised ``query`` to each stored row of ``ids``."""
+        rows = self._rows
+        found = [i for i in ids if i in rows]
+        if not found:
+            return {}
+        scores = self._matrix[[rows[i] for i in found]] @ query
+        return {i: min(float(s), 1.0) for i, s in zip(found, scores, strict=True)}
+
     def scored(self, hits: Hits) -> list[ScoredChunk]:
         """Hit rows as :class:`ScoredChunk` objects (records mode)."""
         rows, scores = hits
@@ -381,6 +390,13 @@ class ExactSearch(BaseVectorStore):
                 return []
             query = prepare_query(query_vector, self._index.dimension)
             return self._scored_hits(self._index.search_rows(query, k, filter))
+
+    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        with self._reading_index():
+            if len(self._index) == 0:
+                return {}
+            query = prepare_query(query_vector, self._index.dimension)
+            return self._index.similarities(query, ids)
 
     def search_many(
         self,

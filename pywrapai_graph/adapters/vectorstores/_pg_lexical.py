@@ -42,6 +42,7 @@ __all__ = [
     "add_lexical_columns",
     "analysed",
     "bm25_query",
+    "bm25_scores_query",
     "create_lexical",
     "lengths",
     "lexical_tables",
@@ -288,3 +289,28 @@ def bm25_query(sql: Any, table: str, keep: Any | None) -> Any:
         )
     )
     return sql.SQL(scored).format(where=where, **_names(sql, table))
+
+
+def bm25_scores_query(sql: Any, table: str) -> Any:
+    """One statement scoring the given chunks by BM25 as :func:`bm25_query` ranks them
+    (document frequencies over the whole table): ``(chunk_id, score)`` of each chunk that
+    holds a query term.
+
+    Parameters, in order: the query's terms, its terms again, the chunk ids, its term counts,
+    its terms again, k1, k1, b, b. Only the postings of the query's terms are read (their
+    count per term, and the index entries of the given chunks).
+    """
+    statement = (
+        "WITH st AS (SELECT greatest(coalesce(sum(n), 0), 1)::float8 AS n, "
+        "coalesce(sum(total), 0)::float8 AS total FROM {s}), "
+        "df AS (SELECT term, count(*)::float8 AS df FROM {p} WHERE term = ANY (%s::text[]) "
+        "GROUP BY term), "
+        "m AS (SELECT term, chunk_id, tf::float8 AS tf, dl FROM {p} "
+        "WHERE term = ANY (%s::text[]) AND chunk_id = ANY (%s::text[])) "
+        "SELECT m.chunk_id, sum((%s::int[])[array_position(%s::text[], m.term)] "
+        "* ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * (%s::float8 + 1) "
+        "/ (m.tf + %s::float8 * (1 - %s::float8 + %s::float8 * m.dl / "
+        "CASE WHEN st.total > 0 THEN st.total / st.n ELSE 1 END))) "
+        "FROM m JOIN df USING (term) CROSS JOIN st GROUP BY m.chunk_id"
+    )
+    return sql.SQL(statement).format(**_names(sql, table))

@@ -702,6 +702,9 @@ class ChromaVectorStore(EngineLexicalSearch):
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._where_filter(filter)
 
+    def _ids_selector(self, ids: Sequence[str]) -> Any:
+        return {ID_KEY: {"$in": list(ids)}}
+
     def _available(self) -> int | None:
         with self._errors():
             return int(self._collection.count())  # Chroma refuses n_results above it

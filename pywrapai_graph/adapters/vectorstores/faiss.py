@@ -766,6 +766,30 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         found = rows[0] >= 0
         return self._hits(scores[0][found], self._labels()[rows[0][found]])
 
+    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Cosines of the stored vectors of ``ids`` (read back from the flat index)."""
+        with self._snapshot():
+            if self._index is None or self._index.ntotal == 0 or not ids:
+                return {}
+            q = prepare_query(query_vector, self._dim)
+            labels = dict(self._id_labels(ids))
+            found = [i for i in ids if i in labels]
+            if not found:
+                return {}
+            rows = np.searchsorted(self._labels(), [labels[i] for i in found])
+            flat = self._faiss.downcast_index(self._index.index)
+            scores = flat.reconstruct_batch(rows.astype(np.int64)) @ q
+        return {i: min(float(x), 1.0) for i, x in zip(found, scores, strict=True)}
+
+    def _id_labels(self, ids: Sequence[str]) -> list[tuple[str, int]]:
+        found: list[tuple[str, int]] = []
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            query = f"SELECT id, int_id FROM chunks WHERE id IN ({marks})"
+            found += self._meta.execute(query, part).fetchall()
+        return found
+
     def search_many(
         self,
         query_vectors: Sequence[Sequence[float]],

@@ -651,6 +651,10 @@ class QdrantVectorStore(EngineLexicalSearch):
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._filter(filter)
 
+    def _ids_selector(self, ids: Sequence[str]) -> Any:
+        m = self._models
+        return m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=list(ids)))])
+
     @staticmethod
     def _hits(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         return [
