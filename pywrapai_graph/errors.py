@@ -29,7 +29,9 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   ├── ResponseFormatError (ValueError)
     │   │   └── StructuredOutputError
     │   ├── ToolExecutionError
+    │   │   ├── RemoteToolError
     │   │   ├── ToolResultTooLargeError
+    │   │   ├── ToolServerError
     │   │   └── ToolTimeoutError (TimeoutError, OSError)
     │   └── VectorStoreError
     │       ├── StorageFullError
@@ -79,6 +81,7 @@ __all__ = [
     "ProviderUnavailableError",
     "PyWrapAIError",
     "RateLimitError",
+    "RemoteToolError",
     "ResponseFormatError",
     "RuntimeFailure",
     "ScopeError",
@@ -90,6 +93,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolResultTooLargeError",
+    "ToolServerError",
     "ToolTimeoutError",
     "UnknownProviderError",
     "UnknownToolError",
@@ -337,6 +341,38 @@ class ToolResultTooLargeError(ToolExecutionError):
         )
         self.size = size
         self.limit = limit
+
+
+class RemoteToolError(ToolExecutionError):
+    """A tool on a tool server (an MCP server) ran and reported a failure, or the server
+    refused the call: the server's message, redacted, is the error's text.
+
+    Attributes:
+        tool: the tool's name as the model calls it.
+        server: the name of the server it ran on.
+    """
+
+    def __init__(self, message: str, *, tool: str, server: str) -> None:
+        super().__init__(message, tool=tool)
+        self.server = server
+
+
+class ToolServerError(ToolExecutionError):
+    """A tool server (an MCP server) could not be started or reached, or went away during a
+    call (its process exited, its HTTP endpoint stopped answering, it broke the protocol).
+
+    A call it interrupted may or may not have run on the server.
+
+    Attributes:
+        server: the server's configured name.
+        tool: the tool being called, or "" when the server failed while connecting.
+    """
+
+    quotes_content = False
+
+    def __init__(self, message: str, *, server: str, tool: str = "") -> None:
+        super().__init__(message, tool=tool)
+        self.server = server
 
 
 class VectorStoreError(RuntimeFailure):

@@ -85,6 +85,25 @@ def _tracked(built: _Built, factory: Callable[..., T], *args: Any) -> T:
     return built.add(factory(*args))
 
 
+def _tool_registry(built: _Built, settings: Settings, hooks: tuple[Hooks, ...]) -> ToolRegistry:
+    """The registry, holding the tools of every MCP server under ``mcp.servers`` (each
+    opened here and closed by ``shutdown()``)."""
+    registry = ToolRegistry(hooks=hooks)
+    if settings.mcp.servers:
+        from pywrapai_graph.composition.mcp_servers import mcp_servers
+
+        opened: list[Any] = []
+        try:
+            for server in mcp_servers(settings.mcp):
+                opened.append(built.add(server.open()))
+                server.register(registry)
+        except BaseException:
+            for server in opened:  # now, not at shutdown: a retry opens them again
+                server.close()
+            raise
+    return registry
+
+
 class LifecycleContainer(containers.DynamicContainer):
     """The container instance: providers, plus closing what they built.
 
@@ -163,7 +182,7 @@ class Container(containers.DeclarativeContainer):
     retriever = SharedOnce(make_retriever, settings, embedder, vector_store, hooks)
     prompts = SharedOnce(make_prompts, settings)
     graph = SharedOnce(make_graph, settings, llm, retriever, prompts, ledger, hooks)
-    tools = SharedOnce(ToolRegistry, hooks=hooks)
+    tools = SharedOnce(_tool_registry, _built, settings, hooks)
     agent = providers.Factory(make_agent, settings, graph, tools, hooks)
     # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
     scoped_retriever = providers.Factory(make_scoped_retriever, retriever)

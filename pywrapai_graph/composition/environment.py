@@ -3,7 +3,8 @@
 :class:`~pywrapai_graph.composition.settings.Settings` used to be a pydantic-settings
 ``BaseSettings``; importing pydantic-settings (its cloud, dotenv and CLI sources, asyncio)
 cost a tenth of an ``ask``, so these few rules are kept here instead, for the shape our
-settings have — sections (models of scalars and lists) and top-level scalars:
+settings have — sections (models of scalars, lists and mappings of models) and top-level
+scalars:
 
 - names are matched case-insensitively: ``PYWRAPAI_<FIELD>`` and, nested with ``__``,
   ``PYWRAPAI_<SECTION>__<KEY>``; values stay strings for pydantic to convert;
@@ -81,7 +82,11 @@ def _model_of(field: FieldInfo | None) -> type[BaseModel] | None:
 
 
 def _sub_field(field: FieldInfo | None, key: str) -> FieldInfo | None:
-    """The field named ``key`` (any case) of the model ``field`` holds, if any."""
+    """The field named ``key`` (any case) of the model ``field`` holds, if any; for a
+    mapping (``mcp.servers``), its value type under any key."""
+    annotation = field.annotation if field is not None else None
+    if get_origin(annotation) in (dict, Mapping) and len(get_args(annotation)) == 2:
+        return FieldInfo.from_annotation(get_args(annotation)[1])
     model = _model_of(field)
     if model is None:
         return None

@@ -26,6 +26,7 @@ from pydantic import (
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.environment import environment_values, with_environment
+from pywrapai_graph.composition.mcp_settings import MCPSettings
 from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
@@ -249,6 +250,7 @@ class Settings(BaseModel):
     chunker: ChunkerSettings = ChunkerSettings()
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
+    mcp: MCPSettings = MCPSettings()
     rag_k: int = Field(default=4, ge=1)
     embed_concurrency: int = Field(
         default=4,

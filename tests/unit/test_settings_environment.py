@@ -144,3 +144,31 @@ def test_keywords_win_over_the_environment_key_by_key(monkeypatch: pytest.Monkey
     monkeypatch.setenv("PYWRAPAI_RETRIEVER__K", "9")
     built = Settings(store={"backend": "sqlite"}, RETRIEVER={"k": 3})
     assert (built.store.path, built.retriever.k) == ("env.db", 3)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {
+            "PYWRAPAI_MCP__SERVERS__CALC__COMMAND": "python",
+            "PYWRAPAI_MCP__SERVERS__CALC__ARGS": "[1]",
+        },
+        {
+            "PYWRAPAI_MCP__SERVERS__CALC": '{"url": "u"}',
+            "PYWRAPAI_MCP__SERVERS__CALC__HEADERS__A": "b",
+        },
+        {"PYWRAPAI_MCP__SERVERS": '{"a": {"command": "x"}}', "PYWRAPAI_MCP__SERVERS__B__URL": "0"},
+        {"PYWRAPAI_MCP__SERVERS__": "0", "PYWRAPAI_MCP__SERVERS__C__ENV__TOKEN": "3"},
+        {
+            "PYWRAPAI_MCP": '{"servers": {"Q": {"command": "z"}}}',
+            "PYWRAPAI_MCP__SERVERS__Q__ARGS": "[1]",
+        },
+    ],
+)
+def test_mcp_servers_nest_under_a_mapping_as_pydantic_settings_read_them(
+    env: dict[str, str],
+) -> None:
+    """``mcp.servers`` maps names to models: deeper names reach the model under each name."""
+    with patch.dict(os.environ, env, clear=True):
+        theirs = _outcome(EnvSettingsSource(Reference))
+    assert _outcome(lambda: environment_values(Settings, env)) == theirs

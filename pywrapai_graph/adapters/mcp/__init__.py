@@ -1,0 +1,1 @@
+"""MCP (Model Context Protocol) tool servers, through the official ``mcp`` SDK (extra ``[mcp]``)."""

@@ -1,0 +1,435 @@
+"""A connection to one MCP server over stdio or streamable HTTP (the official ``mcp`` SDK).
+
+The session lives on a :class:`LoopThread` of its own (see there why); :meth:`open` /
+:meth:`aopen` start it and take the tool listing, :meth:`acall` submits calls to it from
+any loop, and :meth:`close` / :meth:`aclose` end it: the SDK then closes the server's stdin,
+waits, and terminates and reaps its process (stdio), or ends the HTTP session and closes
+its connections. A server that goes away during a call (its process killed, its endpoint
+gone) fails that call with :class:`ToolServerError` and the session is wound down at once,
+so no process is left unreaped; later calls say the server is gone.
+
+Secrets (header and environment values) never reach a repr, a log record or an error: the
+errors carry the SDK's message redacted, with these values masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, TextIO
+
+from pywrapai_graph.adapters.mcp._loop_thread import LoopThread
+from pywrapai_graph.adapters.mcp._results import result_text
+from pywrapai_graph.domain.remote_tool import RemoteToolSpec
+from pywrapai_graph.errors import (
+    InvalidStateError,
+    MissingExtraError,
+    PyWrapAIError,
+    RemoteToolError,
+    ToolServerError,
+)
+from pywrapai_graph.ports.tool_server import ToolServer
+from pywrapai_graph.redaction import redact, scrubbed
+
+try:
+    import anyio
+    import httpx2
+    import mcp_types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+except ImportError as exc:  # this module loads only when an MCP server is configured
+    raise MissingExtraError("mcp", "mcp") from exc
+
+__all__ = ["HttpTarget", "MCPSession", "StdioTarget"]
+
+_log = logging.getLogger(__name__)
+#: pages of a tool listing read at most (a server that pages forever cannot hang an open)
+_MAX_PAGES = 100
+#: seconds :meth:`MCPSession.close` waits for the SDK's shutdown (stdin closed, then
+#: SIGTERM, then SIGKILL: about 4 s at worst for a stdio server that ignores all three)
+_CLOSE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class StdioTarget:
+    """A server started as a subprocess, spoken to over its stdin and stdout.
+
+    ``env`` is added to a minimal inherited environment (PATH, HOME...), as the SDK does.
+    """
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+
+    def secrets(self) -> list[str]:
+        return list(self.env.values())
+
+    def describe(self) -> str:
+        return f"command {os.path.basename(self.command)!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpTarget:
+    """A server at a streamable-HTTP endpoint; ``headers`` go with every request."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 30.0
+
+    def secrets(self) -> list[str]:
+        return list(self.headers.values())
+
+    def describe(self) -> str:
+        return f"endpoint {redact(self.url, self.secrets())!r}"
+
+
+Target = StdioTarget | HttpTarget
+
+
+class MCPSession(ToolServer):
+    """One MCP server's session, usable from any thread and any event loop.
+
+    Args:
+        name: the server's name in errors and logs.
+        target: how to reach it.
+        connect_timeout_s: seconds :meth:`open` waits for the server to start, answer the
+            handshake and list its tools.
+    """
+
+    def __init__(self, name: str, target: Target, *, connect_timeout_s: float = 30.0) -> None:
+        self._name = name
+        self._target = target
+        self._secrets = target.secrets()
+        self._connect_timeout_s = connect_timeout_s
+        self._lock = threading.Lock()
+        self._runner: LoopThread | None = None
+        self._client: Client | None = None  # read and written on the runner's loop only
+        self._stop: asyncio.Event | None = None  # set: the serving task leaves the session
+        self._serving: asyncio.Task[None] | None = None
+        self._tools: list[RemoteToolSpec] | None = None
+        self._gone = ""  # why the session ended by itself ("" while it has not)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def is_open(self) -> bool:
+        """True between a successful open and a close (or the server going away)."""
+        return self._runner is not None and self._tools is not None and not self._gone
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The thread that holds the session while it is open."""
+        runner = self._runner
+        return runner.thread if runner is not None else None
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"MCPSession({self._name!r}, {self._target.describe()}, {state})"
+
+    # ------------------------------------------------------------------ open and close
+    def _start(self) -> concurrent.futures.Future[list[RemoteToolSpec]]:
+        with self._lock:
+            if self._runner is not None:
+                raise InvalidStateError(f"MCP server {self._name!r} is already open")
+            runner = LoopThread(f"pywrapai-mcp-{self._name}")
+            ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
+            runner.submit(self._serve(ready))
+            self._runner, self._gone = runner, ""
+            return ready
+
+    def _timed_out(self) -> ToolServerError:
+        return ToolServerError(
+            f"MCP server {self._name!r} ({self._target.describe()}) did not start, answer the "
+            f"handshake and list its tools within {self._connect_timeout_s:g} s; check that it "
+            "runs on its own, or raise connect_timeout_s",
+            server=self._name,
+        )
+
+    def open(self) -> None:
+        """Start (stdio) or reach (HTTP) the server, shake hands and take its tool listing.
+
+        Raises:
+            ToolServerError: the server could not be started or reached, failed the
+                handshake, or took longer than ``connect_timeout_s``.
+            InvalidStateError: the session is already open.
+        """
+        ready = self._start()
+        try:
+            self._tools = ready.result(timeout=self._connect_timeout_s)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise self._timed_out() from None
+        except BaseException:
+            self.close()
+            raise
+
+    async def aopen(self) -> None:
+        """:meth:`open` without blocking the running loop."""
+        ready = self._start()
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                self._tools = await asyncio.wrap_future(ready)
+        except TimeoutError:
+            await self.aclose()
+            raise self._timed_out() from None
+        except BaseException:
+            await self.aclose()
+            raise
+
+    def _take_runner(self) -> LoopThread | None:
+        with self._lock:
+            runner, self._runner, self._tools = self._runner, None, None
+            return runner
+
+    def close(self) -> None:
+        """End the session (a stdio server's process is stopped and reaped); idempotent."""
+        runner = self._take_runner()
+        if runner is not None:
+            self._shut(runner)
+            runner.stop(_CLOSE_TIMEOUT_S)
+
+    async def aclose(self) -> None:
+        """:meth:`close` without blocking the running loop."""
+        runner = self._take_runner()
+        if runner is not None:
+            self._shut(runner)
+            await asyncio.to_thread(runner.stop, _CLOSE_TIMEOUT_S)
+
+    def _shut(self, runner: LoopThread) -> None:
+        """Let the serving task leave the SDK's contexts in order (before the loop stops)."""
+        with contextlib.suppress(RuntimeError):
+            finished = runner.submit(self._release())
+            if not runner.in_loop():
+                with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
+                    finished.result(_CLOSE_TIMEOUT_S)
+
+    async def _release(self) -> None:
+        task = self._serving
+        if task is None:
+            return
+        if self._client is None:  # still connecting: give up on it
+            task.cancel()
+        elif self._stop is not None:
+            self._stop.set()
+        await asyncio.wait({task})
+
+    # ------------------------------------------------------------------ the serving task
+    async def _serve(self, ready: concurrent.futures.Future[list[RemoteToolSpec]]) -> None:
+        self._stop = asyncio.Event()
+        self._serving = asyncio.current_task()
+        try:
+            async with self._connected() as client:
+                tools = await self._list(client)
+                self._client = client
+                _settle(ready, tools)
+                await self._stop.wait()
+        except BaseException as exc:  # an exception group, a cancellation...
+            if not ready.done():
+                _fail(ready, self._connect_error(exc))
+            elif not self._gone:
+                self._gone = "its connection failed"
+                _log.info("MCP server %r: session ended: %s", self._name, self._text(_leaf(exc)))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+
+    @contextlib.asynccontextmanager
+    async def _connected(self) -> AsyncIterator[Client]:
+        target = self._target
+        async with contextlib.AsyncExitStack() as stack:
+            if isinstance(target, StdioTarget):
+                params = StdioServerParameters(
+                    command=target.command,
+                    args=list(target.args),
+                    env=dict(target.env) or None,
+                    cwd=target.cwd,
+                )
+                errlog = _server_errlog(stack)
+                from mcp.client.stdio import stdio_client
+
+                transport = stdio_client(params, errlog=errlog)
+            else:
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(
+                        headers=dict(target.headers),
+                        timeout=httpx2.Timeout(target.timeout_s, read=300.0),
+                    )
+                )
+                transport = streamable_http_client(target.url, http_client=http)
+            yield await stack.enter_async_context(Client(transport, mode="legacy"))
+
+    async def _list(self, client: Client) -> list[RemoteToolSpec]:
+        tools: list[RemoteToolSpec] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(_spec(t) for t in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    def _connect_error(self, exc: BaseException) -> PyWrapAIError:
+        leaf = _leaf(exc)
+        if isinstance(leaf, PyWrapAIError):
+            return leaf
+        if isinstance(leaf, FileNotFoundError | PermissionError):
+            why = f"could not start {self._target.describe()}: {type(leaf).__name__}"
+        else:
+            why = f"failed while connecting ({self._target.describe()}): {self._text(leaf)}"
+        error = ToolServerError(f"MCP server {self._name!r} {why}", server=self._name)
+        error.__cause__ = scrubbed(leaf, self._secrets)
+        return error
+
+    def _text(self, exc: BaseException) -> str:
+        return f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
+
+    # ------------------------------------------------------------------ calls
+    def list_tools(self) -> list[RemoteToolSpec]:
+        tools = self._tools
+        if tools is None:
+            raise InvalidStateError(
+                f"MCP server {self._name!r} is not open: open it (with ... / open()) first"
+            )
+        return list(tools)
+
+    async def acall(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        runner = self._runner
+        if runner is None or self._gone:
+            raise self._unavailable(tool)
+        try:
+            pending = runner.submit(self._call(tool, dict(arguments)))
+        except RuntimeError:
+            raise self._unavailable(tool) from None
+        try:
+            return await asyncio.wrap_future(pending)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # our caller cancelled (a timeout): the call was cancelled there too
+            raise self._lost(tool, "the session was closed or lost during the call") from None
+
+    def _unavailable(self, tool: str) -> ToolServerError:
+        why = self._gone or "is not open"
+        return ToolServerError(
+            f"MCP server {self._name!r} is not available ({why}): cannot call {tool!r}; "
+            "reopen it (the container reconnects after shutdown())",
+            server=self._name,
+            tool=tool,
+        )
+
+    def _lost(self, tool: str, why: str) -> ToolServerError:
+        self._gone = self._gone or "it went away during a call"
+        return ToolServerError(
+            f"MCP server {self._name!r} went away while calling {tool!r}: {why}; the call may "
+            "or may not have run",
+            server=self._name,
+            tool=tool,
+        )
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> str:
+        client = self._client
+        if client is None:
+            raise self._unavailable(tool)
+        try:
+            result = await client.call_tool(tool, arguments)
+        except Exception as exc:  # typed below, outside this block: not even its __context__
+            failure = exc
+        else:
+            if result.is_error:
+                raise RemoteToolError(
+                    f"tool {tool!r} on MCP server {self._name!r} failed: "
+                    f"{redact(result_text(result), self._secrets)}",
+                    tool=tool,
+                    server=self._name,
+                )
+            return result_text(result)
+        raise self._call_error(tool, failure)
+
+    def _call_error(self, tool: str, exc: Exception) -> PyWrapAIError:
+        """Our error for what the SDK raised during a call (the SDK's own kept redacted)."""
+        if isinstance(exc, MCPError) and exc.code != mcp_types.CONNECTION_CLOSED:
+            return RemoteToolError(
+                f"MCP server {self._name!r} refused the call to {tool!r}: "
+                f"{redact(exc.message, self._secrets)}",
+                tool=tool,
+                server=self._name,
+            )
+        if isinstance(exc, MCPError):
+            return self._wind_down(tool, "the connection closed (did its process exit?)")
+        if isinstance(exc, _TRANSPORT_ERRORS):
+            return self._wind_down(tool, self._text(exc), exc)
+        error = ToolServerError(  # the SDK failed otherwise (a malformed result...)
+            f"MCP server {self._name!r}: calling {tool!r} failed: {self._text(exc)}",
+            server=self._name,
+            tool=tool,
+        )
+        error.__cause__ = scrubbed(exc, self._secrets)
+        return error
+
+    def _wind_down(
+        self, tool: str, why: str, cause: BaseException | None = None
+    ) -> ToolServerError:
+        """The connection is lost: end the session now (the SDK reaps a dead process)."""
+        error = self._lost(tool, why)
+        if cause is not None:
+            error.__cause__ = scrubbed(cause, self._secrets)
+        if self._stop is not None:
+            self._stop.set()
+        return error
+
+
+_TRANSPORT_ERRORS = (
+    httpx2.HTTPError,
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+
+def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
+    return RemoteToolSpec(tool.name, tool.description or "", dict(tool.input_schema))
+
+
+def _settle(
+    future: concurrent.futures.Future[list[RemoteToolSpec]], tools: list[RemoteToolSpec]
+) -> None:
+    with contextlib.suppress(concurrent.futures.InvalidStateError):  # the opener gave up
+        future.set_result(tools)
+
+
+def _fail(future: concurrent.futures.Future[list[RemoteToolSpec]], error: BaseException) -> None:
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        future.set_exception(error)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real failure inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:
+    """Where a stdio server's stderr goes: ours when it is a real file, else nowhere."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        devnull: IO[str] = open(os.devnull, "w")  # noqa: SIM115 - closed by the stack
+        stack.callback(devnull.close)
+        return devnull  # type: ignore[return-value]
+    return sys.stderr

@@ -1,0 +1,98 @@
+"""The tools of a tool server (an MCP server) as :class:`Tool` objects.
+
+Each remote tool becomes a ``Tool`` whose ``fn`` is an ``async def`` that asks the server,
+so a ``ToolRegistry`` and an ``Agent`` treat it as any async tool: the arguments are checked
+against the lowered schema before anything is sent, the call is bounded by the tool timeout
+(the call is cancelled on the server's side too) and the result size limit, observed in an
+``execute_tool`` span, and its failures go to the agent's ``tool_error_policy``. ``fn``
+carries a signature made from the schema's properties, so an unknown or a missing argument
+is caught here, not by the server.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from typing import Any
+
+from pywrapai_graph.application.tools.remote_schema import lower_schema
+from pywrapai_graph.application.tools.tool import Tool
+from pywrapai_graph.domain.remote_tool import RemoteToolSpec
+from pywrapai_graph.ports.tool_server import ToolServer
+
+__all__ = ["remote_tool", "remote_tools"]
+
+
+def remote_tools(
+    server: ToolServer,
+    *,
+    prefix: str = "",
+    timeout_s: float | None = None,
+    max_result_bytes: int | None = None,
+) -> list[Tool]:
+    """A :class:`Tool` for every tool ``server`` listed, named ``prefix + name``.
+
+    Args:
+        server: an open tool server.
+        prefix: put before each name (tools of two servers may share a name).
+        timeout_s: per-call timeout of these tools (None: the agent's ``tool_timeout_s``).
+        max_result_bytes: result size limit of these tools (None: the agent's).
+
+    Raises:
+        InvalidStateError: the server is not open.
+        ValueError: a listed tool has an empty name.
+    """
+    return [
+        remote_tool(
+            server, spec, prefix=prefix, timeout_s=timeout_s, max_result_bytes=max_result_bytes
+        )
+        for spec in server.list_tools()
+    ]
+
+
+def remote_tool(
+    server: ToolServer,
+    spec: RemoteToolSpec,
+    *,
+    prefix: str = "",
+    timeout_s: float | None = None,
+    max_result_bytes: int | None = None,
+) -> Tool:
+    """The :class:`Tool` that calls ``spec`` on ``server``."""
+    parameters = lower_schema(spec.input_schema)
+    remote_name = spec.name
+
+    async def call_remote(**arguments: Any) -> str:
+        return await server.acall(remote_name, arguments)
+
+    call_remote.__name__ = call_remote.__qualname__ = prefix + spec.name
+    call_remote.__signature__ = _signature(parameters)  # type: ignore[attr-defined]
+    return Tool(
+        name=prefix + spec.name,
+        description=spec.description,
+        parameters=parameters,
+        fn=call_remote,
+        timeout_s=timeout_s,
+        max_result_bytes=max_result_bytes,
+    )
+
+
+def _signature(parameters: dict[str, Any]) -> inspect.Signature:
+    """Keyword-only parameters named as the schema's properties (required ones without a
+    default); ``**arguments`` when the schema admits more or a name is no identifier."""
+    properties: dict[str, Any] = parameters.get("properties", {})
+    required = set(parameters.get("required", []))
+    names = list(properties)
+    open_ended = parameters.get("additionalProperties") not in (None, False) or any(
+        not n.isidentifier() or keyword.iskeyword(n) for n in names
+    )
+    if open_ended:
+        return inspect.Signature(
+            [inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)], return_annotation=str
+        )
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter(n, kw) if n in required else inspect.Parameter(n, kw, default=None)
+        for n in names
+    ]
+    return inspect.Signature(params, return_annotation=str)
