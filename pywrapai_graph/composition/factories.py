@@ -70,6 +70,19 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
         tracker=ledger,
         hooks=hooks,
         generation=s.generation(),
+        fallbacks=[
+            {
+                "provider": f.provider,
+                **_options(
+                    model=f.model,
+                    api_key=_secret(f.api_key),
+                    base_url=f.base_url,
+                    timeout=f.timeout,
+                    max_retries=f.max_retries,
+                ),
+            }
+            for f in s.fallbacks
+        ],
         **_options(
             api_key=_secret(s.api_key),
             base_url=s.base_url,

@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_CONFIG_FILE",
     "Backend",
     "EmbedderSettings",
+    "FallbackSettings",
     "LLMSettings",
     "Settings",
     "Source",
@@ -59,6 +60,27 @@ class _Section(BaseModel):
             yield name, redact(value) if isinstance(value, str) else value
 
 
+class FallbackSettings(_Section):
+    """One fallback model of ``llm.fallbacks``: asked, in order, when the models before it
+    fail with a rate limit, a timeout, or an unreachable or failing provider."""
+
+    provider: str
+    model: str | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in CHAT_PROVIDERS:
+            raise InvalidArgumentError(
+                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
+            )
+        return value
+
+
 class LLMSettings(_Section):
     """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
 
@@ -75,6 +97,8 @@ class LLMSettings(_Section):
     top_p: float | None = Field(default=None, gt=0, le=1)
     stop: list[str] | None = None
     seed: int | None = None
+    # the models asked, in order, when the provider fails in a way another may not
+    fallbacks: list[FallbackSettings] = Field(default_factory=list)
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""
