@@ -60,11 +60,10 @@ class _Section(BaseModel):
             yield name, redact(value) if isinstance(value, str) else value
 
 
-class FallbackSettings(_Section):
-    """One fallback model of ``llm.fallbacks``: asked, in order, when the models before it
-    fail with a rate limit, a timeout, or an unreachable or failing provider."""
+class _ChatModelSection(_Section):
+    """Which chat model, and how to reach it."""
 
-    provider: str
+    provider: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None
     base_url: str | None = None
@@ -73,23 +72,24 @@ class FallbackSettings(_Section):
 
     @field_validator("provider")
     @classmethod
-    def _known_provider(cls, value: str) -> str:
-        if value not in CHAT_PROVIDERS:
+    def _known_provider(cls, value: str | None) -> str | None:
+        if value is not None and value not in CHAT_PROVIDERS:
             raise InvalidArgumentError(
                 f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
             )
         return value
 
 
-class LLMSettings(_Section):
+class FallbackSettings(_ChatModelSection):
+    """One fallback model of ``llm.fallbacks``: asked, in order, when the models before it
+    fail with a rate limit, a timeout, or an unreachable or failing provider."""
+
+    provider: str
+
+
+class LLMSettings(_ChatModelSection):
     """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
 
-    provider: str | None = None
-    model: str | None = None
-    api_key: SecretStr | None = None
-    base_url: str | None = None
-    timeout: float | None = Field(default=None, gt=0)
-    max_retries: int | None = Field(default=None, ge=0)
     system_prompt: str | None = None
     # default generation parameters of every call (a call's own arguments win)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -109,15 +109,6 @@ class LLMSettings(_Section):
             stop=tuple(self.stop) if self.stop is not None else None,
             seed=self.seed,
         )
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, value: str | None) -> str | None:
-        if value is not None and value not in CHAT_PROVIDERS:
-            raise InvalidArgumentError(
-                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
-            )
-        return value
 
 
 class EmbedderSettings(_Section):
