@@ -6,17 +6,19 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream, StreamEvent
+from pywrapai_graph.application.fallbacks import FallbackChain, ModelTarget
 from pywrapai_graph.application.observability.model_calls import observe_llm
 from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.stream_so_far import StreamSoFar
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
     ChatRequest,
+    FailedAttempt,
     GenerationParams,
     LLMResponse,
     Message,
@@ -121,6 +123,9 @@ class CallModel:
         tracker: where every call's usage and cost is recorded.
         cache: optional response cache; a hit records no new cost.
         hooks: observability hooks told about every call.
+        fallbacks: the models asked, in order, when ``model`` fails with a
+            :data:`~pywrapai_graph.application.fallbacks.FALLBACK_ERRORS` error (each
+            attempt is its own span; the answer and its record name those that failed).
     """
 
     def __init__(
@@ -129,11 +134,13 @@ class CallModel:
         tracker: TokenTracker,
         cache: ResponseCache | None = None,
         hooks: Sequence[Hooks] = (),
+        fallbacks: Sequence[ModelTarget] = (),
     ) -> None:
         self._model = model
         self._tracker = tracker
         self._cache = cache
         self._hooks = tuple(hooks)
+        self._chain = FallbackChain((ModelTarget(model, model.default_model), *fallbacks))
 
     def build_request(
         self,
@@ -179,67 +186,101 @@ class CallModel:
         return key, dataclasses.replace(hit, cost_usd=0.0, cached=True)
 
     def _book(
-        self, request: ChatRequest, response: LLMResponse, key: str | None, prompt_file: str | None
+        self,
+        target: ModelTarget,
+        request: ChatRequest,
+        response: LLMResponse,
+        key: str | None,
+        prompt_file: str | None,
+        failed: tuple[FailedAttempt, ...],
     ) -> LLMResponse:
         rec = self._tracker.record(
             "chat",
-            self._model.provider,
+            target.provider,
             response.model or request.model,
             response.usage,
             prompt_file=prompt_file,
+            fallback_from=failed,
         )
         booked = dataclasses.replace(
             response,
-            provider=self._model.provider,
+            provider=target.provider,
             model=response.model or request.model,
             cost_usd=rec.cost_usd,
+            fallback_from=failed,
         )
         if self._cache is not None and key is not None:
             self._cache.set(key, booked)
         return booked
 
     @contextmanager
-    def _billed(self, request: ChatRequest, prompt_file: str | None) -> Iterator[None]:
+    def _billed(
+        self, target: ModelTarget, request: ChatRequest, prompt_file: str | None
+    ) -> Iterator[None]:
         """A reply that arrived but could not be decoded was still billed: record it (with
         its usage when the adapter could read it) before the error propagates."""
         try:
             yield
         except (ResponseFormatError, IncompleteStreamError) as exc:
             usage = exc.usage if isinstance(exc, ResponseFormatError) else None
-            self._record_stream(request, usage, None, prompt_file)
+            self._record_stream(target, request, usage, None, prompt_file)
             raise
 
     def _observe(
-        self, request: ChatRequest, prompt_file: str | None, stream: bool = False
+        self, provider: str, request: ChatRequest, prompt_file: str | None, stream: bool = False
     ) -> Observation:
         return observe_llm(
-            self._model.provider, request, prompt_file=prompt_file, stream=stream, hooks=self._hooks
+            provider, request, prompt_file=prompt_file, stream=stream, hooks=self._hooks
         )
 
+    def _from_cache(
+        self, request: ChatRequest, prompt_file: str | None
+    ) -> tuple[str | None, LLMResponse | None]:
+        """The cache key of ``request`` and its cached answer (observed as a call), if any."""
+        key, hit = self._cached(request)
+        if hit is not None:
+            with self._observe(self._model.provider, request, prompt_file) as ob:
+                ob.result = hit
+        return key, hit
+
     def chat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
-        """Send ``request`` (or answer it from the cache) and record its cost."""
-        with self._observe(request, prompt_file) as ob:
-            key, hit = self._cached(request)
-            if hit is None:
-                with self._billed(request, prompt_file):
-                    response = self._model.chat(request)
-                hit = self._book(request, response, key, prompt_file)
-            ob.result = hit
-        return hit
+        """Send ``request`` (or answer it from the cache) and record its cost; on a
+        fallback error, ask the next model of the chain."""
+        key, hit = self._from_cache(request, prompt_file)
+        if hit is not None:
+            return hit
+
+        def attempt(
+            target: ModelTarget, sent: ChatRequest, failed: tuple[FailedAttempt, ...]
+        ) -> LLMResponse:
+            with self._observe(target.provider, sent, prompt_file) as ob:
+                with self._billed(target, sent, prompt_file):
+                    response = target.chat_model.chat(sent)
+                ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
+            return booked
+
+        return self._chain.call(request, attempt)
 
     async def achat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
         """Async :meth:`chat`."""
-        with self._observe(request, prompt_file) as ob:
-            key, hit = self._cached(request)
-            if hit is None:
-                with self._billed(request, prompt_file):
-                    response = await self._model.achat(request)
-                hit = self._book(request, response, key, prompt_file)
-            ob.result = hit
-        return hit
+        key, hit = self._from_cache(request, prompt_file)
+        if hit is not None:
+            return hit
+
+        async def attempt(
+            target: ModelTarget, sent: ChatRequest, failed: tuple[FailedAttempt, ...]
+        ) -> LLMResponse:
+            with self._observe(target.provider, sent, prompt_file) as ob:
+                with self._billed(target, sent, prompt_file):
+                    response = await target.chat_model.achat(sent)
+                ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
+            return booked
+
+        return await self._chain.acall(request, attempt)
 
     def _record_stream(
         self,
+        target: ModelTarget,
         request: ChatRequest,
         usage: TokenUsage | None,
         model: str | None,
@@ -247,14 +288,16 @@ class CallModel:
         *,
         content: str = "",
         estimated: bool = False,
+        failed: tuple[FailedAttempt, ...] = (),
     ) -> LLMResponse:
         rec = self._tracker.record(
             "chat",
-            self._model.provider,
+            target.provider,
             model or request.model,
             usage or TokenUsage(),
             prompt_file=prompt_file,
             estimated=estimated,
+            fallback_from=failed,
         )
         return LLMResponse(
             content=content,
@@ -262,25 +305,31 @@ class CallModel:
             model=rec.model,
             provider=rec.provider,
             cost_usd=rec.cost_usd,
+            fallback_from=failed,
         )
 
     @contextmanager
     def _streaming(
-        self, request: ChatRequest, prompt_file: str | None, so_far: StreamSoFar
+        self,
+        target: ModelTarget,
+        request: ChatRequest,
+        prompt_file: str | None,
+        so_far: StreamSoFar,
     ) -> Iterator[Observation]:
         """Around a stream's reading: its observation, and the booking of a stream that ends
         early (closed, cancelled, cut off) — it still cost what the provider produced."""
         so_far.start()
-        with self._observe(request, prompt_file, stream=True) as ob:
+        with self._observe(target.provider, request, prompt_file, stream=True) as ob:
             try:
                 yield ob
             except BaseException as exc:
-                self._book_unfinished(ob, request, so_far, exc, prompt_file)
+                self._book_unfinished(ob, target, request, so_far, exc, prompt_file)
                 raise
 
     def _book_unfinished(
         self,
         ob: Observation,
+        target: ModelTarget,
         request: ChatRequest,
         so_far: StreamSoFar,
         exc: BaseException,
@@ -294,6 +343,7 @@ class CallModel:
         usage, estimated = so_far.unfinished_usage(request, exc)
         book = functools.partial(
             self._record_stream,
+            target,
             request,
             usage,
             so_far.model,
@@ -313,40 +363,55 @@ class CallModel:
         off before its end — with what was produced (estimated when the provider had not said).
         """
         # the adapter translates the request now: a misuse (a bad extra= field) raises here
-        return ChatStream(self._stream_events(request, prompt_file, self._model.stream(request)))
+        chunks = self._model.stream(request)
+        attempt = functools.partial(self._stream_events, prompt_file=prompt_file)
+        return ChatStream(self._chain.stream(request, chunks, attempt))
 
     async def _astream_events(
-        self, request: ChatRequest, prompt_file: str | None, chunks: AsyncIterator[StreamChunk]
-    ) -> AsyncIterator[StreamEvent]:
+        self,
+        target: ModelTarget,
+        request: ChatRequest,
+        chunks: AsyncIterator[StreamChunk],
+        failed: tuple[FailedAttempt, ...],
+        *,
+        prompt_file: str | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
         so_far = StreamSoFar()
-        with self._streaming(request, prompt_file, so_far) as ob:
+        with self._streaming(target, request, prompt_file, so_far) as ob:
             async for chunk in chunks:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
             ob.result = booked = self._record_stream(
-                request, so_far.usage, so_far.model, prompt_file
+                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
             )
         yield booked
 
     def _stream_events(
-        self, request: ChatRequest, prompt_file: str | None, chunks: Iterator[StreamChunk]
-    ) -> Iterator[StreamEvent]:
+        self,
+        target: ModelTarget,
+        request: ChatRequest,
+        chunks: Iterator[StreamChunk],
+        failed: tuple[FailedAttempt, ...],
+        *,
+        prompt_file: str | None,
+    ) -> Generator[StreamEvent, None, None]:
         so_far = StreamSoFar()
-        with self._streaming(request, prompt_file, so_far) as ob:
+        with self._streaming(target, request, prompt_file, so_far) as ob:
             for chunk in chunks:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
             ob.result = booked = self._record_stream(
-                request, so_far.usage, so_far.model, prompt_file
+                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
             )
         yield booked
 
     def astream(self, request: ChatRequest, *, prompt_file: str | None = None) -> AsyncChatStream:
         """Async :meth:`stream`."""
         chunks = self._model.astream(request)  # translated now, as in stream()
-        return AsyncChatStream(self._astream_events(request, prompt_file, chunks))
+        attempt = functools.partial(self._astream_events, prompt_file=prompt_file)
+        return AsyncChatStream(self._chain.astream(request, chunks, attempt))
 
     @staticmethod
     def structured_format(schema: type[BaseModel]) -> ResponseFormat:

@@ -13,7 +13,7 @@ from typing import IO
 from pywrapai_graph.application.observability.accounting import RunningTotals
 from pywrapai_graph.application.observability.scope import active_scopes, current_agent_run
 from pywrapai_graph.application.pricing import PriceTable
-from pywrapai_graph.domain import CallKind, CallRecord, CostTotals, TokenUsage
+from pywrapai_graph.domain import CallKind, CallRecord, CostTotals, FailedAttempt, TokenUsage
 from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_MAX_RECORDS", "TokenTracker"]
@@ -82,10 +82,12 @@ class TokenTracker:
         *,
         prompt_file: str | None = None,
         estimated: bool = False,
+        fallback_from: tuple[FailedAttempt, ...] = (),
     ) -> CallRecord:
         """Price and record one call; returns the stored record.
 
-        ``estimated`` marks usage the provider did not report (see ``CallRecord.estimated``).
+        ``estimated`` marks usage the provider did not report (see ``CallRecord.estimated``);
+        ``fallback_from`` names the models of a fallback chain that failed before this one.
         """
         cost = self._prices.cost(kind, provider, model, usage)
         rec = CallRecord(
@@ -98,6 +100,7 @@ class TokenTracker:
             time.time(),
             current_agent_run(),
             estimated,
+            fallback_from,
         )
         self.add(rec)
         return rec

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the agent and the chunker load only when a command builds t
     from pywrapai_graph.application.scoped_retriever import ScopedRetriever
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import ToolRegistry
-    from pywrapai_graph.composition.settings import Settings
+    from pywrapai_graph.composition.settings import FallbackSettings, LLMSettings, Settings
 
 __all__ = [
     "HookSet",
@@ -59,6 +59,16 @@ def _options(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _connection(s: LLMSettings | FallbackSettings) -> dict[str, Any]:
+    """The adapter options of a configured chat model (only those that are set)."""
+    return _options(
+        api_key=_secret(s.api_key),
+        base_url=s.base_url,
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+    )
+
+
 def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | None:
     """The configured LLM, or None when no provider is configured."""
     s = settings.llm
@@ -71,12 +81,11 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
         tracker=ledger,
         hooks=hooks,
         generation=s.generation(),
-        **_options(
-            api_key=_secret(s.api_key),
-            base_url=s.base_url,
-            timeout=s.timeout,
-            max_retries=s.max_retries,
-        ),
+        fallbacks=[
+            {"provider": f.provider, **_options(model=f.model), **_connection(f)}
+            for f in s.fallbacks
+        ],
+        **_connection(s),
     )
 
 

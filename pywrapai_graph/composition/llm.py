@@ -12,6 +12,7 @@ from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition.fallback_models import fallback_targets
 from pywrapai_graph.composition.providers import make_chat_model
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -54,6 +55,12 @@ class LLM:
         hooks: observability hooks told about every call (see ``pywrapai_graph.observability``).
         generation: default generation parameters (``max_tokens``, ``temperature``, ``top_p``,
             ``stop``, ``seed``); a call's own keyword arguments win over them.
+        fallbacks: the models to ask, in order, when this one fails with a rate limit, a
+            timeout, an unreachable or failing (5xx, overloaded) provider — never on a
+            refusal, a bad request, or once a stream has produced text. Each is an ``LLM``,
+            a ``ChatModel`` or a mapping ``{"provider": ..., "model": ..., **options}``.
+            The response and its ledger record name the models that failed
+            (``fallback_from``); the one that answered is ``response.provider/.model``.
         **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
             ``max_retries`` (never shown in reprs or errors).
 
@@ -73,6 +80,7 @@ class LLM:
         prices: PriceTable | None = None,
         hooks: Sequence[Hooks] | None = None,
         generation: GenerationParams | None = None,
+        fallbacks: Sequence[LLM | ChatModel | Mapping[str, Any]] | None = None,
         **options: Any,
     ) -> None:
         if isinstance(provider, str):
@@ -90,7 +98,12 @@ class LLM:
             LRUResponseCache() if cache is True else None if cache is False else cache
         )
         self._tracker = tracker if tracker is not None else TokenTracker(prices)
-        self._calls = CallModel(self._chat_model, self._tracker, self._cache, check_hooks(hooks))
+        chain = fallback_targets(fallbacks)
+        self._fallbacks = tuple(chain.targets)
+        self._owned = tuple(chain.owned)
+        self._calls = CallModel(
+            self._chat_model, self._tracker, self._cache, check_hooks(hooks), self._fallbacks
+        )
 
     # ------------------------------------------------------------------ properties
     @property
@@ -127,6 +140,11 @@ class LLM:
     def chat_model(self) -> ChatModel:
         """The adapter behind this facade."""
         return self._chat_model
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """The fallback models, in the order they are asked, as ``"provider/model"``."""
+        return tuple(str(t) for t in self._fallbacks)
 
     # ------------------------------------------------------------------ helpers
     def _messages(self, input: str | Sequence[Message]) -> list[Message]:
@@ -270,12 +288,17 @@ class LLM:
         return CallModel.parse_structured(response, schema)
 
     def close(self) -> None:
-        """Release the adapter's HTTP connections."""
+        """Release the adapter's HTTP connections (and those of fallbacks built from
+        mappings; an ``LLM`` given as a fallback is closed by its owner)."""
         self._chat_model.close()
+        for model in self._owned:
+            model.close()
 
     async def aclose(self) -> None:
         """Release the adapter's async HTTP connections (on the loop that used them)."""
         await self._chat_model.aclose()
+        for model in self._owned:
+            await model.aclose()
 
     def __enter__(self) -> LLM:
         return self

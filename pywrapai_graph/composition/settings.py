@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_CONFIG_FILE",
     "Backend",
     "EmbedderSettings",
+    "FallbackSettings",
     "LLMSettings",
     "Settings",
     "Source",
@@ -60,8 +61,8 @@ class _Section(BaseModel):
             yield name, redact(value) if isinstance(value, str) else value
 
 
-class LLMSettings(_Section):
-    """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
+class _ChatModelSection(_Section):
+    """Which chat model, and how to reach it."""
 
     provider: str | None = None
     model: str | None = None
@@ -69,6 +70,27 @@ class LLMSettings(_Section):
     base_url: str | None = None
     timeout: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str | None) -> str | None:
+        if value is not None and value not in CHAT_PROVIDERS:
+            raise InvalidArgumentError(
+                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
+            )
+        return value
+
+
+class FallbackSettings(_ChatModelSection):
+    """One fallback model of ``llm.fallbacks``: asked, in order, when the models before it
+    fail with a rate limit, a timeout, or an unreachable or failing provider."""
+
+    provider: str
+
+
+class LLMSettings(_ChatModelSection):
+    """The chat provider; ``provider: null`` means none (``ask`` then shows the messages)."""
+
     system_prompt: str | None = None
     # default generation parameters of every call (a call's own arguments win)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -76,6 +98,8 @@ class LLMSettings(_Section):
     top_p: float | None = Field(default=None, gt=0, le=1)
     stop: list[str] | None = None
     seed: int | None = None
+    # the models asked, in order, when the provider fails in a way another may not
+    fallbacks: list[FallbackSettings] = Field(default_factory=list)
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""
@@ -86,15 +110,6 @@ class LLMSettings(_Section):
             stop=tuple(self.stop) if self.stop is not None else None,
             seed=self.seed,
         )
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, value: str | None) -> str | None:
-        if value is not None and value not in CHAT_PROVIDERS:
-            raise InvalidArgumentError(
-                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
-            )
-        return value
 
 
 class EmbedderSettings(_Section):

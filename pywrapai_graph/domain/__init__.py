@@ -9,6 +9,7 @@ except ``errors`` and ``redaction``.
 """
 
 from pywrapai_graph.domain.documents import Chunk, Document, ScoredChunk
+from pywrapai_graph.domain.fallback import FailedAttempt
 from pywrapai_graph.domain.generation import (
     GenerationOptions,
     GenerationParams,
@@ -26,6 +27,7 @@ __all__ = [
     "Chunk",
     "CostTotals",
     "Document",
+    "FailedAttempt",
     "GenerationOptions",
     "GenerationParams",
     "InjectedChunk",

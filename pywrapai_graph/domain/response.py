@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pywrapai_graph.domain.fallback import FailedAttempt
 from pywrapai_graph.domain.messages import ToolCall
 from pywrapai_graph.domain.usage import TokenUsage
 
@@ -47,6 +48,8 @@ class LLMResponse:
         context: the RAG chunks injected into this request (ids and scores), if any.
         finish_reason: why the model stopped, in the provider's words ("stop",
             "tool_calls", "end_turn", "STOP", ...), when the provider said.
+        fallback_from: the models of a fallback chain that failed before ``model``
+            answered, in the order they were asked (empty when the first one answered).
     """
 
     content: str = ""
@@ -58,6 +61,7 @@ class LLMResponse:
     cached: bool = False
     context: tuple[InjectedChunk, ...] = ()
     finish_reason: str | None = None
+    fallback_from: tuple[FailedAttempt, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

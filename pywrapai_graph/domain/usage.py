@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pywrapai_graph.domain.fallback import FailedAttempt
 from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["CallKind", "CallRecord", "CostTotals", "TokenUsage"]
@@ -76,6 +77,8 @@ class CallRecord:
             token) because the provider reported none: a stream the consumer closed or
             cancelled, or the provider cut off, before its usage arrived; an embedding
             batch from a provider that reports no token count.
+        fallback_from: the models of a fallback chain that failed before this one
+            answered (empty when the first one answered).
     """
 
     kind: CallKind
@@ -87,6 +90,7 @@ class CallRecord:
     timestamp: float = 0.0
     agent_run: str | None = None
     estimated: bool = False
+    fallback_from: tuple[FailedAttempt, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,8 @@ def llm_attributes(response: LLMResponse) -> dict[str, AttrValue]:
         attrs["gen_ai.response.finish_reasons"] = [response.finish_reason]
     if response.tool_calls:
         attrs["pywrapai.response.tool_calls"] = [c.name for c in response.tool_calls]
+    if response.fallback_from:  # the models of the chain that failed before this one
+        attrs["pywrapai.fallback.from"] = [str(f) for f in response.fallback_from]
     if capture_content():
         out: dict[str, Any] = {"role": "assistant", "content": response.content}
         if response.tool_calls:
