@@ -66,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "evaluate_retrieval": "pywrapai_graph.application.evaluate_retrieval",
     "load_beir": "pywrapai_graph.adapters.sources.beir",
     "ScopedRetriever": "pywrapai_graph.application.scoped_retriever",
+    "Reranker": "pywrapai_graph.ports.reranker",
+    "RerankModel": "pywrapai_graph.composition.reranker",
     # serving
     "ChatStream": "pywrapai_graph.application.chat_stream",
     "AsyncChatStream": "pywrapai_graph.application.chat_stream",
@@ -106,6 +108,8 @@ __all__ = [
     "PriceTable",
     "PromptRegistry",
     "QdrantVectorStore",
+    "RerankModel",
+    "Reranker",
     "Role",
     "SQLiteVectorStore",
     "ScopedRetriever",
@@ -152,6 +156,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.domain import (
         CallRecord,
         Chunk,
@@ -174,6 +179,7 @@ if TYPE_CHECKING:
         AgentStep,
         ToolTiming,
     )
+    from pywrapai_graph.ports.reranker import Reranker
     from pywrapai_graph.ports.retriever import BaseRetriever
     from pywrapai_graph.ports.vector_store import BaseVectorStore
 

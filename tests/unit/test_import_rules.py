@@ -95,8 +95,8 @@ def test_new_adapter_package_importing_two_adapters_is_caught(project: Path) -> 
     config = project / "pyproject.toml"
     text = config.read_text(encoding="utf-8")
     declared = text.replace(
-        '"llm | embedders | vectorstores | prompts | cache | sources"',
-        '"llm | embedders | vectorstores | prompts | cache | sources | planted"',
+        '"llm | embedders | vectorstores | prompts | cache | sources | rerankers"',
+        '"llm | embedders | vectorstores | prompts | cache | sources | rerankers | planted"',
     )
     assert declared != text
     config.write_text(declared, encoding="utf-8")
