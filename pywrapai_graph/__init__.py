@@ -51,7 +51,8 @@ _EXPORTS: dict[str, str] = {
     "ToolTiming": "pywrapai_graph.domain.agent",
     # RAG
     "Chunker": "pywrapai_graph.application.chunker",
-    "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
+    "FeatureHashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
+    "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",  # deprecated
     "BaseVectorStore": "pywrapai_graph.ports.vector_store",
     "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
     "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
@@ -73,6 +74,9 @@ _EXPORTS: dict[str, str] = {
     "AsyncChatStream": "pywrapai_graph.application.chat_stream",
     "GenerationParams": "pywrapai_graph.domain",
 }
+
+#: old names that still work and warn (``DeprecationWarning``) when imported
+_DEPRECATED = frozenset({"HashingEmbedder"})
 
 __all__ = [
     "LLM",
@@ -96,9 +100,9 @@ __all__ = [
     "Document",
     "Embedder",
     "FAISSVectorStore",
+    "FeatureHashingEmbedder",
     "GenerationParams",
     "GraphLLM",
-    "HashingEmbedder",
     "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
@@ -132,7 +136,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
-    from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+    from pywrapai_graph.adapters.embedders.hashing_embedder import (
+        FeatureHashingEmbedder,
+    )
+    from pywrapai_graph.adapters.embedders.hashing_embedder import (
+        HashingEmbedder as HashingEmbedder,  # deprecated name (typed for old code)
+    )
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
     from pywrapai_graph.adapters.sources.beir import load_beir
     from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
@@ -189,7 +198,8 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'pywrapai_graph' has no attribute {name!r}")
     value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
+    if name not in _DEPRECATED:  # a deprecated name warns at every import
+        globals()[name] = value
     return value
 
 

@@ -68,7 +68,7 @@ class VectorRetriever(BaseRetriever):
     ``aadd_documents`` runs the (per-document atomic) ingest in the bounded offload pool.
 
     Args:
-        embedder: turns texts into vectors (``Embedder``, ``HashingEmbedder``, ...).
+        embedder: turns texts into vectors (``Embedder``, ``FeatureHashingEmbedder``, ...).
         store: any :class:`BaseVectorStore`.
         k: default number of chunks to retrieve.
         min_score: minimum cosine similarity a dense hit needs (0.0 keeps every
@@ -247,12 +247,6 @@ class VectorRetriever(BaseRetriever):
         if self.mode == "dense":
             return dense
         return self._fuse(dense, self._lexical(query, depth, filter), wanted)
-
-    def retrieve_matching(
-        self, query: str, filter: MetadataFilter, k: int | None = None
-    ) -> list[ScoredChunk]:
-        """:meth:`retrieve` restricted to chunks whose metadata matches ``filter``."""
-        return self.retrieve(query, k, filter)
 
     async def aretrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None

@@ -12,7 +12,7 @@ import pytest
 
 from pywrapai_graph import (
     Document,
-    HashingEmbedder,
+    FeatureHashingEmbedder,
     InMemoryVectorStore,
     Reranker,
     RerankModel,
@@ -67,7 +67,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def retriever(**options: Any) -> VectorRetriever:
-    r = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), **options)
+    r = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore(), **options)
     r.add_documents(DOCS)
     return r
 
@@ -112,7 +112,7 @@ def test_the_local_cross_encoder_decides_the_order(model_dir: Path) -> None:
 def test_a_scope_filters_before_the_reranker_sees_anything(model_dir: Path) -> None:
     recording = Recording()
     r = VectorRetriever(
-        HashingEmbedder(64), InMemoryVectorStore(), reranker=recording, rerank_candidates=10
+        FeatureHashingEmbedder(64), InMemoryVectorStore(), reranker=recording, rerank_candidates=10
     )
     acme, other = r.scoped({"tenant": "acme"}), r.scoped({"tenant": "other"})
     acme.add_documents(DOCS[:3])
@@ -124,9 +124,9 @@ def test_a_scope_filters_before_the_reranker_sees_anything(model_dir: Path) -> N
 
 def test_a_reranker_without_the_methods_is_a_type_error() -> None:
     with pytest.raises(ArgumentTypeError, match="rerank"):
-        VectorRetriever(HashingEmbedder(8), InMemoryVectorStore(), reranker=object())  # type: ignore[arg-type]
+        VectorRetriever(FeatureHashingEmbedder(8), InMemoryVectorStore(), reranker=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="rerank_candidates"):
-        VectorRetriever(HashingEmbedder(8), InMemoryVectorStore(), rerank_candidates=0)
+        VectorRetriever(FeatureHashingEmbedder(8), InMemoryVectorStore(), rerank_candidates=0)
     assert isinstance(Recording(), Reranker)
 
 
