@@ -16,8 +16,8 @@ from pywrapai_graph import (
     AgentConfig,
     AgentStep,
     Document,
+    FeatureHashingEmbedder,
     GraphLLM,
-    HashingEmbedder,
     InMemoryVectorStore,
     ToolRegistry,
     VectorRetriever,
@@ -38,7 +38,7 @@ def get_weather(city: str) -> str:
 
 
 def build_agent() -> Agent:
-    retriever = VectorRetriever(HashingEmbedder(), InMemoryVectorStore(), k=2)
+    retriever = VectorRetriever(FeatureHashingEmbedder(), InMemoryVectorStore(), k=2)
     retriever.add_documents(
         [
             Document("Acme ships every order from its warehouse in Lyon, France."),

@@ -17,8 +17,8 @@ from pywrapai_graph import (
     LLM,
     Chunker,
     Document,
+    FeatureHashingEmbedder,
     GraphLLM,
-    HashingEmbedder,
     SQLiteVectorStore,
     VectorRetriever,
 )
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     question = " ".join(argv) or "How long do refunds take?"
     store_path = Path(os.environ.get("PYWRAPAI_STORE", HERE.parent / ".pywrapai" / "kb.db"))
     store_path.parent.mkdir(parents=True, exist_ok=True)
-    retriever = VectorRetriever(HashingEmbedder(), SQLiteVectorStore(store_path), k=3)
+    retriever = VectorRetriever(FeatureHashingEmbedder(), SQLiteVectorStore(store_path), k=3)
     n = retriever.add_documents(load_documents(HERE / "data"), chunker=Chunker(400, 40))
     print(f"ingested {n} chunks into {store_path} ({len(retriever.store)} stored)")
 

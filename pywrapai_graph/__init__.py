@@ -51,7 +51,8 @@ _EXPORTS: dict[str, str] = {
     "ToolTiming": "pywrapai_graph.domain.agent",
     # RAG
     "Chunker": "pywrapai_graph.application.chunker",
-    "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
+    "FeatureHashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
+    "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",  # deprecated
     "BaseVectorStore": "pywrapai_graph.ports.vector_store",
     "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
     "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
@@ -66,11 +67,16 @@ _EXPORTS: dict[str, str] = {
     "evaluate_retrieval": "pywrapai_graph.application.evaluate_retrieval",
     "load_beir": "pywrapai_graph.adapters.sources.beir",
     "ScopedRetriever": "pywrapai_graph.application.scoped_retriever",
+    "Reranker": "pywrapai_graph.ports.reranker",
+    "RerankModel": "pywrapai_graph.composition.reranker",
     # serving
     "ChatStream": "pywrapai_graph.application.chat_stream",
     "AsyncChatStream": "pywrapai_graph.application.chat_stream",
     "GenerationParams": "pywrapai_graph.domain",
 }
+
+#: old names that still work and warn (``DeprecationWarning``) when imported
+_DEPRECATED = frozenset({"HashingEmbedder"})
 
 __all__ = [
     "LLM",
@@ -94,9 +100,9 @@ __all__ = [
     "Document",
     "Embedder",
     "FAISSVectorStore",
+    "FeatureHashingEmbedder",
     "GenerationParams",
     "GraphLLM",
-    "HashingEmbedder",
     "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
@@ -106,6 +112,8 @@ __all__ = [
     "PriceTable",
     "PromptRegistry",
     "QdrantVectorStore",
+    "RerankModel",
+    "Reranker",
     "Role",
     "SQLiteVectorStore",
     "ScopedRetriever",
@@ -128,7 +136,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
-    from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+    from pywrapai_graph.adapters.embedders.hashing_embedder import (
+        FeatureHashingEmbedder,
+    )
+    from pywrapai_graph.adapters.embedders.hashing_embedder import (
+        HashingEmbedder as HashingEmbedder,  # deprecated name (typed for old code)
+    )
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
     from pywrapai_graph.adapters.sources.beir import load_beir
     from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
@@ -152,6 +165,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.domain import (
         CallRecord,
         Chunk,
@@ -174,6 +188,7 @@ if TYPE_CHECKING:
         AgentStep,
         ToolTiming,
     )
+    from pywrapai_graph.ports.reranker import Reranker
     from pywrapai_graph.ports.retriever import BaseRetriever
     from pywrapai_graph.ports.vector_store import BaseVectorStore
 
@@ -183,7 +198,8 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'pywrapai_graph' has no attribute {name!r}")
     value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
+    if name not in _DEPRECATED:  # a deprecated name warns at every import
+        globals()[name] = value
     return value
 
 

@@ -116,7 +116,7 @@ def _read(view: Any, extra: dict[str, Any], asynchronous: bool) -> list[Any]:
     if asynchronous:
         return asyncio.run(view.aretrieve(_QUERY, _EVERYTHING, extra or None))
     if extra:
-        return view.retrieve_matching(_QUERY, extra, _EVERYTHING)  # type: ignore[no-any-return]
+        return view.retrieve(_QUERY, _EVERYTHING, extra)  # type: ignore[no-any-return]
     return view.retrieve(_QUERY, _EVERYTHING)  # type: ignore[no-any-return]
 
 

@@ -32,7 +32,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pywrapai_graph.testing.wire import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
+from pywrapai_graph.testing.wire import (
+    AnthropicWire,
+    CohereWire,
+    GeminiWire,
+    OllamaWire,
+    OpenAIWire,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
@@ -143,12 +149,13 @@ def problems(snippet: Snippet) -> str | None:
 
 @contextmanager
 def wire_environment() -> Iterator[dict[str, str]]:
-    """The four providers' local wire servers, as the SDKs' environment variables."""
+    """The providers' local wire servers, as the SDKs' environment variables."""
     with ExitStack() as stack:
         openai = stack.enter_context(OpenAIWire())
         anthropic = stack.enter_context(AnthropicWire())
         gemini = stack.enter_context(GeminiWire())
         ollama = stack.enter_context(OllamaWire())
+        cohere = stack.enter_context(CohereWire())
         for wire in (openai, anthropic, gemini, ollama):
             wire.reply(*[WIRE_REPLY] * 200)
         yield {
@@ -159,6 +166,8 @@ def wire_environment() -> Iterator[dict[str, str]]:
             "GOOGLE_API_KEY": "test-snippets",
             "GOOGLE_GEMINI_BASE_URL": gemini.url,
             "OLLAMA_HOST": ollama.url,
+            "CO_API_KEY": "co-test-snippets",
+            "CO_API_URL": cohere.url,
         }
 
 

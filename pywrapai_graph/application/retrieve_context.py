@@ -9,6 +9,7 @@ from pywrapai_graph.domain import Message, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter
+from pywrapai_graph.ports.retriever import retrieve_filtered
 
 __all__ = ["RetrieveContext"]
 
@@ -71,7 +72,7 @@ class RetrieveContext:
         if query is None:
             return list(current), []
         text, wanted = query
-        hits = self._retriever.search(text, wanted, filter)[:wanted]
+        hits = retrieve_filtered(self._retriever, text, wanted, filter)[:wanted]
         return inject_context(current, hits), hits
 
     async def arun(

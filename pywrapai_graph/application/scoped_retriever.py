@@ -11,6 +11,7 @@ from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.errors import ArgumentTypeError, ScopeError, UnsupportedOperationError
 from pywrapai_graph.ports import BaseRetriever, BaseVectorStore, MetadataFilter, TextSplitter
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.retriever import retrieve_filtered
 from pywrapai_graph.ports.store_inputs import check_doc_id, check_filter, same_value
 
 __all__ = ["ScopedRetriever", "merge_scope"]
@@ -93,13 +94,11 @@ class ScopedRetriever(BaseRetriever):
         return ScopedRetriever(self._inner, merge_scope(self._scope, metadata))
 
     # ------------------------------------------------------------------ reads
-    def retrieve(self, query: str, k: int | None = None) -> list[ScoredChunk]:
-        return self._inner.retrieve_matching(query, self._scope, k)
-
-    def retrieve_matching(
-        self, query: str, filter: MetadataFilter, k: int | None = None
+    def retrieve(
+        self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        return self._inner.retrieve_matching(query, merge_scope(self._scope, filter), k)
+        """The inner retriever's hits among this view's chunks (and ``filter``'s)."""
+        return retrieve_filtered(self._inner, query, k, merge_scope(self._scope, filter))
 
     async def aretrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None

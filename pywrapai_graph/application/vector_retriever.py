@@ -28,6 +28,7 @@ from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import (
+    ArgumentTypeError,
     ConfigurationError,
     InvalidArgumentError,
     UnsupportedOperationError,
@@ -42,6 +43,7 @@ from pywrapai_graph.ports import (
 from pywrapai_graph.ports.embedder import aembed_one
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.reranker import Reranker
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
@@ -74,7 +76,7 @@ class VectorRetriever(BaseRetriever):
     ``aadd_documents`` runs the (per-document atomic) ingest in the bounded offload pool.
 
     Args:
-        embedder: turns texts into vectors (``Embedder``, ``HashingEmbedder``, ...).
+        embedder: turns texts into vectors (``Embedder``, ``FeatureHashingEmbedder``, ...).
         store: any :class:`BaseVectorStore`.
         k: default number of chunks to retrieve.
         min_score: minimum cosine similarity a dense hit needs (0.0 keeps every
@@ -90,9 +92,14 @@ class VectorRetriever(BaseRetriever):
         embed_concurrency: embedding requests at once while ingesting, for an embedder that
             sends them to a server (OpenAI, Gemini, Ollama); a local one embeds the next
             batch while the previous is written. 0: embed and write in turn, no thread.
+        reranker: a second stage (``RerankModel`` or any :class:`Reranker`): each retrieval
+            takes ``rerank_candidates`` hits in this ``mode``, the reranker re-orders them
+            and the top ``k`` are returned, scored by the reranker. None (default): no rerank.
+        rerank_candidates: how many hits the reranker sees (at least ``k``).
 
     Raises:
         ValueError: k < 1, min_score outside [-1, 1], or a bad BM25/fusion setting.
+        TypeError: ``reranker`` has no ``rerank``/``arerank`` methods.
         UnsupportedOperationError: a lexical or hybrid mode on a store without lexical search.
     """
 
@@ -113,6 +120,8 @@ class VectorRetriever(BaseRetriever):
         weights: tuple[float, float] | None = None,
         candidates: int = 100,
         embed_concurrency: int = DEFAULT_EMBED_CONCURRENCY,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = 50,
     ) -> None:
         if not is_positive_int(k):
             raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
@@ -137,6 +146,7 @@ class VectorRetriever(BaseRetriever):
         self.rrf_k = rrf_k
         self.weights = fusion_weights(fusion) if weights is None else weights
         self.candidates = candidates
+        self.reranker, self.rerank_candidates = _check_reranker(reranker, rerank_candidates)
         self._checked = -1  # the query dimension whose embedder was checked against the store
 
     def add_documents(
@@ -219,54 +229,62 @@ class VectorRetriever(BaseRetriever):
     def retrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Up to ``k`` (default: the constructor's) chunks, best first, in this ``mode``."""
+        """Up to ``k`` (default: the constructor's) chunks, best first, in this ``mode``
+        (then reranked, with a ``reranker``)."""
         wanted = self.k if k is None else k
         with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
-            if self.mode == "lexical":
-                hits = self._lexical(query, wanted, filter)
-            else:
-                vector = self.embedder.embed_one(query)
-                self._check_embedder(len(vector))
-                depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-                dense = self._keep(self._search(vector, depth, filter))
-                if self.mode == "dense":
-                    hits = dense
-                else:
-                    lexical = self._lexical(query, depth, filter)
-                    hits = self._fuse(
-                        dense, lexical, wanted, *self._rescore(query, vector, dense, lexical)
-                    )
+            hits = self._candidates(query, self._depth(wanted), filter)
+            if self.reranker is not None:
+                hits = self.reranker.rerank(query, hits, wanted)
             observed.result = hits
         return hits
 
-    def retrieve_matching(
-        self, query: str, filter: MetadataFilter, k: int | None = None
+    def _depth(self, wanted: int) -> int:
+        """How many hits the first stage retrieves: ``k``, or the reranker's candidates."""
+        return wanted if self.reranker is None else max(wanted, self.rerank_candidates)
+
+    def _candidates(
+        self, query: str, wanted: int, filter: MetadataFilter | None
     ) -> list[ScoredChunk]:
-        """:meth:`retrieve` restricted to chunks whose metadata matches ``filter``."""
-        return self.retrieve(query, k, filter)
+        if self.mode == "lexical":
+            return self._lexical(query, wanted, filter)
+        vector = self.embedder.embed_one(query)
+        self._check_embedder(len(vector))
+        depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
+        dense = self._keep(self._search(vector, depth, filter))
+        if self.mode == "dense":
+            return dense
+        lexical = self._lexical(query, depth, filter)
+        return self._fuse(dense, lexical, wanted, *self._rescore(query, vector, dense, lexical))
 
     async def aretrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Async :meth:`retrieve`: async embedding, then the store's ``asearch``."""
+        """Async :meth:`retrieve`: async embedding, then the store's ``asearch`` (then the
+        reranker's ``arerank``)."""
         wanted = self.k if k is None else k
         with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
-            if self.mode == "lexical":
-                hits = await offload(self._lexical, query, wanted, filter)
-            else:
-                vector = await aembed_one(self.embedder, query)
-                if self._checked != len(vector):
-                    await offload(self._check_embedder, len(vector))
-                depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-                dense = self._keep(await self._asearch(vector, depth, filter))
-                if self.mode == "dense":
-                    hits = dense
-                else:
-                    lexical = await offload(self._lexical, query, depth, filter)
-                    rescored = await self._arescore(query, vector, dense, lexical)
-                    hits = self._fuse(dense, lexical, wanted, *rescored)
+            hits = await self._acandidates(query, self._depth(wanted), filter)
+            if self.reranker is not None:
+                hits = await self.reranker.arerank(query, hits, wanted)
             observed.result = hits
         return hits
+
+    async def _acandidates(
+        self, query: str, wanted: int, filter: MetadataFilter | None
+    ) -> list[ScoredChunk]:
+        if self.mode == "lexical":
+            return await offload(self._lexical, query, wanted, filter)
+        vector = await aembed_one(self.embedder, query)
+        if self._checked != len(vector):
+            await offload(self._check_embedder, len(vector))
+        depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
+        dense = self._keep(await self._asearch(vector, depth, filter))
+        if self.mode == "dense":
+            return dense
+        lexical = await offload(self._lexical, query, depth, filter)
+        rescored = await self._arescore(query, vector, dense, lexical)
+        return self._fuse(dense, lexical, wanted, *rescored)
 
     def _search(
         self, vector: list[float], k: int, filter: MetadataFilter | None
@@ -372,7 +390,19 @@ class VectorRetriever(BaseRetriever):
         return ScopedRetriever(self, metadata)
 
     def __repr__(self) -> str:
+        rerank = f", reranker={self.reranker!r}" if self.reranker is not None else ""
         return (
             f"VectorRetriever(store={self.store!r}, k={self.k}, min_score={self.min_score}, "
-            f"mode={self.mode!r})"
+            f"mode={self.mode!r}{rerank})"
         )
+
+
+def _check_reranker(reranker: object, candidates: object) -> tuple[Reranker | None, int]:
+    if reranker is not None and not isinstance(reranker, Reranker):
+        raise ArgumentTypeError(
+            f"reranker must have rerank() and arerank() (a RerankModel), got "
+            f"{type(reranker).__name__}"
+        )
+    if not isinstance(candidates, int) or not is_positive_int(candidates):
+        raise ConfigurationError(f"rerank_candidates must be an int >= 1, got {candidates!r}")
+    return reranker, candidates

@@ -21,6 +21,7 @@ from pywrapai_graph.composition.factories import (
     make_graph,
     make_llm,
     make_prompts,
+    make_reranker,
     make_retriever,
     make_vector_store,
 )
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.composition.settings import Settings
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
 
@@ -89,12 +91,22 @@ class CommandObjects:
         """The configured chunker."""
         return self._once("chunker", lambda: make_chunker(self._settings))
 
+    def reranker(self) -> RerankModel | None:
+        """The configured reranker, or None when none is configured."""
+        return self._once(
+            "reranker", lambda: make_reranker(self._settings, self.ledger(), self.hooks())
+        )
+
     def retriever(self) -> VectorRetriever:
-        """The retriever over :meth:`embedder` and :meth:`vector_store`."""
+        """The retriever over :meth:`embedder` and :meth:`vector_store` (and :meth:`reranker`)."""
         return self._once(
             "retriever",
             lambda: make_retriever(
-                self._settings, self.embedder(), self.vector_store(), self.hooks()
+                self._settings,
+                self.embedder(),
+                self.vector_store(),
+                self.hooks(),
+                self.reranker(),
             ),
         )
 

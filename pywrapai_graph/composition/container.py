@@ -33,6 +33,7 @@ from pywrapai_graph.composition.factories import (
     make_graph,
     make_llm,
     make_prompts,
+    make_reranker,
     make_retriever,
     make_scoped_graph,
     make_scoped_retriever,
@@ -179,7 +180,9 @@ class Container(containers.DeclarativeContainer):
         _tracked, _built, make_vector_store, settings
     )
     chunker = SharedOnce(make_chunker, settings)
-    retriever = SharedOnce(make_retriever, settings, embedder, vector_store, hooks)
+    #: ``retriever.reranker`` (None when not configured).
+    reranker = SharedOnce(_tracked, _built, make_reranker, settings, ledger, hooks)
+    retriever = SharedOnce(make_retriever, settings, embedder, vector_store, hooks, reranker)
     prompts = SharedOnce(make_prompts, settings)
     graph = SharedOnce(make_graph, settings, llm, retriever, prompts, ledger, hooks)
     tools = SharedOnce(_tool_registry, _built, settings, hooks)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the agent and the chunker load only when a command builds t
     from pywrapai_graph.application.scoped_retriever import ScopedRetriever
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import ToolRegistry
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.composition.settings import FallbackSettings, LLMSettings, Settings
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "make_graph",
     "make_llm",
     "make_prompts",
+    "make_reranker",
     "make_retriever",
     "make_scoped_graph",
     "make_scoped_retriever",
@@ -119,15 +121,44 @@ def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> E
     )
 
 
+def make_reranker(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> RerankModel | None:
+    """The reranker of ``retriever.reranker``, booking into the one ledger; None without one."""
+    s = settings.retriever.reranker
+    if s is None:
+        return None
+    from pywrapai_graph.composition.reranker import RerankModel
+
+    local = s.provider == "local"
+    return RerankModel(
+        provider=s.provider,
+        model=s.model,
+        tracker=ledger,
+        hooks=hooks,
+        **_options(
+            api_key=_secret(s.api_key),
+            base_url=s.base_url,
+            timeout=s.timeout,
+            max_retries=s.max_retries,
+            model_dir=s.model_dir,
+            threads=s.threads if local else None,
+            max_length=s.max_length,
+        ),
+    )
+
+
 def make_vector_store(settings: Settings) -> BaseVectorStore:
     """The store ``store.backend`` names, built by its row in the backend table."""
     return build_store(settings.store)
 
 
 def make_retriever(
-    settings: Settings, embedder: Embedder, store: BaseVectorStore, hooks: HookSet
+    settings: Settings,
+    embedder: Embedder,
+    store: BaseVectorStore,
+    hooks: HookSet,
+    reranker: RerankModel | None = None,
 ) -> VectorRetriever:
-    """The retriever of ``retriever.*`` over ``embedder`` and ``store``."""
+    """The retriever of ``retriever.*`` over ``embedder`` and ``store`` (then ``reranker``)."""
     s = settings.retriever
     return VectorRetriever(
         embedder,
@@ -143,6 +174,8 @@ def make_retriever(
         candidates=s.candidates,
         hooks=hooks,
         embed_concurrency=settings.embed_concurrency,
+        reranker=reranker,
+        rerank_candidates=s.rerank_candidates,
     )
 
 

@@ -1,4 +1,4 @@
-"""The provider tables: every chat and embedding provider, by name, in one place each.
+"""The provider tables: every chat, embedding and rerank provider, by name, in one place each.
 
 A row names the provider, the pip extra it needs and a typed factory that imports its adapter
 inside its body, so an SDK loads only when its provider is chosen, while mypy and
@@ -17,22 +17,27 @@ from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.errors import UnknownProviderError
 from pywrapai_graph.ports import ChatModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
+from pywrapai_graph.ports.rerank_provider import RerankProvider
 
 __all__ = [
     "CHAT_PROVIDERS",
     "EMBEDDING_PROVIDERS",
+    "RERANK_PROVIDERS",
     "ChatFactory",
     "EmbeddingFactory",
     "ProviderEntry",
     "make_chat_model",
     "make_embedding_provider",
+    "make_rerank_provider",
 ]
 
 #: ``(model, adapter options) -> ChatModel``; model None means the adapter's default.
 ChatFactory = Callable[[str | None, Mapping[str, Any]], ChatModel]
 #: ``(adapter options) -> EmbeddingProvider``; the Embedder picks the model per request.
 EmbeddingFactory = Callable[[Mapping[str, Any]], EmbeddingProvider]
-Factory = TypeVar("Factory", ChatFactory, EmbeddingFactory)
+#: ``(adapter options) -> RerankProvider``; the RerankModel names the model per request.
+RerankFactory = Callable[[Mapping[str, Any]], RerankProvider]
+Factory = TypeVar("Factory", ChatFactory, EmbeddingFactory, RerankFactory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +129,26 @@ EMBEDDING_PROVIDERS: Mapping[str, ProviderEntry[EmbeddingFactory]] = _table(
 )
 
 
+# ---------------------------------------------------------------------------- rerankers
+def _cohere_rerank(options: Mapping[str, Any]) -> RerankProvider:
+    from pywrapai_graph.adapters.rerankers.cohere import CohereRerank
+
+    return CohereRerank(**options)
+
+
+def _local_rerank(options: Mapping[str, Any]) -> RerankProvider:
+    from pywrapai_graph.adapters.rerankers.cross_encoder import LocalCrossEncoder
+
+    return LocalCrossEncoder(**options)
+
+
+#: provider name → reranker entry (``RerankModel(provider=...)``, ``retriever.reranker``).
+RERANK_PROVIDERS: Mapping[str, ProviderEntry[RerankFactory]] = _table(
+    ProviderEntry("cohere", "cohere", _cohere_rerank),
+    ProviderEntry("local", "local", _local_rerank),
+)
+
+
 def make_chat_model(provider: str, model: str | None, options: Mapping[str, Any]) -> ChatModel:
     """Build the chat model registered as ``provider``.
 
@@ -155,6 +180,23 @@ def make_embedding_provider(provider: str, options: Mapping[str, Any]) -> Embedd
         raise UnknownProviderError(
             f"unknown embedding provider {provider!r}; known providers: "
             f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
+        )
+    refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
+    return entry.build(options)
+
+
+def make_rerank_provider(provider: str, options: Mapping[str, Any]) -> RerankProvider:
+    """Build the rerank provider registered as ``provider``.
+
+    Raises:
+        UnknownProviderError: the name is not registered (the message lists the known names).
+        MissingExtraError: the provider's SDK is not installed (raised by the adapter).
+    """
+    entry = RERANK_PROVIDERS.get(provider)
+    if entry is None:
+        raise UnknownProviderError(
+            f"unknown rerank provider {provider!r}; known providers: "
+            f"{', '.join(sorted(RERANK_PROVIDERS))}"
         )
     refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
     return entry.build(options)

@@ -27,7 +27,11 @@ from pydantic import (
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.mcp_settings import MCPSettings
-from pywrapai_graph.composition.providers import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
+from pywrapai_graph.composition.providers import (
+    CHAT_PROVIDERS,
+    EMBEDDING_PROVIDERS,
+    RERANK_PROVIDERS,
+)
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
@@ -40,6 +44,7 @@ __all__ = [
     "EmbedderSettings",
     "FallbackSettings",
     "LLMSettings",
+    "RerankerSettings",
     "Settings",
     "Source",
     "StoreSettings",
@@ -202,8 +207,41 @@ class StoreSettings(_Section):
         return redact(self.url or self.path or default_store_path(self.backend))
 
 
+class RerankerSettings(_Section):
+    """A second retrieval stage: "cohere" (hosted) or "local" (an ONNX cross-encoder)."""
+
+    provider: str
+    model: str | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    model_dir: str | None = Field(default=None, description="local provider only (required)")
+    threads: int = Field(default=1, ge=1, description="local provider only")
+    max_length: int | None = Field(default=None, ge=4, description="local provider only")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in RERANK_PROVIDERS:
+            raise InvalidArgumentError(
+                f"unknown rerank provider {value!r}; known: {', '.join(RERANK_PROVIDERS)}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _local_needs_a_folder(self) -> RerankerSettings:
+        if self.provider == "local" and not self.model_dir:
+            raise InvalidArgumentError(
+                "retriever.reranker.model_dir is required for the local reranker: a folder "
+                "holding model.onnx and tokenizer.json (nothing is downloaded)"
+            )
+        return self
+
+
 class RetrieverSettings(_Section):
-    """Retrieval defaults: dense (embeddings), lexical (BM25) or hybrid (both, fused)."""
+    """Retrieval defaults: dense (embeddings), lexical (BM25) or hybrid (both, fused), then
+    optionally reranked (``reranker``; none by default)."""
 
     k: int = Field(default=4, ge=1)
     min_score: float = Field(default=0.0, ge=-1.0, le=1.0)
@@ -216,6 +254,15 @@ class RetrieverSettings(_Section):
     dense_weight: float | None = Field(default=None, ge=0.0)
     lexical_weight: float | None = Field(default=None, ge=0.0)
     candidates: int = Field(default=100, ge=1)
+    reranker: RerankerSettings | None = None
+    rerank_candidates: int = Field(
+        default=50, ge=1, description="hits the reranker re-orders (at least k are)"
+    )
+
+    @field_validator("reranker", mode="before")
+    @classmethod
+    def _provider_name(cls, value: Any) -> Any:
+        return {"provider": value} if isinstance(value, str) else value
 
 
 class ChunkerSettings(_Section):

@@ -10,7 +10,7 @@ from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["CallKind", "CallRecord", "CostTotals", "TokenUsage"]
 
-CallKind = Literal["chat", "embedding"]
+CallKind = Literal["chat", "embedding", "rerank"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +65,11 @@ class CallRecord:
     """One call recorded by a :class:`~pywrapai_graph.TokenTracker`.
 
     Attributes:
-        kind: "chat" or "embedding".
+        kind: "chat", "embedding" or "rerank".
         provider: e.g. "openai".
         model: the model the provider reported (or was asked for).
-        usage: tokens consumed.
+        usage: tokens consumed; for a rerank call ``input_tokens`` counts the units the
+            provider bills (Cohere: search units; a local model: the tokens it ran).
         cost_usd: cost from the tracker's price table (0.0 for unknown models).
         prompt_file: the versioned prompt file in use, when the call came through GraphLLM.
         timestamp: when the call was recorded (``time.time()``; 0.0 when built by hand).

@@ -8,6 +8,8 @@ Map (one port per module)::
     vector_store        BaseVectorStore      the reference's ABC; add/search/clear/len required,
                                              delete, count, dimension, documents optional
     retriever           BaseRetriever        query -> scored chunks
+    reranker            Reranker             query + hits -> the hits re-ordered by relevance
+    rerank_provider     RerankProvider       a provider's rerank API or a local model
     prompt_source       PromptSource         versioned system prompts
     response_cache      ResponseCache        cached chat responses
     text_splitter       TextSplitter         document -> chunks
@@ -21,6 +23,7 @@ Ports import ``domain`` (and ``errors``) only, and the standard library.
 from pywrapai_graph.ports.chat_model import ChatModel
 from pywrapai_graph.ports.embedder import EmbeddingModel
 from pywrapai_graph.ports.prompt_source import PromptSource
+from pywrapai_graph.ports.reranker import Reranker
 from pywrapai_graph.ports.response_cache import ResponseCache
 from pywrapai_graph.ports.retriever import BaseRetriever
 from pywrapai_graph.ports.text_splitter import TextSplitter
@@ -33,6 +36,7 @@ __all__ = [
     "EmbeddingModel",
     "MetadataFilter",
     "PromptSource",
+    "Reranker",
     "ResponseCache",
     "TextSplitter",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pywrapai import Embedder
-from pywrapai_graph import Document, HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import Document, FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.errors import (
     AuthenticationError,
     UnknownProviderError,
@@ -46,7 +46,7 @@ def wired(request: pytest.FixtureRequest) -> Iterator[tuple[str, WireServer, Emb
 def test_vectors_in_order_and_batched(wired: tuple[str, WireServer, Embedder]) -> None:
     _, wire, embedder = wired
     vectors = embedder.embed(TEXTS)
-    expected = HashingEmbedder(32).vectors(TEXTS)  # what the wire server computes
+    expected = FeatureHashingEmbedder(32).vectors(TEXTS)  # what the wire server computes
     assert np.allclose(vectors, expected)
     assert len(wire.requests) == 3  # 5 texts, batch_size=2
     assert embedder.embed_one(TEXTS[3]) == pytest.approx(expected[3])
@@ -100,7 +100,7 @@ def test_async_embedding_uses_the_native_client_on_every_loop(
     wired: tuple[str, WireServer, Embedder],
 ) -> None:
     _, wire, embedder = wired
-    expected = HashingEmbedder(32).vectors(TEXTS)
+    expected = FeatureHashingEmbedder(32).vectors(TEXTS)
     # two asyncio.run calls are two loops: each gets its own async client
     assert np.allclose(asyncio.run(embedder.aembed(TEXTS)), expected)
     assert np.allclose(asyncio.run(embedder.aembed_one(TEXTS[1])), expected[1])
@@ -108,6 +108,6 @@ def test_async_embedding_uses_the_native_client_on_every_loop(
     thread = threading.Thread(target=lambda: results.append(asyncio.run(embedder.aembed_one("x"))))
     thread.start()
     thread.join()
-    assert np.allclose(results[0], HashingEmbedder(32).vectors(["x"])[0])
+    assert np.allclose(results[0], FeatureHashingEmbedder(32).vectors(["x"])[0])
     assert len(wire.requests) == 3 + 1 + 1
     assert [r.kind for r in embedder.tokens.records].count("embedding") == 5

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import Document, PGVectorStore, VectorRetriever
-from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
@@ -158,7 +158,7 @@ def test_the_pages_configuration_opens_the_readers_store(page_run: Server) -> No
 
 
 def _retriever(store: PGVectorStore, mode: Any = "dense") -> VectorRetriever:
-    return VectorRetriever(HashingEmbedder(DIM), store, min_score=-1.0, mode=mode)
+    return VectorRetriever(FeatureHashingEmbedder(DIM), store, min_score=-1.0, mode=mode)
 
 
 def test_the_reader_searches_and_every_write_names_the_missing_right(page_run: Server) -> None:
@@ -169,7 +169,7 @@ def test_the_reader_searches_and_every_write_names_the_missing_right(page_run: S
     assert _retriever(reader, "lexical").retrieve("refunds")[0].chunk.doc_id == "refunds"
     assert _retriever(reader, "hybrid").retrieve("refunds")[0].chunk.doc_id == "refunds"
     assert reader.count({"missing": "x"}) == 0
-    chunk_id = reader.search(HashingEmbedder(DIM).embed_one("refunds"), k=1)[0].chunk.id
+    chunk_id = reader.search(FeatureHashingEmbedder(DIM).embed_one("refunds"), k=1)[0].chunk.id
 
     writes: list[tuple[Any, str]] = [
         (lambda: reader.add(make_chunks(2, DIM)), "lacks INSERT on table 'vector_chunks'"),

@@ -121,9 +121,9 @@ def test_message_list_grows_each_turn_and_rag_is_off() -> None:
 
 
 def test_agent_never_retrieves() -> None:
-    from pywrapai_graph import HashingEmbedder, InMemoryVectorStore, VectorRetriever
+    from pywrapai_graph import FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 
-    retriever = VectorRetriever(HashingEmbedder(), InMemoryVectorStore())
+    retriever = VectorRetriever(FeatureHashingEmbedder(), InMemoryVectorStore())
     from pywrapai_graph import Document
 
     retriever.add_documents([Document("The weather in London is always rainy.")])

@@ -12,8 +12,8 @@ import pytest
 from pywrapai import LLM, Embedder
 from pywrapai_graph import (
     Document,
+    FeatureHashingEmbedder,
     GraphLLM,
-    HashingEmbedder,
     InMemoryVectorStore,
     VectorRetriever,
 )
@@ -87,7 +87,7 @@ class SleepyStore(BaseVectorStore):
 
 async def test_a_sleeping_store_does_not_stop_a_ticker_on_the_loop() -> None:
     store = SleepyStore()
-    retriever = VectorRetriever(HashingEmbedder(16), store, k=1)
+    retriever = VectorRetriever(FeatureHashingEmbedder(16), store, k=1)
     retriever.add_documents(DOCS)
     graph = GraphLLM(LLM(provider=ScriptedChatModel(["ok"])), retriever=retriever)
     ticks_while_searching = 0
@@ -119,7 +119,7 @@ async def test_every_async_graph_call_retrieves_off_the_loop(method: str) -> Non
         city: str
 
     store = SleepyStore()
-    retriever = VectorRetriever(HashingEmbedder(16), store, k=1)
+    retriever = VectorRetriever(FeatureHashingEmbedder(16), store, k=1)
     retriever.add_documents(DOCS)
     reply = '{"city": "Paris"}'
     graph = GraphLLM(LLM(provider=ScriptedChatModel([reply])), retriever=retriever)

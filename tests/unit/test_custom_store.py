@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pywrapai_graph import BaseVectorStore, Chunk, Document, HashingEmbedder, ScoredChunk
+from pywrapai_graph import BaseVectorStore, Chunk, Document, FeatureHashingEmbedder, ScoredChunk
 from pywrapai_graph import VectorRetriever as Retriever
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import MetadataFilter
@@ -68,7 +68,7 @@ class ListStore(BaseVectorStore):
 
 def test_a_store_without_delete_ingests_and_retrieves_through_the_retriever() -> None:
     store = ListStore()
-    retriever = Retriever(HashingEmbedder(), store, k=1)
+    retriever = Retriever(FeatureHashingEmbedder(), store, k=1)
     docs = [Document("Paris is the capital of France.", id="fr")]
     assert retriever.add_documents(docs) == 1
     assert retriever.add_documents(docs) == 1  # again: upserted by chunk id, not duplicated

@@ -21,7 +21,7 @@ from pywrapai import Embedder
 from pywrapai_graph import (
     Chunker,
     Document,
-    HashingEmbedder,
+    FeatureHashingEmbedder,
     InMemoryVectorStore,
     SQLiteVectorStore,
 )
@@ -220,7 +220,7 @@ def test_a_long_document_is_embedded_while_it_is_still_being_split() -> None:
     assert report.documents[0].chunks == chunks == len(store)  # and it was written whole
 
 
-class _ThreadRecordingHashing(HashingEmbedder):
+class _ThreadRecordingHashing(FeatureHashingEmbedder):
     """The real hashing embedder, remembering on which thread each batch was embedded."""
 
     def __init__(self) -> None:

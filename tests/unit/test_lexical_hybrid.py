@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from pywrapai_graph import Document, HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import Document, FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.application.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.composition.container import build_container
@@ -32,7 +32,7 @@ def test_analyzer_lowercases_drops_stop_words_and_stems() -> None:
 
 def _store(*texts: str) -> InMemoryVectorStore:
     store = InMemoryVectorStore()
-    embed = HashingEmbedder(16).vectors
+    embed = FeatureHashingEmbedder(16).vectors
     store.add(
         [
             Chunk(t, doc_id=f"d{i}", id=f"d{i}", metadata={"i": i}, embedding=v)
@@ -108,7 +108,7 @@ DOCS = [
 
 
 def _retriever(mode: str, **kw: object) -> VectorRetriever:
-    r = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), k=3, mode=mode, **kw)  # type: ignore[arg-type]
+    r = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore(), k=3, mode=mode, **kw)  # type: ignore[arg-type]
     r.add_documents(DOCS)
     return r
 
@@ -174,11 +174,11 @@ def test_modes_are_checked_up_front() -> None:
     with pytest.raises(UnsupportedOperationError, match="has no lexical search"):
         store.lexical_search("x")
     with pytest.raises(UnsupportedOperationError, match="needs lexical search"):
-        VectorRetriever(HashingEmbedder(), store, mode="hybrid")
-    VectorRetriever(HashingEmbedder(), store)  # dense works on any store
+        VectorRetriever(FeatureHashingEmbedder(), store, mode="hybrid")
+    VectorRetriever(FeatureHashingEmbedder(), store)  # dense works on any store
     for bad in ({"mode": "sparse"}, {"fusion": "max"}, {"k1": -1.0}, {"b": 2.0}, {"rrf_k": -1}):
         with pytest.raises(ConfigurationError):
-            VectorRetriever(HashingEmbedder(), InMemoryVectorStore(), **bad)
+            VectorRetriever(FeatureHashingEmbedder(), InMemoryVectorStore(), **bad)
 
 
 def test_config_sets_the_retrieval_mode() -> None:
@@ -201,7 +201,7 @@ def test_config_sets_the_retrieval_mode() -> None:
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 def test_tenant_scopes_apply_to_the_lexical_side(mode: str) -> None:
-    base = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), k=5, mode=mode)  # type: ignore[arg-type]
+    base = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore(), k=5, mode=mode)  # type: ignore[arg-type]
     acme, globex = base.scoped({"tenant": "acme"}), base.scoped({"tenant": "globex"})
     acme.add_documents([Document("Acme refunds take five business days.", id="policy")])
     globex.add_documents([Document("Globex refunds take thirty days.", id="policy")])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from pywrapai_graph import Chunker, HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import Chunker, FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import load_beir
 from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval, fold_to_documents
 from pywrapai_graph.application.retrieval_metrics import (
@@ -121,7 +121,7 @@ def test_evaluate_retrieval_ingests_searches_and_scores(tmp_path: Path) -> None:
     assert collection.corpus[1].text.startswith("Heat transfer in laminar")
     assert collection.corpus[3].text.startswith("Shock waves\n\nShock wave interaction")
     assert sorted(collection.queries) == ["1", "2", "3"]  # the unjudged query is left out
-    embedder = HashingEmbedder(64)
+    embedder = FeatureHashingEmbedder(64)
     retriever = VectorRetriever(embedder, InMemoryVectorStore(), mode="lexical")
     seen: list[tuple[str, int, int]] = []
     result = evaluate_retrieval(

@@ -8,8 +8,8 @@ from pywrapai import LLM
 from pywrapai_graph import (
     Agent,
     Document,
+    FeatureHashingEmbedder,
     GraphLLM,
-    HashingEmbedder,
     InMemoryVectorStore,
     ToolRegistry,
     VectorRetriever,
@@ -35,7 +35,7 @@ def sent_prompt(fake: ScriptedChatModel, index: int = -1) -> str:
 
 @pytest.fixture
 def retriever() -> VectorRetriever:
-    r = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), k=4, min_score=-1.0)
+    r = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore(), k=4, min_score=-1.0)
     r.add_documents(DOCS)
     return r
 
@@ -93,7 +93,7 @@ async def test_agent_arun_takes_the_same_scope(retriever: VectorRetriever) -> No
 
 def test_scoped_view_stamps_writes_and_refuses_to_leave_its_scope() -> None:
     store = InMemoryVectorStore()
-    retriever = VectorRetriever(HashingEmbedder(64), store)
+    retriever = VectorRetriever(FeatureHashingEmbedder(64), store)
     acme = retriever.scoped({"tenant": "acme"})
     acme.add_documents([Doc("Acme handbook", {"lang": "en"}, id="handbook")])
     [hit] = retriever.retrieve("Acme handbook", k=5)
@@ -111,7 +111,8 @@ def test_scoped_view_stamps_writes_and_refuses_to_leave_its_scope() -> None:
 
 def test_a_retriever_that_cannot_filter_says_so() -> None:
     class Keyword(BaseRetriever):
-        def retrieve(self, query: str, k: int | None = None) -> list[ScoredChunk]:
+        # the reference's form: no filter parameter (mypy asks for it, Python does not)
+        def retrieve(self, query: str, k: int | None = None) -> list[ScoredChunk]:  # type: ignore[override]
             return []
 
         def add_documents(self, docs: list[Doc], chunker: TextSplitter | None = None) -> int:  # type: ignore[override]
@@ -147,13 +148,13 @@ def test_a_value_python_calls_equal_is_not_the_scope(scope: object, sneaky: obje
     """``1 == True`` in Python, not in the stores: such a filter would have read (and such
     metadata written) the other tenant's chunks."""
     store = InMemoryVectorStore()
-    retriever = VectorRetriever(HashingEmbedder(64), store, min_score=-1.0)
+    retriever = VectorRetriever(FeatureHashingEmbedder(64), store, min_score=-1.0)
     retriever.add_documents([Doc("the other tenant's secret", {"tenant": sneaky}, id="x")])
     view = retriever.scoped({"tenant": scope})
     fake = ScriptedChatModel(respond=lambda r: "ok")
     graph = GraphLLM(LLM(provider=fake), retriever=retriever).with_retriever(view)
     with pytest.raises(ScopeError, match="outside this view's scope"):
-        view.retrieve_matching("secret", {"tenant": sneaky})
+        view.retrieve("secret", filter={"tenant": sneaky})
     with pytest.raises(ScopeError, match="outside this view's scope"):
         graph.chat("secret?", filter={"tenant": sneaky})
     with pytest.raises(ScopeError, match="outside this view's scope"):
@@ -163,14 +164,14 @@ def test_a_value_python_calls_equal_is_not_the_scope(scope: object, sneaky: obje
 
 def test_an_equal_number_is_the_scope_and_the_scope_value_is_kept() -> None:
     store = InMemoryVectorStore()
-    view = VectorRetriever(HashingEmbedder(64), store).scoped({"tenant": 1})
+    view = VectorRetriever(FeatureHashingEmbedder(64), store).scoped({"tenant": 1})
     view.add_documents([Doc("one", {"tenant": 1.0}, id="y")])
-    [hit] = view.retrieve_matching("one", {"tenant": 1.0})
+    [hit] = view.retrieve("one", filter={"tenant": 1.0})
     assert hit.chunk.metadata["tenant"] == 1 and type(hit.chunk.metadata["tenant"]) is int
 
 
 def test_a_scope_value_beyond_json_is_refused() -> None:
-    retriever = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore())
+    retriever = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore())
     with pytest.raises(ValueError, match="JSON"):
         retriever.scoped({"tenant": float("nan")})
     with pytest.raises(ValueError, match="JSON"):

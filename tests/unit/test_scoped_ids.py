@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pywrapai_graph import HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.application.scoped_ids import legacy_prefix, legacy_readings, scoped_prefix
 from pywrapai_graph.ports.store_inputs import same_value
 from pywrapai_graph.testing.contracts.scoped_views import COLLIDING
@@ -81,7 +81,7 @@ def test_first_scheme_readings_name_every_owner() -> None:
 
 
 def test_a_stored_id_is_never_prefixed_twice() -> None:
-    retriever = VectorRetriever(HashingEmbedder(32), InMemoryVectorStore())
+    retriever = VectorRetriever(FeatureHashingEmbedder(32), InMemoryVectorStore())
     view = retriever.scoped({"tenant": "a"})
     from pywrapai_graph.domain import Document
 

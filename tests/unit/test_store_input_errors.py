@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pywrapai_graph import FAISSVectorStore, HashingEmbedder, SQLiteVectorStore, VectorRetriever
+from pywrapai_graph import (
+    FAISSVectorStore,
+    FeatureHashingEmbedder,
+    SQLiteVectorStore,
+    VectorRetriever,
+)
 from pywrapai_graph.application.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
@@ -29,7 +34,7 @@ NAN = float("nan")
 def test_fusion_weights_are_finite_non_negative_numbers(weights: Any) -> None:
     store = SQLiteVectorStore(":memory:")
     with pytest.raises(ConfigurationError, match="weights"):
-        VectorRetriever(HashingEmbedder(16), store, mode="hybrid", weights=weights)
+        VectorRetriever(FeatureHashingEmbedder(16), store, mode="hybrid", weights=weights)
     hits = [[], []]  # type: ignore[var-annotated]
     with pytest.raises(InvalidArgumentError, match="weights"):
         reciprocal_rank_fusion(hits, weights=weights)
@@ -42,7 +47,7 @@ def test_rrf_k_is_a_finite_number(rrf_k: float) -> None:
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         reciprocal_rank_fusion([[]], rrf_k=rrf_k)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="rrf_k"):
-        VectorRetriever(HashingEmbedder(16), SQLiteVectorStore(":memory:"), rrf_k=rrf_k)  # type: ignore[arg-type]
+        VectorRetriever(FeatureHashingEmbedder(16), SQLiteVectorStore(":memory:"), rrf_k=rrf_k)  # type: ignore[arg-type]
 
 
 def _spoil_metadata(path: Path, table: str, value: str) -> None:

@@ -18,7 +18,7 @@ from pywrapai_graph import (
     Chunker,
     Document,
     Embedder,
-    HashingEmbedder,
+    FeatureHashingEmbedder,
     InMemoryVectorStore,
     SQLiteVectorStore,
 )
@@ -209,7 +209,7 @@ class _ListEmbedder:
     provider, model = "lists", "l"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return HashingEmbedder(32).embed(texts)
+        return FeatureHashingEmbedder(32).embed(texts)
 
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
@@ -217,7 +217,7 @@ class _ListEmbedder:
 
 def test_embed_matrix_is_the_float32_view_of_embed() -> None:
     texts = ["alpha beta", "gamma", "", "delta " * 50]
-    for embedder in (Embedder("hashing", dimension=48, batch_size=3), HashingEmbedder(48)):
+    for embedder in (Embedder("hashing", dimension=48, batch_size=3), FeatureHashingEmbedder(48)):
         matrix = np.asarray(embedder.embed_matrix(texts))
         assert matrix.dtype == np.float32 and matrix.shape == (4, 48)
         np.testing.assert_array_equal(matrix, np.asarray(embedder.embed(texts), np.float32))

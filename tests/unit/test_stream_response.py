@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pywrapai import LLM, TokenUsage
-from pywrapai_graph import Document, GraphLLM, HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import (
+    Document,
+    FeatureHashingEmbedder,
+    GraphLLM,
+    InMemoryVectorStore,
+    VectorRetriever,
+)
 from pywrapai_graph.errors import StreamNotFinishedError
 from pywrapai_graph.testing import ScriptedChatModel, ScriptedReply
 
@@ -13,7 +19,7 @@ DOC = Document("Paris is the capital of France.", {"title": "Atlas", "tenant": "
 
 
 def make_graph(*replies: str) -> tuple[GraphLLM, ScriptedChatModel]:
-    retriever = VectorRetriever(HashingEmbedder(64), InMemoryVectorStore(), k=1)
+    retriever = VectorRetriever(FeatureHashingEmbedder(64), InMemoryVectorStore(), k=1)
     retriever.add_documents([DOC])
     fake = ScriptedChatModel(
         [ScriptedReply(r, usage=TokenUsage(12, 3), model="gpt-4o-mini") for r in replies],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
 from pywrapai_graph.ports.offload import offload
 
@@ -20,7 +20,7 @@ class HashingEmbeddings(AsyncEmbeddingProvider):
     pure_python = True
 
     def __init__(self, *, dimension: int = 384, ngram: int = 3) -> None:
-        self._hasher = HashingEmbedder(dimension, ngram)
+        self._hasher = FeatureHashingEmbedder(dimension, ngram)
         self.dimension = dimension
         self.default_model = self._hasher.model
 

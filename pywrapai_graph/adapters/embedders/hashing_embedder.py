@@ -1,4 +1,5 @@
-"""HashingEmbedder: an offline, deterministic embedder (feature hashing of words and n-grams).
+"""FeatureHashingEmbedder: an offline, deterministic embedder (feature hashing of words and
+n-grams). ``HashingEmbedder`` is its previous name, kept for one release (it warns).
 
 It is *lexical*, not semantic: texts that share words (or word fragments) get similar
 vectors; synonyms and paraphrases do not. Use it for tests, demos and air-gapped
@@ -8,8 +9,10 @@ pipelines; use a provider's embedding model for real semantic retrieval.
 from __future__ import annotations
 
 import re
+import warnings
 import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,13 +22,13 @@ from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
-__all__ = ["HashingEmbedder"]
+__all__ = ["FeatureHashingEmbedder", "HashingEmbedder"]
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _SIGN_BIT = 1 << 31
 
 
-class HashingEmbedder:
+class FeatureHashingEmbedder:
     """Maps text to a fixed-size, L2-normalised vector by hashing its features.
 
     Features: each lower-cased word (weight 1.0) and its character n-grams with boundary
@@ -129,4 +132,20 @@ class HashingEmbedder:
         return self.embed([text])[0]
 
     def __repr__(self) -> str:
-        return f"HashingEmbedder(dimension={self.dimension}, ngram={self.ngram})"
+        return f"FeatureHashingEmbedder(dimension={self.dimension}, ngram={self.ngram})"
+
+
+if TYPE_CHECKING:
+    HashingEmbedder = FeatureHashingEmbedder
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "HashingEmbedder":
+            warnings.warn(
+                "HashingEmbedder is now FeatureHashingEmbedder; the old name goes in the next "
+                "release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return FeatureHashingEmbedder
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

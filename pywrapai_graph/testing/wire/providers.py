@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from pywrapai_graph.adapters.embedders.hashing_embedder import HashingEmbedder
+from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.testing.scripted import ScriptedReply
 from pywrapai_graph.testing.wire.server import WireResponse, WireServer, split_text, sse
 
@@ -35,7 +35,7 @@ def _model(body: Any, default: str) -> str:
 
 
 def _vectors(texts: list[str]) -> list[list[float]]:
-    return HashingEmbedder(_EMBED_DIM).vectors(texts)
+    return FeatureHashingEmbedder(_EMBED_DIM).vectors(texts)
 
 
 def _split_json(value: Any, pieces: int = 3) -> list[str]:

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
@@ -138,11 +138,15 @@ class WireServer:
     """Base class: routing, the script queue, request recording and the HTTP plumbing.
 
     Subclasses implement :meth:`render_chat`, :meth:`render_error`, and optionally
-    :meth:`render_embeddings`, :meth:`route` and :meth:`wants_stream`.
+    :meth:`render_embeddings` (or :meth:`render_computed`), :meth:`route` and
+    :meth:`wants_stream`.
     """
 
     #: appended to ``http://127.0.0.1:<port>`` to form :attr:`base_url`
     base_path = ""
+    #: the request kinds answered from the request alone, with no script (a queued failure,
+    #: stall or raw body still applies first): see :meth:`render_computed`
+    computed_kinds: ClassVar[tuple[str, ...]] = ("embeddings",)
 
     def __init__(
         self,
@@ -286,6 +290,10 @@ class WireServer:
         """The provider's embeddings response (deterministic vectors)."""
         return WireResponse(404, b'{"error": "embeddings not supported"}')
 
+    def render_computed(self, kind: str, body: Any, path: str) -> WireResponse:
+        """The response to a request of one of :attr:`computed_kinds`."""
+        return self.render_embeddings(body, path)
+
     def render_error(self, status: int, message: str) -> bytes:
         """The provider's error body."""
         raise NotImplementedError
@@ -319,12 +327,12 @@ class WireServer:
         kind = self.route(method, path)
         if kind is None:
             return WireResponse(404, self.render_error(404, f"no route for {method} {path}"))
-        if kind == "embeddings":
+        if kind in self.computed_kinds:
             # Embeddings need no script, but a queued failure, stall or raw body applies.
             with self._lock:
                 special = bool(self._queue) and not isinstance(self._queue[0], ScriptedReply)
             if not special:
-                return self.render_embeddings(body, path)
+                return self.render_computed(kind, body, path)
         item = self._next(request)
         if item is None:
             return WireResponse(500, self.render_error(500, "the wire script has no reply left"))
@@ -340,8 +348,8 @@ class WireServer:
             return response
         if isinstance(item, _Stall):
             response = (
-                self.render_embeddings(body, path)
-                if kind == "embeddings"
+                self.render_computed(kind, body, path)
+                if kind in self.computed_kinds
                 else self.render_chat(item.then, body, self.wants_stream(path, body))
             )
             response.delay = item.seconds

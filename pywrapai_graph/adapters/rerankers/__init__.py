@@ -1,0 +1,1 @@
+"""Rerank adapters: hosted rerank APIs (Cohere) and a local ONNX cross-encoder."""
