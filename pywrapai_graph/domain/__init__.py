@@ -15,6 +15,7 @@ from pywrapai_graph.domain.generation import (
     UnsupportedParameterWarning,
 )
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
+from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
 from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
 from pywrapai_graph.domain.usage import CallKind, CallRecord, CostTotals, TokenUsage
@@ -26,15 +27,19 @@ __all__ = [
     "Chunk",
     "CostTotals",
     "Document",
+    "DocumentPart",
     "GenerationOptions",
     "GenerationParams",
+    "ImagePart",
     "InjectedChunk",
     "LLMResponse",
     "Message",
+    "Part",
     "ResponseFormat",
     "Role",
     "ScoredChunk",
     "StreamChunk",
+    "TextPart",
     "TokenUsage",
     "ToolCall",
     "ToolResult",

@@ -19,14 +19,19 @@ from pywrapai_graph.adapters.llm._base import (
     tool_result_of,
     warn_unsupported,
 )
+from pywrapai_graph.adapters.llm._media import anthropic_tokens, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
+    DocumentPart,
+    ImagePart,
     LLMResponse,
     Message,
+    Part,
     Role,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolCall,
 )
@@ -42,7 +47,35 @@ __all__ = ["AnthropicChatModel"]
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
 _PROVIDER = "anthropic"
+_MAX_IMAGE_BYTES = 5 * 2**20  # the Messages API's limit per image
 _OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
+
+
+def _source(part: ImagePart | DocumentPart) -> dict[str, Any]:
+    if isinstance(part, ImagePart) and part.url is not None:
+        return {"type": "url", "url": part.url}
+    return {"type": "base64", "media_type": part.media_type, "data": part.base64()}
+
+
+def _block(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        return {"type": "image", "source": _source(part)}
+    block = {"type": "document", "source": _source(part)}
+    if part.name:
+        block["title"] = part.name
+    return block
+
+
+def _refusal(part: ImagePart | DocumentPart) -> str | None:
+    data = part.data
+    if isinstance(part, ImagePart) and data is not None and len(data) > _MAX_IMAGE_BYTES:
+        return (
+            f"images may be at most {_MAX_IMAGE_BYTES // 2**20} MB each, this one is "
+            f"{len(data)} bytes; scale it down"
+        )
+    return None
 
 
 def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -67,6 +100,8 @@ def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, An
                 for c in m.tool_calls or ()
             ]
             turns.append({"role": "assistant", "content": blocks or m.content})
+        elif m.parts:
+            turns.append({"role": "user", "content": [_block(p) for p in m.content_parts]})
         else:
             turns.append({"role": "user", "content": m.content})
     return system_text(messages), turns
@@ -103,6 +138,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
     """
 
     provider_name = _PROVIDER
+    media_tokens = staticmethod(anthropic_tokens)
 
     def __init__(
         self,
@@ -136,6 +172,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             )
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
+        refuse(_PROVIDER, request.messages, _refusal)
         system, turns = _turns(request.messages)
         params: dict[str, Any] = {
             "model": request.model,
