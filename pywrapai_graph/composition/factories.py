@@ -75,6 +75,7 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
             base_url=s.base_url,
             timeout=s.timeout,
             max_retries=s.max_retries,
+            prompt_cache=s.prompt_cache,
         ),
     )
 

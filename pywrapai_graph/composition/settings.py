@@ -75,6 +75,17 @@ class LLMSettings(_Section):
     top_p: float | None = Field(default=None, gt=0, le=1)
     stop: list[str] | None = None
     seed: int | None = None
+    # Anthropic's cache_control breakpoints (OpenAI and Gemini cache prompts on their own)
+    prompt_cache: Literal["auto", "off"] | None = None
+
+    @model_validator(mode="after")
+    def _cache_needs_anthropic(self) -> LLMSettings:
+        if self.prompt_cache is not None and self.provider != "anthropic":
+            raise InvalidArgumentError(
+                f"llm.prompt_cache applies to provider 'anthropic' only (got provider "
+                f"{self.provider!r}); OpenAI and Gemini cache prompts on their own"
+            )
+        return self
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""

@@ -27,6 +27,7 @@ from pywrapai_graph.testing.contracts.chat_model import SECRET
 from pywrapai_graph.testing.media import gif_bytes, pdf_bytes, png_bytes
 from pywrapai_graph.testing.wire import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
 from pywrapai_graph.testing.wire.server import WireServer
+from tests.contract.open_clients import opened
 
 PNG = png_bytes(2, 1)
 PDF = pdf_bytes(2)
@@ -44,24 +45,12 @@ WIRES: dict[str, Callable[[], WireServer]] = {
 }
 
 
-_OPEN: list[LLM] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 def _llm(name: str, wire: WireServer, **options: Any) -> LLM:
     options.update(timeout=5.0, max_retries=0)
     options["base_url"] = wire.base_url if name == "openai" else wire.url
     if name != "ollama":
         options["api_key"] = SECRET
-    llm = LLM(provider=name, **options)
-    _OPEN.append(llm)
-    return llm
+    return opened(LLM(provider=name, **options))
 
 
 @pytest.fixture

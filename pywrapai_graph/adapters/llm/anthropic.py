@@ -12,6 +12,11 @@ from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
 from pywrapai_graph.adapters._transport import log_retries
+from pywrapai_graph.adapters.llm._anthropic_cache import (
+    PromptCache,
+    checked_mode,
+    mark_breakpoints,
+)
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -21,6 +26,8 @@ from pywrapai_graph.adapters.llm._base import (
 )
 from pywrapai_graph.adapters.llm._media import anthropic_tokens, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
+from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.input_tokens import estimate_input_tokens
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -78,9 +85,17 @@ def _refusal(part: ImagePart | DocumentPart) -> str | None:
     return None
 
 
-def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
-    """(system text, Messages API turns); consecutive tool results merge into one user turn."""
+def _tokens(m: Message) -> int:
+    """A message's estimated input tokens: text, images and documents, tool-call arguments."""
+    calls = [json.dumps(c.arguments) for c in m.tool_calls or ()]
+    return estimate_input_tokens([m], anthropic_tokens) + estimate_tokens(calls)
+
+
+def _turns(messages: tuple[Message, ...]) -> tuple[list[dict[str, Any]], list[int]]:
+    """(Messages API turns, each turn's estimated tokens); SYSTEM messages are left out and
+    consecutive tool results merge into one user turn."""
     turns: list[dict[str, Any]] = []
+    sizes: list[int] = []
     for m in messages:
         if m.role is Role.SYSTEM:
             continue
@@ -104,7 +119,9 @@ def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, An
             turns.append({"role": "user", "content": [_block(p) for p in m.content_parts]})
         else:
             turns.append({"role": "user", "content": m.content})
-    return system_text(messages), turns
+        sizes += [0] * (len(turns) - len(sizes))
+        sizes[-1] += _tokens(m)
+    return turns, sizes
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:
@@ -132,9 +149,15 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
     go to the ``system=`` parameter; tool results become ``tool_result`` blocks; structured
     output is a forced tool call whose input is returned as the JSON content.
 
+    Args:
+        prompt_cache: "auto" (default) marks ``cache_control`` breakpoints on the tools, the
+            system prompt and the stable history where their prefix reaches the model's
+            minimum cacheable length (see ``_anthropic_cache``); "off" marks none.
+
     Raises:
         MissingExtraError: the ``anthropic`` package is not installed.
         ConfigurationError: no API key is available.
+        InvalidArgumentError: ``prompt_cache`` is neither "auto" nor "off".
     """
 
     provider_name = _PROVIDER
@@ -149,7 +172,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         timeout: float | None = None,
         max_retries: int | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        prompt_cache: PromptCache = "auto",
     ) -> None:
+        self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
         options = drop_none(
@@ -173,7 +198,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         refuse(_PROVIDER, request.messages, _refusal)
-        system, turns = _turns(request.messages)
+        system = system_text(request.messages)
+        turns, sizes = _turns(request.messages)
         params: dict[str, Any] = {
             "model": request.model,
             "messages": turns,
@@ -200,6 +226,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         params.update(drop_none(**{k: v for k, v in sampling.items() if k in self._sampling}))
         if request.stop:
             params["stop_sequences"] = list(request.stop)
+        if self._prompt_cache == "auto":
+            mark_breakpoints(params, sizes, request.model)
         unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
         warn_unsupported(_PROVIDER, seed=request.seed, **unsent)
         add_extra_body(
