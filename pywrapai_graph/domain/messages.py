@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.domain.message_records import message_from_record, message_to_record
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
@@ -130,6 +131,21 @@ class Message:
         empty), then its ``parts``."""
         head: tuple[Part, ...] = (TextPart(self.content),) if self.content else ()
         return head + tuple(self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as JSON values, for a history store: ``role`` and ``content``, plus
+        ``tool_calls``, ``tool_result`` and ``parts`` (bytes base64-encoded) when present."""
+        return message_to_record(self)
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Message:
+        """The message a :meth:`to_dict` record describes (a plain ``{"role", "content"}``
+        record, as text-only histories store, reads back too).
+
+        Raises:
+            InvalidArgumentError: a malformed record or part.
+        """
+        return message_from_record(record)
 
     @property
     def has_media(self) -> bool:

@@ -3,9 +3,13 @@ text-only messages behave as before (no ``parts`` anywhere)."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 
-from pywrapai import LLM, Message, Role, ToolCall
+import pytest
+
+from pywrapai import LLM, Message, Role, ToolCall, ToolResult
 from pywrapai_graph import (
     Agent,
     Document,
@@ -14,12 +18,14 @@ from pywrapai_graph import (
     HashingEmbedder,
     ImagePart,
     InMemoryVectorStore,
+    TextPart,
     ToolRegistry,
     VectorRetriever,
     tool,
 )
 from pywrapai_graph.application.call_model import request_key
 from pywrapai_graph.domain import ChatRequest
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.testing import ScriptedChatModel, ScriptedReply
 from pywrapai_graph.testing.media import pdf_bytes, png_bytes
 
@@ -74,3 +80,33 @@ def test_text_only_messages_keep_their_cache_keys() -> None:
     )
     with_image = dataclasses.replace(request, messages=(Message(Role.USER, "Hi", parts=[IMAGE]),))
     assert request_key("openai", with_image) != request_key("openai", request)
+
+
+def test_messages_round_trip_through_json_records() -> None:
+    call = ToolCall("c1", "lookup", {"name": "cat"})
+    history = [
+        Message(Role.SYSTEM, "Be kind."),
+        Message(Role.USER, "What is this?", parts=[IMAGE, TextPart("and"), PDF]),
+        Message(Role.USER, "And this?", parts=[ImagePart.from_url("https://e.com/a.png")]),
+        Message(Role.ASSISTANT, "", tool_calls=[call]),
+        Message(Role.TOOL, "a feline", tool_result=ToolResult("c1", "lookup", "a feline")),
+    ]
+    stored = json.dumps([m.to_dict() for m in history])
+    assert base64.b64encode(IMAGE.data or b"").decode() in stored
+    assert [Message.from_dict(r) for r in json.loads(stored)] == history
+    # what a text-only history store has always kept reads back as before
+    assert Message.from_dict({"role": "user", "content": "Hi"}) == Message(Role.USER, "Hi")
+    assert Message(Role.USER, "Hi").to_dict() == {"role": "user", "content": "Hi"}
+
+
+def test_malformed_records_are_refused() -> None:
+    with pytest.raises(InvalidArgumentError, match="'role' and 'content'"):
+        Message.from_dict({"content": "Hi"})
+    with pytest.raises(InvalidArgumentError, match="unknown part type 'audio'"):
+        Message.from_dict({"role": "user", "content": "", "parts": [{"type": "audio"}]})
+    with pytest.raises(InvalidArgumentError, match="not base64"):
+        Message.from_dict(
+            {"role": "user", "content": "", "parts": [{"type": "image", "data": "%%"}]}
+        )
+    with pytest.raises(InvalidArgumentError, match="malformed message record"):
+        Message.from_dict({"role": "boss", "content": "Hi"})
