@@ -179,7 +179,9 @@ REFUSED = [
     ("gemini", ImagePart.from_bytes(gif_bytes()), "takes images of"),
     ("ollama", DocumentPart.from_bytes(PDF), "takes no documents"),
     ("ollama", ImagePart.from_url(URL), "fetches no image URLs"),
-    ("anthropic", ImagePart.from_bytes(png_bytes(1600, 1200) + b"\0" * (5 * 2**20)), "5 MB"),
+    # 4 MB of bytes are 5.3 MB of base64: over Anthropic's 5 MB
+    ("anthropic", ImagePart.from_bytes(png_bytes(16, 12) + b"\0" * (4 * 2**20)), "5 MB base64"),
+    ("anthropic", ImagePart.from_bytes(png_bytes(8001, 1)), "8000 px a side"),
 ]
 
 

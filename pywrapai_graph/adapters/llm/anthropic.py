@@ -54,7 +54,8 @@ __all__ = ["AnthropicChatModel"]
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
 _PROVIDER = "anthropic"
-_MAX_IMAGE_BYTES = 5 * 2**20  # the Messages API's limit per image
+_MAX_IMAGE_BASE64 = 5 * 2**20  # the Messages API's limits per image
+_MAX_IMAGE_SIDE = 8000
 _OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
 
 
@@ -77,11 +78,17 @@ def _block(part: Part) -> dict[str, Any]:
 
 def _refusal(part: ImagePart | DocumentPart) -> str | None:
     data = part.data
-    if isinstance(part, ImagePart) and data is not None and len(data) > _MAX_IMAGE_BYTES:
+    if not isinstance(part, ImagePart) or data is None:
+        return None
+    encoded = 4 * -(-len(data) // 3)  # the API limits the base64 text, not the bytes
+    if encoded > _MAX_IMAGE_BASE64:
         return (
-            f"images may be at most {_MAX_IMAGE_BYTES // 2**20} MB each, this one is "
-            f"{len(data)} bytes; scale it down"
+            f"an image may be at most 5 MB base64-encoded ({_MAX_IMAGE_BASE64 * 3 // 4} bytes), "
+            f"this one is {len(data)} bytes; scale it down or compress it"
         )
+    size = part.size
+    if size is not None and max(size) > _MAX_IMAGE_SIDE:
+        return f"an image may be at most {_MAX_IMAGE_SIDE} px a side, this one is {size}"
     return None
 
 
