@@ -53,6 +53,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
         ├── UnknownToolError (KeyError, LookupError)
         ├── UnsafePromptNameError (ValueError)
         └── UnsupportedOperationError (NotImplementedError, RuntimeError)
+            └── UnsupportedContentError
 
 Any error raised while an agent run was under way carries ``partial`` (the run so far).
 """
@@ -98,6 +99,7 @@ __all__ = [
     "UnknownProviderError",
     "UnknownToolError",
     "UnsafePromptNameError",
+    "UnsupportedContentError",
     "UnsupportedOperationError",
     "UsageError",
     "VectorStoreError",
@@ -181,6 +183,11 @@ class EmbedderMismatchError(ConfigurationError):
 
 class UnsupportedOperationError(UsageError, NotImplementedError):
     """The backend cannot do this (a capability flag such as ``supports_delete`` says so)."""
+
+
+class UnsupportedContentError(UnsupportedOperationError):
+    """A message part the chosen provider cannot take (an image URL on Gemini, a PDF on
+    Ollama, a GIF on Gemini): refused before any request is sent."""
 
 
 class UnsafePromptNameError(UsageError, ValueError):

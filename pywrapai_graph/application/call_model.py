@@ -20,10 +20,13 @@ from pywrapai_graph.domain import (
     ChatRequest,
     FailedAttempt,
     GenerationParams,
+    ImagePart,
     LLMResponse,
     Message,
+    Part,
     ResponseFormat,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolSpec,
 )
@@ -34,7 +37,7 @@ from pywrapai_graph.errors import (
     ResponseFormatError,
     StructuredOutputError,
 )
-from pywrapai_graph.ports import ChatModel, ResponseCache
+from pywrapai_graph.ports import ChatModel, CountsMediaTokens, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["CallModel", "request_key"]
@@ -47,13 +50,30 @@ M = TypeVar("M", bound="BaseModel")
 _TOOL_CHOICES = ("auto", "required", "none")
 
 
+def _part_json(part: Part) -> list[str | None]:
+    """A part in the key: text as is, bytes by their digest (the same image keys the same)."""
+    if isinstance(part, TextPart):
+        return ["text", part.text]
+    if isinstance(part, ImagePart):
+        data = part.data
+        return ["image", part.media_type, part.url, _digest(data) if data is not None else None]
+    return ["document", part.name, _digest(part.data)]
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _message_json(m: Message) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "role": m.role.value,
         "content": m.content,
         "tool_calls": [[c.id, c.name, c.arguments] for c in m.tool_calls or ()],
         "tool_result": dataclasses.astuple(m.tool_result) if m.tool_result else None,
     }
+    if m.parts:  # absent otherwise, so text-only keys stay what they were
+        out["parts"] = [_part_json(p) for p in m.parts]
+    return out
 
 
 def request_key(provider: str, request: ChatRequest) -> str:
@@ -340,7 +360,11 @@ class CallModel:
         such (nothing when the provider refused it before replying)."""
         if not so_far.billed(exc):
             return
-        usage, estimated = so_far.unfinished_usage(request, exc)
+        model = self._model
+        if isinstance(model, CountsMediaTokens):
+            usage, estimated = so_far.unfinished_usage(request, exc, model.media_tokens)
+        else:
+            usage, estimated = so_far.unfinished_usage(request, exc)
         book = functools.partial(
             self._record_stream,
             target,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -49,5 +50,6 @@ def inject_context(messages: Sequence[Message], chunks: Sequence[ScoredChunk]) -
     if found is None or not chunks:
         return out
     index, question = found
-    out[index] = Message(Role.USER, format_context(question, chunks))
+    # its images and documents stay: only the text is wrapped in the template
+    out[index] = dataclasses.replace(out[index], content=format_context(question, chunks))
     return out

@@ -6,6 +6,11 @@ import contextvars
 import dataclasses
 
 from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.input_tokens import (
+    MediaTokens,
+    estimate_input_tokens,
+    generic_media_tokens,
+)
 from pywrapai_graph.application.observability.observation import stopped
 from pywrapai_graph.domain import ChatRequest, StreamChunk, TokenUsage
 from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError
@@ -54,15 +59,21 @@ class StreamSoFar:
         request refused before any reply (a 401, a 429) costs nothing."""
         return stopped(exc) or bool(self.parts) or isinstance(exc, _ARRIVED)
 
-    def unfinished_usage(self, request: ChatRequest, exc: BaseException) -> tuple[TokenUsage, bool]:
+    def unfinished_usage(
+        self,
+        request: ChatRequest,
+        exc: BaseException,
+        media_tokens: MediaTokens = generic_media_tokens,
+    ) -> tuple[TokenUsage, bool]:
         """(usage to book, whether any of it is estimated) for a stream that ended with
         ``exc``: what the provider reported, each missing count estimated at 4 characters per
-        token — the input from the request's messages, the output from the text so far."""
+        token — the input from the request's messages (images and documents at
+        ``media_tokens``, the provider's formula), the output from the text so far."""
         reported = getattr(exc, "usage", None)
         usage = reported if isinstance(reported, TokenUsage) else self.usage or TokenUsage()
         estimated = False
         if not usage.input_tokens:
-            sent = estimate_tokens([m.content for m in request.messages])
+            sent = estimate_input_tokens(request.messages, media_tokens)
             usage = dataclasses.replace(usage, input_tokens=sent)
             estimated = True
         if not usage.output_tokens and self.parts:

@@ -88,6 +88,7 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
             for f in s.fallbacks
         ],
         **_connection(s),
+        **_options(prompt_cache=s.prompt_cache),
     )
 
 

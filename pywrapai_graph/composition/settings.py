@@ -106,6 +106,18 @@ class LLMSettings(_ChatModelSection):
     # the models asked, in order, when the provider fails in a way another may not
     fallbacks: list[FallbackSettings] = Field(default_factory=list)
 
+    # Anthropic's cache_control breakpoints (OpenAI and Gemini cache prompts on their own)
+    prompt_cache: Literal["auto", "off"] | None = None
+
+    @model_validator(mode="after")
+    def _cache_needs_anthropic(self) -> LLMSettings:
+        if self.prompt_cache is not None and self.provider != "anthropic":
+            raise InvalidArgumentError(
+                f"llm.prompt_cache applies to provider 'anthropic' only (got provider "
+                f"{self.provider!r}); OpenAI and Gemini cache prompts on their own"
+            )
+        return self
+
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""
         return GenerationParams(

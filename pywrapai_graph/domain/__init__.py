@@ -16,6 +16,7 @@ from pywrapai_graph.domain.generation import (
     UnsupportedParameterWarning,
 )
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
+from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
 from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
 from pywrapai_graph.domain.usage import CallKind, CallRecord, CostTotals, TokenUsage
@@ -27,16 +28,20 @@ __all__ = [
     "Chunk",
     "CostTotals",
     "Document",
+    "DocumentPart",
     "FailedAttempt",
     "GenerationOptions",
     "GenerationParams",
+    "ImagePart",
     "InjectedChunk",
     "LLMResponse",
     "Message",
+    "Part",
     "ResponseFormat",
     "Role",
     "ScoredChunk",
     "StreamChunk",
+    "TextPart",
     "TokenUsage",
     "ToolCall",
     "ToolResult",

@@ -8,6 +8,8 @@ from enum import StrEnum
 from typing import Any
 
 from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.domain.message_records import message_from_record, message_to_record
+from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
@@ -61,19 +63,25 @@ class ToolResult:
 class Message:
     """One chat message.
 
-    Constructible positionally, as ``Message(Role.USER, "hi")``.
+    Constructible positionally, as ``Message(Role.USER, "hi")``. A USER message may carry
+    images and documents after its text: ``Message(Role.USER, "What is this?",
+    parts=[ImagePart.from_bytes(png)])``.
 
     Attributes:
         role: who speaks.
-        content: the text ("" for an assistant turn that only calls tools).
+        content: the text ("" for an assistant turn that only calls tools); on a message with
+            parts, the text sent before them.
         tool_calls: on an ASSISTANT message, the tools the model asked for.
         tool_result: on a TOOL message, the result it carries.
+        parts: on a USER message, what follows ``content``, in order: ImagePart,
+            DocumentPart and TextPart values.
     """
 
     role: Role
     content: str
     tool_calls: Sequence[ToolCall] | None = None
     tool_result: ToolResult | None = None
+    parts: Sequence[Part] = ()
 
     def __post_init__(self) -> None:
         role: object = self.role  # callers may pass "user"; checked at run time
@@ -95,3 +103,51 @@ class Message:
             raise InvalidArgumentError("only an ASSISTANT message can carry tool_calls")
         if self.tool_result is not None and self.role is not Role.TOOL:
             raise InvalidArgumentError("only a TOOL message can carry a tool_result")
+        self._check_parts()
+
+    def _check_parts(self) -> None:
+        given: object = self.parts
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise ArgumentTypeError(
+                f"Message.parts must be a list of parts, got {type(given).__name__}"
+            )
+        parts = tuple(given)
+        for i, part in enumerate(parts):
+            if not isinstance(part, TextPart | ImagePart | DocumentPart):
+                raise ArgumentTypeError(
+                    f"Message.parts[{i}] is {type(part).__name__}; pass TextPart, ImagePart "
+                    "or DocumentPart values"
+                )
+        if parts and self.role is not Role.USER:
+            raise InvalidArgumentError(
+                f"only a USER message can carry parts (images, documents); this one is "
+                f"{self.role.value}"
+            )
+        object.__setattr__(self, "parts", parts)
+
+    @property
+    def content_parts(self) -> tuple[Part, ...]:
+        """Everything the message says, in order: its ``content`` as a TextPart (when not
+        empty), then its ``parts``."""
+        head: tuple[Part, ...] = (TextPart(self.content),) if self.content else ()
+        return head + tuple(self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as JSON values, for a history store: ``role`` and ``content``, plus
+        ``tool_calls``, ``tool_result`` and ``parts`` (bytes base64-encoded) when present."""
+        return message_to_record(self)
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Message:
+        """The message a :meth:`to_dict` record describes (a plain ``{"role", "content"}``
+        record, as text-only histories store, reads back too).
+
+        Raises:
+            InvalidArgumentError: a malformed record or part.
+        """
+        return message_from_record(record)
+
+    @property
+    def has_media(self) -> bool:
+        """Whether the message carries an image or a document."""
+        return any(not isinstance(p, TextPart) for p in self.parts)

@@ -2,7 +2,7 @@
 
 Map (one port per module)::
 
-    chat_model          ChatModel            a provider's chat API (LLM adapters)
+    chat_model          ChatModel            a provider's chat API (LLM adapters); CountsMediaTokens
     embedding_provider  EmbeddingProvider    a provider's embedding API, one request at a time
     embedder            EmbeddingModel       texts -> vectors, as use cases see it (Embedder)
     vector_store        BaseVectorStore      the reference's ABC; add/search/clear/len required,
@@ -20,7 +20,7 @@ Map (one port per module)::
 Ports import ``domain`` (and ``errors``) only, and the standard library.
 """
 
-from pywrapai_graph.ports.chat_model import ChatModel
+from pywrapai_graph.ports.chat_model import ChatModel, CountsMediaTokens
 from pywrapai_graph.ports.embedder import EmbeddingModel
 from pywrapai_graph.ports.prompt_source import PromptSource
 from pywrapai_graph.ports.reranker import Reranker
@@ -33,6 +33,7 @@ __all__ = [
     "BaseRetriever",
     "BaseVectorStore",
     "ChatModel",
+    "CountsMediaTokens",
     "EmbeddingModel",
     "MetadataFilter",
     "PromptSource",

@@ -5,9 +5,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Protocol, runtime_checkable
 
-from pywrapai_graph.domain import ChatRequest, LLMResponse, StreamChunk
+from pywrapai_graph.domain import ChatRequest, DocumentPart, ImagePart, LLMResponse, StreamChunk
 
-__all__ = ["ChatModel"]
+__all__ = ["ChatModel", "CountsMediaTokens"]
+
+
+@runtime_checkable
+class CountsMediaTokens(Protocol):
+    """A chat model that knows its provider's token formula for images and documents, used
+    to estimate the input of a call whose usage the provider never reported."""
+
+    def media_tokens(self, part: ImagePart | DocumentPart) -> int:
+        """The input tokens ``part`` costs on this provider (an estimate)."""
+        ...
 
 
 @runtime_checkable

@@ -25,6 +25,7 @@ from pywrapai_graph.adapters.llm._replies import (
     decoding,
     retrying,
 )
+from pywrapai_graph.application.input_tokens import generic_media_tokens
 from pywrapai_graph.domain import (
     Message,
     Role,
@@ -115,6 +116,9 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     """
 
     provider_name: ClassVar[str]
+    #: the input tokens an image or document costs on this provider (an estimate, used when
+    #: a call's usage never arrived); subclasses set their provider's published formula
+    media_tokens = staticmethod(generic_media_tokens)
     _model: str
     _client: SyncClient
     _aclients: PerLoop[AsyncClient]

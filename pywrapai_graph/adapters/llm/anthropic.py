@@ -12,6 +12,11 @@ from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
 from pywrapai_graph.adapters._transport import log_retries
+from pywrapai_graph.adapters.llm._anthropic_cache import (
+    PromptCache,
+    checked_mode,
+    mark_breakpoints,
+)
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -19,14 +24,21 @@ from pywrapai_graph.adapters.llm._base import (
     tool_result_of,
     warn_unsupported,
 )
+from pywrapai_graph.adapters.llm._media import anthropic_tokens, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
+from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.input_tokens import estimate_input_tokens
 from pywrapai_graph.application.tools.provider_schemas import anthropic_tools
 from pywrapai_graph.domain import (
     ChatRequest,
+    DocumentPart,
+    ImagePart,
     LLMResponse,
     Message,
+    Part,
     Role,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolCall,
 )
@@ -42,12 +54,55 @@ __all__ = ["AnthropicChatModel"]
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
 _PROVIDER = "anthropic"
+_MAX_IMAGE_BASE64 = 5 * 2**20  # the Messages API's limits per image
+_MAX_IMAGE_SIDE = 8000
 _OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
 
 
-def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
-    """(system text, Messages API turns); consecutive tool results merge into one user turn."""
+def _source(part: ImagePart | DocumentPart) -> dict[str, Any]:
+    if isinstance(part, ImagePart) and part.url is not None:
+        return {"type": "url", "url": part.url}
+    return {"type": "base64", "media_type": part.media_type, "data": part.base64()}
+
+
+def _block(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        return {"type": "image", "source": _source(part)}
+    block = {"type": "document", "source": _source(part)}
+    if part.name:
+        block["title"] = part.name
+    return block
+
+
+def _refusal(part: ImagePart | DocumentPart) -> str | None:
+    data = part.data
+    if not isinstance(part, ImagePart) or data is None:
+        return None
+    encoded = 4 * -(-len(data) // 3)  # the API limits the base64 text, not the bytes
+    if encoded > _MAX_IMAGE_BASE64:
+        return (
+            f"an image may be at most 5 MB base64-encoded ({_MAX_IMAGE_BASE64 * 3 // 4} bytes), "
+            f"this one is {len(data)} bytes; scale it down or compress it"
+        )
+    size = part.size
+    if size is not None and max(size) > _MAX_IMAGE_SIDE:
+        return f"an image may be at most {_MAX_IMAGE_SIDE} px a side, this one is {size}"
+    return None
+
+
+def _tokens(m: Message) -> int:
+    """A message's estimated input tokens: text, images and documents, tool-call arguments."""
+    calls = [json.dumps(c.arguments) for c in m.tool_calls or ()]
+    return estimate_input_tokens([m], anthropic_tokens) + estimate_tokens(calls)
+
+
+def _turns(messages: tuple[Message, ...]) -> tuple[list[dict[str, Any]], list[int]]:
+    """(Messages API turns, each turn's estimated tokens); SYSTEM messages are left out and
+    consecutive tool results merge into one user turn."""
     turns: list[dict[str, Any]] = []
+    sizes: list[int] = []
     for m in messages:
         if m.role is Role.SYSTEM:
             continue
@@ -67,9 +122,13 @@ def _turns(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, An
                 for c in m.tool_calls or ()
             ]
             turns.append({"role": "assistant", "content": blocks or m.content})
+        elif m.parts:
+            turns.append({"role": "user", "content": [_block(p) for p in m.content_parts]})
         else:
             turns.append({"role": "user", "content": m.content})
-    return system_text(messages), turns
+        sizes += [0] * (len(turns) - len(sizes))
+        sizes[-1] += _tokens(m)
+    return turns, sizes
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:
@@ -97,12 +156,19 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
     go to the ``system=`` parameter; tool results become ``tool_result`` blocks; structured
     output is a forced tool call whose input is returned as the JSON content.
 
+    Args:
+        prompt_cache: "auto" (default) marks ``cache_control`` breakpoints on the tools, the
+            system prompt and the stable history where their prefix reaches the model's
+            minimum cacheable length (see ``_anthropic_cache``); "off" marks none.
+
     Raises:
         MissingExtraError: the ``anthropic`` package is not installed.
         ConfigurationError: no API key is available.
+        InvalidArgumentError: ``prompt_cache`` is neither "auto" nor "off".
     """
 
     provider_name = _PROVIDER
+    media_tokens = staticmethod(anthropic_tokens)
 
     def __init__(
         self,
@@ -113,7 +179,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         timeout: float | None = None,
         max_retries: int | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        prompt_cache: PromptCache = "auto",
     ) -> None:
+        self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
         options = drop_none(
@@ -136,7 +204,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             )
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
-        system, turns = _turns(request.messages)
+        refuse(_PROVIDER, request.messages, _refusal)
+        system = system_text(request.messages)
+        turns, sizes = _turns(request.messages)
         params: dict[str, Any] = {
             "model": request.model,
             "messages": turns,
@@ -163,6 +233,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         params.update(drop_none(**{k: v for k, v in sampling.items() if k in self._sampling}))
         if request.stop:
             params["stop_sequences"] = list(request.stop)
+        if self._prompt_cache == "auto":
+            mark_breakpoints(params, sizes, request.model)
         unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
         warn_unsupported(_PROVIDER, seed=request.seed, **unsent)
         add_extra_body(

@@ -16,6 +16,7 @@ from pywrapai_graph.adapters.llm._base import (
     system_text,
     tool_result_of,
 )
+from pywrapai_graph.adapters.llm._media import gemini_tokens, media_parts, refuse
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -27,14 +28,18 @@ from pywrapai_graph.adapters.llm._replies import (
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
     ChatRequest,
+    DocumentPart,
+    ImagePart,
     LLMResponse,
     Message,
+    Part,
     Role,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import MissingExtraError, ResponseFormatError
+from pywrapai_graph.errors import MissingExtraError, ResponseFormatError, UnsupportedContentError
 
 try:
     import httpx
@@ -71,6 +76,37 @@ _OWNED = owned_fields(
 )
 
 
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp")
+_MAX_INLINE_BYTES = 20 * 2**20  # a whole generateContent request carries at most 20 MB
+
+
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    return {"inline_data": {"mime_type": part.media_type, "data": part.data}}
+
+
+def _refusal(part: ImagePart | DocumentPart) -> str | None:
+    if isinstance(part, ImagePart) and part.url is not None:
+        return (
+            "the Gemini API fetches no image URLs (only its own Files API and YouTube); "
+            "download the image and pass ImagePart.from_bytes(...)"
+        )
+    if isinstance(part, ImagePart) and part.media_type not in _IMAGE_TYPES:
+        return f"Gemini takes images of {list(_IMAGE_TYPES)} only; convert it to PNG"
+    return None
+
+
+def _refuse_too_large(messages: tuple[Message, ...]) -> None:
+    inline = sum(len(p.data or b"") for _, p in media_parts(messages))
+    if inline > _MAX_INLINE_BYTES:
+        raise UnsupportedContentError(
+            f"gemini: the request's images and documents add up to {inline} bytes; a "
+            f"request carries at most {_MAX_INLINE_BYTES // 2**20} MB inline (upload larger "
+            "files with the Gemini Files API)"
+        )
+
+
 def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str, Any]]]:
     """(system instruction, contents); consecutive tool results merge into one user turn."""
     contents: list[dict[str, Any]] = []
@@ -94,6 +130,8 @@ def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str,
                 for c in m.tool_calls or ()
             ]
             contents.append({"role": "model", "parts": parts or [{"text": ""}]})
+        elif m.parts:
+            contents.append({"role": "user", "parts": [_part(p) for p in m.content_parts]})
         else:
             contents.append({"role": "user", "parts": [{"text": m.content}]})
     return system_text(messages), contents
@@ -139,6 +177,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     """
 
     provider_name = _PROVIDER
+    media_tokens = staticmethod(gemini_tokens)
 
     def __init__(
         self,
@@ -218,6 +257,8 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         return t.GenerateContentConfig(**config)
 
     def _call(self, request: ChatRequest) -> dict[str, Any]:
+        refuse(_PROVIDER, request.messages, _refusal)
+        _refuse_too_large(request.messages)
         _, contents = _contents(request.messages)
         return {"model": request.model, "contents": contents, "config": self._config(request)}
 

@@ -12,6 +12,7 @@ from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
 from pywrapai_graph.adapters.llm._base import SDKChatModel
+from pywrapai_graph.adapters.llm._media import refuse
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -23,10 +24,13 @@ from pywrapai_graph.adapters.llm._replies import (
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
+    DocumentPart,
+    ImagePart,
     LLMResponse,
     Message,
     Role,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolCall,
 )
@@ -47,8 +51,20 @@ _log = logging.getLogger(__name__)
 _OWNED = owned_fields(format="chat_structured()", num_predict="max_tokens=", stop="stop=")
 
 
+def _refusal(part: ImagePart | DocumentPart) -> str | None:
+    if isinstance(part, DocumentPart):
+        return "Ollama takes no documents; send the PDF's text as the message's content"
+    if part.url is not None:
+        return "Ollama fetches no image URLs; pass the bytes with ImagePart.from_bytes(...)"
+    return None
+
+
 def _message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role.value, "content": m.content}
+    if m.parts:  # Ollama's images travel beside the text, which is joined
+        texts = [p.text for p in m.content_parts if isinstance(p, TextPart)]
+        out["content"] = "\n\n".join(texts)
+        out["images"] = [p.base64() for p in m.parts if isinstance(p, ImagePart)]
     if m.tool_calls:
         out["tool_calls"] = [
             {"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in m.tool_calls
@@ -112,6 +128,7 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
         self._keywords = frozenset(inspect.signature(self._client.chat).parameters)
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
+        refuse(_PROVIDER, request.messages, _refusal)
         params: dict[str, Any] = {
             "model": request.model,
             "messages": [_message(m) for m in request.messages],

@@ -18,14 +18,18 @@ from pywrapai_graph.adapters._provider_payload import (
 )
 from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
+from pywrapai_graph.adapters.llm._media import data_url, openai_tokens
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
+    DocumentPart,
     LLMResponse,
     Message,
+    Part,
     Role,
     StreamChunk,
+    TextPart,
     TokenUsage,
     ToolCall,
 )
@@ -49,7 +53,18 @@ _OWNED = owned_fields(
 )
 
 
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, DocumentPart):
+        name = part.name or "document.pdf"
+        return {"type": "file", "file": {"filename": name, "file_data": data_url(part)}}
+    return {"type": "image_url", "image_url": {"url": part.url or data_url(part)}}
+
+
 def _message(m: Message) -> dict[str, Any]:
+    if m.parts:  # text, images and documents as content parts (USER messages only)
+        return {"role": m.role.value, "content": [_part(p) for p in m.content_parts]}
     if m.role is Role.TOOL:
         return {
             "role": "tool",
@@ -105,6 +120,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
     """
 
     provider_name = _PROVIDER
+    media_tokens = staticmethod(openai_tokens)
 
     def __init__(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from typing import Any
@@ -19,7 +20,16 @@ from pywrapai_graph.application.observability.telemetry import (
     capture_content,
     gate,
 )
-from pywrapai_graph.domain import CallRecord, ChatRequest, LLMResponse, Message, TokenUsage
+from pywrapai_graph.domain import (
+    CallRecord,
+    ChatRequest,
+    ImagePart,
+    LLMResponse,
+    Message,
+    Part,
+    TextPart,
+    TokenUsage,
+)
 from pywrapai_graph.domain.events import LLMCallEvent
 from pywrapai_graph.ports.hooks import Hooks
 
@@ -60,8 +70,27 @@ def genai_attributes(operation: str, provider: str, model: str) -> dict[str, Att
     }
 
 
+def _part_summary(part: Part) -> dict[str, Any]:
+    """A part as traced with content capture on: text as is; an image or document by its
+    type, size and digest (never its bytes); a URL without its query (which may sign it)."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "content": part.text}
+    if isinstance(part, ImagePart) and part.url is not None:
+        return {"type": "uri", "modality": "image", "uri": part.url.split("?", 1)[0]}
+    data = part.data or b""
+    return {
+        "type": "blob",
+        "modality": "image" if isinstance(part, ImagePart) else "document",
+        "mime_type": part.media_type,
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
 def _message_json(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role.value, "content": m.content}
+    if m.parts:
+        out["parts"] = [_part_summary(p) for p in m.parts]
     if m.tool_calls:
         out["tool_calls"] = [{"id": c.id, "name": c.name} for c in m.tool_calls]
     return out
