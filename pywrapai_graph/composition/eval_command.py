@@ -11,7 +11,7 @@ from pywrapai_graph.errors import InvalidStateError
 
 if TYPE_CHECKING:
     from pywrapai_graph.application.evaluate_retrieval import RetrievalEvaluation
-    from pywrapai_graph.composition.command_objects import CommandObjects
+    from pywrapai_graph.composition.object_graph import ObjectGraph
     from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["add_eval_parser", "run_eval"]
@@ -83,7 +83,7 @@ def _report(result: RetrievalEvaluation, name: str, queries: int, embedder: str)
     )
 
 
-def run_eval(container: CommandObjects, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run_eval(container: ObjectGraph, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``eval``; returns the exit code."""
     # imported here: the other commands never load the BEIR reader or the evaluation
     from pywrapai_graph.adapters.sources.beir import load_beir

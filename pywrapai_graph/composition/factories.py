@@ -1,10 +1,9 @@
 """The factories that build each object of the library from validated :class:`Settings`.
 
-The dependency-injector :class:`~pywrapai_graph.composition.container.Container` wires them
-for library users; the command line calls them through
-:class:`~pywrapai_graph.composition.command_objects.CommandObjects`, which builds only what
-one command needs and never imports dependency-injector. This module imports no adapter
-and no driver: each factory imports what it builds inside its body.
+:data:`~pywrapai_graph.composition.object_graph.NODES` says which factory builds which object
+from what; the container and :class:`~pywrapai_graph.composition.object_graph.ObjectGraph` are
+derived from that table. This module imports no adapter and no driver: each factory imports
+what it builds inside its body.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ __all__ = [
     "make_retriever",
     "make_scoped_graph",
     "make_scoped_retriever",
+    "make_tools",
     "make_vector_store",
 ]
 
@@ -180,6 +180,13 @@ def make_scoped_graph(
 ) -> GraphLLM:
     """A per-request copy of the graph whose RAG reads only ``scope`` (shares LLM and cache)."""
     return graph.with_retriever(retriever.scoped(scope))
+
+
+def make_tools(hooks: HookSet) -> ToolRegistry:
+    """The tool registry the agent calls (empty until tools are registered)."""
+    from pywrapai_graph.application.tools import ToolRegistry
+
+    return ToolRegistry(hooks=hooks)
 
 
 def make_agent(
