@@ -17,7 +17,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -386,21 +386,26 @@ def _prompts(container: ObjectGraph, out: TextIO) -> int:
     return 0
 
 
+#: What to try next after a runtime failure, by its kind (the first that matches).
+_HINTS: tuple[tuple[type[BaseException], str], ...] = (
+    (AuthenticationError, "check the API key (llm.api_key or the provider's own variable)"),
+    (RateLimitError, "wait and retry, or raise llm.max_retries"),
+    (
+        ResponseFormatError,
+        "the provider answered something unexpected; check llm.base_url and llm.model",
+    ),
+    (ProviderError, "check llm.provider, llm.base_url and that the service is reachable"),
+    (VectorStoreError, "check the store.* settings and that the store is reachable and writable"),
+    (OSError, "check the path, its permissions and the free disk space"),
+)
+
+
 def _hint(exc: BaseException) -> str:
     """What to try next after a runtime failure."""
-    if isinstance(exc, AuthenticationError):
-        return "check the API key (llm.api_key or the provider's own variable)"
-    if isinstance(exc, RateLimitError):
-        return "wait and retry, or raise llm.max_retries"
-    if isinstance(exc, ResponseFormatError):
-        return "the provider answered something unexpected; check llm.base_url and llm.model"
-    if isinstance(exc, ProviderError):
-        return "check llm.provider, llm.base_url and that the service is reachable"
-    if isinstance(exc, VectorStoreError):
-        return "check the store.* settings and that the store is reachable and writable"
-    if isinstance(exc, OSError):
-        return "check the path, its permissions and the free disk space"
-    return "run again with --debug for the traceback, and report it if it looks like a bug"
+    return next(
+        (hint for kind, hint in _HINTS if isinstance(exc, kind)),
+        "run again with --debug for the traceback, and report it if it looks like a bug",
+    )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -415,23 +420,21 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # the object graph the container is derived from, without dependency-injector: its
     # import alone (~0.25 s) costs most of an `ask` (~0.33 s)
     container = ObjectGraph(load_settings(config))
-    if args.command == "ingest":
-        return _ingest(container, args.paths, args.follow_symlinks, out, err)
-    if args.command == "ask":
-        return _ask(container, args.question, args.show_messages, not args.no_rag, out)
-    if args.command == "prompts":
-        return _prompts(container, out)
-    if args.command == "eval":
-        return run_eval(container, args, out, err)
-    if args.action == "clear":
-        return _clear(container, args.yes, out)
-    if args.action == "repair":
-        return _repair(container, args.older_than, out)
-    if args.action == "compact":
-        return _compact(container, out)
-    if args.action in SCHEMA_ACTIONS:
-        return run_schema_command(container, args, out)
-    return _stats(container, out)
+    commands: dict[str, Callable[[], int]] = {
+        "ingest": lambda: _ingest(container, args.paths, args.follow_symlinks, out, err),
+        "ask": lambda: _ask(container, args.question, args.show_messages, not args.no_rag, out),
+        "prompts": lambda: _prompts(container, out),
+        "eval": lambda: run_eval(container, args, out, err),
+    }
+    if args.command in commands:
+        return commands[args.command]()
+    actions: dict[str, Callable[[], int]] = {
+        "clear": lambda: _clear(container, args.yes, out),
+        "repair": lambda: _repair(container, args.older_than, out),
+        "compact": lambda: _compact(container, out),
+        **{name: lambda: run_schema_command(container, args, out) for name in SCHEMA_ACTIONS},
+    }
+    return actions.get(args.action, lambda: _stats(container, out))()
 
 
 def main(
