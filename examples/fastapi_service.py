@@ -35,7 +35,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from pywrapai_graph import Document, GenerationParams, GraphLLM, LLMResponse, ScopedRetriever
-from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.composition.container import Container, build_container
 from pywrapai_graph.composition.settings import Settings, Source
 from pywrapai_graph.errors import (
     ArgumentTypeError,
@@ -117,6 +117,14 @@ def create_app(
 
     app = FastAPI(title="pywrapai-graph service", lifespan=lifespan)
     app.state.container = container
+    _probes(app, container)
+    _rag_routes(app, container)
+    _answer_errors(app, max_request_bytes)
+    return app
+
+
+def _probes(app: FastAPI, container: Container) -> None:
+    """Liveness and readiness, for the orchestrator."""
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -134,6 +142,10 @@ def create_app(
             problem = str(exc) or f"no answer within {READY_SECONDS:g} s"
             return JSONResponse({"status": "degraded", "store": problem}, status_code=503)
         return JSONResponse({"status": "ok"})
+
+
+def _rag_routes(app: FastAPI, container: Container) -> None:
+    """Ingest and ask, each request scoped to its tenant."""
 
     def scoped_retriever(tenant: Tenant) -> ScopedRetriever:
         return container.scoped_retriever(scope={"tenant": tenant})
@@ -176,9 +188,6 @@ def create_app(
                 yield f"event: error\ndata: {json.dumps(_error_body(exc))}\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")
-
-    _answer_errors(app, max_request_bytes)
-    return app
 
 
 # ---------------------------------------------------------------- errors -> HTTP

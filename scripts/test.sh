@@ -10,6 +10,7 @@ step "import-linter contracts" .venv/bin/lint-imports
 step "mypy --strict (package and tests)" "$PY" -m mypy
 step "ruff check" "$PY" -m ruff check .
 step "ruff format --check" "$PY" -m ruff format --check .
+step "module sizes (500 lines; allowlist may only shrink)" "$PY" scripts/module_sizes.py
 echo "== pytest"
 "$PY" -m pytest "$@"
 rc=$?

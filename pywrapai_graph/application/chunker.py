@@ -8,7 +8,7 @@ import operator
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import Chunk, Document
@@ -356,49 +356,66 @@ def _cut_windows(
             window_end += start - base - pos
             pos = start - base
             rfind, find, stop = block.rfind, block.find, end - base
-        if window_end >= stop:
-            cut = stop
-        else:
-            lo = pos + MIN_CHUNK_CHARS
-            cut = rfind("\n\n", lo, window_end + 2)
-            # _last_break answers that blank line unless whitespace precedes it or a
-            # break holding spaces starts after it (which, in a clean block, ends in " \n").
-            after = cut + 1 if cut >= 0 else lo
-            if (cut >= 0 and block[cut - 1].isspace()) or (
-                (not clean or find(" \n", after + 1, window_end + 2) >= 0)
-                and _SPACED_BREAK.search(block, after, window_end + 2) is not None
-            ):
-                cut = _last_break(block, pos, lo, window_end)
-            if cut < 0:
-                cut = _cut_without_break(block, pos, lo, window_end)
+        cut = stop if window_end >= stop else _cut(block, pos, window_end, clean, rfind, find)
         chunk_text = f"{head}{joiner}{block[pos:cut]}" if head else block[pos:cut]
         if len(chunk_text) >= MIN_CHUNK_CHARS:
             yield chunk_text
         if cut >= stop:
             return
-        # Skip the whitespace after the cut (text[end - 1] is not whitespace).
-        if not block[cut].isspace():
-            pos = cut
-        elif not block[cut + 1].isspace():
-            pos = cut + 1
-        elif not block[cut + 2].isspace():
-            pos = cut + 2
-        else:
-            following = _NON_SPACE.search(text, base + cut + 3, end)
-            if following is None:
-                return
-            pos = following.start() - base
+        pos = _after_space(text, block, base, cut, end)
+        if pos < 0:
+            return
         if limit:
-            tail = len(chunk_text) - limit
-            # From the first word starting at or after `tail`: what follows the first
-            # whitespace run at or after tail - 1.
-            if tail <= 0:
-                head = chunk_text
-            elif chunk_text[tail - 1].isspace():
-                head = chunk_text[tail:].lstrip()
-            else:
-                word_and_rest = chunk_text[tail - 1 :].split(None, 1)
-                head = word_and_rest[1] if len(word_and_rest) > 1 else ""
+            head = _overlap(chunk_text, limit)
+
+
+def _cut(
+    block: str,
+    pos: int,
+    window_end: int,
+    clean: bool,
+    rfind: Callable[[str, int, int], int],
+    find: Callable[[str, int, int], int],
+) -> int:
+    """Where the window ``block[pos:window_end]`` (not the last one) is cut."""
+    lo = pos + MIN_CHUNK_CHARS
+    cut = rfind("\n\n", lo, window_end + 2)
+    # _last_break answers that blank line unless whitespace precedes it or a break
+    # holding spaces starts after it (which, in a clean block, ends in " \n").
+    after = cut + 1 if cut >= 0 else lo
+    if (cut >= 0 and block[cut - 1].isspace()) or (
+        (not clean or find(" \n", after + 1, window_end + 2) >= 0)
+        and _SPACED_BREAK.search(block, after, window_end + 2) is not None
+    ):
+        cut = _last_break(block, pos, lo, window_end)
+    if cut < 0:
+        cut = _cut_without_break(block, pos, lo, window_end)
+    return cut
+
+
+def _after_space(text: str, block: str, base: int, cut: int, end: int) -> int:
+    """Where the next window starts in ``block``: past the whitespace after the cut (-1: none
+    follows before ``end``; ``text[end - 1]`` is not whitespace)."""
+    if not block[cut].isspace():
+        return cut
+    if not block[cut + 1].isspace():
+        return cut + 1
+    if not block[cut + 2].isspace():
+        return cut + 2
+    following = _NON_SPACE.search(text, base + cut + 3, end)
+    return -1 if following is None else following.start() - base
+
+
+def _overlap(chunk_text: str, limit: int) -> str:
+    """The overlap carried into the next window: from the first word starting at or after
+    ``len(chunk_text) - limit``, i.e. what follows the first whitespace run at or after it - 1."""
+    tail = len(chunk_text) - limit
+    if tail <= 0:
+        return chunk_text
+    if chunk_text[tail - 1].isspace():
+        return chunk_text[tail:].lstrip()
+    word_and_rest = chunk_text[tail - 1 :].split(None, 1)
+    return word_and_rest[1] if len(word_and_rest) > 1 else ""
 
 
 def _cut_without_break(text: str, pos: int, lo: int, hi: int) -> int:

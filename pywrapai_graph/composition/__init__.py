@@ -8,8 +8,8 @@ Map::
     settings    Settings, load_settings               validated config (dict, YAML, env)
     environment environment_values                    the PYWRAPAI_* variables as a layer
     factories   make_llm, make_vector_store, ...      build each object from the settings
-    container   Container, build_container            dependency-injector wiring (library)
-    command_objects  CommandObjects                   the same factories for one CLI command
+    object_graph NODES, ObjectGraph                   object -> factory + needs; lazy builder (CLI)
+    container   Container, build_container            dependency-injector view of NODES (library)
     llm         LLM                                   the chat facade
     embedder    Embedder                              the embedding facade (over EmbedTexts)
     graph_llm   GraphLLM                              prompts + RAG + LLM

@@ -1,4 +1,4 @@
-"""The composition root: a dependency-injector container wired from :class:`Settings`.
+"""The composition root for library users: a dependency-injector container over the object graph.
 
 Swapping SQLite for pgvector or Qdrant is a configuration change only::
 
@@ -24,24 +24,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dependency_injector import containers, providers
 
 from pywrapai_graph.application.observability.telemetry import check_hooks
-from pywrapai_graph.application.token_tracker import TokenTracker
-from pywrapai_graph.application.tools import ToolRegistry
-from pywrapai_graph.composition.factories import (
-    make_agent,
-    make_chunker,
-    make_embedder,
-    make_graph,
-    make_llm,
-    make_prompts,
-    make_reranker,
-    make_retriever,
-    make_scoped_graph,
-    make_scoped_retriever,
-    make_vector_store,
-)
+from pywrapai_graph.composition.object_graph import NODES, Node
 from pywrapai_graph.composition.settings import Settings, Source, load_settings
-from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.hooks import Hooks
+
+if TYPE_CHECKING:
+    from pywrapai_graph.application.chunker import Chunker
+    from pywrapai_graph.application.run_agent import Agent
+    from pywrapai_graph.application.scoped_retriever import ScopedRetriever
+    from pywrapai_graph.application.token_tracker import TokenTracker
+    from pywrapai_graph.application.tools import ToolRegistry
+    from pywrapai_graph.application.vector_retriever import VectorRetriever
+    from pywrapai_graph.composition.embedder import Embedder
+    from pywrapai_graph.composition.graph_llm import GraphLLM
+    from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.composition.reranker import RerankModel
+    from pywrapai_graph.ports import BaseVectorStore, PromptSource
 
 T = TypeVar("T")
 
@@ -84,25 +82,6 @@ class _Built:
 
 def _tracked(built: _Built, factory: Callable[..., T], *args: Any) -> T:
     return built.add(factory(*args))
-
-
-def _tool_registry(built: _Built, settings: Settings, hooks: tuple[Hooks, ...]) -> ToolRegistry:
-    """The registry, holding the tools of every MCP server under ``mcp.servers`` (each
-    opened here and closed by ``shutdown()``)."""
-    registry = ToolRegistry(hooks=hooks)
-    if settings.mcp.servers:
-        from pywrapai_graph.composition.mcp_servers import mcp_servers
-
-        opened: list[Any] = []
-        try:
-            for server in mcp_servers(settings.mcp):
-                opened.append(built.add(server.open()))
-                server.register(registry)
-        except BaseException:
-            for server in opened:  # now, not at shutdown: a retry opens them again
-                server.close()
-            raise
-    return registry
 
 
 class LifecycleContainer(containers.DynamicContainer):
@@ -159,46 +138,58 @@ class LifecycleContainer(containers.DynamicContainer):
 class Container(containers.DeclarativeContainer):
     """Every object of the library, built on first use from validated settings.
 
-    The instance is a :class:`LifecycleContainer`: ``container.shutdown()`` (or ``with
-    build_container(...) as container:``) closes every store and client it built.
+    Its providers are generated from :data:`~pywrapai_graph.composition.object_graph.NODES`
+    (shared nodes are :class:`SharedOnce`, per-call nodes ``Factory``), so the container and
+    :class:`~pywrapai_graph.composition.object_graph.ObjectGraph` wire the same objects with the
+    same factories. The instance is a :class:`LifecycleContainer`: ``container.shutdown()`` (or
+    ``with build_container(...) as container:``) closes every store and client it built.
     """
 
     instance_type = LifecycleContainer
 
     settings = providers.Dependency(instance_of=Settings)
-    _built = SharedOnce(_Built)
-
     #: Observability hooks given to every object the container builds.
     hooks = providers.Dependency(instance_of=tuple, default=())
-    #: One cost ledger for every chat, embedding and agent call the container's objects make.
-    ledger = SharedOnce(TokenTracker)
-    llm = SharedOnce(_tracked, _built, make_llm, settings, ledger, hooks)
-    embedder = SharedOnce(_tracked, _built, make_embedder, settings, ledger, hooks)
-    #: The backend is looked up in the table when first used, so a backend registered
-    #: with register_backend() after import is selectable like the built-in ones.
-    vector_store: SharedOnce[BaseVectorStore] = SharedOnce(
-        _tracked, _built, make_vector_store, settings
-    )
-    chunker = SharedOnce(make_chunker, settings)
-    #: ``retriever.reranker`` (None when not configured).
-    reranker = SharedOnce(_tracked, _built, make_reranker, settings, ledger, hooks)
-    retriever = SharedOnce(make_retriever, settings, embedder, vector_store, hooks, reranker)
-    prompts = SharedOnce(make_prompts, settings)
-    graph = SharedOnce(make_graph, settings, llm, retriever, prompts, ledger, hooks)
-    tools = SharedOnce(_tool_registry, _built, settings, hooks)
-    agent = providers.Factory(make_agent, settings, graph, tools, hooks)
-    # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
-    scoped_retriever = providers.Factory(make_scoped_retriever, retriever)
-    scoped_graph = providers.Factory(make_scoped_graph, graph, retriever)
+    _built = SharedOnce(_Built)
 
-    if TYPE_CHECKING:  # the instance is a LifecycleContainer; these tell mypy so
+    if TYPE_CHECKING:  # generated below from NODES; these tell mypy what they provide
+        ledger: SharedOnce[TokenTracker]
+        llm: SharedOnce[LLM | None]
+        embedder: SharedOnce[Embedder]
+        vector_store: SharedOnce[BaseVectorStore]
+        chunker: SharedOnce[Chunker]
+        reranker: SharedOnce[RerankModel | None]
+        retriever: SharedOnce[VectorRetriever]
+        prompts: SharedOnce[PromptSource]
+        graph: SharedOnce[GraphLLM]
+        tools: SharedOnce[ToolRegistry]
+        agent: providers.Factory[Agent]
+        # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
+        scoped_retriever: providers.Factory[ScopedRetriever]
+        scoped_graph: providers.Factory[GraphLLM]
 
+        # the instance is a LifecycleContainer
         def shutdown(self) -> None: ...
         async def ashutdown(self) -> None: ...
         def __enter__(self) -> Container: ...
         def __exit__(self, *exc: object) -> None: ...
         async def __aenter__(self) -> Container: ...
         async def __aexit__(self, *exc: object) -> None: ...
+
+
+def _provider(node: Node) -> providers.Provider[Any]:
+    needs = [getattr(Container, need) for need in node.needs]
+    if node.tracks:  # the factory hands what it opens to the container's list of built things
+        needs.insert(0, Container._built.provided.add)
+    if node.per_call:
+        return providers.Factory(node.factory, *needs)
+    if node.closes:
+        return SharedOnce(_tracked, Container._built, node.factory, *needs)
+    return SharedOnce(node.factory, *needs)
+
+
+for _name, _node in NODES.items():  # in table order: what a node needs is already there
+    setattr(Container, _name, _provider(_node))
 
 
 def build_container(

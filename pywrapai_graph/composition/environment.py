@@ -2,9 +2,9 @@
 
 :class:`~pywrapai_graph.composition.settings.Settings` used to be a pydantic-settings
 ``BaseSettings``; importing pydantic-settings (its cloud, dotenv and CLI sources, asyncio)
-cost a tenth of an ``ask``, so these few rules are kept here instead, for the shape our
-settings have — sections (models of scalars, lists and mappings of models) and top-level
-scalars:
+costs about a third of an ``ask`` (``benchmarks/ask_cli.py``; the bar for a second reader is
+10%), so these few rules are kept here instead, for the shape our settings have — sections
+(models of scalars, lists and mappings of models) and top-level scalars:
 
 - names are matched case-insensitively: ``PYWRAPAI_<FIELD>`` and, nested with ``__``,
   ``PYWRAPAI_<SECTION>__<KEY>``; values stay strings for pydantic to convert;

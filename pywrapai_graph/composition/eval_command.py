@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         RetrievalEvaluation,
         SettingEvaluation,
     )
-    from pywrapai_graph.composition.command_objects import CommandObjects
+    from pywrapai_graph.composition.object_graph import ObjectGraph
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.ports import BaseVectorStore
 
@@ -202,7 +202,7 @@ def _write_per_query(
 
 
 def _compare(
-    container: CommandObjects,
+    container: ObjectGraph,
     args: argparse.Namespace,
     collection: BeirCollection,
     settings: Sequence[EvalSetting],
@@ -239,7 +239,7 @@ def _compare(
         store.close()
 
 
-def run_eval(container: CommandObjects, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run_eval(container: ObjectGraph, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``eval``; returns the exit code."""
     # imported here: the other commands never load the BEIR reader or the evaluation
     from pywrapai_graph.adapters.sources.beir import load_beir

@@ -1,16 +1,15 @@
 """The factories that build each object of the library from validated :class:`Settings`.
 
-The dependency-injector :class:`~pywrapai_graph.composition.container.Container` wires them
-for library users; the command line calls them through
-:class:`~pywrapai_graph.composition.command_objects.CommandObjects`, which builds only what
-one command needs and never imports dependency-injector. This module imports no adapter
-and no driver: each factory imports what it builds inside its body.
+:data:`~pywrapai_graph.composition.object_graph.NODES` says which factory builds which object
+from what; the container and :class:`~pywrapai_graph.composition.object_graph.ObjectGraph` are
+derived from that table. This module imports no adapter and no driver: each factory imports
+what it builds inside its body.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.application.fusion import fusion_weights
@@ -35,6 +34,7 @@ if TYPE_CHECKING:  # the agent and the chunker load only when a command builds t
 
 __all__ = [
     "HookSet",
+    "Track",
     "make_agent",
     "make_chunker",
     "make_embedder",
@@ -45,10 +45,13 @@ __all__ = [
     "make_retriever",
     "make_scoped_graph",
     "make_scoped_retriever",
+    "make_tools",
     "make_vector_store",
 ]
 
 HookSet = tuple[Hooks, ...]
+#: Hands an opened object to its owner, which closes it on shutdown (returns it).
+Track = Callable[[Any], Any]
 
 _log = logging.getLogger(__name__)
 
@@ -224,6 +227,27 @@ def make_scoped_graph(
 ) -> GraphLLM:
     """A per-request copy of the graph whose RAG reads only ``scope`` (shares LLM and cache)."""
     return graph.with_retriever(retriever.scoped(scope))
+
+
+def make_tools(track: Track, settings: Settings, hooks: HookSet) -> ToolRegistry:
+    """The tool registry the agent calls, holding the tools of every MCP server under
+    ``mcp.servers`` (each opened here and handed to ``track``, which closes it on shutdown)."""
+    from pywrapai_graph.application.tools import ToolRegistry
+
+    registry = ToolRegistry(hooks=hooks)
+    if settings.mcp.servers:
+        from pywrapai_graph.composition.mcp_servers import mcp_servers
+
+        opened: list[Any] = []
+        try:
+            for server in mcp_servers(settings.mcp):
+                opened.append(track(server.open()))
+                server.register(registry)
+        except BaseException:
+            for server in opened:  # now, not at shutdown: a retry opens them again
+                server.close()
+            raise
+    return registry
 
 
 def make_agent(

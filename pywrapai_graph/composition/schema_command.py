@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from pywrapai_graph.composition.backends import init_pgvector_schema, pgvector_grants
 
 if TYPE_CHECKING:
-    from pywrapai_graph.composition.command_objects import CommandObjects
+    from pywrapai_graph.composition.object_graph import ObjectGraph
 
 __all__ = ["SCHEMA_ACTIONS", "add_schema_parsers", "run_schema_command"]
 
@@ -48,7 +48,7 @@ def add_schema_parsers(store_sub: argparse._SubParsersAction[argparse.ArgumentPa
     grants.add_argument("--writer", metavar="ROLE", help="a role that reads and writes")
 
 
-def run_schema_command(container: CommandObjects, args: argparse.Namespace, out: TextIO) -> int:
+def run_schema_command(container: ObjectGraph, args: argparse.Namespace, out: TextIO) -> int:
     """Run ``store init`` or ``store grants``; returns the exit code."""
     store = container.settings().store
     if args.action == "grants":

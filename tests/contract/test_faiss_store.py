@@ -314,15 +314,48 @@ def test_compaction_happens_on_its_own_when_the_log_outgrows_the_base(tmp_path: 
     reopened.close()
 
 
-def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) -> None:
+_Kept = dict[str, tuple[str, dict[str, object], np.ndarray]]
+_FILTERS: list[dict[str, object]] = [
+    {"v": 1},
+    {"v": True},
+    {"v": 1.0},
+    {"v": None},
+    {"v": ["a", 1]},
+    {"v": 0, "extra": 1},
+    {"doc": "d1"},
+    {"missing": 1},
+    {"extra": 2},
+]
+
+
+def _brute_force(kept: _Kept, q: np.ndarray, flt: dict[str, object], k: int) -> list[str]:
     from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter
+
+    q = q / np.linalg.norm(q)
+    scored = [(float(v @ q), cid) for cid, (_, m, v) in kept.items() if matches_filter(m, flt)]
+    return [cid for _, cid in sorted(scored, reverse=True)[:k]]
+
+
+def _check_against_brute_force(
+    store: FAISSVectorStore, kept: _Kept, rng: np.random.Generator
+) -> None:
+    assert len(store) == len(kept)
+    for flt in _FILTERS:
+        q = rng.standard_normal(8).astype(np.float32)
+        for k in (1, 5, 1000):
+            got = store.search(q.tolist(), k=k, filter=flt)
+            assert [h.chunk.id for h in got] == _brute_force(kept, q, flt, k), (flt, k)
+        assert store.count(flt) == len(_brute_force(kept, q, flt, 10**6))
+
+
+def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) -> None:
     from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
     identity = EmbedderIdentity("t", "m", 8)
     rng = np.random.default_rng(3)
     values: list[object] = [1, True, 1.0, None, "x", ["a", 1], 0, False]
-    kept: dict[str, tuple[str, dict[str, object], np.ndarray]] = {}
+    kept: _Kept = {}
 
     def write_doc(store: FAISSVectorStore, doc: str, n: int, version: int) -> None:
         chunks = []
@@ -339,35 +372,10 @@ def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) 
         for c, v in zip(chunks, vectors, strict=True):
             kept[c.id] = (doc, dict(c.metadata), v / np.linalg.norm(v))
 
-    def brute_force(q: np.ndarray, flt: dict[str, object], k: int) -> list[str]:
-        q = q / np.linalg.norm(q)
-        scored = [(float(v @ q), cid) for cid, (_, m, v) in kept.items() if matches_filter(m, flt)]
-        return [cid for _, cid in sorted(scored, reverse=True)[:k]]
-
-    def check(store: FAISSVectorStore) -> None:
-        assert len(store) == len(kept)
-        filters: list[dict[str, object]] = [
-            {"v": 1},
-            {"v": True},
-            {"v": 1.0},
-            {"v": None},
-            {"v": ["a", 1]},
-            {"v": 0, "extra": 1},
-            {"doc": "d1"},
-            {"missing": 1},
-            {"extra": 2},
-        ]
-        for flt in filters:
-            q = rng.standard_normal(8).astype(np.float32)
-            for k in (1, 5, 1000):
-                got = store.search(q.tolist(), k=k, filter=flt)
-                assert [h.chunk.id for h in got] == brute_force(q, flt, k), (flt, k)
-            assert store.count(flt) == len(brute_force(q, flt, 10**6))
-
     store = FAISSVectorStore(index, meta)
     for d in range(6):
         write_doc(store, f"d{d}", 20 + d, 1)
-    check(store)
+    _check_against_brute_force(store, kept, rng)
     write_doc(store, "d1", 7, 2)  # replaced: new rows in the log, old ones deleted
     write_doc(store, "d6", 9, 1)
     store.delete([k for k in kept if k.endswith("-3")][:4])
@@ -376,17 +384,19 @@ def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) 
     store.delete_by_doc("d4")
     for key in [k for k, c in kept.items() if c[0] == "d4"]:
         del kept[key]
-    check(store)
+    _check_against_brute_force(store, kept, rng)
     store.close()
     store = FAISSVectorStore(index, meta)
-    check(store)  # the files, read back: deleted rows dropped, columns rebuilt
+    _check_against_brute_force(
+        store, kept, rng
+    )  # the files, read back: deleted rows dropped, columns rebuilt
     write_doc(store, "d2", 5, 3)
-    check(store)
+    _check_against_brute_force(store, kept, rng)
     store.compact()
-    check(store)
+    _check_against_brute_force(store, kept, rng)
     store.close()
     store = FAISSVectorStore(index, meta)
-    check(store)
+    _check_against_brute_force(store, kept, rng)
     store.clear()
     assert len(store) == 0 and store.search([1.0] * 8, k=3, filter={"v": 1}) == []
     store.close()

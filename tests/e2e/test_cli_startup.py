@@ -1,7 +1,7 @@
 """What `pywrapai-graph ask` loads and builds: only what the command uses, wired as the container.
 
 The command line builds its objects with the container's factories through
-:class:`CommandObjects` instead of a dependency-injector container (whose import, with the
+:class:`ObjectGraph` instead of a dependency-injector container (whose import, with the
 web framework it probes for, cost more than an `ask` on an 85k-chunk store). These tests keep
 that structure: no timing is asserted.
 """
@@ -20,8 +20,8 @@ import pytest
 
 from pywrapai_graph import SQLiteVectorStore
 from pywrapai_graph.composition.cli import BLAS_THREAD_VARIABLES, main
-from pywrapai_graph.composition.command_objects import CommandObjects
 from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.composition.object_graph import ObjectGraph
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
@@ -105,9 +105,9 @@ def test_every_command_runs_without_dependency_injector(kb: Path) -> None:
         assert "yaml" in modules  # the configuration file was read
 
 
-def test_command_objects_show_the_same_messages_as_the_container(kb: Path) -> None:
+def test_object_graph_show_the_same_messages_as_the_container(kb: Path) -> None:
     settings = load_settings(["pywrapai.yaml"])
-    objects = CommandObjects(settings)
+    objects = ObjectGraph(settings)
     container = build_container(settings)
     ours = objects.graph().assemble(QUESTION)
     theirs = container.graph().assemble(QUESTION)
@@ -117,8 +117,8 @@ def test_command_objects_show_the_same_messages_as_the_container(kb: Path) -> No
     container.shutdown()
 
 
-def test_command_objects_build_each_object_once_and_share_them(kb: Path) -> None:
-    objects = CommandObjects(load_settings(["pywrapai.yaml"]))
+def test_object_graph_build_each_object_once_and_share_them(kb: Path) -> None:
+    objects = ObjectGraph(load_settings(["pywrapai.yaml"]))
     graph = objects.graph()
     assert objects.graph() is graph
     assert objects.retriever().store is objects.vector_store()

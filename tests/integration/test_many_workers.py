@@ -110,6 +110,16 @@ def test_every_worker_reads_every_other_workers_writes(workers: list[Worker]) ->
         for mode in MODES:
             assert DOCS["d1"] in _texts(reader, mode, QUERIES["d1"]), (mode, reader.proc.pid)
 
+    _a_replace_is_read_by_the_others(a, b, c)
+    _an_erasure_is_honoured_by_everyone(workers, c)
+    a.ask("ingest", [("d5", D5)], {"topic": "old"})  # a new document
+    for reader in (b, c):
+        for mode in MODES:
+            assert D5 in _texts(reader, mode, "flutter swept wing panels"), mode
+    _a_clear_is_followed_by_the_others(workers, b)
+
+
+def _a_replace_is_read_by_the_others(a: Worker, b: Worker, c: Worker) -> None:
     before = a.ask("state", "d2", TOPIC)
     assert before[:2] == (4, 0) and before[2] and before[3]
     b.ask("ingest", [("d2", NEW_D2)], TOPIC)  # a replace, into another topic
@@ -125,19 +135,19 @@ def test_every_worker_reads_every_other_workers_writes(workers: list[Worker]) ->
             assert DOCS["d2"] not in got, mode
             assert NEW_D2 in _texts(reader, mode, "hypersonic ablation capsule"), mode
 
-    c.ask("delete", "d3")  # an erasure: from now on nobody returns its text
+
+def _an_erasure_is_honoured_by_everyone(workers: list[Worker], eraser: Worker) -> None:
+    eraser.ask("delete", "d3")  # an erasure: from now on nobody returns its text
     assert [w.ask("state", "d3", TOPIC)[::2] for w in workers] == [(3, None)] * 3
     for reader in workers:
         for mode in MODES:
             for query in (*QUERIES.values(), DOCS["d3"]):
                 assert DOCS["d3"] not in _texts(reader, mode, query), (mode, query)
 
-    a.ask("ingest", [("d5", D5)], {"topic": "old"})  # a new document
-    for reader in (b, c):
-        for mode in MODES:
-            assert D5 in _texts(reader, mode, "flutter swept wing panels"), mode
 
-    b.ask("clear")  # (Chroma and Qdrant re-create the collection: the others follow it)
+def _a_clear_is_followed_by_the_others(workers: list[Worker], clearer: Worker) -> None:
+    a, b, c = workers
+    clearer.ask("clear")  # (Chroma and Qdrant re-create the collection: the others follow it)
     for reader in (a, c):
         for mode in MODES:
             assert _texts(reader, mode, QUERIES["d1"]) == [], mode

@@ -90,32 +90,16 @@ def _iter_split(chunker: Chunker, doc: Document) -> Iterator[Chunk]:
             window_end = pos + size - len(head) - len(joiner)
         else:
             window_end = pos + size
-        if window_end >= end:
-            cut = end
-        else:
-            lo = pos + MIN_CHUNK_CHARS
-            cut = _last_break(text, pos, lo, window_end)
-            if cut < 0:
-                cut = _last_sentence_end(text, lo, window_end)
-                if cut < 0:
-                    cut = _last_word_end(text, pos, lo, window_end)
-                    if cut < 0:
-                        cut = window_end
+        cut = end if window_end >= end else _reference_cut(text, pos, window_end)
         chunk_text = head + joiner + text[pos:cut] if head else text[pos:cut]
         if len(chunk_text) >= MIN_CHUNK_CHARS:
             yield Chunk(chunk_text, doc.id, doc.metadata.copy(), ids(index))
             index += 1
         if cut >= end:
             return
-        if not text[cut].isspace():
-            pos = cut
-        elif not text[cut + 1].isspace():
-            pos = cut + 1
-        else:
-            following = _NON_SPACE.search(text, cut + 2, end)
-            if following is None:
-                return
-            pos = following.start()
+        pos = _reference_next(text, cut, end)
+        if pos < 0:
+            return
         if limit:
             tail = len(chunk_text) - limit
             if tail <= 0:
@@ -123,3 +107,24 @@ def _iter_split(chunker: Chunker, doc: Document) -> Iterator[Chunk]:
             else:
                 gap = _SPACE_RUN.search(chunk_text, tail - 1)
                 head = chunk_text[gap.end() :] if gap is not None else ""
+
+
+def _reference_cut(text: str, pos: int, window_end: int) -> int:
+    lo = pos + MIN_CHUNK_CHARS
+    for cut in (
+        _last_break(text, pos, lo, window_end),
+        _last_sentence_end(text, lo, window_end),
+        _last_word_end(text, pos, lo, window_end),
+    ):
+        if cut >= 0:
+            return cut
+    return window_end
+
+
+def _reference_next(text: str, cut: int, end: int) -> int:
+    if not text[cut].isspace():
+        return cut
+    if not text[cut + 1].isspace():
+        return cut + 1
+    following = _NON_SPACE.search(text, cut + 2, end)
+    return -1 if following is None else following.start()

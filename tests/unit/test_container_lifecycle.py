@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pywrapai_graph.adapters.llm.openai import OpenAIChatModel
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.embedder import Embedder
 from pywrapai_graph.composition.llm import LLM
@@ -51,6 +52,7 @@ async def test_async_shutdown_closes_the_loops_async_clients(tmp_path: Path) -> 
             response = await container.graph().achat("hello")
             llm, embedder = container.llm(), container.embedder()
             assert llm is not None and response.content == "hi"
+            assert isinstance(llm.chat_model, OpenAIChatModel)
             clients = llm.chat_model._aclients
             assert len(clients) == 1
         assert len(clients) == 0  # the async client of this loop was closed

@@ -19,7 +19,7 @@ from pywrapai_graph import (
     ScoredChunk,
     VectorRetriever,
 )
-from pywrapai_graph.composition.command_objects import CommandObjects
+from pywrapai_graph.composition.object_graph import ObjectGraph
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.errors import ArgumentTypeError, ConfigurationError
@@ -167,7 +167,7 @@ def test_the_command_line_builds_the_same_reranker(model_dir: Path) -> None:
             "retriever": {"reranker": {"provider": "local", "model_dir": str(model_dir)}},
         }
     )
-    objects = CommandObjects(settings)
+    objects = ObjectGraph(settings)
     reranker = objects.retriever().reranker
     assert isinstance(reranker, RerankModel)
     assert reranker is objects.reranker()

@@ -49,17 +49,9 @@ def missing_right(exc: Any, table: str, operation: str) -> str:
     """What right the role lacks for ``operation`` on ``table`` (or on the table of the store
     the server named), and how to get it."""
     text = str(getattr(exc, "pgerror", None) or exc)
-    if "extension" in text:
-        return (
-            "the role may not create the 'vector' extension: CREATE EXTENSION needs the "
-            f"database owner or a superuser ({_INIT_HINT})"
-        )
-    schema = re.search(r"permission denied for schema (\w+)", text)
-    if schema:
-        return (
-            f"the role lacks CREATE on schema {schema.group(1)} needed to create table "
-            f"{table!r}: GRANT CREATE ON SCHEMA {schema.group(1)} TO <role>, {_INIT_HINT}"
-        )
+    creating = _creation_right(text, table)
+    if creating is not None:
+        return creating
     denied = re.search(r"permission denied for (?:table|relation) (\w+)", text)
     target = denied.group(1) if denied else table
     if target == SCHEMA_TABLE and operation == "CREATE":
@@ -76,6 +68,22 @@ def missing_right(exc: Any, table: str, operation: str) -> str:
     if operation == "CREATE":
         return f"the role may not create or alter table {table!r}: {_INIT_HINT}"
     return f"the role lacks {operation} on table {target!r}: " + _GRANT_DML.format(table=target)
+
+
+def _creation_right(text: str, table: str) -> str | None:
+    """The database- or schema-level right the server said is missing, if it said one."""
+    if "extension" in text:
+        return (
+            "the role may not create the 'vector' extension: CREATE EXTENSION needs the "
+            f"database owner or a superuser ({_INIT_HINT})"
+        )
+    schema = re.search(r"permission denied for schema (\w+)", text)
+    if schema:
+        return (
+            f"the role lacks CREATE on schema {schema.group(1)} needed to create table "
+            f"{table!r}: GRANT CREATE ON SCHEMA {schema.group(1)} TO <role>, {_INIT_HINT}"
+        )
+    return None
 
 
 def _ident(sql: Any, name: str) -> Any:

@@ -137,6 +137,30 @@ _UPGRADE = (
 ).replace("{sparse!r}", repr(_SPARSE))
 
 
+def _where_to_open(
+    collection: object,
+    location: str | os.PathLike[str] | None,
+    path: str | os.PathLike[str] | None,
+    url: str | None,
+) -> str | os.PathLike[str] | None:
+    """The local location (``":memory:"`` by default; None with a url), the arguments checked.
+
+    Raises:
+        ConfigurationError: both location= and path=, a location and a url, a url with an
+            unencoded userinfo, or no collection name.
+    """
+    if path is not None and location is not None:
+        raise ConfigurationError("pass either location= or path=, not both")
+    where = location if location is not None else path
+    if url is not None and where is not None:
+        raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
+    if url is not None:
+        refuse_unencoded_userinfo(url, "Qdrant url")
+    if not collection or not isinstance(collection, str):
+        raise ConfigurationError("collection must be a non-empty string")
+    return ":memory:" if url is None and where is None else where
+
+
 class QdrantVectorStore(EngineLexicalSearch):
     """Cosine search in a Qdrant collection.
 
@@ -186,17 +210,7 @@ class QdrantVectorStore(EngineLexicalSearch):
     ) -> None:
         qc = require("qdrant_client", "qdrant", "qdrant-client")
         self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
-        if path is not None and location is not None:
-            raise ConfigurationError("pass either location= or path=, not both")
-        where = location if location is not None else path
-        if url is not None and where is not None:
-            raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
-        if url is None and where is None:
-            where = ":memory:"
-        if url is not None:
-            refuse_unencoded_userinfo(url, "Qdrant url")
-        if not collection or not isinstance(collection, str):
-            raise ConfigurationError("collection must be a non-empty string")
+        where = _where_to_open(collection, location, path, url)
         self._collection = collection
         self._lock = threading.RLock()
         #: the records collection was seen to exist (a record lookup is then one request)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["NONE_TYPE", "check_value", "is_optional", "schema_for_hint"]
@@ -58,6 +58,11 @@ def schema_for_hint(hint: Any) -> dict[str, Any]:
         return {"anyOf": [schema_for_hint(m) for m in members]}
     if origin is typing.Literal:
         return {"type": _json_type_of_values(args), "enum": list(args)}
+    return _plain_schema(hint, origin, args)
+
+
+def _plain_schema(hint: Any, origin: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The schema of an enum, collection or scalar hint (anything else is a string)."""
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [m.value for m in hint]
         return {"type": _json_type_of_values(values), "enum": values}
@@ -69,29 +74,25 @@ def schema_for_hint(hint: Any) -> dict[str, Any]:
         return array
     if origin in (dict, Mapping, typing.Mapping):
         return {"type": "object"}
-    if isinstance(hint, type):
-        for py_type, json_type in _SCALARS.items():
-            if hint is py_type:
-                return {"type": json_type}
-    return {"type": "string"}
+    scalar = next((json for py, json in _SCALARS.items() if hint is py), "string")
+    return {"type": scalar}
+
+
+#: What each JSON Schema type accepts (bool is not a number here, as in JSON).
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list | tuple),
+    "object": lambda v: isinstance(v, Mapping),
+    "null": lambda v: v is None,
+}
 
 
 def _type_matches(value: Any, json_type: str) -> bool:
-    if json_type == "string":
-        return isinstance(value, str)
-    if json_type == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if json_type == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if json_type == "boolean":
-        return isinstance(value, bool)
-    if json_type == "array":
-        return isinstance(value, list | tuple)
-    if json_type == "object":
-        return isinstance(value, Mapping)
-    if json_type == "null":
-        return value is None
-    return True
+    check = _TYPE_CHECKS.get(json_type)
+    return True if check is None else check(value)
 
 
 def check_value(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:

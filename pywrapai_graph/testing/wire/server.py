@@ -336,6 +336,10 @@ class WireServer:
         item = self._next(request)
         if item is None:
             return WireResponse(500, self.render_error(500, "the wire script has no reply left"))
+        return self._scripted(item, kind, body, path)
+
+    def _scripted(self, item: Any, kind: str, body: Any, path: str) -> WireResponse:
+        """The response a script item (reply, failure, raw body, cut or stall) stands for."""
         if isinstance(item, _Failure):
             return WireResponse(
                 item.status, self.render_error(item.status, item.message), headers=item.headers

@@ -1,0 +1,1 @@
+"""Project scripts: the gates the README's test command runs."""
