@@ -21,8 +21,8 @@ if TYPE_CHECKING:
         RetrievalEvaluation,
         SettingEvaluation,
     )
-    from pywrapai_graph.composition.object_graph import ObjectGraph
     from pywrapai_graph.composition.embedder import Embedder
+    from pywrapai_graph.composition.object_graph import ObjectGraph
     from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["add_eval_parser", "run_eval"]

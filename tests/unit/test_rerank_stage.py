@@ -19,8 +19,8 @@ from pywrapai_graph import (
     ScoredChunk,
     VectorRetriever,
 )
-from pywrapai_graph.composition.object_graph import ObjectGraph
 from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.composition.object_graph import ObjectGraph
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.errors import ArgumentTypeError, ConfigurationError
 from pywrapai_graph.testing.cross_encoder import tiny_cross_encoder_logit, write_tiny_cross_encoder
