@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from pywrapai_graph import Chunker, HashingEmbedder, InMemoryVectorStore, VectorRetriever
+from pywrapai_graph import Chunker, FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import load_beir
 from pywrapai_graph.application.compare_retrieval import compare_retrieval
 from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
@@ -47,7 +47,7 @@ SINGLE_KEYS = {
 }
 
 
-class CountingEmbedder(HashingEmbedder):
+class CountingEmbedder(FeatureHashingEmbedder):
     """The hashing embedder, remembering every text it computed a vector for."""
 
     def __init__(self) -> None:
@@ -111,7 +111,7 @@ def test_settings_share_one_ingest_and_get_a_row_and_p_values_each() -> None:
 
 def test_equal_settings_give_p_one() -> None:
     collection = load_beir(SUBSET)
-    embedder, store = HashingEmbedder(64), InMemoryVectorStore()
+    embedder, store = FeatureHashingEmbedder(64), InMemoryVectorStore()
     same = {n: VectorRetriever(embedder, store, mode="lexical") for n in ("a", "b")}
     result = compare_retrieval(same, collection.queries, collection.qrels, corpus=collection.corpus)
     assert result.settings[0].scores == result.settings[1].scores
@@ -119,7 +119,7 @@ def test_equal_settings_give_p_one() -> None:
 
 
 def test_retrievers_over_different_stores_are_refused() -> None:
-    embedder = HashingEmbedder(64)
+    embedder = FeatureHashingEmbedder(64)
     retrievers = {
         "a": VectorRetriever(embedder, InMemoryVectorStore()),
         "b": VectorRetriever(embedder, InMemoryVectorStore()),

@@ -14,8 +14,8 @@ from pywrapai_graph import (
     Agent,
     Document,
     DocumentPart,
+    FeatureHashingEmbedder,
     GraphLLM,
-    HashingEmbedder,
     ImagePart,
     InMemoryVectorStore,
     TextPart,
@@ -34,7 +34,7 @@ PDF = DocumentPart.from_bytes(pdf_bytes(1), "menu.pdf")
 
 
 def test_assembly_keeps_parts_and_rag_wraps_only_the_text() -> None:
-    retriever = VectorRetriever(HashingEmbedder(), InMemoryVectorStore())
+    retriever = VectorRetriever(FeatureHashingEmbedder(), InMemoryVectorStore())
     retriever.add_documents([Document("What animal is this? A cat: cats are small felines.")])
     fake = ScriptedChatModel(["a cat"])
     graph = GraphLLM(llm=LLM(provider=fake), retriever=retriever).with_system_prompt("Be kind.")
