@@ -219,3 +219,22 @@ def test_console_script_is_installed() -> None:
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert "ingest" in out.stdout
     assert "ask" in out.stdout
+
+
+def test_ask_with_a_local_reranker_from_the_configuration(workdir: Path) -> None:
+    from pywrapai_graph.testing.cross_encoder import write_tiny_cross_encoder
+
+    question = "How long do refunds take? Is shipping free?"
+    base = "store:\n  backend: sqlite\n  path: kb/store.db\nrag_k: 1\n"
+    (workdir / "pywrapai.yaml").write_text(base)
+    run("ingest", "docs")
+    _, plain, _ = run("ask", question)
+    assert "Standard shipping" in plain and "Refunds are issued" not in plain
+    write_tiny_cross_encoder(workdir / "reranker", {"refunds": 5.0, "parcel": 1.0})
+    (workdir / "pywrapai.yaml").write_text(
+        base + "retriever:\n  reranker:\n    provider: local\n    model_dir: reranker\n"
+    )
+    code, out, _ = run("ask", question)
+    assert code == 0
+    assert "Refunds are issued within 5 business days" in out  # the model's choice
+    assert "Standard shipping" not in out
