@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Unpack
+from typing import Any, Unpack
 
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.observability.observation import Observation, fire
@@ -18,6 +18,7 @@ from pywrapai_graph.application.observability.operations import (
 )
 from pywrapai_graph.application.observability.scope import agent_run_context
 from pywrapai_graph.application.observability.telemetry import check_hooks, global_hooks
+from pywrapai_graph.application.sync_async import Core, adrive, drive
 from pywrapai_graph.application.tools import Tool, ToolRegistry
 from pywrapai_graph.application.tools.execution import (
     ToolLimits,
@@ -91,6 +92,26 @@ class _Run:
             total_cost_usd=self.cost,
             messages=list(self.messages),
         )
+
+
+@dataclass(frozen=True)
+class _Chat:
+    """A step of the loop: call the model with the run's messages."""
+
+    messages: list[Message]
+    history: Sequence[Message] | None
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _RunTools:
+    """A step of the loop: run the tools the model asked for (results in call order)."""
+
+    tools: list[Tool]
+    calls: Sequence[ToolCall]
+
+    def pairs(self) -> Iterator[tuple[Tool, ToolCall]]:
+        return zip(self.tools, self.calls, strict=True)
 
 
 class Agent:
@@ -194,6 +215,42 @@ class Agent:
         run.messages.append(Message(Role.ASSISTANT, response.content))
         return run.result(response.content)
 
+    # ------------------------------------------------------------------ the loop, once
+    def _loop(
+        self,
+        run: _Run,
+        history: Sequence[Message] | None,
+        options: dict[str, Any],
+    ) -> Core[_Chat | _RunTools, AgentResult]:
+        """The loop of :meth:`run` and :meth:`arun`: yields a model call or a turn's tool
+        calls, and is sent the response or the outcomes (see :mod:`.sync_async`)."""
+        with self._observe_run(run) as observed, agent_run_context(run.run_id):
+            for turn in range(1, self.config.max_turns + 1):
+                self._check_budget(run)
+                with observe_agent_turn(turn):
+                    with run.interrupted():
+                        response: LLMResponse = yield _Chat(run.messages, history, options)
+                    run.book(response)
+                    if not response.tool_calls:
+                        observed.result = result = self._final(run, response)
+                        return result
+                    with run.interrupted():
+                        used = self._lookup(response.tool_calls)
+                        outcomes: list[ToolOutcome] = yield _RunTools(used, response.tool_calls)
+                        self._finish_turn(run, response, outcomes)
+            raise AgentMaxTurnsError(run.turns, run.result())
+
+    def _options(
+        self,
+        filter: MetadataFilter | None,
+        rag_k: int | None,
+        generation: GenerationOptions,
+    ) -> dict[str, Any]:
+        """The keyword arguments of every model call of one run."""
+        rag = filter is not None or rag_k is not None
+        tools = self.registry.to_schema()
+        return {"tools": tools, "rag": rag, "filter": filter, "rag_k": rag_k, **generation}
+
     # ------------------------------------------------------------------ sync
     def run(
         self,
@@ -209,38 +266,17 @@ class Agent:
         ``filter`` / ``rag_k`` turn on RAG for this run's model calls, scoped to chunks
         with that metadata (at most ``rag_k`` of them); without them no context is injected.
         Generation parameters (``max_tokens``, ``temperature``, ``top_p``, ``stop``,
-        ``seed``) apply to every model call of the run.
+        ``seed``) apply to every model call of the run. A turn's tools run one after another.
         """
-        rag = filter is not None or rag_k is not None
-        run = _Run(as_messages(input))
-        tools = self.registry.to_schema()
         hooks = self._tool_hooks()
-        with self._observe_run(run) as observed, agent_run_context(run.run_id):
-            for turn in range(1, self.config.max_turns + 1):
-                self._check_budget(run)
-                with observe_agent_turn(turn):
-                    with run.interrupted():
-                        response = self.graph.chat(
-                            run.messages,
-                            history=history,
-                            tools=tools,
-                            rag=rag,
-                            filter=filter,
-                            rag_k=rag_k,
-                            **generation,
-                        )
-                    run.book(response)
-                    if not response.tool_calls:
-                        observed.result = result = self._final(run, response)
-                        return result
-                    with run.interrupted():
-                        tools_used = self._lookup(response.tool_calls)
-                        outcomes = [
-                            execute_tool(t, c, hooks, self._limits)
-                            for t, c in zip(tools_used, response.tool_calls, strict=True)
-                        ]
-                        self._finish_turn(run, response, outcomes)
-            raise AgentMaxTurnsError(run.turns, run.result())
+
+        def do(step: _Chat | _RunTools) -> Any:
+            if isinstance(step, _Chat):
+                return self.graph.chat(step.messages, history=step.history, **step.options)
+            return [execute_tool(t, c, hooks, self._limits) for t, c in step.pairs()]
+
+        options = self._options(filter, rag_k, generation)
+        return drive(self._loop(_Run(as_messages(input)), history, options), do)
 
     # ------------------------------------------------------------------ async
     async def arun(
@@ -252,39 +288,17 @@ class Agent:
         rag_k: int | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AgentResult:
-        """Async :meth:`run`; a turn's tool calls run concurrently."""
-        rag = filter is not None or rag_k is not None
-        run = _Run(as_messages(input))
-        tools = self.registry.to_schema()
+        """Async :meth:`run` (the same loop); a turn's tool calls run concurrently."""
         hooks = self._tool_hooks()
-        with self._observe_run(run) as observed, agent_run_context(run.run_id):
-            for turn in range(1, self.config.max_turns + 1):
-                self._check_budget(run)
-                with observe_agent_turn(turn):
-                    with run.interrupted():
-                        response = await self.graph.achat(
-                            run.messages,
-                            history=history,
-                            tools=tools,
-                            rag=rag,
-                            filter=filter,
-                            rag_k=rag_k,
-                            **generation,
-                        )
-                    run.book(response)
-                    if not response.tool_calls:
-                        observed.result = result = self._final(run, response)
-                        return result
-                    with run.interrupted():
-                        tools_used = self._lookup(response.tool_calls)
-                        outcomes = await asyncio.gather(
-                            *(
-                                aexecute_tool(t, c, hooks, self._limits)
-                                for t, c in zip(tools_used, response.tool_calls, strict=True)
-                            )
-                        )
-                        self._finish_turn(run, response, list(outcomes))
-            raise AgentMaxTurnsError(run.turns, run.result())
+
+        async def do(step: _Chat | _RunTools) -> Any:
+            if isinstance(step, _Chat):
+                return await self.graph.achat(step.messages, history=step.history, **step.options)
+            runs = (aexecute_tool(t, c, hooks, self._limits) for t, c in step.pairs())
+            return list(await asyncio.gather(*runs))
+
+        options = self._options(filter, rag_k, generation)
+        return await adrive(self._loop(_Run(as_messages(input)), history, options), do)
 
     def __repr__(self) -> str:
         return f"Agent(tools={self.registry.names!r}, config={self.config!r})"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from pywrapai_graph.application.fusion import (
@@ -23,6 +23,7 @@ from pywrapai_graph.application.ingest_options import (
 from pywrapai_graph.application.observability.operations import observe_retrieval, observe_store
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.scoped_retriever import ScopedRetriever
+from pywrapai_graph.application.sync_async import Core, adrive, drive
 from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
@@ -53,6 +54,16 @@ RetrievalMode = Literal["dense", "lexical", "hybrid"]
 #: rescored: every candidate gets both scores, min-max scaled over the candidates, weighted
 #: sum; rrf: reciprocal-rank fusion; weighted: each list's own scores min-max scaled, summed.
 Fusion = Literal["rescored", "rrf", "weighted"]
+
+
+class _Step:
+    """One step of a retrieval that waits: ``kind`` names it, ``args`` are its inputs."""
+
+    __slots__ = ("args", "kind")
+
+    def __init__(self, kind: str, *args: Any) -> None:
+        self.kind = kind
+        self.args = args
 
 
 class VectorRetriever(BaseRetriever):
@@ -232,75 +243,88 @@ class VectorRetriever(BaseRetriever):
         """Up to ``k`` (default: the constructor's) chunks, best first, in this ``mode``
         (then reranked, with a ``reranker``)."""
         wanted = self.k if k is None else k
-        with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
-            hits = self._candidates(query, self._depth(wanted), filter)
-            if self.reranker is not None:
-                hits = self.reranker.rerank(query, hits, wanted)
-            observed.result = hits
-        return hits
-
-    def _depth(self, wanted: int) -> int:
-        """How many hits the first stage retrieves: ``k``, or the reranker's candidates."""
-        return wanted if self.reranker is None else max(wanted, self.rerank_candidates)
-
-    def _candidates(
-        self, query: str, wanted: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        if self.mode == "lexical":
-            return self._lexical(query, wanted, filter)
-        vector = self.embedder.embed_one(query)
-        self._check_embedder(len(vector))
-        depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-        dense = self._keep(self._search(vector, depth, filter))
-        if self.mode == "dense":
-            return dense
-        lexical = self._lexical(query, depth, filter)
-        return self._fuse(dense, lexical, wanted, *self._rescore(query, vector, dense, lexical))
+        return drive(self._retrieval(query, wanted, filter), self._do)
 
     async def aretrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Async :meth:`retrieve`: async embedding, then the store's ``asearch`` (then the
-        reranker's ``arerank``)."""
+        """Async :meth:`retrieve` (the same steps): async embedding, the store's ``asearch``,
+        lexical work in a worker thread, the reranker's ``arerank``."""
         wanted = self.k if k is None else k
+        return await adrive(self._retrieval(query, wanted, filter), self._ado)
+
+    # --------------------------------------------------------- the algorithm, once
+    def _retrieval(
+        self, query: str, wanted: int, filter: MetadataFilter | None
+    ) -> Core[_Step, list[ScoredChunk]]:
+        """:meth:`retrieve` and :meth:`aretrieve`: yields each step that waits on the
+        embedder, the store or the reranker (see :mod:`.sync_async`)."""
         with observe_retrieval(self.store.db_system, query, wanted, hooks=self.hooks) as observed:
-            hits = await self._acandidates(query, self._depth(wanted), filter)
+            depth = wanted if self.reranker is None else max(wanted, self.rerank_candidates)
+            hits = yield from self._candidates(query, depth, filter)
             if self.reranker is not None:
-                hits = await self.reranker.arerank(query, hits, wanted)
+                hits = yield _Step("rerank", query, hits, wanted)
             observed.result = hits
         return hits
 
-    async def _acandidates(
+    def _candidates(
         self, query: str, wanted: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
+    ) -> Core[_Step, list[ScoredChunk]]:
         if self.mode == "lexical":
-            return await offload(self._lexical, query, wanted, filter)
-        vector = await aembed_one(self.embedder, query)
+            found: list[ScoredChunk] = yield from self._observed(
+                "lexical_search", wanted, query, wanted, filter
+            )
+            return found
+        vector: list[float] = yield _Step("embed", query)
         if self._checked != len(vector):
-            await offload(self._check_embedder, len(vector))
+            yield _Step("check_embedder", len(vector))
         depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-        dense = self._keep(await self._asearch(vector, depth, filter))
+        dense = self._keep((yield from self._observed("search", depth, vector, depth, filter)))
         if self.mode == "dense":
             return dense
-        lexical = await offload(self._lexical, query, depth, filter)
-        rescored = await self._arescore(query, vector, dense, lexical)
-        return self._fuse(dense, lexical, wanted, *rescored)
+        lexical = yield from self._observed("lexical_search", depth, query, depth, filter)
+        need_cosine, need_bm25 = self._one_sided(dense, lexical)
+        cosines = yield from self._observed("similarities", len(need_cosine), vector, need_cosine)
+        bm25 = yield from self._observed("lexical_scores", len(need_bm25), query, need_bm25)
+        return self._fuse(dense, lexical, wanted, cosines, bm25)
 
-    def _search(
-        self, vector: list[float], k: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        with observe_store(self.store.db_system, "search", k=k) as search:
-            hits = self.store.search(vector, k=k, filter=filter)
-            search.result = len(hits)
-        return hits
+    def _observed(self, operation: str, k: int, *args: Any) -> Core[_Step, Any]:
+        """The store step ``operation`` in its span (nothing asked for no ids)."""
+        if operation in ("similarities", "lexical_scores") and not args[-1]:
+            return {}
+        with observe_store(self.store.db_system, operation, k=k) as observed:
+            result = yield _Step(operation, *args)
+            observed.result = len(result)
+        return result
 
-    async def _asearch(
-        self, vector: list[float], k: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        with observe_store(self.store.db_system, "search", k=k) as search:
-            hits = await self.store.asearch(vector, k=k, filter=filter)
-            search.result = len(hits)
-        return hits
+    def _do(self, step: _Step) -> Any:
+        """A step, done blocking."""
+        store, k1, b = self.store, self.k1, self.b
+        steps: dict[str, Callable[..., Any]] = {
+            "embed": self.embedder.embed_one,
+            "check_embedder": self._check_embedder,
+            "search": lambda vector, k, filter: store.search(vector, k=k, filter=filter),
+            "lexical_search": lambda *args: store.lexical_search(*args, k1=k1, b=b),
+            "lexical_scores": lambda *args: store.lexical_scores(*args, k1=k1, b=b),
+            "similarities": store.similarities,
+        }
+        if self.reranker is not None:
+            steps["rerank"] = self.reranker.rerank
+        return steps[step.kind](*step.args)
+
+    async def _ado(self, step: _Step) -> Any:
+        """A step, awaited: the embedder's, the store's and the reranker's async calls, the
+        rest (lexical work, the embedder check) in a worker thread."""
+        store = self.store
+        steps: dict[str, Callable[..., Awaitable[Any]]] = {
+            "embed": lambda query: aembed_one(self.embedder, query),
+            "search": lambda vector, k, filter: store.asearch(vector, k=k, filter=filter),
+            "similarities": store.asimilarities,
+        }
+        if self.reranker is not None:
+            steps["rerank"] = self.reranker.arerank
+        run = steps.get(step.kind)
+        return await (offload(self._do, step) if run is None else run(*step.args))
 
     def _fuse(
         self,
@@ -316,35 +340,11 @@ class VectorRetriever(BaseRetriever):
             return weighted_score_fusion([dense, lexical], weights=self.weights, k=k)
         return reciprocal_rank_fusion([dense, lexical], rrf_k=self.rrf_k, weights=self.weights, k=k)
 
-    def _rescore(
-        self, query: str, vector: list[float], dense: list[ScoredChunk], lexical: list[ScoredChunk]
-    ) -> tuple[dict[str, float], dict[str, float]]:
-        """The cosines of the lexical-only candidates and the BM25 scores of the dense-only
-        ones (nothing to ask unless the fusion is ``rescored``)."""
-        need_cosine, need_bm25 = self._one_sided(dense, lexical)
-        cosines: dict[str, float] = {}
-        if need_cosine:
-            with observe_store(self.store.db_system, "similarities", k=len(need_cosine)) as op:
-                cosines = self.store.similarities(vector, need_cosine)
-                op.result = len(cosines)
-        return cosines, self._lexical_scores(query, need_bm25)
-
-    async def _arescore(
-        self, query: str, vector: list[float], dense: list[ScoredChunk], lexical: list[ScoredChunk]
-    ) -> tuple[dict[str, float], dict[str, float]]:
-        """Async :meth:`_rescore`."""
-        need_cosine, need_bm25 = self._one_sided(dense, lexical)
-        cosines: dict[str, float] = {}
-        if need_cosine:
-            with observe_store(self.store.db_system, "similarities", k=len(need_cosine)) as op:
-                cosines = await self.store.asimilarities(vector, need_cosine)
-                op.result = len(cosines)
-        return cosines, await offload(self._lexical_scores, query, need_bm25)
-
     def _one_sided(
         self, dense: list[ScoredChunk], lexical: list[ScoredChunk]
     ) -> tuple[list[str], list[str]]:
-        """The lexical hits dense search missed, and the dense hits lexical search missed."""
+        """The lexical hits dense search missed, and the dense hits lexical search missed
+        (none unless the fusion is ``rescored``)."""
         if self.fusion != "rescored":
             return [], []
         in_dense, in_lexical = {h.chunk.id for h in dense}, {h.chunk.id for h in lexical}
@@ -353,22 +353,8 @@ class VectorRetriever(BaseRetriever):
             [h.chunk.id for h in dense if h.chunk.id not in in_lexical],
         )
 
-    def _lexical_scores(self, query: str, ids: list[str]) -> dict[str, float]:
-        if not ids:
-            return {}
-        with observe_store(self.store.db_system, "lexical_scores", k=len(ids)) as op:
-            scores = self.store.lexical_scores(query, ids, k1=self.k1, b=self.b)
-            op.result = len(scores)
-        return scores
-
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]
-
-    def _lexical(self, query: str, k: int, filter: MetadataFilter | None) -> list[ScoredChunk]:
-        with observe_store(self.store.db_system, "lexical_search", k=k) as search:
-            hits = self.store.lexical_search(query, k, filter, k1=self.k1, b=self.b)
-            search.result = len(hits)
-        return hits
 
     def _check_embedder(self, dimension: int) -> None:
         if self._checked == dimension:

@@ -86,7 +86,9 @@ def _sub_field(field: FieldInfo | None, key: str) -> FieldInfo | None:
     mapping (``mcp.servers``), its value type under any key."""
     annotation = field.annotation if field is not None else None
     if get_origin(annotation) in (dict, Mapping) and len(get_args(annotation)) == 2:
-        return FieldInfo.from_annotation(get_args(annotation)[1])
+        value = get_args(annotation)[1]
+        # pydantic-settings decodes a mapping's values leniently: text that is not JSON stays text
+        return FieldInfo.from_annotation(value | str)
     model = _model_of(field)
     if model is None:
         return None
