@@ -25,6 +25,7 @@ from pywrapai_graph.application.significance import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     paired_randomisation_test,
+    paired_t_test,
 )
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import Document, ScoredChunk
@@ -109,6 +110,7 @@ class SettingEvaluation:
         search: the time and cost of answering every query (query embeddings, reranking).
         p_values: metric name -> paired randomisation p-value against the first setting
             (empty for the first setting itself).
+        t_test_p_values: the same with the paired t-test.
     """
 
     name: str
@@ -117,6 +119,7 @@ class SettingEvaluation:
     per_query: Mapping[str, QueryScores] = field(repr=False)
     search: Spent
     p_values: Mapping[str, float]
+    t_test_p_values: Mapping[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,20 +203,22 @@ def _rank(
 
 
 def _p_values(
-    baseline: Mapping[str, QueryScores], other: Mapping[str, QueryScores], seed: int, rounds: int
-) -> dict[str, float]:
-    queries = list(baseline)
-    if not queries:
-        return {}
-    return {
-        metric: paired_randomisation_test(
-            [other[q].metric(metric) for q in queries],
-            [baseline[q].metric(metric) for q in queries],
-            rounds=rounds,
-            seed=seed,
-        )
-        for metric in METRICS
-    }
+    baseline: Mapping[str, QueryScores] | None,
+    other: Mapping[str, QueryScores],
+    seed: int,
+    rounds: int,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(randomisation, t-test) p-values of ``other`` against ``baseline``, per metric."""
+    if not baseline:
+        return {}, {}
+    randomisation: dict[str, float] = {}
+    t_test: dict[str, float] = {}
+    for metric in METRICS:
+        theirs = [other[q].metric(metric) for q in baseline]
+        ours = [baseline[q].metric(metric) for q in baseline]
+        randomisation[metric] = paired_randomisation_test(theirs, ours, rounds=rounds, seed=seed)
+        t_test[metric] = paired_t_test(theirs, ours)
+    return randomisation, t_test
 
 
 def compare_retrieval(
@@ -277,10 +282,10 @@ def compare_retrieval(
         run, search = _spend(retriever.embedder, partial(_rank, retriever, queries, depth, report))
         per_query = score_queries(run, qrels)
         base = settings[0].per_query if settings else None
-        p_values = {} if base is None else _p_values(base, per_query, seed, rounds)
+        p_values, t_test = _p_values(base, per_query, seed, rounds)
         scores = mean_scores(per_query)
         settings.append(
-            SettingEvaluation(name, retriever.mode, scores, per_query, search, p_values)
+            SettingEvaluation(name, retriever.mode, scores, per_query, search, p_values, t_test)
         )
     documents = len(corpus) if corpus is not None else 0
     return RetrievalComparison(k, documents, chunks, ingest, tuple(settings))
