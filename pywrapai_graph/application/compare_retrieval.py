@@ -54,12 +54,14 @@ EvalProgress = Callable[[str, int, int], None]
 @dataclass(frozen=True, slots=True)
 class Spent:
     """Wall time of a step and what the embedder's ledger recorded meanwhile (every call
-    recorded in that ledger: embeddings, and chat or rerank calls that share it)."""
+    recorded in that ledger: embeddings, and chat or rerank calls that share it):
+    ``embedding_tokens`` its input tokens (units), ``calls`` its records."""
 
     seconds: float = 0.0
     embedding_tokens: int = 0
     cost_usd: float = 0.0
     truncated_texts: int = 0
+    calls: int = 0
 
     def __add__(self, other: Spent) -> Spent:
         return Spent(
@@ -67,6 +69,7 @@ class Spent:
             self.embedding_tokens + other.embedding_tokens,
             self.cost_usd + other.cost_usd,
             self.truncated_texts + other.truncated_texts,
+            self.calls + other.calls,
         )
 
 
@@ -173,19 +176,20 @@ def _spend(embedder: object, work: Callable[[], T]) -> tuple[T, Spent]:
     tracker = getattr(embedder, "tokens", None)
     ledger = tracker if isinstance(tracker, TokenTracker) else None
 
-    def now() -> tuple[int, float, int]:
+    def now() -> tuple[int, float, int, int]:
         truncated = getattr(embedder, "truncated_texts", 0)
         counted = truncated if isinstance(truncated, int) else 0
         if ledger is None:
-            return 0, 0.0, counted
-        return ledger.total_input_tokens, ledger.total_cost, counted
+            return 0, 0.0, counted, 0
+        return ledger.total_input_tokens, ledger.total_cost, counted, ledger.total_calls
 
-    tokens0, cost0, truncated0 = now()
+    before = now()
     started = time.perf_counter()
     result = work()
     seconds = time.perf_counter() - started
-    tokens1, cost1, truncated1 = now()
-    return result, Spent(seconds, tokens1 - tokens0, cost1 - cost0, truncated1 - truncated0)
+    after = now()
+    tokens, cost, truncated, calls = (b - a for a, b in zip(before, after, strict=True))
+    return result, Spent(seconds, int(tokens), cost, int(truncated), int(calls))
 
 
 def _rank(

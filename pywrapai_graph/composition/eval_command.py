@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from pywrapai_graph.application.significance import DEFAULT_ROUNDS, DEFAULT_SEED
 from pywrapai_graph.composition.eval_settings import EVAL_AXES, EvalSetting, eval_settings
-from pywrapai_graph.composition.factories import make_retriever
+from pywrapai_graph.composition.factories import make_reranker, make_retriever
 from pywrapai_graph.errors import ConfigurationError, InvalidStateError
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.object_graph import ObjectGraph
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["add_eval_parser", "run_eval"]
@@ -228,10 +229,16 @@ def _compare(
             "into a persistent store first, or run eval without --reuse-store to ingest it "
             "into a fresh one."
         )
+    rerankers: dict[str | None, RerankModel | None] = {}
     try:
-        retrievers = {
-            s.name: make_retriever(s.settings, embedder, store, container.hooks()) for s in settings
-        }
+        retrievers = {}
+        for s in settings:  # one reranker per provider, shared by the settings that use it
+            key = s.values.get("reranker")
+            if key not in rerankers:
+                rerankers[key] = make_reranker(s.settings, container.ledger(), container.hooks())
+            retrievers[s.name] = make_retriever(
+                s.settings, embedder, store, container.hooks(), rerankers[key]
+            )
         return compare_retrieval(
             retrievers,
             collection.queries,
@@ -242,6 +249,9 @@ def _compare(
             progress=progress,
         )
     finally:
+        for reranker in rerankers.values():
+            if reranker is not None:
+                reranker.close()
         store.close()
 
 

@@ -29,6 +29,7 @@ from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.eval_settings import eval_settings
 from pywrapai_graph.composition.settings import Settings
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
+from pywrapai_graph.testing.cross_encoder import write_tiny_cross_encoder
 
 SUBSET = Path(__file__).resolve().parents[1] / "fixtures" / "cranfield_subset"
 #: The single-setting --json object, as the eval command printed it before comparisons.
@@ -223,8 +224,9 @@ def test_eval_command_compares_settings_on_several_collections(
         assert rows[1]["search"]["embedding_tokens"] == 0  # lexical: no query embedding
         assert rows[0]["search"]["embedding_tokens"] == rows[3]["search"]["embedding_tokens"] > 0
         assert rows[0]["p_values"] == {} == rows[0]["t_test_p_values"]
+        assert rows[1]["search"]["calls"] == 0 and rows[0]["search"]["calls"] == 8
         assert all(0 < p <= 1 for row in rows[1:] for p in row["p_values"].values())
-        assert rows[3]["values"] == {"mode": "hybrid", "fusion": "weighted"}
+        assert rows[3]["values"] == {"mode": "hybrid", "fusion": "weighted", "reranker": None}
     # the two copies of one collection score the same
     first, again = body["collections"]
     assert [r["scores"] for r in first["settings"]] == [r["scores"] for r in again["settings"]]
@@ -255,12 +257,40 @@ def test_eval_command_keeps_the_single_setting_json(
     assert body["mode"] == "hybrid" and body["documents"] == 102
 
 
+def test_eval_command_compares_rerankers_as_one_more_axis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = write_tiny_cross_encoder(tmp_path / "ce", {"heat": 2.0, "flow": 1.0, "wing": 1.5})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pywrapai.yaml").write_text(
+        "embedder:\n  provider: hashing\n  dimension: 64\nretriever:\n  reranker:\n"
+        f"    provider: local\n    model_dir: {model}\n  rerank_candidates: 20\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", str(SUBSET), "--mode", "lexical,dense", "--reranker", "none,local", "--json"]
+    assert main([*argv, "--k", "20"], out, err) == 0, err.getvalue()
+    rows = json.loads(out.getvalue())["collections"][0]["settings"]
+    names = [r["setting"] for r in rows]
+    assert names == ["lexical", "lexical/rerank:local", "dense", "dense/rerank:local"]
+    assert rows[1]["values"] == {"mode": "lexical", "reranker": "rerank:local"}
+    assert rows[0]["values"] == {"mode": "lexical", "reranker": None}
+    calls = [r["search"]["calls"] for r in rows]  # ledger records: embeddings and reranks
+    assert calls[0] == 0 and calls[2] == 8  # lexical embeds nothing; dense each query
+    assert calls[1] >= 8 and calls[3] >= 8 + calls[1]  # the reranker ran for every query
+    # the configured reranker alone, as before: one setting, the single JSON object
+    out = io.StringIO()
+    assert main(["eval", str(SUBSET), "--mode", "lexical", "--json"], out, err) == 0
+    assert set(json.loads(out.getvalue())) == SINGLE_KEYS
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--mode", "dense,semantic"], "'dense,semantic' is not a comma-separated list"),
         (["--fusion", "borda"], "--fusion"),
         (["SECOND", "--reuse-store"], "searches the one configured store"),
+        (["--reranker", "local"], "model_dir is required for the local reranker"),
+        (["--reranker", "nope"], "none, cohere, local"),
     ],
 )
 def test_eval_command_refuses_bad_settings_with_exit_2(
