@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{len(texts)} chunks of {name}, {args.rounds} rounds, {os.cpu_count()} CPUs")
     print(f"load average {os.getloadavg()[0]:.1f}: wall times include other processes' load;")
     print("texts per CPU-second (all threads) is the rate the load does not change")
-    header = f"{'runner':<26} {'wall s':>7} {'texts/s':>8} {'vs floor':>8} {'CPU s':>7}"
+    header = f"{'runner':<30} {'wall s':>7} {'texts/s':>8} {'vs floor':>8} {'CPU s':>7}"
     print(header + f" {'texts/CPU-s':>11} {'vs floor':>8} {'max |diff|':>10}")
     for threads in (int(t) for t in args.threads.split(",")):
         runners: dict[str, Runner] = {
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 diff = float(np.abs(vectors - reference).max())
             label = f"{name} ({threads} thread{'s' if threads > 1 else ''})"
             print(
-                f"{label:<26} {wall:7.2f} {len(texts) / wall:8.1f} {floor_wall / wall:7.3f}x "
+                f"{label:<30} {wall:7.2f} {len(texts) / wall:8.1f} {floor_wall / wall:7.3f}x "
                 f"{cpu:7.2f} {len(texts) / cpu:11.1f} {floor_cpu / cpu:7.3f}x {diff:10.1e}"
             )
     huge, one = _huge_text_cost(texts)
