@@ -25,6 +25,7 @@ from pywrapai_graph.application.significance import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     paired_randomisation_test,
+    paired_t_test,
 )
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import Document, ScoredChunk
@@ -53,12 +54,14 @@ EvalProgress = Callable[[str, int, int], None]
 @dataclass(frozen=True, slots=True)
 class Spent:
     """Wall time of a step and what the embedder's ledger recorded meanwhile (every call
-    recorded in that ledger: embeddings, and chat or rerank calls that share it)."""
+    recorded in that ledger: embeddings, and chat or rerank calls that share it):
+    ``embedding_tokens`` its input tokens (units), ``calls`` its records."""
 
     seconds: float = 0.0
     embedding_tokens: int = 0
     cost_usd: float = 0.0
     truncated_texts: int = 0
+    calls: int = 0
 
     def __add__(self, other: Spent) -> Spent:
         return Spent(
@@ -66,6 +69,7 @@ class Spent:
             self.embedding_tokens + other.embedding_tokens,
             self.cost_usd + other.cost_usd,
             self.truncated_texts + other.truncated_texts,
+            self.calls + other.calls,
         )
 
 
@@ -109,6 +113,7 @@ class SettingEvaluation:
         search: the time and cost of answering every query (query embeddings, reranking).
         p_values: metric name -> paired randomisation p-value against the first setting
             (empty for the first setting itself).
+        t_test_p_values: the same with the paired t-test.
     """
 
     name: str
@@ -117,6 +122,7 @@ class SettingEvaluation:
     per_query: Mapping[str, QueryScores] = field(repr=False)
     search: Spent
     p_values: Mapping[str, float]
+    t_test_p_values: Mapping[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,19 +176,20 @@ def _spend(embedder: object, work: Callable[[], T]) -> tuple[T, Spent]:
     tracker = getattr(embedder, "tokens", None)
     ledger = tracker if isinstance(tracker, TokenTracker) else None
 
-    def now() -> tuple[int, float, int]:
+    def now() -> tuple[int, float, int, int]:
         truncated = getattr(embedder, "truncated_texts", 0)
         counted = truncated if isinstance(truncated, int) else 0
         if ledger is None:
-            return 0, 0.0, counted
-        return ledger.total_input_tokens, ledger.total_cost, counted
+            return 0, 0.0, counted, 0
+        return ledger.total_input_tokens, ledger.total_cost, counted, ledger.total_calls
 
-    tokens0, cost0, truncated0 = now()
+    before = now()
     started = time.perf_counter()
     result = work()
     seconds = time.perf_counter() - started
-    tokens1, cost1, truncated1 = now()
-    return result, Spent(seconds, tokens1 - tokens0, cost1 - cost0, truncated1 - truncated0)
+    after = now()
+    tokens, cost, truncated, calls = (b - a for a, b in zip(before, after, strict=True))
+    return result, Spent(seconds, int(tokens), cost, int(truncated), int(calls))
 
 
 def _rank(
@@ -200,20 +207,22 @@ def _rank(
 
 
 def _p_values(
-    baseline: Mapping[str, QueryScores], other: Mapping[str, QueryScores], seed: int, rounds: int
-) -> dict[str, float]:
-    queries = list(baseline)
-    if not queries:
-        return {}
-    return {
-        metric: paired_randomisation_test(
-            [other[q].metric(metric) for q in queries],
-            [baseline[q].metric(metric) for q in queries],
-            rounds=rounds,
-            seed=seed,
-        )
-        for metric in METRICS
-    }
+    baseline: Mapping[str, QueryScores] | None,
+    other: Mapping[str, QueryScores],
+    seed: int,
+    rounds: int,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(randomisation, t-test) p-values of ``other`` against ``baseline``, per metric."""
+    if not baseline:
+        return {}, {}
+    randomisation: dict[str, float] = {}
+    t_test: dict[str, float] = {}
+    for metric in METRICS:
+        theirs = [other[q].metric(metric) for q in baseline]
+        ours = [baseline[q].metric(metric) for q in baseline]
+        randomisation[metric] = paired_randomisation_test(theirs, ours, rounds=rounds, seed=seed)
+        t_test[metric] = paired_t_test(theirs, ours)
+    return randomisation, t_test
 
 
 def compare_retrieval(
@@ -277,10 +286,10 @@ def compare_retrieval(
         run, search = _spend(retriever.embedder, partial(_rank, retriever, queries, depth, report))
         per_query = score_queries(run, qrels)
         base = settings[0].per_query if settings else None
-        p_values = {} if base is None else _p_values(base, per_query, seed, rounds)
+        p_values, t_test = _p_values(base, per_query, seed, rounds)
         scores = mean_scores(per_query)
         settings.append(
-            SettingEvaluation(name, retriever.mode, scores, per_query, search, p_values)
+            SettingEvaluation(name, retriever.mode, scores, per_query, search, p_values, t_test)
         )
     documents = len(corpus) if corpus is not None else 0
     return RetrievalComparison(k, documents, chunks, ingest, tuple(settings))

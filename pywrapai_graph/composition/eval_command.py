@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from pywrapai_graph.application.significance import DEFAULT_ROUNDS, DEFAULT_SEED
 from pywrapai_graph.composition.eval_settings import EVAL_AXES, EvalSetting, eval_settings
-from pywrapai_graph.composition.factories import make_retriever
+from pywrapai_graph.composition.factories import make_reranker, make_retriever
 from pywrapai_graph.errors import ConfigurationError, InvalidStateError
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.object_graph import ObjectGraph
+    from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore
 
 __all__ = ["add_eval_parser", "run_eval"]
@@ -118,23 +119,28 @@ def _table(comparison: RetrievalComparison, name: str, queries: int, embedder: s
         f"{name}: {queries} queries ({comparison.settings[0].scores.queries} judged), "
         f"embedder {embedder}, k {comparison.k}",
         f"  {ingest}",
-        f"  {'setting':<{width}} nDCG@10  Recall@10 Recall@100 MRR@10  p(nDCG)  "
+        f"  {'setting':<{width}} nDCG@10  Recall@10 Recall@100 MRR@10  p(nDCG)  t-test p "
         "search s  query tokens  cost $",
     ]
     for setting in comparison.settings:
         s = setting.scores
-        p = setting.p_values.get("ndcg_at_10")
+        p = _p(setting.p_values.get("ndcg_at_10"))
+        t = _p(setting.t_test_p_values.get("ndcg_at_10"))
         lines.append(
             f"  {setting.name:<{width}} {s.ndcg_at_10:.4f}   {s.recall_at_10:.4f}    "
             f"{s.recall_at_100:.4f}     {s.mrr_at_10:.4f}  "
-            f"{'-' if p is None else f'{p:.4f}':<8} {setting.search.seconds:8.1f}  "
+            f"{p:<8} {t:<8} {setting.search.seconds:8.1f}  "
             f"{setting.search.embedding_tokens:12d}  {setting.search.cost_usd:.6f}"
         )
     lines.append(
-        f"  p: paired randomisation test against {comparison.settings[0].name} "
-        f"({DEFAULT_ROUNDS} rounds, seed {DEFAULT_SEED})"
+        f"  p of nDCG@10 against {comparison.settings[0].name}: paired randomisation test "
+        f"({DEFAULT_ROUNDS} rounds, seed {DEFAULT_SEED}) and paired t-test"
     )
     return "\n".join(lines) + "\n"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _setting_json(setting: SettingEvaluation, values: Mapping[str, object]) -> dict[str, object]:
@@ -145,6 +151,7 @@ def _setting_json(setting: SettingEvaluation, values: Mapping[str, object]) -> d
         "scores": asdict(setting.scores),
         "search": asdict(setting.search),
         "p_values": dict(setting.p_values),
+        "t_test_p_values": dict(setting.t_test_p_values),
     }
 
 
@@ -159,7 +166,7 @@ def _comparisons_json(
         "embedder": {"provider": embedder.provider, "model": embedder.model},
         "k": k,
         "significance": {
-            "test": "paired randomisation",
+            "test": "paired randomisation (p_values); paired t-test (t_test_p_values)",
             "against": settings[0].name,
             "rounds": DEFAULT_ROUNDS,
             "seed": DEFAULT_SEED,
@@ -222,10 +229,16 @@ def _compare(
             "into a persistent store first, or run eval without --reuse-store to ingest it "
             "into a fresh one."
         )
+    rerankers: dict[str | None, RerankModel | None] = {}
     try:
-        retrievers = {
-            s.name: make_retriever(s.settings, embedder, store, container.hooks()) for s in settings
-        }
+        retrievers = {}
+        for s in settings:  # one reranker per provider, shared by the settings that use it
+            key = s.values.get("reranker")
+            if key not in rerankers:
+                rerankers[key] = make_reranker(s.settings, container.ledger(), container.hooks())
+            retrievers[s.name] = make_retriever(
+                s.settings, embedder, store, container.hooks(), rerankers[key]
+            )
         return compare_retrieval(
             retrievers,
             collection.queries,
@@ -236,6 +249,9 @@ def _compare(
             progress=progress,
         )
     finally:
+        for reranker in rerankers.values():
+            if reranker is not None:
+                reranker.close()
         store.close()
 
 

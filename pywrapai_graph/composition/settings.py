@@ -138,7 +138,9 @@ class EmbedderSettings(_Section):
     base_url: str | None = None
     dimension: int = Field(default=384, gt=0, description="hashing provider only")
     model_dir: str | None = Field(default=None, description="local provider only")
-    threads: int = Field(default=1, ge=1, description="local provider only")
+    threads: int | None = Field(
+        default=None, ge=1, description="local provider only; default: half the usable CPUs"
+    )
 
     @field_validator("provider")
     @classmethod

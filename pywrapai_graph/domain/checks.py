@@ -35,7 +35,11 @@ def encodes_as_utf8(text: str) -> bool:
 
 def check_unicode(text: str, what: str) -> None:
     """Raises InvalidArgumentError when ``text`` holds a lone surrogate: no engine, driver or
-    HTTP body can carry it (it is not valid Unicode), so it is refused where it enters."""
+    HTTP body can carry it (it is not valid Unicode), so it is refused where it enters.
+    ASCII answers without encoding (CPython knows it of a str without reading it), so a huge
+    English text costs the local embedder its window, not a pass over the text."""
+    if text.isascii():
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

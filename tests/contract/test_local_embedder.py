@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,41 @@ def test_a_long_run_of_whitespace_still_fills_the_window_from_whole_words() -> N
     short = "refunds " + " " * 100_000 + "take five days"
     _, tokens, truncated = provider.embed_array([short])
     assert truncated == 0 and tokens < provider.max_length
+
+
+class _RecordingSession:
+    """The real onnxruntime session, remembering the shape of each batch it is fed."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.shapes: list[tuple[int, int]] = []
+        self.tokens = 0
+
+    def run(self, outputs: Any, feed: dict[str, Any]) -> Any:
+        self.shapes.append(feed["input_ids"].shape)
+        self.tokens += int(feed["attention_mask"].sum())
+        return self.session.run(outputs, feed)
+
+
+def test_batches_are_bucketed_by_length_and_never_wider_than_the_window() -> None:
+    provider = local.LocalEmbeddings(batch_size=8)
+    # threads by default: half the CPUs this process may use (1 on 2 cores)
+    assert provider.threads == max(1, len(os.sched_getaffinity(0)) // 2) == local.default_threads()
+    assert provider._session.get_session_options().intra_op_num_threads == provider.threads
+    recording = _RecordingSession(provider._session)
+    provider._session = recording
+    words = PROSE.split()
+    rng = np.random.default_rng(4)
+    texts = [" ".join(words[: int(n)]) for n in rng.integers(1, 400, size=60)]
+    texts[7] = (PROSE + " ") * 2_000  # ~1.6 MB: over the window
+    vectors, tokens, truncated = provider.embed_array(texts)
+    assert vectors.shape == (60, 384) and truncated >= 1
+    assert len(recording.shapes) == 8  # ceil(60 / 8)
+    assert max(width for _, width in recording.shapes) <= provider.max_length
+    assert recording.tokens == tokens
+    # sorted by length, each batch pads to its own longest: little padding is computed
+    padded = sum(rows * width for rows, width in recording.shapes)
+    assert padded <= 1.15 * tokens
+    # the order of the texts does not change a vector
+    again, _, _ = provider.embed_array(texts[::-1])
+    assert np.allclose(again[::-1], vectors, atol=1e-6)

@@ -6,6 +6,7 @@ On real queries and judgements: tests/fixtures/cranfield_subset (see its SOURCE.
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
 import json
@@ -23,11 +24,12 @@ from pywrapai_graph.adapters.sources.beir import load_beir
 from pywrapai_graph.application.compare_retrieval import compare_retrieval
 from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
 from pywrapai_graph.application.retrieval_metrics import METRICS
-from pywrapai_graph.application.significance import paired_randomisation_test
+from pywrapai_graph.application.significance import paired_randomisation_test, paired_t_test
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.eval_settings import eval_settings
 from pywrapai_graph.composition.settings import Settings
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
+from pywrapai_graph.testing.cross_encoder import write_tiny_cross_encoder
 
 SUBSET = Path(__file__).resolve().parents[1] / "fixtures" / "cranfield_subset"
 #: The single-setting --json object, as the eval command printed it before comparisons.
@@ -101,8 +103,9 @@ def test_settings_share_one_ingest_and_get_a_row_and_p_values_each() -> None:
             sum(s.ndcg_at_10 for s in setting.per_query.values()) / 8
         )
     for setting in result.settings[1:]:
-        assert set(setting.p_values) == set(METRICS)
+        assert set(setting.p_values) == set(METRICS) == set(setting.t_test_p_values)
         assert all(0.0 < p <= 1.0 for p in setting.p_values.values())
+        assert all(0.0 <= p <= 1.0 for p in setting.t_test_p_values.values())
     # one setting alone scores what it scores beside the others
     alone = evaluate_retrieval(retrievers["lexical"], collection.queries, collection.qrels, k=20)
     assert alone.scores == result.settings[1].scores
@@ -116,6 +119,7 @@ def test_equal_settings_give_p_one() -> None:
     result = compare_retrieval(same, collection.queries, collection.qrels, corpus=collection.corpus)
     assert result.settings[0].scores == result.settings[1].scores
     assert result.settings[1].p_values == dict.fromkeys(METRICS, 1.0)
+    assert result.settings[1].t_test_p_values == dict.fromkeys(METRICS, 1.0)
 
 
 def test_retrievers_over_different_stores_are_refused() -> None:
@@ -154,6 +158,21 @@ def test_randomisation_test_matches_the_exact_permutation_distribution() -> None
         paired_randomisation_test([1.0], [1.0, 2.0])
     with pytest.raises(InvalidArgumentError, match="rounds >= 1"):
         paired_randomisation_test([1.0], [1.0], rounds=0)
+
+
+def test_t_test_equals_scipy() -> None:
+    stats = importlib.import_module("scipy.stats")  # pytrec-eval-terrier's dependency (dev)
+
+    rng = random.Random(11)
+    for n in (2, 3, 8, 30, 225):
+        a = [rng.random() for _ in range(n)]
+        b = [x + rng.gauss(0.05, 0.2) for x in a]
+        assert paired_t_test(a, b) == pytest.approx(stats.ttest_rel(a, b).pvalue, abs=1e-10)
+    assert paired_t_test(a, a) == 1.0
+    assert paired_t_test([1.0, 2.0], [0.0, 1.0]) == 0.0  # every difference the same, not 0
+    assert paired_t_test([0.3], [0.1]) == 1.0  # one query says nothing
+    with pytest.raises(InvalidArgumentError, match="equally long"):
+        paired_t_test([], [])
 
 
 def test_eval_settings_are_the_product_of_the_axes_without_meaningless_ones() -> None:
@@ -204,9 +223,10 @@ def test_eval_command_compares_settings_on_several_collections(
         assert collection["ingest"]["embedding_tokens"] > 0
         assert rows[1]["search"]["embedding_tokens"] == 0  # lexical: no query embedding
         assert rows[0]["search"]["embedding_tokens"] == rows[3]["search"]["embedding_tokens"] > 0
-        assert rows[0]["p_values"] == {}
+        assert rows[0]["p_values"] == {} == rows[0]["t_test_p_values"]
+        assert rows[1]["search"]["calls"] == 0 and rows[0]["search"]["calls"] == 8
         assert all(0 < p <= 1 for row in rows[1:] for p in row["p_values"].values())
-        assert rows[3]["values"] == {"mode": "hybrid", "fusion": "weighted"}
+        assert rows[3]["values"] == {"mode": "hybrid", "fusion": "weighted", "reranker": None}
     # the two copies of one collection score the same
     first, again = body["collections"]
     assert [r["scores"] for r in first["settings"]] == [r["scores"] for r in again["settings"]]
@@ -237,12 +257,40 @@ def test_eval_command_keeps_the_single_setting_json(
     assert body["mode"] == "hybrid" and body["documents"] == 102
 
 
+def test_eval_command_compares_rerankers_as_one_more_axis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = write_tiny_cross_encoder(tmp_path / "ce", {"heat": 2.0, "flow": 1.0, "wing": 1.5})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pywrapai.yaml").write_text(
+        "embedder:\n  provider: hashing\n  dimension: 64\nretriever:\n  reranker:\n"
+        f"    provider: local\n    model_dir: {model}\n  rerank_candidates: 20\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", str(SUBSET), "--mode", "lexical,dense", "--reranker", "none,local", "--json"]
+    assert main([*argv, "--k", "20"], out, err) == 0, err.getvalue()
+    rows = json.loads(out.getvalue())["collections"][0]["settings"]
+    names = [r["setting"] for r in rows]
+    assert names == ["lexical", "lexical/rerank:local", "dense", "dense/rerank:local"]
+    assert rows[1]["values"] == {"mode": "lexical", "reranker": "rerank:local"}
+    assert rows[0]["values"] == {"mode": "lexical", "reranker": None}
+    calls = [r["search"]["calls"] for r in rows]  # ledger records: embeddings and reranks
+    assert calls[0] == 0 and calls[2] == 8  # lexical embeds nothing; dense each query
+    assert calls[1] >= 8 and calls[3] >= 8 + calls[1]  # the reranker ran for every query
+    # the configured reranker alone, as before: one setting, the single JSON object
+    out = io.StringIO()
+    assert main(["eval", str(SUBSET), "--mode", "lexical", "--json"], out, err) == 0
+    assert set(json.loads(out.getvalue())) == SINGLE_KEYS
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--mode", "dense,semantic"], "'dense,semantic' is not a comma-separated list"),
         (["--fusion", "borda"], "--fusion"),
         (["SECOND", "--reuse-store"], "searches the one configured store"),
+        (["--reranker", "local"], "model_dir is required for the local reranker"),
+        (["--reranker", "nope"], "none, cohere, local"),
     ],
 )
 def test_eval_command_refuses_bad_settings_with_exit_2(

@@ -32,7 +32,7 @@ from pywrapai_graph.adapters._onnx_text import (
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
-__all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "default_model_files"]
+__all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "default_model_files", "default_threads"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +44,18 @@ _TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "to
 #: Characters per token the first cut of a long text allows: the default tokenizer averages
 #: 3.3 on English prose and 1 on CJK or punctuation, so the window fills in one pass.
 _CHARS_PER_TOKEN = 8
+
+
+def default_threads() -> int:
+    """onnxruntime intra-op threads by default: half the CPUs this process may run on, at
+    least one. Ingest tokenizes and writes the previous batch on another thread meanwhile,
+    and onnxruntime's threads spin while they wait, so a second thread on a 2-core machine
+    cost more CPU than it saved (``benchmarks/local_embedder.py`` measures 1 against 2)."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count() or 1
+    return max(1, usable // 2)
 
 
 def _package_dir(name: str) -> Path | None:
@@ -76,8 +88,8 @@ class LocalEmbeddings(EmbeddingProvider):
         model_dir: a directory holding ``model.onnx`` and ``tokenizer.json``; by default
             the all-MiniLM-L6-v2 int8 model from the ``[local]`` extra's packages.
         model_name: the name recorded for a ``model_dir`` model (default: the folder name).
-        threads: onnxruntime intra-op threads. 1 by default: on a 2-core machine one thread
-            embedded faster than two (``benchmarks/retrieval_quality.py`` measures both).
+        threads: onnxruntime intra-op threads; by default :func:`default_threads` (half the
+            usable CPUs: 1 on a 2-core machine, where one thread embedded faster than two).
         max_length: tokens per text (the model's own limit; 256 for all-MiniLM-L6-v2).
             Longer texts are truncated; ``truncated`` counts them and each batch with any
             logs a warning. Only a prefix of a long text is tokenized (``8 * max_length``
@@ -99,10 +111,11 @@ class LocalEmbeddings(EmbeddingProvider):
         *,
         model_dir: str | os.PathLike[str] | None = None,
         model_name: str | None = None,
-        threads: int = 1,
+        threads: int | None = None,
         max_length: int = 256,
         batch_size: int = 32,
     ) -> None:
+        threads = default_threads() if threads is None else threads
         if threads < 1 or max_length < 2 or batch_size < 1:
             raise ConfigurationError(
                 "threads and batch_size must be >= 1 and max_length >= 2, got "
