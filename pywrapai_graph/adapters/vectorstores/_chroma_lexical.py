@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores._sparse_terms import idf, saturated
+from pywrapai_graph.adapters.vectorstores._version_records import ID_KEY
 from pywrapai_graph.application.text_analysis import analyze
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["SHORTLIST", "TERMS", "bm25_top", "terms_metadata"]
+__all__ = ["SHORTLIST", "TERMS", "bm25_top", "ids_where", "terms_metadata"]
 
 #: the metadata field holding a chunk's distinct analysed terms
 TERMS = "pywrapai_terms"
@@ -44,6 +45,11 @@ def terms_metadata(text: str) -> dict[str, Any]:
     """The metadata field of a chunk's terms (absent when it has none: Chroma refuses [])."""
     terms = sorted(set(analyze(text)))
     return {TERMS: terms} if terms else {}
+
+
+def ids_where(ids: Sequence[str]) -> Any:
+    """The ``where`` of the chunks (any version) with these chunk ids."""
+    return {ID_KEY: {"$in": list(ids)}}
 
 
 def _any_term(terms: Sequence[str]) -> Any:

@@ -28,7 +28,7 @@ from pywrapai_graph.adapters._unreachable import (
     refuse_unencoded_userinfo,
 )
 from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
-from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top
+from pywrapai_graph.adapters.vectorstores._chroma_lexical import TERMS, bm25_top, ids_where
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._exact_index import (
     Matrix,
@@ -284,6 +284,7 @@ class ChromaVectorStore(EngineLexicalSearch):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "chroma"
+    _ids_selector = staticmethod(ids_where)
 
     def __init__(
         self,
@@ -613,9 +614,8 @@ class ChromaVectorStore(EngineLexicalSearch):
         with self._errors():
             for start in range(0, len(chunk_ids), 500):
                 part = list(chunk_ids[start : start + 500])
-                among: Any = {"$in": part}
                 for got in (
-                    self._collection.get(where={ID_KEY: among}, include=["metadatas"]),
+                    self._collection.get(where=ids_where(part), include=["metadatas"]),
                     self._collection.get(ids=part, include=["metadatas"]),
                 ):
                     found.update((c.engine_id, c) for c in self._stored(got))
@@ -701,9 +701,6 @@ class ChromaVectorStore(EngineLexicalSearch):
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._where_filter(filter)
-
-    def _ids_selector(self, ids: Sequence[str]) -> Any:
-        return {ID_KEY: {"$in": list(ids)}}
 
     def _available(self) -> int | None:
         with self._errors():

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._exact_index import (
@@ -48,6 +47,7 @@ from pywrapai_graph.adapters.vectorstores._exact_index import (
     prepare_query,
     stored_metadata,
 )
+from pywrapai_graph.adapters.vectorstores._faiss_rescoring import FaissRescoring, Labels
 from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256 as _sha256
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
@@ -81,10 +81,9 @@ _SCHEMA = (
 #: The log may grow to this many bytes (or the base's size, if larger) before a write folds it in.
 COMPACT_BYTES = 256 * 2**20
 T = TypeVar("T")
-Labels = npt.NDArray[np.int64]
 
 
-class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
+class FAISSVectorStore(LexicalSearch, FaissRescoring, MatrixBulkStore):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
@@ -765,30 +764,6 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore):
         )
         found = rows[0] >= 0
         return self._hits(scores[0][found], self._labels()[rows[0][found]])
-
-    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
-        """Cosines of the stored vectors of ``ids`` (read back from the flat index)."""
-        with self._snapshot():
-            if self._index is None or self._index.ntotal == 0 or not ids:
-                return {}
-            q = prepare_query(query_vector, self._dim)
-            labels = dict(self._id_labels(ids))
-            found = [i for i in ids if i in labels]
-            if not found:
-                return {}
-            rows = np.searchsorted(self._labels(), [labels[i] for i in found])
-            flat = self._faiss.downcast_index(self._index.index)
-            scores = flat.reconstruct_batch(rows.astype(np.int64)) @ q
-        return {i: min(float(x), 1.0) for i, x in zip(found, scores, strict=True)}
-
-    def _id_labels(self, ids: Sequence[str]) -> list[tuple[str, int]]:
-        found: list[tuple[str, int]] = []
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            query = f"SELECT id, int_id FROM chunks WHERE id IN ({marks})"
-            found += self._meta.execute(query, part).fetchall()
-        return found
 
     def search_many(
         self,

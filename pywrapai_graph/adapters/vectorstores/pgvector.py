@@ -24,14 +24,11 @@ from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import (
     QUERY_SETTINGS,
     bm25_query,
-    bm25_scores_query,
     lexical_tables,
     query_terms,
 )
-from pywrapai_graph.adapters.vectorstores._pg_rows import (
-    metadata_predicate,
-    write_chunks,
-)
+from pywrapai_graph.adapters.vectorstores._pg_rescoring import PGRescoring
+from pywrapai_graph.adapters.vectorstores._pg_rows import metadata_predicate, write_chunks
 from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
     in_transaction,
@@ -97,7 +94,7 @@ def _scored(row: Sequence[Any]) -> ScoredChunk:
     return ScoredChunk(chunk, min(float(row[4]), 1.0))
 
 
-class PGVectorStore(BaseVectorStore):
+class PGVectorStore(PGRescoring, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
@@ -702,36 +699,6 @@ class PGVectorStore(BaseVectorStore):
             )
             for r in self._read(work)
         ]
-
-    def lexical_scores(
-        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
-    ) -> dict[str, float]:
-        """BM25 scores of the chunks ``ids`` that hold a query term: one statement reading
-        the postings of the query's terms only (``_pg_lexical.bm25_scores_query``)."""
-        check_bm25(k1, b)
-        terms, counts = query_terms(query)
-        if not terms or not ids:
-            return {}
-        statement = bm25_scores_query(self._sql, self._table)
-        params = [terms, terms, list(ids), counts, terms, k1, k1, b, b]
-        return {str(i): float(score) for i, score in self._rows(statement, params)}
-
-    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
-        """Cosines of the stored vectors of ``ids``: one statement by primary key."""
-        query = prepare_query(query_vector, self._dim)
-        if not ids:
-            return {}
-        statement = self._sql.SQL(
-            "SELECT id, 1 - (embedding <=> %s) FROM {t} WHERE id = ANY(%s)"
-        ).format(t=self._ident())
-        return {str(i): min(float(s), 1.0) for i, s in self._rows(statement, [query, list(ids)])}
-
-    def _rows(self, statement: Any, params: list[Any]) -> list[Any]:
-        def work(cur: Any) -> list[Any]:
-            cur.execute(statement, params)
-            return list(cur.fetchall())
-
-        return self._read(work)
 
     def search_many(
         self,

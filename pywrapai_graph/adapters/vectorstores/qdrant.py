@@ -19,6 +19,7 @@ from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSe
 from pywrapai_graph.adapters.vectorstores._exact_index import Matrix, PreparedBatch, prepare_batch
 from pywrapai_graph.adapters.vectorstores._folder_integrity import SealedFolder
 from pywrapai_graph.adapters.vectorstores._local_files import os_failure, sqlite_failure
+from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
 from pywrapai_graph.adapters.vectorstores._qdrant_upgrade import rebuild_with_sparse
 from pywrapai_graph.adapters.vectorstores._sparse_terms import (
     LengthTotals,
@@ -196,6 +197,7 @@ class QdrantVectorStore(EngineLexicalSearch):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "qdrant"
+    _ids_selector = staticmethod(ids_filter)
 
     def __init__(
         self,
@@ -595,14 +597,12 @@ class QdrantVectorStore(EngineLexicalSearch):
             return self._stored(self._scroll(self._collection, self._filter(None, doc_id)))
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
-        m = self._models
         with self._errors():
             if self._known_dim() is None:
                 return []
             found: list[StoredChunk] = []
             for start in range(0, len(chunk_ids), 500):
-                part = list(chunk_ids[start : start + 500])
-                selector = m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=part))])
+                selector = ids_filter(chunk_ids[start : start + 500])
                 found += self._stored(self._scroll(self._collection, selector))
             return found
 
@@ -664,10 +664,6 @@ class QdrantVectorStore(EngineLexicalSearch):
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return self._filter(filter)
-
-    def _ids_selector(self, ids: Sequence[str]) -> Any:
-        m = self._models
-        return m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=list(ids)))])
 
     @staticmethod
     def _hits(points: Sequence[Any], cosine: bool = True) -> list[Hit]:

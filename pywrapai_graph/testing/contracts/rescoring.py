@@ -23,7 +23,11 @@ from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
+from pywrapai_graph.testing.contracts.lexical_search import (
+    QUERIES,
+    LexicalSearchContract,
+    lexical_corpus,
+)
 
 __all__ = ["RescoringContract"]
 
@@ -49,8 +53,9 @@ class _Fixed:
         return list(self.vector)
 
 
-class RescoringContract:
-    """Mixed into :class:`VectorStoreContract`; uses its ``store`` fixture."""
+class RescoringContract(LexicalSearchContract):
+    """Mixed into :class:`VectorStoreContract` (with the lexical contract it extends); uses
+    its ``store`` fixture."""
 
     dim: ClassVar[int] = 16
 

@@ -55,7 +55,6 @@ from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, ScopeError, UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
-from pywrapai_graph.testing.contracts.lexical_search import LexicalSearchContract
 from pywrapai_graph.testing.contracts.rescoring import RescoringContract
 from pywrapai_graph.testing.contracts.scoped_views import ScopedViewContract
 
@@ -130,9 +129,7 @@ def _exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str
     return [(chunks[i].id, float(scores[i])) for i in order]
 
 
-class VectorStoreContract(
-    LexicalSearchContract, RescoringContract, HostileInputContract, ScopedViewContract, ABC
-):
+class VectorStoreContract(RescoringContract, HostileInputContract, ScopedViewContract, ABC):
     """The behaviour every :class:`BaseVectorStore` promises (lexical search and hostile
     inputs included; ``BaseVectorStore`` checks the inputs for every store)."""
 
