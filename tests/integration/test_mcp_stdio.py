@@ -328,3 +328,23 @@ async def test_async_context_manager_opens_and_closes() -> None:
         pid = int((await registry.aexecute(ToolCall("c", "pid", {}))).content)
     assert reaped(pid)
     assert children() == before
+
+
+def test_calls_are_traced_as_tool_executions(registry: ToolRegistry) -> None:
+    from opentelemetry.trace import StatusCode
+
+    from pywrapai_graph.observability import configure
+    from tests.unit.test_tracing import Telemetry
+
+    otel = Telemetry()
+    configure(tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider)
+    try:
+        call(registry, "add", a=1)
+        call(registry, "refuse", city="Oz")
+    finally:
+        configure()
+    ok, failed = otel.one("execute_tool add"), otel.one("execute_tool refuse")
+    assert (ok.attributes or {})["gen_ai.tool.name"] == "add"
+    assert ok.status.status_code is not StatusCode.ERROR
+    assert failed.status.status_code is StatusCode.ERROR
+    assert (failed.attributes or {})["error.type"] == "RemoteToolError"

@@ -18,15 +18,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
-import sys
 import threading
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
-from typing import IO, Any, TextIO
+from collections.abc import Mapping
+from typing import Any
 
 from pywrapai_graph.adapters.mcp._loop_thread import LoopThread
 from pywrapai_graph.adapters.mcp._results import result_text
+from pywrapai_graph.adapters.mcp._transports import HttpTarget, StdioTarget, Target, connected
 from pywrapai_graph.domain.remote_tool import RemoteToolSpec
 from pywrapai_graph.errors import (
     InvalidStateError,
@@ -42,8 +40,7 @@ try:
     import anyio
     import httpx2
     import mcp_types
-    from mcp import Client, StdioServerParameters
-    from mcp.client.streamable_http import streamable_http_client
+    from mcp import Client
     from mcp.shared.exceptions import MCPError
 except ImportError as exc:  # this module loads only when an MCP server is configured
     raise MissingExtraError("mcp", "mcp") from exc
@@ -56,43 +53,6 @@ _MAX_PAGES = 100
 #: seconds :meth:`MCPSession.close` waits for the SDK's shutdown (stdin closed, then
 #: SIGTERM, then SIGKILL: about 4 s at worst for a stdio server that ignores all three)
 _CLOSE_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class StdioTarget:
-    """A server started as a subprocess, spoken to over its stdin and stdout.
-
-    ``env`` is added to a minimal inherited environment (PATH, HOME...), as the SDK does.
-    """
-
-    command: str
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    cwd: str | None = None
-
-    def secrets(self) -> list[str]:
-        return list(self.env.values())
-
-    def describe(self) -> str:
-        return f"command {os.path.basename(self.command)!r}"
-
-
-@dataclass(frozen=True, slots=True)
-class HttpTarget:
-    """A server at a streamable-HTTP endpoint; ``headers`` go with every request."""
-
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    timeout_s: float = 30.0
-
-    def secrets(self) -> list[str]:
-        return list(self.headers.values())
-
-    def describe(self) -> str:
-        return f"endpoint {redact(self.url, self.secrets())!r}"
-
-
-Target = StdioTarget | HttpTarget
 
 
 class MCPSession(ToolServer):
@@ -229,7 +189,7 @@ class MCPSession(ToolServer):
         self._stop = asyncio.Event()
         self._serving = asyncio.current_task()
         try:
-            async with self._connected() as client:
+            async with connected(self._target) as client:
                 tools = await self._list(client)
                 self._client = client
                 _settle(ready, tools)
@@ -244,31 +204,6 @@ class MCPSession(ToolServer):
                 raise
         finally:
             self._client = None
-
-    @contextlib.asynccontextmanager
-    async def _connected(self) -> AsyncIterator[Client]:
-        target = self._target
-        async with contextlib.AsyncExitStack() as stack:
-            if isinstance(target, StdioTarget):
-                params = StdioServerParameters(
-                    command=target.command,
-                    args=list(target.args),
-                    env=dict(target.env) or None,
-                    cwd=target.cwd,
-                )
-                errlog = _server_errlog(stack)
-                from mcp.client.stdio import stdio_client
-
-                transport = stdio_client(params, errlog=errlog)
-            else:
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        headers=dict(target.headers),
-                        timeout=httpx2.Timeout(target.timeout_s, read=300.0),
-                    )
-                )
-                transport = streamable_http_client(target.url, http_client=http)
-            yield await stack.enter_async_context(Client(transport, mode="legacy"))
 
     async def _list(self, client: Client) -> list[RemoteToolSpec]:
         tools: list[RemoteToolSpec] = []
@@ -422,14 +357,3 @@ def _leaf(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
         exc = (inner or list(exc.exceptions))[0]
     return exc
-
-
-def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:
-    """Where a stdio server's stderr goes: ours when it is a real file, else nowhere."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        devnull: IO[str] = open(os.devnull, "w")  # noqa: SIM115 - closed by the stack
-        stack.callback(devnull.close)
-        return devnull  # type: ignore[return-value]
-    return sys.stderr
