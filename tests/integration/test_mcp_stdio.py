@@ -61,6 +61,10 @@ def registry(server: MCPToolServer) -> ToolRegistry:
     return registry
 
 
+def open_state(server: MCPToolServer) -> str:
+    return "open" if server.is_open else "closed"
+
+
 def call(registry: ToolRegistry, name: str, **arguments: object) -> str:
     return registry.execute(ToolCall("c1", name, dict(arguments))).content
 
@@ -227,7 +231,7 @@ def test_policy_raise_surfaces_the_typed_error(registry: ToolRegistry) -> None:
 
 
 # ---------------------------------------------------------------------------- failures
-def test_a_server_that_kills_itself_mid_call_is_typed_and_reaped() -> None:
+def test_a_server_that_kills_itself_mid_call_is_typed_reaped_and_restarted() -> None:
     before = children()
     server = stdio("dying").open()
     registry = ToolRegistry()
@@ -237,12 +241,16 @@ def test_a_server_that_kills_itself_mid_call_is_typed_and_reaped() -> None:
     with pytest.raises(ToolServerError, match="went away while calling 'die'") as info:
         registry.get("die").invoke({})
     assert (info.value.server, info.value.tool) == ("dying", "die")
-    assert not server.is_open
-    with pytest.raises(ToolServerError, match="not available"):
-        registry.get("add").invoke({"a": 1})
+    assert open_state(server) == "closed"
+    # the next call starts the server again, after the dead process was reaped
+    restarted = int(call(registry, "pid"))
+    assert restarted != pid and reaped(pid)
+    assert children() - before == {restarted}
+    assert open_state(server) == "open"
+    assert call(registry, "add", a=1) == "3"
     thread = server.session.thread
     server.close()
-    assert reaped(pid)
+    assert reaped(restarted)
     assert children() == before
     assert thread is not None and not thread.is_alive()
 

@@ -6,7 +6,8 @@ any loop, and :meth:`close` / :meth:`aclose` end it: the SDK then closes the ser
 waits, and terminates and reaps its process (stdio), or ends the HTTP session and closes
 its connections. A server that goes away during a call (its process killed, its endpoint
 gone) fails that call with :class:`ToolServerError` and the session is wound down at once,
-so no process is left unreaped; later calls say the server is gone.
+so no process is left unreaped; the next call connects again (a stdio server is started
+again once the dead process was reaped).
 
 Secrets (header and environment values) never reach a repr, a log record or an error: the
 errors carry the SDK's message redacted, with these values masked.
@@ -77,6 +78,7 @@ class MCPSession(ToolServer):
         self._serving: asyncio.Task[None] | None = None
         self._tools: list[RemoteToolSpec] | None = None
         self._gone = ""  # why the session ended by itself ("" while it has not)
+        self._restart: asyncio.Lock | None = None  # one reconnection at a time (runner's loop)
 
     @property
     def name(self) -> str:
@@ -84,7 +86,8 @@ class MCPSession(ToolServer):
 
     @property
     def is_open(self) -> bool:
-        """True between a successful open and a close (or the server going away)."""
+        """True between a successful open and a close, unless the server went away (the
+        next call then connects again)."""
         return self._runner is not None and self._tools is not None and not self._gone
 
     @property
@@ -242,7 +245,7 @@ class MCPSession(ToolServer):
 
     async def acall(self, tool: str, arguments: Mapping[str, Any]) -> str:
         runner = self._runner
-        if runner is None or self._gone:
+        if runner is None:
             raise self._unavailable(tool)
         try:
             pending = runner.submit(self._call(tool, dict(arguments)))
@@ -257,10 +260,9 @@ class MCPSession(ToolServer):
             raise self._lost(tool, "the session was closed or lost during the call") from None
 
     def _unavailable(self, tool: str) -> ToolServerError:
-        why = self._gone or "is not open"
         return ToolServerError(
-            f"MCP server {self._name!r} is not available ({why}): cannot call {tool!r}; "
-            "reopen it (the container reconnects after shutdown())",
+            f"MCP server {self._name!r} is not open: cannot call {tool!r}; open it first "
+            "(`with server:`, open(), or the container's tools)",
             server=self._name,
             tool=tool,
         )
@@ -269,15 +271,13 @@ class MCPSession(ToolServer):
         self._gone = self._gone or "it went away during a call"
         return ToolServerError(
             f"MCP server {self._name!r} went away while calling {tool!r}: {why}; the call may "
-            "or may not have run",
+            "or may not have run (the next call connects again)",
             server=self._name,
             tool=tool,
         )
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        client = self._client
-        if client is None:
-            raise self._unavailable(tool)
+        client = self._client or await self._reconnect()
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:  # typed below, outside this block: not even its __context__
@@ -292,6 +292,36 @@ class MCPSession(ToolServer):
                 )
             return result_text(result)
         raise self._call_error(tool, failure)
+
+    async def _reconnect(self) -> Client:
+        """Connect again after the server went away (a stdio server is started again, once
+        the previous process was reaped); concurrent callers share one reconnection.
+
+        Raises:
+            ToolServerError: the server could not be started or reached in time.
+        """
+        self._restart = self._restart or asyncio.Lock()
+        async with self._restart:
+            if self._client is not None:
+                return self._client
+            if self._serving is not None:
+                await asyncio.wait({self._serving})
+            ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
+            task = asyncio.get_running_loop().create_task(self._serve(ready))
+            try:
+                async with asyncio.timeout(self._connect_timeout_s):
+                    await asyncio.wrap_future(ready)
+            except TimeoutError:
+                task.cancel()
+                raise self._timed_out() from None
+            _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
+            self._gone = ""
+            return self._connected_client()
+
+    def _connected_client(self) -> Client:
+        client = self._client
+        assert client is not None  # set by _serve before it settles ``ready``
+        return client
 
     def _call_error(self, tool: str, exc: Exception) -> PyWrapAIError:
         """Our error for what the SDK raised during a call (the SDK's own kept redacted)."""
@@ -321,6 +351,7 @@ class MCPSession(ToolServer):
         error = self._lost(tool, why)
         if cause is not None:
             error.__cause__ = scrubbed(cause, self._secrets)
+        self._client = None  # the next call connects again, once this session has ended
         if self._stop is not None:
             self._stop.set()
         return error
