@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -356,3 +357,43 @@ def test_calls_are_traced_as_tool_executions(registry: ToolRegistry) -> None:
     assert ok.status.status_code is not StatusCode.ERROR
     assert failed.status.status_code is StatusCode.ERROR
     assert (failed.attributes or {})["error.type"] == "RemoteToolError"
+
+
+_NESTING_PROBE = """
+import asyncio, json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pywrapai_graph import MCPToolServer, ToolCall, ToolRegistry
+from pywrapai_graph.observability import configure
+
+exporter, provider = InMemorySpanExporter(), TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the mcp SDK traces through the global provider
+configure(tracer_provider=provider)
+with MCPToolServer("calc", command=sys.executable, args=[sys.argv[1]]) as server:
+    registry = ToolRegistry()
+    server.register(registry)
+    exporter.clear()
+    registry.execute(ToolCall("c1", "add", {"a": 1}))
+    asyncio.run(registry.aexecute(ToolCall("c2", "add", {"a": 2})))
+print(json.dumps([
+    [s.name, s.context.span_id, s.parent.span_id if s.parent else None,
+     (s.attributes or {}).get("mcp.method.name")]
+    for s in exporter.get_finished_spans()
+]))
+"""
+
+
+def test_the_sdk_spans_nest_under_the_tool_span_sync_and_async() -> None:
+    """Our span's context travels to the session's loop thread: the SDK's client span (and
+    the trace context it sends the server) is a child of the agent's execute_tool span."""
+    out = subprocess.run(
+        [sys.executable, "-c", _NESTING_PROBE, SERVER], capture_output=True, text=True, check=True
+    ).stdout
+    spans = json.loads(out.strip().splitlines()[-1])
+    ours = [s for s in spans if s[0] == "execute_tool add"]
+    sdk = [s for s in spans if s[3] == "tools/call"]
+    assert len(ours) == len(sdk) == 2
+    assert sorted(s[2] for s in sdk) == sorted(s[1] for s in ours)
