@@ -166,7 +166,9 @@ class MCPSession(ToolServer):
         """:meth:`close` without blocking the running loop."""
         runner = self._take_runner()
         if runner is not None:
-            self._shut(runner)
+            with contextlib.suppress(Exception):  # a stopped loop, too slow: stop it anyway
+                async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                    await asyncio.wrap_future(runner.submit(self._release()))
             await asyncio.to_thread(runner.stop, _CLOSE_TIMEOUT_S)
 
     def _shut(self, runner: LoopThread) -> None:
