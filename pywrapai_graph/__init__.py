@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "CostTotals": "pywrapai_graph.domain",
     # tools
     "Tool": "pywrapai_graph.application.tools",
+    "MCPToolServer": "pywrapai_graph.composition.mcp_servers",
     "ToolRegistry": "pywrapai_graph.application.tools",
     "tool": "pywrapai_graph.application.tools",
     # domain values
@@ -111,6 +112,7 @@ __all__ = [
     "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
+    "MCPToolServer",
     "Message",
     "ModelPrice",
     "PGVectorStore",
@@ -171,6 +173,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
     from pywrapai_graph.composition.llm import LLM
+    from pywrapai_graph.composition.mcp_servers import MCPToolServer
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.domain import (
         CallRecord,

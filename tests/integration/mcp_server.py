@@ -118,6 +118,7 @@ def _serve_http(token: str) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until the server accepts them
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     print(f"PORT {sock.getsockname()[1]}", flush=True)

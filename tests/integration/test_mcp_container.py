@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,20 @@ def test_a_configuration_names_one_transport_per_server(tmp_path: Path) -> None:
     assert "tok-SECRET-yaml-77" not in repr(settings)
     server = settings.mcp.servers["search"]
     assert server.headers["Authorization"].get_secret_value() == "Bearer tok-SECRET-yaml-77"
+
+
+def test_without_servers_nothing_of_mcp_is_imported() -> None:
+    probe = (
+        "import sys\n"
+        "from pywrapai_graph import MCPToolServer, ToolRegistry\n"
+        "from pywrapai_graph.composition.container import build_container\n"
+        "registry = build_container({'store': {'backend': 'memory'}}).tools()\n"
+        "MCPToolServer('later', command='x')  # built, not opened\n"
+        "loaded = [m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'httpx2',"
+        " 'pywrapai_graph.adapters.mcp'))]\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -59,6 +60,10 @@ def registry(server: MCPToolServer) -> ToolRegistry:
     registry = ToolRegistry()
     server.register(registry)
     return registry
+
+
+def open_state(server: MCPToolServer) -> str:
+    return "open" if server.is_open else "closed"
 
 
 def call(registry: ToolRegistry, name: str, **arguments: object) -> str:
@@ -227,7 +232,7 @@ def test_policy_raise_surfaces_the_typed_error(registry: ToolRegistry) -> None:
 
 
 # ---------------------------------------------------------------------------- failures
-def test_a_server_that_kills_itself_mid_call_is_typed_and_reaped() -> None:
+def test_a_server_that_kills_itself_mid_call_is_typed_reaped_and_restarted() -> None:
     before = children()
     server = stdio("dying").open()
     registry = ToolRegistry()
@@ -237,12 +242,16 @@ def test_a_server_that_kills_itself_mid_call_is_typed_and_reaped() -> None:
     with pytest.raises(ToolServerError, match="went away while calling 'die'") as info:
         registry.get("die").invoke({})
     assert (info.value.server, info.value.tool) == ("dying", "die")
-    assert not server.is_open
-    with pytest.raises(ToolServerError, match="not available"):
-        registry.get("add").invoke({"a": 1})
+    assert open_state(server) == "closed"
+    # the next call starts the server again, after the dead process was reaped
+    restarted = int(call(registry, "pid"))
+    assert restarted != pid and reaped(pid)
+    assert children() - before == {restarted}
+    assert open_state(server) == "open"
+    assert call(registry, "add", a=1) == "3"
     thread = server.session.thread
     server.close()
-    assert reaped(pid)
+    assert reaped(restarted)
     assert children() == before
     assert thread is not None and not thread.is_alive()
 
@@ -328,3 +337,63 @@ async def test_async_context_manager_opens_and_closes() -> None:
         pid = int((await registry.aexecute(ToolCall("c", "pid", {}))).content)
     assert reaped(pid)
     assert children() == before
+
+
+def test_calls_are_traced_as_tool_executions(registry: ToolRegistry) -> None:
+    from opentelemetry.trace import StatusCode
+
+    from pywrapai_graph.observability import configure
+    from tests.unit.test_tracing import Telemetry
+
+    otel = Telemetry()
+    configure(tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider)
+    try:
+        call(registry, "add", a=1)
+        call(registry, "refuse", city="Oz")
+    finally:
+        configure()
+    ok, failed = otel.one("execute_tool add"), otel.one("execute_tool refuse")
+    assert (ok.attributes or {})["gen_ai.tool.name"] == "add"
+    assert ok.status.status_code is not StatusCode.ERROR
+    assert failed.status.status_code is StatusCode.ERROR
+    assert (failed.attributes or {})["error.type"] == "RemoteToolError"
+
+
+_NESTING_PROBE = """
+import asyncio, json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pywrapai_graph import MCPToolServer, ToolCall, ToolRegistry
+from pywrapai_graph.observability import configure
+
+exporter, provider = InMemorySpanExporter(), TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the mcp SDK traces through the global provider
+configure(tracer_provider=provider)
+with MCPToolServer("calc", command=sys.executable, args=[sys.argv[1]]) as server:
+    registry = ToolRegistry()
+    server.register(registry)
+    exporter.clear()
+    registry.execute(ToolCall("c1", "add", {"a": 1}))
+    asyncio.run(registry.aexecute(ToolCall("c2", "add", {"a": 2})))
+print(json.dumps([
+    [s.name, s.context.span_id, s.parent.span_id if s.parent else None,
+     (s.attributes or {}).get("mcp.method.name")]
+    for s in exporter.get_finished_spans()
+]))
+"""
+
+
+def test_the_sdk_spans_nest_under_the_tool_span_sync_and_async() -> None:
+    """Our span's context travels to the session's loop thread: the SDK's client span (and
+    the trace context it sends the server) is a child of the agent's execute_tool span."""
+    out = subprocess.run(
+        [sys.executable, "-c", _NESTING_PROBE, SERVER], capture_output=True, text=True, check=True
+    ).stdout
+    spans = json.loads(out.strip().splitlines()[-1])
+    ours = [s for s in spans if s[0] == "execute_tool add"]
+    sdk = [s for s in spans if s[3] == "tools/call"]
+    assert len(ours) == len(sdk) == 2
+    assert sorted(s[2] for s in sdk) == sorted(s[1] for s in ours)

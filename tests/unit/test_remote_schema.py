@@ -134,3 +134,10 @@ def test_a_server_that_is_not_open_says_so() -> None:
 
     with pytest.raises(InvalidStateError):
         remote_tools(Closed([]))
+
+
+def test_names_are_lowered_to_what_every_provider_accepts() -> None:
+    server = FakeServer([RemoteToolSpec("files.read/v2", "", {}), RemoteToolSpec("x" * 80, "", {})])
+    first, second = remote_tools(server, prefix="fs-")
+    assert (first.name, len(second.name)) == ("fs-files_read_v2", 64)
+    assert asyncio.run(first.ainvoke({})) == "files.read/v2:[]"  # called by its own name

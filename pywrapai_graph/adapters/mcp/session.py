@@ -6,7 +6,8 @@ any loop, and :meth:`close` / :meth:`aclose` end it: the SDK then closes the ser
 waits, and terminates and reaps its process (stdio), or ends the HTTP session and closes
 its connections. A server that goes away during a call (its process killed, its endpoint
 gone) fails that call with :class:`ToolServerError` and the session is wound down at once,
-so no process is left unreaped; later calls say the server is gone.
+so no process is left unreaped; the next call connects again (a stdio server is started
+again once the dead process was reaped).
 
 Secrets (header and environment values) never reach a repr, a log record or an error: the
 errors carry the SDK's message redacted, with these values masked.
@@ -18,15 +19,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
-import sys
 import threading
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
-from typing import IO, Any, TextIO
+from collections.abc import Mapping
+from typing import Any
 
 from pywrapai_graph.adapters.mcp._loop_thread import LoopThread
 from pywrapai_graph.adapters.mcp._results import result_text
+from pywrapai_graph.adapters.mcp._transports import HttpTarget, StdioTarget, Target, connected
 from pywrapai_graph.domain.remote_tool import RemoteToolSpec
 from pywrapai_graph.errors import (
     InvalidStateError,
@@ -42,8 +41,7 @@ try:
     import anyio
     import httpx2
     import mcp_types
-    from mcp import Client, StdioServerParameters
-    from mcp.client.streamable_http import streamable_http_client
+    from mcp import Client
     from mcp.shared.exceptions import MCPError
 except ImportError as exc:  # this module loads only when an MCP server is configured
     raise MissingExtraError("mcp", "mcp") from exc
@@ -56,43 +54,6 @@ _MAX_PAGES = 100
 #: seconds :meth:`MCPSession.close` waits for the SDK's shutdown (stdin closed, then
 #: SIGTERM, then SIGKILL: about 4 s at worst for a stdio server that ignores all three)
 _CLOSE_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class StdioTarget:
-    """A server started as a subprocess, spoken to over its stdin and stdout.
-
-    ``env`` is added to a minimal inherited environment (PATH, HOME...), as the SDK does.
-    """
-
-    command: str
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    cwd: str | None = None
-
-    def secrets(self) -> list[str]:
-        return list(self.env.values())
-
-    def describe(self) -> str:
-        return f"command {os.path.basename(self.command)!r}"
-
-
-@dataclass(frozen=True, slots=True)
-class HttpTarget:
-    """A server at a streamable-HTTP endpoint; ``headers`` go with every request."""
-
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    timeout_s: float = 30.0
-
-    def secrets(self) -> list[str]:
-        return list(self.headers.values())
-
-    def describe(self) -> str:
-        return f"endpoint {redact(self.url, self.secrets())!r}"
-
-
-Target = StdioTarget | HttpTarget
 
 
 class MCPSession(ToolServer):
@@ -117,6 +78,7 @@ class MCPSession(ToolServer):
         self._serving: asyncio.Task[None] | None = None
         self._tools: list[RemoteToolSpec] | None = None
         self._gone = ""  # why the session ended by itself ("" while it has not)
+        self._restart: asyncio.Lock | None = None  # one reconnection at a time (runner's loop)
 
     @property
     def name(self) -> str:
@@ -124,7 +86,8 @@ class MCPSession(ToolServer):
 
     @property
     def is_open(self) -> bool:
-        """True between a successful open and a close (or the server going away)."""
+        """True between a successful open and a close, unless the server went away (the
+        next call then connects again)."""
         return self._runner is not None and self._tools is not None and not self._gone
 
     @property
@@ -203,7 +166,9 @@ class MCPSession(ToolServer):
         """:meth:`close` without blocking the running loop."""
         runner = self._take_runner()
         if runner is not None:
-            self._shut(runner)
+            with contextlib.suppress(Exception):  # a stopped loop, too slow: stop it anyway
+                async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                    await asyncio.wrap_future(runner.submit(self._release()))
             await asyncio.to_thread(runner.stop, _CLOSE_TIMEOUT_S)
 
     def _shut(self, runner: LoopThread) -> None:
@@ -229,7 +194,7 @@ class MCPSession(ToolServer):
         self._stop = asyncio.Event()
         self._serving = asyncio.current_task()
         try:
-            async with self._connected() as client:
+            async with connected(self._target) as client:
                 tools = await self._list(client)
                 self._client = client
                 _settle(ready, tools)
@@ -244,31 +209,6 @@ class MCPSession(ToolServer):
                 raise
         finally:
             self._client = None
-
-    @contextlib.asynccontextmanager
-    async def _connected(self) -> AsyncIterator[Client]:
-        target = self._target
-        async with contextlib.AsyncExitStack() as stack:
-            if isinstance(target, StdioTarget):
-                params = StdioServerParameters(
-                    command=target.command,
-                    args=list(target.args),
-                    env=dict(target.env) or None,
-                    cwd=target.cwd,
-                )
-                errlog = _server_errlog(stack)
-                from mcp.client.stdio import stdio_client
-
-                transport = stdio_client(params, errlog=errlog)
-            else:
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        headers=dict(target.headers),
-                        timeout=httpx2.Timeout(target.timeout_s, read=300.0),
-                    )
-                )
-                transport = streamable_http_client(target.url, http_client=http)
-            yield await stack.enter_async_context(Client(transport, mode="legacy"))
 
     async def _list(self, client: Client) -> list[RemoteToolSpec]:
         tools: list[RemoteToolSpec] = []
@@ -307,7 +247,7 @@ class MCPSession(ToolServer):
 
     async def acall(self, tool: str, arguments: Mapping[str, Any]) -> str:
         runner = self._runner
-        if runner is None or self._gone:
+        if runner is None:
             raise self._unavailable(tool)
         try:
             pending = runner.submit(self._call(tool, dict(arguments)))
@@ -322,10 +262,9 @@ class MCPSession(ToolServer):
             raise self._lost(tool, "the session was closed or lost during the call") from None
 
     def _unavailable(self, tool: str) -> ToolServerError:
-        why = self._gone or "is not open"
         return ToolServerError(
-            f"MCP server {self._name!r} is not available ({why}): cannot call {tool!r}; "
-            "reopen it (the container reconnects after shutdown())",
+            f"MCP server {self._name!r} is not open: cannot call {tool!r}; open it first "
+            "(`with server:`, open(), or the container's tools)",
             server=self._name,
             tool=tool,
         )
@@ -334,15 +273,13 @@ class MCPSession(ToolServer):
         self._gone = self._gone or "it went away during a call"
         return ToolServerError(
             f"MCP server {self._name!r} went away while calling {tool!r}: {why}; the call may "
-            "or may not have run",
+            "or may not have run (the next call connects again)",
             server=self._name,
             tool=tool,
         )
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        client = self._client
-        if client is None:
-            raise self._unavailable(tool)
+        client = self._client or await self._reconnect()
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:  # typed below, outside this block: not even its __context__
@@ -357,6 +294,36 @@ class MCPSession(ToolServer):
                 )
             return result_text(result)
         raise self._call_error(tool, failure)
+
+    async def _reconnect(self) -> Client:
+        """Connect again after the server went away (a stdio server is started again, once
+        the previous process was reaped); concurrent callers share one reconnection.
+
+        Raises:
+            ToolServerError: the server could not be started or reached in time.
+        """
+        self._restart = self._restart or asyncio.Lock()
+        async with self._restart:
+            if self._client is not None:
+                return self._client
+            if self._serving is not None:
+                await asyncio.wait({self._serving})
+            ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
+            task = asyncio.get_running_loop().create_task(self._serve(ready))
+            try:
+                async with asyncio.timeout(self._connect_timeout_s):
+                    await asyncio.wrap_future(ready)
+            except TimeoutError:
+                task.cancel()
+                raise self._timed_out() from None
+            _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
+            self._gone = ""
+            return self._connected_client()
+
+    def _connected_client(self) -> Client:
+        client = self._client
+        assert client is not None  # set by _serve before it settles ``ready``
+        return client
 
     def _call_error(self, tool: str, exc: Exception) -> PyWrapAIError:
         """Our error for what the SDK raised during a call (the SDK's own kept redacted)."""
@@ -386,6 +353,7 @@ class MCPSession(ToolServer):
         error = self._lost(tool, why)
         if cause is not None:
             error.__cause__ = scrubbed(cause, self._secrets)
+        self._client = None  # the next call connects again, once this session has ended
         if self._stop is not None:
             self._stop.set()
         return error
@@ -422,14 +390,3 @@ def _leaf(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
         exc = (inner or list(exc.exceptions))[0]
     return exc
-
-
-def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:
-    """Where a stdio server's stderr goes: ours when it is a real file, else nowhere."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        devnull: IO[str] = open(os.devnull, "w")  # noqa: SIM115 - closed by the stack
-        stack.callback(devnull.close)
-        return devnull  # type: ignore[return-value]
-    return sys.stderr

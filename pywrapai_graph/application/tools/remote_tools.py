@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import re
 from typing import Any
 
 from pywrapai_graph.application.tools.remote_schema import lower_schema
@@ -20,7 +21,17 @@ from pywrapai_graph.application.tools.tool import Tool
 from pywrapai_graph.domain.remote_tool import RemoteToolSpec
 from pywrapai_graph.ports.tool_server import ToolServer
 
-__all__ = ["remote_tool", "remote_tools"]
+__all__ = ["model_tool_name", "remote_tool", "remote_tools"]
+
+#: what OpenAI and Anthropic accept as a tool name (Gemini accepts a superset)
+_NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+
+
+def model_tool_name(name: str) -> str:
+    """``name`` as every provider accepts it: characters other than letters, digits, ``_``
+    and ``-`` (an MCP name may hold ``.`` or ``/``) become ``_``, and it is cut to 64."""
+    return _NOT_ALLOWED.sub("_", name)[:_MAX_NAME]
 
 
 def remote_tools(
@@ -30,7 +41,8 @@ def remote_tools(
     timeout_s: float | None = None,
     max_result_bytes: int | None = None,
 ) -> list[Tool]:
-    """A :class:`Tool` for every tool ``server`` listed, named ``prefix + name``.
+    """A :class:`Tool` for every tool ``server`` listed, named ``prefix + name`` as every
+    provider accepts it (:func:`model_tool_name`); the server is called by its own name.
 
     Args:
         server: an open tool server.
@@ -60,15 +72,15 @@ def remote_tool(
 ) -> Tool:
     """The :class:`Tool` that calls ``spec`` on ``server``."""
     parameters = lower_schema(spec.input_schema)
-    remote_name = spec.name
+    remote_name, name = spec.name, model_tool_name(prefix + spec.name)
 
     async def call_remote(**arguments: Any) -> str:
         return await server.acall(remote_name, arguments)
 
-    call_remote.__name__ = call_remote.__qualname__ = prefix + spec.name
+    call_remote.__name__ = call_remote.__qualname__ = name
     call_remote.__signature__ = _signature(parameters)  # type: ignore[attr-defined]
     return Tool(
-        name=prefix + spec.name,
+        name=name,
         description=spec.description,
         parameters=parameters,
         fn=call_remote,

@@ -1,0 +1,95 @@
+"""How an MCP session reaches its server: a subprocess over stdio, or streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, TextIO
+
+from pywrapai_graph.errors import MissingExtraError
+from pywrapai_graph.redaction import redact
+
+try:
+    import httpx2
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError as exc:  # this module loads only when an MCP server is configured
+    raise MissingExtraError("mcp", "mcp") from exc
+
+__all__ = ["HttpTarget", "StdioTarget", "Target", "connected"]
+
+
+@dataclass(frozen=True, slots=True)
+class StdioTarget:
+    """A server started as a subprocess, spoken to over its stdin and stdout.
+
+    ``env`` is added to a minimal inherited environment (PATH, HOME...), as the SDK does.
+    """
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+
+    def secrets(self) -> list[str]:
+        return list(self.env.values())
+
+    def describe(self) -> str:
+        return f"command {os.path.basename(self.command)!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpTarget:
+    """A server at a streamable-HTTP endpoint; ``headers`` go with every request."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 30.0
+
+    def secrets(self) -> list[str]:
+        return list(self.headers.values())
+
+    def describe(self) -> str:
+        return f"endpoint {redact(self.url, self.secrets())!r}"
+
+
+Target = StdioTarget | HttpTarget
+
+
+@contextlib.asynccontextmanager
+async def connected(target: Target) -> AsyncIterator[Client]:
+    """An initialized MCP client session with ``target``, closed (its process stopped and
+    reaped, its HTTP session ended) on exit."""
+    async with contextlib.AsyncExitStack() as stack:
+        if isinstance(target, StdioTarget):
+            params = StdioServerParameters(
+                command=target.command,
+                args=list(target.args),
+                env=dict(target.env) or None,
+                cwd=target.cwd,
+            )
+            transport = stdio_client(params, errlog=_server_errlog(stack))
+        else:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=dict(target.headers),
+                    timeout=httpx2.Timeout(target.timeout_s, read=300.0),
+                )
+            )
+            transport = streamable_http_client(target.url, http_client=http)
+        yield await stack.enter_async_context(Client(transport, mode="legacy"))
+
+
+def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:
+    """Where a stdio server's stderr goes: ours when it is a real file, else nowhere."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        devnull: IO[str] = open(os.devnull, "w")  # noqa: SIM115 - closed by the stack
+        stack.callback(devnull.close)
+        return devnull  # type: ignore[return-value]
+    return sys.stderr
