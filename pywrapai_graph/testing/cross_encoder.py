@@ -32,7 +32,7 @@ def tiny_cross_encoder_logit(
 
 
 def write_tiny_cross_encoder(
-    folder: str | Path, weights: Mapping[str, float], *, bias: float = 0.0
+    folder: str | Path, weights: Mapping[str, float], *, bias: float = 0.0, classes: int = 1
 ) -> Path:
     """Write ``model.onnx`` and ``tokenizer.json`` of a tiny cross-encoder into ``folder``.
 
@@ -41,14 +41,20 @@ def write_tiny_cross_encoder(
         weights: lower-case word → its weight; the vocabulary is these words (others are
             ``[UNK]``, weight 0).
         bias: added to every logit.
+        classes: logits per pair. 1: the logit above; 2: a two-class model whose second
+            ("relevant") logit exceeds the first by that logit (the same relevance); more: a
+            model no reranker can read, for testing that it is refused.
 
     Returns:
         The folder.
 
     Raises:
-        InvalidArgumentError: a weight key is not one lower-case word.
+        InvalidArgumentError: a weight key is not one lower-case word, or ``classes`` < 1.
         MissingExtraError: ``onnx`` (the ``dev`` extra) or ``tokenizers`` is not installed.
     """
+    wanted: object = classes  # callers may pass anything at run time
+    if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+        raise InvalidArgumentError(f"classes must be an int >= 1, got {classes!r}")
     words = sorted(weights)
     bad = [w for w in words if _WORD.fullmatch(w) is None or w != w.lower()]
     if bad:
@@ -57,7 +63,9 @@ def write_tiny_cross_encoder(
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     _write_tokenizer(out / "tokenizer.json", vocab)
-    _write_model(out / "model.onnx", [0.0] * len(_SPECIAL) + [weights[w] for w in words], bias)
+    _write_model(
+        out / "model.onnx", [0.0] * len(_SPECIAL) + [weights[w] for w in words], bias, classes
+    )
     return out
 
 
@@ -77,7 +85,7 @@ def _write_tokenizer(path: Path, vocab: dict[str, int]) -> None:
     tokenizer.save(str(path))
 
 
-def _write_model(path: Path, weights: list[float], bias: float) -> None:
+def _write_model(path: Path, weights: list[float], bias: float, classes: int) -> None:
     try:
         import numpy as np
         import onnx
@@ -89,6 +97,13 @@ def _write_model(path: Path, weights: list[float], bias: float) -> None:
         numpy_helper.from_array(np.eye(size, dtype=np.float32), "one_hot"),
         numpy_helper.from_array(np.asarray(weights, dtype=np.float32), "weights"),
         numpy_helper.from_array(np.asarray([bias], dtype=np.float32), "bias"),
+        # one logit: the score itself; two classes: (-score/2, +score/2), whose difference is it
+        numpy_helper.from_array(
+            np.linspace(-0.5, 0.5, classes, dtype=np.float32)
+            if classes > 1
+            else np.ones(1, np.float32),
+            "per_class",
+        ),
         numpy_helper.from_array(np.asarray([1], dtype=np.int64), "tokens_axis"),
         numpy_helper.from_array(np.asarray([2], dtype=np.int64), "last_axis"),
         numpy_helper.from_array(np.asarray(1.0, dtype=np.float32), "one"),
@@ -111,13 +126,14 @@ def _write_model(path: Path, weights: list[float], bias: float) -> None:
         node("Mul", ["asked", "passage_counts"], ["shared"]),
         node("Mul", ["shared", "weights"], ["weighted"]),
         node("ReduceSum", ["weighted", "tokens_axis"], ["summed"], keepdims=1),
-        node("Add", ["summed", "bias"], ["logits"]),
+        node("Add", ["summed", "bias"], ["score"]),
+        node("Mul", ["score", "per_class"], ["logits"]),
     ]
     ids = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
         for name in ("input_ids", "attention_mask", "token_type_ids")
     ]
-    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])
+    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", classes])
     graph = helper.make_graph(nodes, "tiny_cross_encoder", ids, [logits], constants)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8

@@ -269,6 +269,20 @@ def test_local_cross_encoder_bounds_a_huge_passage_by_its_window(model_dir: Path
     assert ledger.records[0].usage.input_tokens <= 2 * 64
 
 
+def test_a_two_class_model_scores_like_its_one_logit_twin(model_dir: Path, tmp_path: Path) -> None:
+    two = write_tiny_cross_encoder(tmp_path / "two", WEIGHTS, bias=-1.0, classes=2)
+    one_logit = RerankModel("local", model_dir=model_dir).rerank(QUERY, hits())
+    two_class = RerankModel("local", model_dir=two).rerank(QUERY, hits())
+    assert [h.chunk.id for h in two_class] == [h.chunk.id for h in one_logit]
+    assert [h.score for h in two_class] == pytest.approx([h.score for h in one_logit], rel=1e-5)
+
+
+def test_a_model_with_more_outputs_per_pair_is_a_provider_error(tmp_path: Path) -> None:
+    three = write_tiny_cross_encoder(tmp_path / "three", WEIGHTS, classes=3)
+    with pytest.raises(ProviderError, match="3 scores per pair"):
+        RerankModel("local", model_dir=three).rerank(QUERY, hits())
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
