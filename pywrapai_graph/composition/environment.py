@@ -150,13 +150,16 @@ def _field_value(name: str, field: FieldInfo, env: Mapping[str, str]) -> Any:
 
 
 def _rename(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
-    """A section's keys renamed to the field they name in any case (a later key wins)."""
+    """A section's keys renamed to the field they name in any case (a later key wins), and
+    so on down into the models its fields hold (``retriever.reranker``)."""
     names: dict[str, str] = {}
     for name in model.model_fields:
         names.setdefault(name.lower(), name)
     out: dict[str, Any] = {}
     for key, value in values.items():
-        out[names.get(key.lower(), key)] = value
+        name = names.get(key.lower(), key)
+        inner = _model_of(model.model_fields.get(name))
+        out[name] = _rename(inner, value) if inner and isinstance(value, dict) else value
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
@@ -111,6 +111,12 @@ def _outcome(build: Any) -> tuple[str, Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(environments)
+# a model inside a section, its keys in any case (the later one wins)
+@example({"PYWRAPAI_RETRIEVER__RERANKER": '{"PROVIDER": "hashing", "Model": "m", "provider": "x"}'})
+# a mapping's values are decoded leniently: text that is not JSON stays text
+@example({"PYWRAPAI_MCP__SERVERS__": "openai"})
+@example({"PYWRAPAI_MCP__SERVERS__API_KEY": "openai"})
+@example({"PYWRAPAI_MCP__SERVERS__": "0"})
 def test_the_environment_reads_as_pydantic_settings_read_it(env: dict[str, str]) -> None:
     with patch.dict(os.environ, env, clear=True):
         theirs = _outcome(EnvSettingsSource(Reference))
