@@ -19,9 +19,9 @@ import numpy as np
 from benchmarks._data import unit_vectors
 from benchmarks._table import best_of, print_table
 from pywrapai_graph import Chunk, FAISSVectorStore, InMemoryVectorStore, SQLiteVectorStore
-from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.store_inputs import matches_filter
 
 N, DIM = 100_000, 384
 

@@ -4,7 +4,7 @@ Packages, independent of one another (import-linter)::
 
     llm/           chat models: openai, anthropic, gemini, ollama (SDKChatModel in _base)
     embedders/     openai, gemini, ollama, local (ONNX), hashing (offline, lexical)
-    vectorstores/  in_memory, sqlite, faiss, chroma, pgvector, qdrant; shared kit _exact_index
+    vectorstores/  in_memory, sqlite, faiss, chroma, pgvector, qdrant; their kits beside them
     prompts/       the filesystem prompt registry
     cache/         the LRU response cache
     sources/       text files to ingest

@@ -219,7 +219,7 @@ def _ahead(
 
 def _takes_vectors(store: BaseVectorStore) -> bool:
     """The store has its own ``replace_document_vectors`` (a bulk path for float32 arrays)."""
-    return type(store).replace_document_vectors is not BaseVectorStore.replace_document_vectors
+    return type(store)._replace_document_vectors is not BaseVectorStore._replace_document_vectors
 
 
 def _matrix_is_current(embedder: EmbeddingModel) -> TypeGuard[MatrixEmbeddingModel]:

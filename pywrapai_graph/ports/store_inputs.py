@@ -29,6 +29,7 @@ from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 __all__ = [
     "MAX_K",
     "canonical_json",
+    "check_bm25",
     "check_chunk",
     "check_chunks",
     "check_delete_ids",
@@ -39,6 +40,8 @@ __all__ = [
     "check_older_than",
     "check_query_text",
     "check_query_vector",
+    "check_score_ids",
+    "checked_chunks",
     "matches_filter",
     "same_value",
 ]
@@ -246,6 +249,20 @@ def check_chunks(chunks: Sequence[Chunk], method: str = "add") -> None:
         check_chunk(c)
 
 
+def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chunk]:
+    """``chunks`` as a sequence (a generator is read once, here) following
+    :func:`check_chunks`."""
+    given: object = chunks
+    if not isinstance(given, Sequence | Chunk):
+        if not isinstance(given, Iterable):
+            raise ArgumentTypeError(
+                f"{method}() takes a list of chunks, got {type(given).__name__}"
+            )
+        chunks = list(given)
+    check_chunks(chunks, method)
+    return chunks
+
+
 def check_filter(filter: Mapping[str, Any] | None) -> None:
     """A filter maps str keys to JSON scalars or flat lists of them.
 
@@ -283,6 +300,12 @@ def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
     return min(value, MAX_K)
 
 
+def check_bm25(k1: float, b: float) -> None:
+    """Raises InvalidArgumentError unless k1 >= 0 and 0 <= b <= 1 (BM25's parameters)."""
+    if not (math.isfinite(k1) and k1 >= 0.0 and 0.0 <= b <= 1.0):
+        raise InvalidArgumentError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+
+
 def check_delete_ids(ids: Sequence[str]) -> list[str]:
     """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
     if isinstance(ids, str | bytes):
@@ -295,6 +318,13 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
             raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
         check_name(i, "a chunk id")
     return out
+
+
+def check_score_ids(ids: Sequence[str], method: str) -> list[str]:
+    """The distinct ids of a re-scoring call, in order (a bare ``str`` refused)."""
+    if isinstance(ids, str | bytes):
+        raise ArgumentTypeError(f"{method}() takes a list of ids, got the string {ids!r:.60}")
+    return check_delete_ids(ids)
 
 
 def check_doc_id(doc_id: str) -> None:

@@ -329,7 +329,7 @@ _FILTERS: list[dict[str, object]] = [
 
 
 def _brute_force(kept: _Kept, q: np.ndarray, flt: dict[str, object], k: int) -> list[str]:
-    from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter
+    from pywrapai_graph.ports.store_inputs import matches_filter
 
     q = q / np.linalg.norm(q)
     scored = [(float(v @ q), cid) for cid, (_, m, v) in kept.items() if matches_filter(m, flt)]
@@ -405,7 +405,7 @@ def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) 
 def test_an_open_store_reads_only_what_another_writer_appended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256
+    from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
 
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
     writer = FAISSVectorStore(index, meta)
@@ -418,7 +418,7 @@ def test_an_open_store_reads_only_what_another_writer_appended(
         hashed.append(path)
         return file_sha256(path)
 
-    monkeypatch.setattr("pywrapai_graph.adapters.vectorstores.faiss._sha256", counting)
+    monkeypatch.setattr("pywrapai_graph.adapters.vectorstores._faiss_files._sha256", counting)
     new = make_chunks(5, 8, seed=3, prefix="n")
     writer.add(new)
     writer.delete(["c0", "c1"])

@@ -8,11 +8,14 @@ import shutil
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pywrapai_graph import QdrantVectorStore
+from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
+from pywrapai_graph.adapters.vectorstores._versioned import Hit
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import ConfigurationError, StoreBusyError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
@@ -257,3 +260,28 @@ def test_a_local_collection_from_before_engine_lexical_is_upgraded_on_open(
         assert len(store) == len(corpus)
     finally:
         store.close()
+
+
+class _CountedQdrant(QdrantVectorStore):
+    """A real in-process Qdrant store that counts the engine queries a search makes."""
+
+    queries = 0
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        type(self).queries += 1
+        return super()._query(query, n, selector)
+
+
+def test_a_filtered_search_is_one_engine_query() -> None:
+    """The engine filters exactly, so the base class keeps every hit it returns: one loop
+    (the visible-versions one, which asks again only for uncommitted copies) and one query."""
+    store = _CountedQdrant("counted")
+    chunks = make_chunks(40, 8, docs=4)
+    for c in chunks:
+        c.metadata["flag"] = True if c.metadata["n"] % 3 == 0 else 1
+    store.add(chunks)
+    _CountedQdrant.queries = 0
+    hits = store.search(chunks[0].embedding or [], k=5, filter={"flag": True})
+    assert len(hits) == 5 and all(h.chunk.metadata["flag"] is True for h in hits)
+    assert _CountedQdrant.queries == 1
+    store.close()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import ChromaVectorStore, QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._exact_index import Matrix
+from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.ports import BaseVectorStore

@@ -207,7 +207,7 @@ def test_faiss_a_forged_index_with_a_matching_checksum(tmp_path: Path, forged: s
     metadata)."""
     import faiss
 
-    from pywrapai_graph.adapters.vectorstores._folder_integrity import file_sha256
+    from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
 
     index, meta = _filled_faiss(tmp_path)
     if forged == "another-dimension":

@@ -14,9 +14,8 @@ from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import BaseVectorStore
 
 
-class NaiveStore(BaseVectorStore):
-    """Written like the reference's PineconeStore: no filter parameter, no checks; it records
-    what reached it. Hits come back in insertion order with score 1."""
+class _Rows(BaseVectorStore):
+    """Chunks kept in a list, with no checks; what reached the store is recorded."""
 
     def __init__(self) -> None:
         self.rows: list[Chunk] = []
@@ -25,12 +24,6 @@ class NaiveStore(BaseVectorStore):
     def add(self, chunks: list[Chunk]) -> None:  # type: ignore[override]  # as the reference
         self.rows.extend(chunks)
 
-    def search(  # type: ignore[override]  # the reference's signature: no filter
-        self, query_vector: list[float], k: int
-    ) -> list[ScoredChunk]:
-        self.asked.append(k)
-        return [ScoredChunk(c, 1.0) for c in self.rows[:k]]
-
     def clear(self) -> None:
         self.rows.clear()
 
@@ -38,7 +31,18 @@ class NaiveStore(BaseVectorStore):
         return len(self.rows)
 
 
-class LooseFilterStore(NaiveStore):
+class NaiveStore(_Rows):
+    """Written like the reference's PineconeStore: no filter parameter, no checks; it records
+    what reached it. Hits come back in insertion order with score 1."""
+
+    def search(  # type: ignore[override]  # the reference's signature: no filter
+        self, query_vector: list[float], k: int
+    ) -> list[ScoredChunk]:
+        self.asked.append(k)
+        return [ScoredChunk(c, 1.0) for c in self.rows[:k]]
+
+
+class LooseFilterStore(_Rows):
     """Takes a filter but compares with Python's ``==`` (so ``True == 1``)."""
 
     def search(  # type: ignore[override]

@@ -22,13 +22,14 @@ from pywrapai_graph import (
     InMemoryVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores._exact_index import matches_filter, prepare_batch
-from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex
+from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex
+from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_batch
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, EmbeddingModel, MetadataFilter
+from pywrapai_graph.ports.store_inputs import matches_filter
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 
 
@@ -225,12 +226,12 @@ def test_embed_matrix_is_the_float32_view_of_embed() -> None:
 
 def test_a_user_store_without_a_bulk_path_still_gets_lists() -> None:
     class Plain(InMemoryVectorStore):
-        replace_document_vectors = BaseVectorStore.replace_document_vectors
+        _replace_document_vectors = BaseVectorStore._replace_document_vectors
         seen: ClassVar[list[list[float] | None]] = []
 
-        def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
             self.seen.extend(c.embedding for c in chunks)
-            return super().replace_document(manifest, chunks)
+            return super()._replace_document(manifest, chunks)
 
     store = Plain()
     IngestDocuments(Embedder("hashing", dimension=16), store)([Document("some text here", id="x")])

@@ -23,7 +23,7 @@ No state is kept between queries, so every process sees every other's writes at 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores._sparse_terms import idf, saturated
@@ -33,7 +33,15 @@ from pywrapai_graph.application.text_analysis import analyze
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["SHORTLIST", "TERMS", "bm25_top", "ids_where", "terms_metadata"]
+__all__ = [
+    "LEXICAL_MARK",
+    "SHORTLIST",
+    "TERMS",
+    "add_missing_terms",
+    "bm25_top",
+    "ids_where",
+    "terms_metadata",
+]
 
 #: the metadata field holding a chunk's distinct analysed terms
 TERMS = "pywrapai_terms"
@@ -106,3 +114,28 @@ def bm25_top(
             scored.append((chunk_id, score))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored[:n]
+
+
+#: collection metadata: every chunk carries its terms (set once older chunks got theirs)
+LEXICAL_MARK = "pywrapai_lexical"
+_BACKFILL_PAGE = 5000  # chunks per request
+
+
+def add_missing_terms(
+    collection: Collection, weigh: Callable[[Sequence[str]], tuple[list[Counter[str]], float]]
+) -> None:
+    """Give chunks written before lexical search was Chroma's their terms (once)."""
+    if (collection.metadata or {}).get(LEXICAL_MARK):
+        return
+    offset = 0
+    while True:
+        got = collection.get(include=["documents"], limit=_BACKFILL_PAGE, offset=offset)
+        if not got["ids"]:
+            break
+        texts = [t or "" for t in got.get("documents") or []]
+        terms, _ = weigh(texts)
+        collection.update(
+            ids=got["ids"], metadatas=[{TERMS: sorted(t)} if t else {} for t in terms]
+        )
+        offset += len(got["ids"])
+    collection.modify(metadata={LEXICAL_MARK: 1})

@@ -19,9 +19,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._exact_index import check_k, prepare_query
-from pywrapai_graph.adapters.vectorstores._lexical_index import check_bm25
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals, weigh_batch
+from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_query
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
@@ -59,18 +58,10 @@ class EngineLexicalSearch(VersionedDocuments):
         """Analyse a batch about to be written; returns each text's terms and the avgdl."""
         return weigh_batch(texts, self._length_totals, self._put_length_totals)
 
-    def lexical_search(
-        self,
-        query: str,
-        k: int = 4,
-        filter: MetadataFilter | None = None,
-        *,
-        k1: float = 1.2,
-        b: float = 0.75,
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
         """The ``k`` chunks whose text best matches ``query`` by BM25, best first."""
-        k = check_k(k, filter)
-        check_bm25(k1, b)
         self._check_lexical(k1, b)
         with self._lock:
             if self._known_dim() is None:
@@ -80,12 +71,11 @@ class EngineLexicalSearch(VersionedDocuments):
                 lambda n: self._lexical_query(query, n, selector, k1, b), k, self._available()
             )
 
-    def lexical_scores(
-        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    def _lexical_scores(
+        self, query: str, ids: list[str], *, k1: float, b: float
     ) -> dict[str, float]:
         """The BM25 score of each chunk of ``ids`` sharing a term with ``query``: the
         engine's lexical query restricted to those ids."""
-        check_bm25(k1, b)
         self._check_lexical(k1, b)
         with self._lock:
             if not ids or self._known_dim() is None:
@@ -98,7 +88,7 @@ class EngineLexicalSearch(VersionedDocuments):
             )
         return {h.chunk.id: h.score for h in hits}
 
-    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of ``ids``: the engine's vector query restricted to those ids."""
         with self._lock:
             if not ids or self._known_dim() is None:
@@ -108,12 +98,12 @@ class EngineLexicalSearch(VersionedDocuments):
             hits = self._search_visible(ask, len(ids), self._available())
         return {h.chunk.id: h.score for h in hits}
 
-    async def asimilarities(
-        self, query_vector: Sequence[float], ids: Sequence[str]
+    async def _asimilarities(
+        self, query_vector: Sequence[float], ids: list[str]
     ) -> dict[str, float]:
-        """Async :meth:`similarities` (the native async client where there is one)."""
+        """Async :meth:`_similarities` (the native async client where there is one)."""
         if not self._native_async:
-            return await super().asimilarities(query_vector, ids)
+            return await super()._asimilarities(query_vector, ids)
         if not ids or self._known_dim() is None:
             return {}
         query = prepare_query(query_vector, self._dim)

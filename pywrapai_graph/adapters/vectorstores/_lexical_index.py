@@ -31,19 +31,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.adapters.vectorstores._exact_index import check_k, matches_filter
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.store_inputs import matches_filter
 
-__all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch", "check_bm25"]
-
-
-def check_bm25(k1: float, b: float) -> None:
-    """Raises ValueError unless k1 >= 0 and 0 <= b <= 1."""
-    if not (math.isfinite(k1) and k1 >= 0.0 and 0.0 <= b <= 1.0):
-        raise InvalidArgumentError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+__all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch"]
 
 
 class LexicalIndex:
@@ -273,13 +266,10 @@ class LexicalMirror:
         self, query: str, k: int, filter: Mapping[str, Any] | None, k1: float, b: float
     ) -> list[ScoredChunk]:
         """BM25 top ``k`` (see the module docstring)."""
-        k = check_k(k, filter)
-        check_bm25(k1, b)
         return self._built().search(query, k, filter, k1=k1, b=b)
 
     def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
-        """:meth:`LexicalIndex.scores_of` (a store's ``lexical_scores``)."""
-        check_bm25(k1, b)
+        """:meth:`LexicalIndex.scores_of` (a store's ``_lexical_scores``)."""
         return self._built().scores_of(query, ids, k1, b)
 
 
@@ -301,22 +291,16 @@ class LexicalSearch:
     def _before_lexical(self) -> None:
         """Hook run under the lock before a lexical search."""
 
-    def lexical_search(
-        self,
-        query: str,
-        k: int = 4,
-        filter: MetadataFilter | None = None,
-        *,
-        k1: float = 1.2,
-        b: float = 0.75,
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
         """The ``k`` chunks whose text best matches ``query`` by BM25, best first."""
         with self._lock:
             self._before_lexical()
             return self._lexical.search(query, k, filter, k1, b)
 
-    def lexical_scores(
-        self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    def _lexical_scores(
+        self, query: str, ids: list[str], *, k1: float, b: float
     ) -> dict[str, float]:
         """The BM25 score of each chunk of ``ids`` sharing a term with ``query``."""
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -20,6 +21,7 @@ __all__ = [
     "ROOM_MARGIN",
     "WriteLock",
     "check_room",
+    "file_sha256",
     "fsync_dir",
     "nearly_full",
     "os_failure",
@@ -35,6 +37,15 @@ _FULL = (
     "the disk holding {path!r} is full; the write was undone and nothing of it was kept. "
     "Free some space and run it again."
 )
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with os.fdopen(open_file(path, os.O_RDONLY), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def sqlite_failure(path: str, exc: sqlite3.Error) -> VectorStoreError:

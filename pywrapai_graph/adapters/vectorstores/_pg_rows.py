@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from pywrapai_graph.adapters.vectorstores._exact_index import PreparedBatch, metadata_json
+from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lengths, write_postings
 from pywrapai_graph.adapters.vectorstores._pg_text import to_pg
+from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = ["copy_payload", "metadata_predicate", "write_chunks"]

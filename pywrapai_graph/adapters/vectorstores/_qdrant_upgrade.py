@@ -14,12 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pywrapai_graph.adapters.vectorstores._qdrant_points import SPARSE
+
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-__all__ = ["rebuild_with_sparse"]
+__all__ = ["UPGRADE_NEEDED", "rebuild_with_sparse"]
 
 _PAGE = 1000
+#: what a server collection of an earlier release says when asked for lexical search
+UPGRADE_NEEDED = (
+    "Qdrant collection {name!r} was created before lexical search was served by Qdrant "
+    "(it has no sparse vector {sparse!r}, and a server cannot add one while others may "
+    "write); re-create it: `pywrapai-graph store clear --yes`, then ingest again (or keep "
+    "mode='dense'). A local-mode folder is upgraded when a store opens it."
+).replace("{sparse!r}", repr(SPARSE))
 
 
 def rebuild_with_sparse(

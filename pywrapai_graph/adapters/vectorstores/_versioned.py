@@ -36,10 +36,9 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._exact_index import (
+from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
-    check_k,
     prepare_batch,
     prepare_query,
 )
@@ -64,7 +63,7 @@ from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, m
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.vector_store import check_document, check_embedder
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = [
     "ID_KEY",
@@ -194,8 +193,7 @@ class VersionedDocuments(BaseVectorStore):
     def atomic_documents(self) -> bool:
         return True
 
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        check_document(manifest, chunks)
+    def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         batch = prepare_batch(chunks, self._known_dim())
         with self._writing():
             recorded = self._recorded_embedder()
@@ -244,7 +242,7 @@ class VersionedDocuments(BaseVectorStore):
         for record in self._pending_records():
             self._clean(record)
 
-    def repair(self, *, older_than_s: float = 600.0) -> int:
+    def _repair(self, *, older_than_s: float = 600.0) -> int:
         """Remove the chunks of versions whose writer stopped mid-replace, beside live writers.
 
         Readers never see them, but they take room (and count in ``len``) until the
@@ -367,10 +365,9 @@ class VersionedDocuments(BaseVectorStore):
         return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []
 
     # ------------------------------------------------------------------ reads
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
         with self._lock:
             if self._known_dim() is None:
                 return []
@@ -391,14 +388,10 @@ class VersionedDocuments(BaseVectorStore):
                 return visible[:k]
         return []
 
-    def search_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         """One engine request for the batch, one record lookup for all its hits."""
-        k = check_k(k, filter)
         with self._lock:
             if self._known_dim() is None:
                 return [[] for _ in query_vectors]
@@ -420,12 +413,11 @@ class VersionedDocuments(BaseVectorStore):
     def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
         return lambda n: self._query(query, n, selector)
 
-    async def asearch(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    async def _asearch(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         if not self._native_async:
-            return await super().asearch(query_vector, k, filter)
-        k = check_k(k, filter)
+            return await super()._asearch(query_vector, k, filter)
         if self._known_dim() is None:
             return []
         query = prepare_query(query_vector, self._dim)
@@ -443,15 +435,11 @@ class VersionedDocuments(BaseVectorStore):
                 return visible[:k]
         return []
 
-    async def asearch_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
+    async def _asearch_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         if not self._native_async:
-            return await super().asearch_many(query_vectors, k, filter)
-        k = check_k(k, filter)
+            return await super()._asearch_many(query_vectors, k, filter)
         if self._known_dim() is None:
             return [[] for _ in query_vectors]
         queries = [prepare_query(q, self._dim) for q in query_vectors]

@@ -6,20 +6,15 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-from pywrapai_graph.adapters.vectorstores._exact_index import (
-    Matrix,
-    MatrixBulkStore,
-    prepare_batch,
-)
+from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
-from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, ExactSearch, Hits
+from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
+from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix, prepare_batch
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.vector_store import (
-    check_document,
     check_embedder,
-    check_ids,
 )
 
 __all__ = ["InMemoryVectorStore"]
@@ -61,7 +56,7 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         """Vector dimension, or None before the first add."""
         return self._index.dimension
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
+    def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._lock:
             batch = prepare_batch(chunks, self._index.dimension)
             self._index.upsert(batch)
@@ -71,7 +66,6 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
     ) -> int:
-        check_document(manifest, chunks)
         with self._lock:
             identity = check_embedder(self._embedder, manifest.embedder)
             batch = prepare_batch(chunks, self._index.dimension, vectors)
@@ -97,15 +91,14 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         return self._index.scored(hits)
 
-    def delete(self, ids: Sequence[str]) -> int:
-        wanted = check_ids(ids)
+    def _delete(self, ids: list[str]) -> int:
         with self._lock:
-            for i in wanted:
+            for i in ids:
                 if i in self._index:
                     self._manifests.pop(self._index.doc_of(i), None)
-            return self._index.remove(wanted)
+            return self._index.remove(ids)
 
-    def delete_by_doc(self, doc_id: str) -> int:
+    def _delete_by_doc(self, doc_id: str) -> int:
         with self._lock:
             self._manifests.pop(doc_id, None)
             return self._index.remove(self._index.ids_of_doc(doc_id))
@@ -119,7 +112,7 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     def __len__(self) -> int:
         return len(self._index)
 
-    def count(self, filter: MetadataFilter | None = None) -> int:
+    def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._lock:
             return self._index.count(filter)
 

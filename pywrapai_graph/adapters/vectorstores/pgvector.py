@@ -4,61 +4,46 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 import threading
-import weakref
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
-from pywrapai_graph.adapters.vectorstores._exact_index import (
-    PreparedBatch,
-    check_k,
-    prepare_batch,
-    prepare_query,
-)
-from pywrapai_graph.adapters.vectorstores._lexical_index import check_bm25
-from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
+from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import (
     QUERY_SETTINGS,
     bm25_query,
+    bm25_scores_query,
     lexical_tables,
     query_terms,
 )
-from pywrapai_graph.adapters.vectorstores._pg_rescoring import PGRescoring
-from pywrapai_graph.adapters.vectorstores._pg_rows import metadata_predicate, write_chunks
+from pywrapai_graph.adapters.vectorstores._pg_rows import (
+    metadata_predicate,
+    write_chunks,
+)
 from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
-    in_transaction,
     init_schema,
-    missing_right,
 )
 from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
+from pywrapai_graph.adapters.vectorstores._vector_batches import (
+    PreparedBatch,
+    prepare_batch,
+    prepare_query,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.checks import is_positive_int, is_text
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
     DocumentManifest,
     EmbedderIdentity,
     manifests_from_json,
 )
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    StorageFullError,
-    StoreBusyError,
-    StoreTimeoutError,
-    VectorStoreError,
-)
+from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
-from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
-from pywrapai_graph.redaction import redact, scrubbed
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["PGVectorStore"]
 
-_DISK_FULL = "53100"  # SQLSTATE disk_full
-_NO_PRIVILEGE = "42501"  # insufficient_privilege
-_CANCELED = "57014"  # query_canceled (statement_timeout)
 #: Server connections a store opens at most (threads and the async offload share them).
 DEFAULT_POOL_SIZE = 4
 #: How long a call waits for a pooled connection before StoreBusyError: a service sheds load
@@ -67,23 +52,6 @@ DEFAULT_POOL_TIMEOUT_MS = 5_000
 #: The server cancels a statement running longer; 30 s is far beyond any search or
 #: document write, and short enough for a request to fail while its client still waits.
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
-#: The client gives up this long after statement_timeout when the server has not answered
-#: (a stopped or unreachable server cancels nothing) and closes the connection.
-CLIENT_GRACE_S = 2.0
-#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
-#: that find a dead peer on an idle pooled connection in about a minute.
-_CONNECT_OPTIONS = {
-    "connect_timeout": 5,
-    "keepalives": 1,
-    "keepalives_idle": 30,
-    "keepalives_interval": 10,
-    "keepalives_count": 3,
-}
-
-T = TypeVar("T")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
-#: HNSW search breadth for this session: pgvector's default (40) loses recall.
-DEFAULT_EF_SEARCH = 200
 #: From this many rows a batch goes in with binary COPY instead of an INSERT.
 COPY_MIN_ROWS = 500
 
@@ -94,7 +62,7 @@ def _scored(row: Sequence[Any]) -> ScoredChunk:
     return ScoredChunk(chunk, min(float(row[4]), 1.0))
 
 
-class PGVectorStore(PGRescoring, BaseVectorStore):
+class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
@@ -149,9 +117,7 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
             raise ConfigurationError(
                 f"pool_timeout_ms must be a positive int or None, got {pool_timeout_ms!r}"
             )
-        self._pool_timeout: float | None = (
-            None if pool_timeout_ms is None else pool_timeout_ms / 1000
-        )
+        self._pool_timeout = None if pool_timeout_ms is None else pool_timeout_ms / 1000
         self._ef_search = ef_search
         self._lock = threading.RLock()
         self._bulk = 0
@@ -164,253 +130,6 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
             else:
                 self._guarded(lambda: check_schema(conn, self._sql, self._table, dim), "SELECT")
 
-    # ------------------------------------------------------------------ connection
-    def _prepare(
-        self,
-        dsn: str,
-        table_name: str,
-        dimension: int,
-        pool_size: int,
-        statement_timeout_ms: int | None,
-    ) -> None:
-        """Validate the arguments, load the driver and open the pool."""
-        if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
-            raise ConfigurationError(
-                f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
-                "underscores, starting with a letter or underscore (at most 51 characters)"
-            )
-        if not is_positive_int(dimension):
-            raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
-        refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
-        if not is_positive_int(pool_size):
-            raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
-        if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
-            raise ConfigurationError(
-                f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
-            )
-        self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
-        self._pool_mod = require("psycopg2.pool", "pgvector", "psycopg2-binary")
-        self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
-        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
-        self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
-        self._dsn = dsn
-        self._table = table_name
-        self._dim = dimension
-        self._ef_search = DEFAULT_EF_SEARCH
-        self._pool_size = pool_size
-        self._timeout_ms = statement_timeout_ms
-        self._pool_timeout = None  # init_schema's one connection waits as long as it takes
-        # the pool never blocks: the semaphore makes a thread wait for a free connection
-        self._slots = threading.BoundedSemaphore(pool_size)
-        self._configured: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._pool = self._open_pool()
-
-    def _secrets(self) -> list[str]:
-        """The DSN and the password inside it, whatever the form (URL or key=value)."""
-        secrets = [self._dsn]
-        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
-            password = self._pg.extensions.parse_dsn(self._dsn).get("password")
-            if password:
-                secrets.append(password)
-        return secrets
-
-    def _redact(self, text: str) -> str:
-        return redact(text, self._secrets())
-
-    def _location(self) -> str:
-        """The DSN without its password, for messages and the repr."""
-        return redact(self._dsn, self._secrets()[1:])
-
-    def _server(self) -> tuple[str, dict[str, Any]]:
-        """``host:port`` for messages (never the user or password), and connect() options."""
-        params: dict[str, str] = {}
-        with contextlib.suppress(Exception):
-            params = self._pg.extensions.parse_dsn(self._dsn)
-        host = params.get("host") or "localhost"
-        where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
-        # libpq waits forever by default; the DSN's own values win over ours
-        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
-        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
-            given = params.get("options", "")
-            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
-        return where, options
-
-    def _open_pool(self) -> Any:
-        _, options = self._server()
-        options["application_name"] = f"pywrapai-graph:{self._table}"
-        try:  # psycopg2 keeps at most minconn idle connections: keep them all
-            return self._pool_mod.ThreadedConnectionPool(
-                self._pool_size, self._pool_size, self._dsn, **options
-            )
-        except self._pg.Error as exc:
-            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
-
-    def _unreachable(self, exc: BaseException) -> VectorStoreError:
-        if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
-            message = self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
-            if reason_of(exc) == "timeout":  # connect_timeout: the server did not answer
-                return StoreTimeoutError(message)
-            return VectorStoreError(message)
-        return VectorStoreError(
-            f"invalid PostgreSQL connection string {self._location()!r}: "
-            f"{self._redact(str(exc).strip())}"
-        )
-
-    def _call_deadline(self) -> float | None:
-        """Seconds the client waits for one unit of work (None: no deadline)."""
-        return None if self._timeout_ms is None else self._timeout_ms / 1000 + CLIENT_GRACE_S
-
-    @contextlib.contextmanager
-    def _connection(self, *, deadline: bool = True) -> Iterator[Any]:
-        """A pooled connection for one unit of work, under the client-side deadline.
-
-        Raises:
-            StoreBusyError: every connection stayed in use past the pool timeout.
-            StoreTimeoutError: the server did not answer within the deadline.
-        """
-        if not self._slots.acquire(timeout=self._pool_timeout):
-            raise self._busy()
-        try:
-            with self._session(self._call_deadline() if deadline else None) as conn:
-                yield conn
-        finally:
-            self._slots.release()
-
-    @contextlib.contextmanager
-    def _session(self, seconds: float | None) -> Iterator[Any]:
-        armed: Watch = NEVER
-        try:
-            conn = self._pool.getconn()
-        except self._pg.Error as exc:
-            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
-        broken = False
-        try:
-            with watch(conn, seconds) as armed:
-                try:
-                    self._configure(conn)
-                except self._pg.Error as exc:
-                    broken = True
-                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
-                    raise failure from scrubbed(exc, self._secrets())
-                yield conn
-        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-            broken = True
-            if armed.fired:
-                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
-            raise
-        finally:
-            self._pool.putconn(conn, close=broken or bool(conn.closed))
-
-    def _configure(self, conn: Any) -> None:
-        """Session settings, once per pooled connection."""
-        if conn in self._configured:
-            return
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
-            with contextlib.suppress(self._pg.Error):
-                # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
-                cur.execute("SET hnsw.iterative_scan = relaxed_order")
-        with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
-            self._register(conn)
-        self._configured.add(conn)
-
-    def _busy(self) -> StoreBusyError:
-        return StoreBusyError(
-            f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
-            f"{self._server()[0]} stayed in use for {self._pool_timeout:g} s "
-            "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
-            "pg_stat_activity), or the load is more than store.pool_size connections serve; "
-            "nothing was done, retry later"
-        )
-
-    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
-        return StoreTimeoutError(
-            f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
-            f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
-            "the connection was closed. Check that the server is up, reachable and not "
-            "overloaded; a write that timed out may have been applied (retry it)"
-        )
-
-    def _ident(self, suffix: str = "") -> Any:
-        return self._sql.Identifier(self._table + suffix)
-
-    def _guarded(self, work: Callable[[], T], operation: str) -> T:
-        """``work()``, with a missing right reported as the right and how to grant it."""
-        try:
-            return work()
-        except self._pg.Error as exc:
-            if getattr(exc, "pgcode", None) == _NO_PRIVILEGE:
-                raise VectorStoreError(
-                    f"PostgreSQL refused {operation} on {self._table!r}: "
-                    f"{missing_right(exc, self._table, operation)}"
-                ) from scrubbed(exc, self._secrets())
-            raise VectorStoreError(
-                f"PostgreSQL error setting up table {self._table!r}: "
-                f"{self._redact(str(exc).strip())}"
-            ) from scrubbed(exc, self._secrets())
-
-    def _read(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
-        COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
-        return self._run(work, transaction=False)
-
-    def _run(
-        self,
-        work: Callable[[Any], T],
-        operation: str = "SELECT",
-        *,
-        transaction: bool = True,
-        deadline: bool = True,
-    ) -> T:
-        """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
-        is replaced once before an error is raised. ``deadline=False``: maintenance (an index
-        build) that may outlast the client deadline; its work lifts statement_timeout."""
-        for attempt in (1, 2):
-            try:
-                with self._connection(deadline=deadline) as conn, conn.cursor() as cur:
-                    if not transaction:
-                        return work(cur)
-                    return in_transaction(conn, cur, lambda: work(cur))
-            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
-                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
-            except self._pg.Error as exc:
-                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
-        code = getattr(exc, "pgcode", None)
-        if code == _DISK_FULL:  # the server names the file it could not extend
-            said = self._redact(str(getattr(getattr(exc, "diag", None), "message_primary", "")))
-            file = re.search(r'"([^"]+)"', said)
-            return StorageFullError(
-                f"the PostgreSQL server's disk is full (table {self._table!r}"
-                + (f"; the server said: {said}" if said else "")
-                + "); the transaction was rolled back. Free space on the server (the "
-                "tablespace holding that file) and run it again.",
-                path=file.group(1) if file else self._location(),
-            )
-        if code == _NO_PRIVILEGE:
-            return VectorStoreError(
-                f"PostgreSQL refused {operation} on {self._table!r}: "
-                f"{missing_right(exc, self._table, operation)}"
-            )
-        if code == _CANCELED and self._timeout_ms is not None:
-            return StoreTimeoutError(
-                f"a statement on table {self._table!r} ran longer than statement_timeout "
-                f"({self._timeout_ms} ms) and was cancelled; raise store.statement_timeout_ms "
-                "or narrow the query"
-            )
-        if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
-            return VectorStoreError(
-                f"lost the PostgreSQL connection to {self._location()!r}: "
-                f"{self._redact(str(exc).strip())}"
-            )
-        return VectorStoreError(
-            f"PostgreSQL error on table {self._table!r}: {self._redact(str(exc).strip())}"
-        )
-
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
         """Create the extension, table, indexes and schema-version row; run once as the owner.
@@ -421,15 +140,13 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
             ConfigurationError: another dimension, or a schema version newer than this release.
             VectorStoreError: the server cannot be reached, or a right is missing (named).
         """
-        store = cls.__new__(cls)
-        store._prepare(connection_string, table_name, dimension, 1, None)
-        try:
-            with store._connection(deadline=False) as conn:
-                return store._guarded(
-                    lambda: init_schema(conn, store._sql, table_name, dimension), "CREATE"
-                )
-        finally:
-            store._pool.closeall()
+        return cls._administer(
+            connection_string,
+            table_name,
+            dimension,
+            lambda conn, sql: init_schema(conn, sql, table_name, dimension),
+            "CREATE",
+        )
 
     @property
     def pool_size(self) -> int:
@@ -474,24 +191,6 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
             lambda conn, sql: grant_statements(conn, sql, table_name, reader, writer),
             "SELECT",
         )
-
-    @classmethod
-    def _administer(
-        cls,
-        connection_string: str,
-        table_name: str,
-        dimension: int,
-        work: Callable[[Any, Any], T],
-        operation: str,
-    ) -> T:
-        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
-        store = cls.__new__(cls)
-        store._prepare(connection_string, table_name, dimension, 1, None)
-        try:
-            with store._connection(deadline=False) as conn:  # an owner's one-off command
-                return store._guarded(lambda: work(conn, store._sql), operation)
-        finally:
-            store._pool.closeall()
 
     @property
     def atomic_documents(self) -> bool:
@@ -547,7 +246,7 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
             (doc_ids,),
         )
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
+    def _add(self, chunks: Sequence[Chunk]) -> None:
         batch = prepare_batch(chunks, self._dim)
         if not batch.ids:
             return
@@ -559,8 +258,7 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         with self._lock:
             self._run(work, "INSERT")
 
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        check_document(manifest, chunks)
+    def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         batch = prepare_batch(chunks, self._dim)
         sql = self._sql
         info = self._ident("__info")
@@ -633,10 +331,9 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
     def embedder_identity(self) -> EmbedderIdentity | None:
         return self._read(self._recorded)
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
         query = prepare_query(query_vector, self._dim)
         sql = self._sql
         where, filter_params = self._where(filter)
@@ -646,11 +343,7 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         ).format(t=self._ident(), w=where)
         params: list[Any] = [query, *filter_params, query, k]
 
-        def work(cur: Any) -> list[Any]:
-            cur.execute(statement, params)
-            return list(cur.fetchall())
-
-        hits = [_scored(r) for r in self._read(work)]
+        hits = [_scored(r) for r in self._rows(statement, params)]
         hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return hits
 
@@ -667,19 +360,11 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         """Lexical (BM25) search is available, computed by PostgreSQL."""
         return True
 
-    def lexical_search(
-        self,
-        query: str,
-        k: int = 4,
-        filter: MetadataFilter | None = None,
-        *,
-        k1: float = 1.2,
-        b: float = 0.75,
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
         """The ``k`` chunks whose text best matches ``query`` by BM25, best first: one
         statement whose cost follows the postings of the query's terms (``_pg_lexical``)."""
-        k = check_k(k, filter)
-        check_bm25(k1, b)
         terms, counts = query_terms(query)
         if not terms:
             return []
@@ -689,26 +374,40 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         )
         params: list[Any] = [counts, terms, terms, k1, k1, b, b, *filter_params, k]
 
-        def work(cur: Any) -> list[Any]:
-            cur.execute(statement, params)
-            return list(cur.fetchall())
-
         return [
             ScoredChunk(
                 Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]), float(r[4])
             )
-            for r in self._read(work)
+            for r in self._rows(statement, params)
         ]
 
-    def search_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
+    def _lexical_scores(
+        self, query: str, ids: list[str], *, k1: float, b: float
+    ) -> dict[str, float]:
+        """BM25 scores of the chunks ``ids`` that hold a query term: one statement reading
+        the postings of the query's terms only (``_pg_lexical.bm25_scores_query``)."""
+        terms, counts = query_terms(query)
+        if not terms or not ids:
+            return {}
+        statement = bm25_scores_query(self._sql, self._table)
+        params = [terms, terms, list(ids), counts, terms, k1, k1, b, b]
+        return {str(i): float(score) for i, score in self._rows(statement, params)}
+
+    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
+        """Cosines of the stored vectors of ``ids``: one statement by primary key."""
+        query = prepare_query(query_vector, self._dim)
+        if not ids:
+            return {}
+        statement = self._sql.SQL(
+            "SELECT id, 1 - (embedding <=> %s) FROM {t} WHERE id = ANY(%s)"
+        ).format(t=self._ident())
+        return {str(i): min(float(s), 1.0) for i, s in self._rows(statement, [query, list(ids)])}
+
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         """One statement for the batch: each query's nearest rows through a LATERAL join
         (the HNSW index serves each query as it serves :meth:`search`)."""
-        k = check_k(k, filter)
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
@@ -722,18 +421,14 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         ).format(t=self._ident(), w=where)
         params: list[Any] = [queries, *filter_params, k]
 
-        def work(cur: Any) -> list[Any]:
-            cur.execute(statement, params)
-            return list(cur.fetchall())
-
         out: list[list[ScoredChunk]] = [[] for _ in queries]
-        for r in self._read(work):
+        for r in self._rows(statement, params):
             out[int(r[0]) - 1].append(_scored(r[1:]))
         for hits in out:
             hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return out
 
-    def count(self, filter: MetadataFilter | None = None) -> int:
+    def _count(self, filter: MetadataFilter | None = None) -> int:
         where, params = self._where(filter)
         statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
 
@@ -743,16 +438,15 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
 
         return self._read(work)
 
-    def delete(self, ids: Sequence[str]) -> int:
-        wanted = check_ids(ids)
-        if not wanted:
+    def _delete(self, ids: list[str]) -> int:
+        if not ids:
             return 0
         statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
             t=self._ident()
         )
 
         def work(cur: Any) -> int:
-            cur.execute(statement, (wanted,))
+            cur.execute(statement, (ids,))
             docs = [r[0] for r in cur.fetchall()]
             self._forget(cur, sorted(set(docs)))
             return len(docs)
@@ -760,7 +454,7 @@ class PGVectorStore(PGRescoring, BaseVectorStore):
         with self._lock:
             return self._run(work, "DELETE")
 
-    def delete_by_doc(self, doc_id: str) -> int:
+    def _delete_by_doc(self, doc_id: str) -> int:
         statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
 
         def work(cur: Any) -> int:

@@ -14,24 +14,23 @@ from typing import Any
 
 import numpy as np
 
-from pywrapai_graph.adapters.vectorstores._exact_index import (
-    Matrix,
-    MatrixBulkStore,
-    PreparedBatch,
-    metadata_jsons,
-    prepare_batch,
-    stored_metadata,
-)
+from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
-from pywrapai_graph.adapters.vectorstores._matrix_index import ExactIndex, ExactSearch, Hits
+from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
+from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_jsons, stored_metadata
 from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
+from pywrapai_graph.adapters.vectorstores._vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_batch,
+)
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.vector_store import check_document, check_embedder, check_ids
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["SQLiteVectorStore"]
 
@@ -337,7 +336,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         """Drop the manifests of documents changed outside ``replace_document``."""
         conn.executemany(f'DELETE FROM "{self._docs}" WHERE doc_id = ?', [(d,) for d in doc_ids])
 
-    def add(self, chunks: Sequence[Chunk]) -> None:
+    def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._write() as after:
             batch = self._insert(self._conn, chunks)
             self._forget_docs(self._conn, {c.doc_id for c in batch.chunks})
@@ -346,7 +345,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
     ) -> int:
-        check_document(manifest, chunks)
         with self._write() as after:
             conn = self._conn
             recorded = self._recorded_embedder()
@@ -404,11 +402,10 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
     def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         return self._scored(hits)
 
-    def delete(self, ids: Sequence[str]) -> int:
-        wanted = check_ids(ids)
+    def _delete(self, ids: list[str]) -> int:
         with self._write() as after:
             conn = self._conn
-            present = [i for i in wanted if i in self._index]
+            present = [i for i in ids if i in self._index]
             docs: set[str] = set()
             for start in range(0, len(present), _DELETE_BATCH):
                 part = present[start : start + _DELETE_BATCH]
@@ -420,7 +417,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             after.append(partial(self._index.remove, present))
             return len(present)
 
-    def delete_by_doc(self, doc_id: str) -> int:
+    def _delete_by_doc(self, doc_id: str) -> int:
         with self._write() as after:
             ids = self._doc_ids(doc_id)
             self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
@@ -455,7 +452,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             self._sync()
             return len(self._index)
 
-    def count(self, filter: MetadataFilter | None = None) -> int:
+    def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._reading_index():
             return self._index.count(filter)
 

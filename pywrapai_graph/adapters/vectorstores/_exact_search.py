@@ -24,15 +24,14 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.adapters.vectorstores._exact_index import (
-    Matrix,
-    PreparedBatch,
-    check_k,
-    prepare_query,
-)
 from pywrapai_graph.adapters.vectorstores._metadata_columns import (
     MetadataColumns,
     MetadataSource,
+)
+from pywrapai_graph.adapters.vectorstores._vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidStateError
@@ -381,33 +380,28 @@ class ExactSearch(BaseVectorStore):
     def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         """The chunks of hit rows, with their scores, best first."""
 
-    def search(
-        self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        k = check_k(k, filter)
         with self._reading_index():
             if len(self._index) == 0:
                 return []
             query = prepare_query(query_vector, self._index.dimension)
             return self._scored_hits(self._index.search_rows(query, k, filter))
 
-    def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         with self._reading_index():
             if len(self._index) == 0:
                 return {}
             query = prepare_query(query_vector, self._index.dimension)
             return self._index.similarities(query, ids)
 
-    def search_many(
-        self,
-        query_vectors: Sequence[Sequence[float]],
-        k: int = 4,
-        filter: MetadataFilter | None = None,
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         """Search a batch of queries with one matrix product (with a filter: each alone)."""
         if filter:
-            return super().search_many(query_vectors, k, filter)
-        k = check_k(k)
+            return super()._search_many(query_vectors, k, filter)
         with self._reading_index():
             queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
             if not queries:

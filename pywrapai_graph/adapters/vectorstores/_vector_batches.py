@@ -1,168 +1,19 @@
-"""The shared kit of the vector stores: batch validation and normalisation, queries, k,
-metadata JSON and filters, and the float32 bulk path (the exact search is ExactIndex, in
-``_matrix_index``)."""
+"""A batch's vectors and a query, validated and normalised before any store writes or
+searches: the float32 rows every store keeps."""
 
 from __future__ import annotations
 
-import json
-from abc import abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.domain.manifest import DocumentManifest
-from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, VectorStoreError
-from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.ports.store_inputs import (
-    MAX_K,
-    check_filter,
-    check_k,
-    matches_filter,
-    same_value,
-)
-from pywrapai_graph.ports.vector_store import check_vectors
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
-__all__ = [
-    "MAX_K",
-    "MatrixBulkStore",
-    "PreparedBatch",
-    "check_filter",
-    "check_k",
-    "matches_filter",
-    "metadata_json",
-    "metadata_jsons",
-    "prepare_batch",
-    "prepare_query",
-    "same_value",
-    "stored_metadata",
-]
+__all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query"]
 
 Matrix = npt.NDArray[np.float32]
-
-
-#: One encoder for every chunk (``json.dumps`` with options builds a new one per call).
-_METADATA_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True)
-
-
-def _row_encoder() -> Callable[[Any], str]:
-    """``_METADATA_ENCODER.encode`` without its per-call set-up: the same C encoder with the
-    same options (so the same text, byte for byte), made once. No circular-reference
-    bookkeeping: checked metadata is flat (scalars and lists of scalars)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the encoder itself
-        return _METADATA_ENCODER.encode
-    encoder = _METADATA_ENCODER
-    pieces = make(
-        None,
-        encoder.default,
-        json.encoder.encode_basestring,
-        None,
-        encoder.key_separator,
-        encoder.item_separator,
-        encoder.sort_keys,
-        encoder.skipkeys,
-        encoder.allow_nan,
-    )
-    return lambda value: "".join(pieces(value, 0))
-
-
-_encode_row = _row_encoder()
-#: Values whose equal values have the same JSON text (not float: 0.0 == -0.0).
-_SAME_TEXT = frozenset({str, int, bool, type(None)})
-
-
-def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
-    """Each chunk's metadata as :func:`metadata_json` writes it, for a whole batch.
-
-    A document's chunks carry copies of its metadata: a run of equal metadata (same keys in
-    the same order, equal values of the same plain types) is encoded once.
-
-    Raises:
-        InvalidArgumentError: as :func:`metadata_json`.
-    """
-    out: list[str] = []
-    last: object = None
-    last_types: tuple[type, ...] = ()
-    encoded = ""
-    try:
-        for c in chunks:
-            metadata = c.metadata
-            if metadata is not last and not (
-                last_types
-                and metadata == last
-                and tuple(map(type, metadata.values())) == last_types
-            ):
-                encoded = _encode_row(metadata)
-                last = metadata
-                types = tuple(map(type, metadata.values()))
-                last_types = types if _SAME_TEXT.issuperset(types) else ()
-            out.append(encoded)
-    except (TypeError, ValueError):
-        for c in chunks:
-            metadata_json(c)  # raises, naming the chunk
-        raise
-    return out
-
-
-def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any]:
-    """A stored row's metadata JSON as a dict.
-
-    Raises:
-        VectorStoreError: the row holds something else (a row changed outside this library):
-            naming the chunk and ``where`` it is, and what to do.
-    """
-    try:
-        value = json.loads(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        value = None
-    if not isinstance(value, dict):
-        raise VectorStoreError(
-            f"chunk {chunk_id!r} in {where} has metadata that is not a JSON object (the row "
-            "was changed outside this library); delete the chunk (store.delete([id])) and "
-            "add it again"
-        )
-    return value
-
-
-def metadata_json(chunk: Chunk) -> str:
-    """The chunk's metadata as JSON, for stores that persist it.
-
-    Raises:
-        ValueError: naming the chunk, when the metadata is not JSON-serialisable.
-    """
-    try:
-        return _METADATA_ENCODER.encode(chunk.metadata)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(
-            f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
-            "use str, int, float, bool, None and flat lists of them"
-        ) from None
-
-
-class MatrixBulkStore(BaseVectorStore):
-    """A store whose document writes take the vectors as a float32 matrix (the bulk path).
-
-    ``replace_document`` (list embeddings) and ``replace_document_vectors`` (a float32
-    ``memoryview``) both end in ``_replace``, which gets the matrix or None.
-    """
-
-    def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        return self._replace(manifest, chunks, None)
-
-    def replace_document_vectors(
-        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
-    ) -> int:
-        check_vectors(chunks, vectors)
-        return self._replace(manifest, chunks, np.asarray(vectors))
-
-    @abstractmethod
-    def _replace(
-        self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
-    ) -> int:
-        """Make ``chunks`` the whole document; ``vectors`` (row i for chunk i) or None."""
 
 
 class PreparedBatch:
@@ -182,8 +33,8 @@ def prepare_batch(
     """Validate and normalise a batch's vectors before anything is written.
 
     The chunks themselves (types, Unicode, metadata values) were checked once already, by
-    the port's guard around the public method that calls this (``add``,
-    ``replace_document``, ``replace_document_vectors``: see ``ports.checked_methods``).
+    ``BaseVectorStore``'s public method whose primitive calls this (``add``,
+    ``replace_document``, ``replace_document_vectors``).
 
     With ``vectors`` (row ``i`` for ``chunks[i]``) the chunks' ``embedding`` is ignored and no
     Python float is built; otherwise the embeddings are converted once.

@@ -1,4 +1,4 @@
-"""An integrity record for a storage folder whose engine unpickles what it reads.
+"""Qdrant's seal: a record of a local-mode folder's files (its engine unpickles them).
 
 qdrant-client's local mode stores every point as a pickle in ``storage.sqlite`` and loads
 them all when a client opens the folder, so a planted or edited file runs code. We write a
@@ -21,7 +21,6 @@ refused as before. One :class:`SealedFolder` holds a folder at a time (a ``flock
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -30,10 +29,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
 from pywrapai_graph.adapters.vectorstores._no_follow import copy_file, open_file
 from pywrapai_graph.errors import ArgumentTypeError, StoreBusyError, VectorStoreError
 
-__all__ = ["RECORD_NAME", "SealedFolder", "file_sha256", "verify_folder", "write_record"]
+__all__ = ["RECORD_NAME", "SealedFolder", "verify_folder", "write_record"]
 
 RECORD_NAME = "pywrapai-integrity.json"
 _FORMAT = "pywrapai-folder-integrity/1"
@@ -44,15 +44,6 @@ _LOCK = ".pywrapai.lock"
 _IGNORED = frozenset({RECORD_NAME, ".lock", _LOCK})
 _OURS = frozenset({_ROLLBACK, _SNAPSHOT})  # top-level folders the client never reads
 _TEMP_PREFIX = ".integrity-"  # our own temp file, left behind only by a crash
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with os.fdopen(open_file(path, os.O_RDONLY), "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _digests(root: Path) -> dict[str, str]:

@@ -1,0 +1,141 @@
+"""The records collection of a Chroma store (``<collection>.docs``): each document's versions
+and manifest, the embedder and the BM25 length totals, with a one-value vector each.
+
+:class:`ChromaRecords` is the part of :class:`ChromaVectorStore` that reads and writes them,
+sync and (with a server) async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
+from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
+from pywrapai_graph.adapters.vectorstores._versioned import DocRecord
+from pywrapai_graph.domain.manifest import EmbedderIdentity
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.AsyncCollection import AsyncCollection
+
+__all__ = ["ChromaRecords"]
+
+_EMBEDDER = "e:embedder"
+_LENGTHS = "e:lengths"
+T = TypeVar("T")
+
+
+def _record(meta: Any) -> DocRecord:
+    return DocRecord(
+        str(meta["doc_id"]), str(meta["version"]), str(meta["manifest"]), str(meta["pending"])
+    )
+
+
+class ChromaRecords:
+    """Document records, the embedder and length totals in ``<collection>.docs``; the store
+    sets ``_client``, ``_name`` and ``_docs_handle``."""
+
+    _client: ClientAPI
+    _name: str
+    _docs_handle: FollowingHandle
+
+    if TYPE_CHECKING:  # the store's
+
+        def _errors(self) -> AbstractContextManager[None]: ...
+
+        async def _acall(
+            self, call: Callable[[AsyncCollection], Awaitable[T]], docs: bool = False
+        ) -> T: ...
+
+    @property
+    def _docs_name(self) -> str:
+        return f"{self._name}.docs"
+
+    def _open_docs(self) -> Any:
+        """The collection of document records (manifests, versions) and the embedder."""
+        return self._client.get_or_create_collection(self._docs_name, embedding_function=None)
+
+    @property
+    def _docs(self) -> Any:
+        """The records collection (document versions, manifests, the embedder)."""
+        return self._docs_handle
+
+    def _record_id(self, doc_id: str) -> str:
+        return "d:" + doc_id
+
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        if not doc_ids:
+            return {}
+        with self._errors():
+            got = self._docs.get(ids=[self._record_id(d) for d in doc_ids], include=["metadatas"])
+        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+
+    def _pending_records(self) -> list[DocRecord]:
+        with self._errors():
+            got = self._docs.get(where={"pending": {"$ne": ""}}, include=["metadatas"])
+        return [
+            _record(m)
+            for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
+            if i[:2] == "d:"
+        ]
+
+    def _now_ns(self) -> int:
+        """The Chroma server's clock (its heartbeat), so repairs age versions alike."""
+        with self._errors():
+            return int(self._client.heartbeat())
+
+    def _put_record(self, record: DocRecord) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[self._record_id(record.doc_id)],
+                embeddings=[[1.0]],
+                metadatas=[
+                    {
+                        "doc_id": record.doc_id,
+                        "version": record.version,
+                        "manifest": record.manifest,
+                        "pending": record.pending,
+                    }
+                ],
+            )
+
+    def _drop_records(self, doc_ids: Sequence[str]) -> None:
+        with self._errors():
+            self._docs.delete(ids=[self._record_id(d) for d in doc_ids])
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        with self._errors():
+            got = self._docs.get(ids=[_EMBEDDER], include=["metadatas"])
+        metas = got["metadatas"] or []
+        return EmbedderIdentity.from_json(str(metas[0]["embedder"])) if metas else None
+
+    def _put_embedder(self, identity: EmbedderIdentity) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[_EMBEDDER],
+                embeddings=[[1.0]],
+                metadatas=[{"embedder": identity.to_json(), "pending": ""}],
+            )
+
+    def _length_totals(self) -> LengthTotals:
+        with self._errors():
+            metas = self._docs.get(ids=[_LENGTHS], include=["metadatas"])["metadatas"] or []
+        got = metas[0] if metas else {}
+        return LengthTotals(int(got.get("tokens", 0) or 0), int(got.get("chunks", 0) or 0))
+
+    def _put_length_totals(self, totals: LengthTotals) -> None:
+        with self._errors():
+            self._docs.upsert(
+                ids=[_LENGTHS],
+                embeddings=[[1.0]],
+                metadatas=[{"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}],
+            )
+
+    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        if not doc_ids:
+            return {}
+        ids = [self._record_id(d) for d in doc_ids]
+        got = await self._acall(lambda c: c.get(ids=ids, include=["metadatas"]), docs=True)
+        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}

@@ -1,0 +1,112 @@
+"""Chunk metadata as JSON text, for the stores that persist it (one encoder, the same bytes
+on every store), and stored JSON read back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
+
+__all__ = ["metadata_json", "metadata_jsons", "stored_metadata"]
+
+
+#: One encoder for every chunk (``json.dumps`` with options builds a new one per call).
+_METADATA_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True)
+
+
+def _row_encoder() -> Callable[[Any], str]:
+    """``_METADATA_ENCODER.encode`` without its per-call set-up: the same C encoder with the
+    same options (so the same text, byte for byte), made once. No circular-reference
+    bookkeeping: checked metadata is flat (scalars and lists of scalars)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the encoder itself
+        return _METADATA_ENCODER.encode
+    encoder = _METADATA_ENCODER
+    pieces = make(
+        None,
+        encoder.default,
+        json.encoder.encode_basestring,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+    return lambda value: "".join(pieces(value, 0))
+
+
+_encode_row = _row_encoder()
+#: Values whose equal values have the same JSON text (not float: 0.0 == -0.0).
+_SAME_TEXT = frozenset({str, int, bool, type(None)})
+
+
+def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
+    """Each chunk's metadata as :func:`metadata_json` writes it, for a whole batch.
+
+    A document's chunks carry copies of its metadata: a run of equal metadata (same keys in
+    the same order, equal values of the same plain types) is encoded once.
+
+    Raises:
+        InvalidArgumentError: as :func:`metadata_json`.
+    """
+    out: list[str] = []
+    last: object = None
+    last_types: tuple[type, ...] = ()
+    encoded = ""
+    try:
+        for c in chunks:
+            metadata = c.metadata
+            if metadata is not last and not (
+                last_types
+                and metadata == last
+                and tuple(map(type, metadata.values())) == last_types
+            ):
+                encoded = _encode_row(metadata)
+                last = metadata
+                types = tuple(map(type, metadata.values()))
+                last_types = types if _SAME_TEXT.issuperset(types) else ()
+            out.append(encoded)
+    except (TypeError, ValueError):
+        for c in chunks:
+            metadata_json(c)  # raises, naming the chunk
+        raise
+    return out
+
+
+def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any]:
+    """A stored row's metadata JSON as a dict.
+
+    Raises:
+        VectorStoreError: the row holds something else (a row changed outside this library):
+            naming the chunk and ``where`` it is, and what to do.
+    """
+    try:
+        value = json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, dict):
+        raise VectorStoreError(
+            f"chunk {chunk_id!r} in {where} has metadata that is not a JSON object (the row "
+            "was changed outside this library); delete the chunk (store.delete([id])) and "
+            "add it again"
+        )
+    return value
+
+
+def metadata_json(chunk: Chunk) -> str:
+    """The chunk's metadata as JSON, for stores that persist it.
+
+    Raises:
+        ValueError: naming the chunk, when the metadata is not JSON-serialisable.
+    """
+    try:
+        return _METADATA_ENCODER.encode(chunk.metadata)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
+            "use str, int, float, bool, None and flat lists of them"
+        ) from None

@@ -1,0 +1,334 @@
+"""The PostgreSQL connections of :class:`PGVectorStore`: a bounded pool, a deadline on every
+unit of work, session settings, and the driver's errors turned into ours (a disk full, a
+missing right, a timeout, an unreachable server), never showing the DSN's password.
+
+:class:`PGConnection` is that half of the store: :meth:`_prepare` (validate the arguments,
+load the driver, open the pool), :meth:`_run` (one transaction, a dropped connection
+replaced once) and :meth:`_read` (one statement in autocommit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
+from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
+from pywrapai_graph.adapters.vectorstores._pg_schema import in_transaction, missing_right
+from pywrapai_graph.domain.checks import is_positive_int, is_text
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    StorageFullError,
+    StoreBusyError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
+from pywrapai_graph.redaction import redact, scrubbed
+
+__all__ = ["CLIENT_GRACE_S", "DEFAULT_EF_SEARCH", "PGConnection", "T"]
+
+_DISK_FULL = "53100"  # SQLSTATE disk_full
+_NO_PRIVILEGE = "42501"  # insufficient_privilege
+_CANCELED = "57014"  # query_canceled (statement_timeout)
+#: The client gives up this long after statement_timeout when the server has not answered
+#: (a stopped or unreachable server cancels nothing) and closes the connection.
+CLIENT_GRACE_S = 2.0
+#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
+#: that find a dead peer on an idle pooled connection in about a minute.
+_CONNECT_OPTIONS = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+T = TypeVar("T")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
+#: HNSW search breadth for this session: pgvector's default (40) loses recall.
+DEFAULT_EF_SEARCH = 200
+
+
+class PGConnection:
+    """Connections, deadlines and error translation for a PostgreSQL store (see the module
+    docstring); the store calls :meth:`_prepare` first and sets ``_ef_search``."""
+
+    def _prepare(
+        self,
+        dsn: str,
+        table_name: str,
+        dimension: int,
+        pool_size: int,
+        statement_timeout_ms: int | None,
+    ) -> None:
+        """Validate the arguments, load the driver and open the pool."""
+        if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
+            raise ConfigurationError(
+                f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
+                "underscores, starting with a letter or underscore (at most 51 characters)"
+            )
+        if not is_positive_int(dimension):
+            raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
+        if not is_positive_int(pool_size):
+            raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
+        if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
+            raise ConfigurationError(
+                f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
+            )
+        self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
+        self._pool_mod = require("psycopg2.pool", "pgvector", "psycopg2-binary")
+        self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
+        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
+        self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
+        self._dsn = dsn
+        self._table = table_name
+        self._dim = dimension
+        self._ef_search = DEFAULT_EF_SEARCH
+        self._pool_size = pool_size
+        self._timeout_ms = statement_timeout_ms
+        self._pool_timeout: float | None = (
+            None  # init_schema's one connection waits as long as it takes
+        )
+        # the pool never blocks: the semaphore makes a thread wait for a free connection
+        self._slots = threading.BoundedSemaphore(pool_size)
+        self._configured: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._pool = self._open_pool()
+
+    def _secrets(self) -> list[str]:
+        """The DSN and the password inside it, whatever the form (URL or key=value)."""
+        secrets = [self._dsn]
+        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
+            password = self._pg.extensions.parse_dsn(self._dsn).get("password")
+            if password:
+                secrets.append(password)
+        return secrets
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._secrets())
+
+    def _location(self) -> str:
+        """The DSN without its password, for messages and the repr."""
+        return redact(self._dsn, self._secrets()[1:])
+
+    def _server(self) -> tuple[str, dict[str, Any]]:
+        """``host:port`` for messages (never the user or password), and connect() options."""
+        params: dict[str, str] = {}
+        with contextlib.suppress(Exception):
+            params = self._pg.extensions.parse_dsn(self._dsn)
+        host = params.get("host") or "localhost"
+        where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
+        # libpq waits forever by default; the DSN's own values win over ours
+        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
+        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
+            given = params.get("options", "")
+            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
+        return where, options
+
+    def _open_pool(self) -> Any:
+        _, options = self._server()
+        options["application_name"] = f"pywrapai-graph:{self._table}"
+        try:  # psycopg2 keeps at most minconn idle connections: keep them all
+            return self._pool_mod.ThreadedConnectionPool(
+                self._pool_size, self._pool_size, self._dsn, **options
+            )
+        except self._pg.Error as exc:
+            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+
+    def _unreachable(self, exc: BaseException) -> VectorStoreError:
+        if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
+            message = self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
+            if reason_of(exc) == "timeout":  # connect_timeout: the server did not answer
+                return StoreTimeoutError(message)
+            return VectorStoreError(message)
+        return VectorStoreError(
+            f"invalid PostgreSQL connection string {self._location()!r}: "
+            f"{self._redact(str(exc).strip())}"
+        )
+
+    def _call_deadline(self) -> float | None:
+        """Seconds the client waits for one unit of work (None: no deadline)."""
+        return None if self._timeout_ms is None else self._timeout_ms / 1000 + CLIENT_GRACE_S
+
+    @contextlib.contextmanager
+    def _connection(self, *, deadline: bool = True) -> Iterator[Any]:
+        """A pooled connection for one unit of work, under the client-side deadline.
+
+        Raises:
+            StoreBusyError: every connection stayed in use past the pool timeout.
+            StoreTimeoutError: the server did not answer within the deadline.
+        """
+        if not self._slots.acquire(timeout=self._pool_timeout):
+            raise self._busy()
+        try:
+            with self._session(self._call_deadline() if deadline else None) as conn:
+                yield conn
+        finally:
+            self._slots.release()
+
+    @contextlib.contextmanager
+    def _session(self, seconds: float | None) -> Iterator[Any]:
+        armed: Watch = NEVER
+        try:
+            conn = self._pool.getconn()
+        except self._pg.Error as exc:
+            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+        broken = False
+        try:
+            with watch(conn, seconds) as armed:
+                try:
+                    self._configure(conn)
+                except self._pg.Error as exc:
+                    broken = True
+                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
+                    raise failure from scrubbed(exc, self._secrets())
+                yield conn
+        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+            broken = True
+            if armed.fired:
+                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
+            raise
+        finally:
+            self._pool.putconn(conn, close=broken or bool(conn.closed))
+
+    def _configure(self, conn: Any) -> None:
+        """Session settings, once per pooled connection."""
+        if conn in self._configured:
+            return
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+            with contextlib.suppress(self._pg.Error):
+                # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                cur.execute("SET hnsw.iterative_scan = relaxed_order")
+        with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
+            self._register(conn)
+        self._configured.add(conn)
+
+    def _busy(self) -> StoreBusyError:
+        return StoreBusyError(
+            f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
+            f"{self._server()[0]} stayed in use for {self._pool_timeout:g} s "
+            "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
+            "pg_stat_activity), or the load is more than store.pool_size connections serve; "
+            "nothing was done, retry later"
+        )
+
+    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
+            f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
+            "the connection was closed. Check that the server is up, reachable and not "
+            "overloaded; a write that timed out may have been applied (retry it)"
+        )
+
+    def _ident(self, suffix: str = "") -> Any:
+        return self._sql.Identifier(self._table + suffix)
+
+    def _guarded(self, work: Callable[[], T], operation: str) -> T:
+        """``work()``, with a missing right reported as the right and how to grant it."""
+        try:
+            return work()
+        except self._pg.Error as exc:
+            if getattr(exc, "pgcode", None) == _NO_PRIVILEGE:
+                raise VectorStoreError(
+                    f"PostgreSQL refused {operation} on {self._table!r}: "
+                    f"{missing_right(exc, self._table, operation)}"
+                ) from scrubbed(exc, self._secrets())
+            raise VectorStoreError(
+                f"PostgreSQL error setting up table {self._table!r}: "
+                f"{self._redact(str(exc).strip())}"
+            ) from scrubbed(exc, self._secrets())
+
+    def _read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
+        COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
+        return self._run(work, transaction=False)
+
+    def _rows(self, statement: Any, params: list[Any]) -> list[Any]:
+        """The rows of one statement (:meth:`_read`)."""
+
+        def work(cur: Any) -> list[Any]:
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+        return self._read(work)
+
+    def _run(
+        self,
+        work: Callable[[Any], T],
+        operation: str = "SELECT",
+        *,
+        transaction: bool = True,
+        deadline: bool = True,
+    ) -> T:
+        """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
+        is replaced once before an error is raised. ``deadline=False``: maintenance (an index
+        build) that may outlast the client deadline; its work lifts statement_timeout."""
+        for attempt in (1, 2):
+            try:
+                with self._connection(deadline=deadline) as conn, conn.cursor() as cur:
+                    if not transaction:
+                        return work(cur)
+                    return in_transaction(conn, cur, lambda: work(cur))
+            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
+                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+            except self._pg.Error as exc:
+                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
+        code = getattr(exc, "pgcode", None)
+        if code == _DISK_FULL:  # the server names the file it could not extend
+            said = self._redact(str(getattr(getattr(exc, "diag", None), "message_primary", "")))
+            file = re.search(r'"([^"]+)"', said)
+            return StorageFullError(
+                f"the PostgreSQL server's disk is full (table {self._table!r}"
+                + (f"; the server said: {said}" if said else "")
+                + "); the transaction was rolled back. Free space on the server (the "
+                "tablespace holding that file) and run it again.",
+                path=file.group(1) if file else self._location(),
+            )
+        if code == _NO_PRIVILEGE:
+            return VectorStoreError(
+                f"PostgreSQL refused {operation} on {self._table!r}: "
+                f"{missing_right(exc, self._table, operation)}"
+            )
+        if code == _CANCELED and self._timeout_ms is not None:
+            return StoreTimeoutError(
+                f"a statement on table {self._table!r} ran longer than statement_timeout "
+                f"({self._timeout_ms} ms) and was cancelled; raise store.statement_timeout_ms "
+                "or narrow the query"
+            )
+        if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
+            return VectorStoreError(
+                f"lost the PostgreSQL connection to {self._location()!r}: "
+                f"{self._redact(str(exc).strip())}"
+            )
+        return VectorStoreError(
+            f"PostgreSQL error on table {self._table!r}: {self._redact(str(exc).strip())}"
+        )
+
+    @classmethod
+    def _administer(
+        cls,
+        connection_string: str,
+        table_name: str,
+        dimension: int,
+        work: Callable[[Any, Any], T],
+        operation: str,
+    ) -> T:
+        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
+        store = cls.__new__(cls)
+        store._prepare(connection_string, table_name, dimension, 1, None)
+        try:
+            with store._connection(deadline=False) as conn:  # an owner's one-off command
+                return store._guarded(lambda: work(conn, store._sql), operation)
+        finally:
+            store._pool.closeall()
