@@ -18,7 +18,6 @@ from tests.integration.llama_server import ALIAS, LlamaServer
 pytestmark = pytest.mark.integration
 
 
-
 @pytest.fixture(scope="module")
 def llama() -> Iterator[LlamaServer]:
     with LlamaServer() as server:
@@ -36,17 +35,21 @@ def smol(server: LlamaServer) -> dict[str, object]:
     }
 
 
+def anthropic_then_smol(primary: AnthropicWire, llama: LlamaServer) -> LLM:
+    return LLM(
+        provider="anthropic",
+        model="claude-haiku-4-5",
+        base_url=primary.url,
+        api_key="sk-ant-test",
+        max_retries=0,
+        fallbacks=[smol(llama)],
+    )
+
+
 def test_an_overloaded_primary_falls_back_to_llama_cpp(llama: LlamaServer) -> None:
     with AnthropicWire() as primary:
         primary.fail(529, "overloaded")
-        llm = LLM(
-            provider="anthropic",
-            model="claude-haiku-4-5",
-            base_url=primary.url,
-            api_key="sk-ant-test",
-            max_retries=0,
-            fallbacks=[smol(llama)],
-        )
+        llm = anthropic_then_smol(primary, llama)
         response = llm.chat("Say hello.", max_tokens=8)
         llm.close()
     assert response.content.strip()
@@ -79,14 +82,7 @@ def test_an_unreachable_primary_streams_from_llama_cpp(llama: LlamaServer) -> No
 def test_async_calls_fall_back_to_llama_cpp(llama: LlamaServer) -> None:
     with AnthropicWire() as primary:
         primary.fail(429, "slow down").fail(503, "down")
-        llm = LLM(
-            provider="anthropic",
-            model="claude-haiku-4-5",
-            base_url=primary.url,
-            api_key="sk-ant-test",
-            max_retries=0,
-            fallbacks=[smol(llama)],
-        )
+        llm = anthropic_then_smol(primary, llama)
 
         async def run() -> tuple[str, str]:
             try:
