@@ -131,6 +131,13 @@ class ProviderLimiter:
         """Requests admitted and not yet released."""
         return self._in_flight
 
+    @property
+    def tokens_in_window(self) -> int:
+        """The tokens the requests of the current 60 s window count for."""
+        with self._lock:
+            self._expire(self._clock.now())
+            return self._window_tokens
+
     # ------------------------------------------------------------------ the books
     def _expire(self, now: float) -> None:
         window = self._window

@@ -364,3 +364,22 @@ def test_limits_come_from_the_configuration() -> None:
         assert llm.limiter.limits == Limits(requests_per_minute=100, max_in_flight=4)
     with pytest.raises(ConfigurationError, match="limits"):
         load_settings({"limits": {"openai": {"requests_per_minute": 0}}})
+
+
+def test_a_stream_holds_its_slot_until_it_ends_or_is_closed() -> None:
+    limiter = ProviderLimiter(Limits(max_in_flight=1, tokens_per_minute=1000), clock=ManualClock())
+    with OpenAIWire(responder=lambda request: "one two three four") as wire:
+        llm = LLM(provider="openai", base_url=wire.base_url, api_key="sk-s", limits=limiter)
+        stream = llm.stream("Hi")
+        assert limiter.in_flight == 0  # nothing is sent before the first piece is asked for
+        next(stream)
+        assert limiter.in_flight == 1
+        stream.close()
+        assert limiter.in_flight == 0
+        whole = llm.stream("Hi")
+        assert whole.text() == "one two three four"
+        assert limiter.in_flight == 0
+        llm.close()
+    # the closed stream counts for its estimate (1 token of "Hi": no usage had arrived), the
+    # finished one for the tokens the server reported
+    assert limiter.tokens_in_window == 1 + whole.response.usage.total_tokens
