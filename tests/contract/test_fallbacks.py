@@ -307,8 +307,8 @@ def test_a_stream_that_fails_after_its_first_token_never_moves_on() -> None:
     """The caller has text in hand: a second model's answer would not continue it."""
     with OllamaWire() as wire, OpenAIWire() as backup:
         # Ollama's first line carries text; the read timeout fires before the second one
-        wire.pace(3.0).reply("first piece, then silence")
-        llm = chain("ollama", wire, backup, timeout=0.5)
+        wire.pace(8.0).reply("first piece, then silence")
+        llm = chain("ollama", wire, backup, timeout=2.0)
         received: list[str] = []
         with pytest.raises(ProviderTimeoutError):
             received.extend(llm.stream("Hi"))
@@ -320,8 +320,8 @@ def test_a_stream_that_fails_after_its_first_token_never_moves_on() -> None:
 
 def test_an_async_stream_that_fails_after_its_first_token_never_moves_on() -> None:
     with OllamaWire() as wire, OpenAIWire() as backup:
-        wire.pace(3.0).reply("first piece, then silence")
-        llm = chain("ollama", wire, backup, timeout=0.5)
+        wire.pace(8.0).reply("first piece, then silence")
+        llm = chain("ollama", wire, backup, timeout=2.0)
         received: list[str] = []
 
         async def run() -> None:
