@@ -26,6 +26,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   │   ├── ProviderTimeoutError (TimeoutError, OSError)
     │   │   ├── ProviderUnavailableError
     │   │   └── RateLimitError
+    │   │       └── LimitWaitError
     │   ├── ResponseFormatError (ValueError)
     │   │   └── StructuredOutputError
     │   ├── ToolExecutionError
@@ -74,6 +75,7 @@ __all__ = [
     "InputNotFoundError",
     "InvalidArgumentError",
     "InvalidStateError",
+    "LimitWaitError",
     "MissingExtraError",
     "OverloadedError",
     "PromptNotFoundError",
@@ -245,6 +247,12 @@ class RateLimitError(ProviderError):
     ) -> None:
         super().__init__(message, provider=provider, status_code=status_code)
         self.retry_after = retry_after
+
+
+class LimitWaitError(RateLimitError):
+    """Our own client-side limits (``Limits``) would make this call wait longer than their
+    ``max_wait_s``: it was not sent. ``retry_after`` is the wait it would have needed, when
+    known. A fallback chain moves on to its next model, as on the provider's own 429."""
 
 
 class ProviderTimeoutError(ProviderError, TimeoutError):

@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pywrapai_graph.application.embed_texts import EmbedTexts
+from pywrapai_graph.application.limited_models import LimitedEmbeddingProvider
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
+from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.providers import EMBEDDING_PROVIDERS, make_embedding_provider
+from pywrapai_graph.composition.shared_limits import LimitsArg, limit_embeddings
 from pywrapai_graph.ports.embedder import AsyncEmbeddingModel, MatrixEmbeddingModel
 from pywrapai_graph.ports.embedding_provider import (
     AsyncEmbeddingProvider,
@@ -39,6 +42,8 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         batch_size: at most this many texts per request (capped by the provider's limit).
         tracker: share a TokenTracker (e.g. the LLM's, for one ledger); a new one by default.
         hooks: observability hooks told about every request (``on_llm_call``).
+        limits: client-side ``Limits`` shared with every ``LLM`` and ``Embedder`` of the
+            process naming the same provider and key (see ``LLM``).
         **options: adapter options (``api_key``, ``base_url``, ``timeout``, ...).
 
     Raises:
@@ -55,11 +60,13 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         tracker: TokenTracker | None = None,
         prices: PriceTable | None = None,
         hooks: Sequence[Hooks] | None = None,
+        limits: LimitsArg = None,
         **options: Any,
     ) -> None:
-        self._adapter = (
+        adapter = (
             make_embedding_provider(provider, options) if isinstance(provider, str) else provider
         )
+        self._adapter = limit_embeddings(adapter, options, limits)
         self._embed = EmbedTexts(
             self._adapter,
             model or self._adapter.default_model,
@@ -72,6 +79,13 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
     def provider(self) -> str:
         """The provider name."""
         return self._adapter.provider
+
+    @property
+    def limiter(self) -> ProviderLimiter | None:
+        """The client-side limiter this embedder's requests take their turn from (None: no
+        limits)."""
+        adapter = self._adapter
+        return adapter.limiter if isinstance(adapter, LimitedEmbeddingProvider) else None
 
     @property
     def model(self) -> str:

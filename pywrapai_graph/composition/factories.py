@@ -88,9 +88,14 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
         hooks=hooks,
         generation=s.generation(),
         fallbacks=[
-            {"provider": f.provider, **_options(model=f.model), **_connection(f)}
+            {
+                "provider": f.provider,
+                **_options(model=f.model, limits=settings.limits.of(f.provider)),
+                **_connection(f),
+            }
             for f in s.fallbacks
         ],
+        limits=settings.limits.of(s.provider),
         **_connection(s),
     )
 
@@ -121,6 +126,7 @@ def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> E
         model=s.model,
         tracker=ledger,
         hooks=hooks,
+        limits=settings.limits.of(s.provider),
         **_options(api_key=_secret(s.api_key), base_url=s.base_url),
     )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pywrapai_graph.application.fallbacks import ModelTarget
 from pywrapai_graph.composition.providers import make_chat_model
+from pywrapai_graph.composition.shared_limits import limit_chat_model
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import ChatModel
 
@@ -33,13 +34,14 @@ def _from_mapping(i: int, spec: Mapping[str, Any]) -> ChatModel:
     model = options.pop("model", None)
     if model is not None and not isinstance(model, str):
         raise ArgumentTypeError(f"fallbacks[{i}]['model'] must be a model name (str)")
-    return make_chat_model(provider, model, options)
+    limits = options.pop("limits", None)
+    return limit_chat_model(make_chat_model(provider, model, options), options, limits)
 
 
 def fallback_targets(fallbacks: Sequence[object] | None) -> FallbackTargets:
     """Each fallback as a :class:`ModelTarget`, in order: an ``LLM`` (its adapter and model),
     a ``ChatModel`` (its default model), or a mapping ``{"provider": ..., "model": ...,
-    **adapter options}`` (the configuration form; its adapter is built here).
+    "limits": ..., **adapter options}`` (the configuration form; its adapter is built here).
 
     Raises:
         ArgumentTypeError: an entry that is neither an ``LLM``, a ``ChatModel`` nor a mapping.

@@ -9,11 +9,14 @@ from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.call_model import CallModel
 from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
+from pywrapai_graph.application.limited_models import LimitedChatModel
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
+from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.fallback_models import fallback_targets
 from pywrapai_graph.composition.providers import make_chat_model
+from pywrapai_graph.composition.shared_limits import LimitsArg, limit_chat_model
 from pywrapai_graph.domain import (
     ChatRequest,
     GenerationOptions,
@@ -61,6 +64,10 @@ class LLM:
             a ``ChatModel`` or a mapping ``{"provider": ..., "model": ..., **options}``.
             The response and its ledger record name the models that failed
             (``fallback_from``); the one that answered is ``response.provider/.model``.
+        limits: client-side :class:`~pywrapai_graph.domain.Limits` (requests and tokens per
+            minute, requests in flight, the longest wait) — one budget shared by every
+            ``LLM`` and ``Embedder`` of the process naming the same provider and key — or a
+            ``ProviderLimiter`` to share explicitly.
         **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
             ``max_retries`` (never shown in reprs or errors).
 
@@ -81,16 +88,18 @@ class LLM:
         hooks: Sequence[Hooks] | None = None,
         generation: GenerationParams | None = None,
         fallbacks: Sequence[LLM | ChatModel | Mapping[str, Any]] | None = None,
+        limits: LimitsArg = None,
         **options: Any,
     ) -> None:
         if isinstance(provider, str):
-            self._chat_model = make_chat_model(provider, model, options)
+            chat_model = make_chat_model(provider, model, options)
         else:
             if options:
                 raise ArgumentTypeError(
                     f"adapter options {sorted(options)} only apply when provider is a name"
                 )
-            self._chat_model = provider
+            chat_model = provider
+        self._chat_model = limit_chat_model(chat_model, options, limits)
         self._model = model or self._chat_model.default_model
         self._generation = generation or GenerationParams()
         self._system_prompt = system_prompt
@@ -140,6 +149,12 @@ class LLM:
     def chat_model(self) -> ChatModel:
         """The adapter behind this facade."""
         return self._chat_model
+
+    @property
+    def limiter(self) -> ProviderLimiter | None:
+        """The client-side limiter this LLM's calls take their turn from (None: no limits)."""
+        model = self._chat_model
+        return model.limiter if isinstance(model, LimitedChatModel) else None
 
     @property
     def fallbacks(self) -> tuple[str, ...]:

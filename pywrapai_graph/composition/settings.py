@@ -26,6 +26,7 @@ from pydantic import (
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.environment import environment_values, with_environment
+from pywrapai_graph.composition.limit_settings import LimitsSection
 from pywrapai_graph.composition.mcp_settings import MCPSettings
 from pywrapai_graph.composition.providers import (
     CHAT_PROVIDERS,
@@ -326,6 +327,8 @@ class Settings(BaseModel):
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
     mcp: MCPSettings = MCPSettings()
+    #: client-side limits per provider (``limits: {openai: {requests_per_minute: 500}}``)
+    limits: LimitsSection = LimitsSection()
     rag_k: int = Field(default=4, ge=1)
     embed_concurrency: int = Field(
         default=4,

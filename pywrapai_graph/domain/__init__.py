@@ -15,6 +15,7 @@ from pywrapai_graph.domain.generation import (
     GenerationParams,
     UnsupportedParameterWarning,
 )
+from pywrapai_graph.domain.limits import Limits
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
@@ -35,6 +36,7 @@ __all__ = [
     "ImagePart",
     "InjectedChunk",
     "LLMResponse",
+    "Limits",
     "Message",
     "Part",
     "ResponseFormat",

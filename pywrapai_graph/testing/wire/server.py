@@ -186,6 +186,8 @@ class WireServer:
         self._gates: dict[str, tuple[int, float]] = {}
         #: the most requests of each kind ("chat", "embeddings") that were open at once
         self.peak_in_flight: dict[str, int] = {}
+        #: the most requests of any kinds that were open at once
+        self.peak_in_flight_total = 0
 
     # ------------------------------------------------------------------ script
     def reply(self, *replies: ScriptedReply | str) -> Self:
@@ -263,6 +265,8 @@ class WireServer:
             open_now = self._in_flight.get(kind, 0) + 1
             self._in_flight[kind] = open_now
             self.peak_in_flight[kind] = max(self.peak_in_flight.get(kind, 0), open_now)
+            total = sum(self._in_flight.values())
+            self.peak_in_flight_total = max(self.peak_in_flight_total, total)
             self._traffic.notify_all()
             gate = self._gates.get(kind)
             if gate is not None:

@@ -1,0 +1,276 @@
+"""ProviderLimiter: requests and tokens per minute and requests in flight, for one provider key."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pywrapai_graph.domain import Limits
+from pywrapai_graph.errors import LimitWaitError
+from pywrapai_graph.ports.clock import Clock
+
+__all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock"]
+
+#: the length of the "per minute" windows, in seconds
+WINDOW_S = 60.0
+
+
+class SystemClock(Clock):
+    """``time.monotonic``, ``time.sleep`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class _Entry:
+    """One admitted request in the window: when, and how many tokens it counts for."""
+
+    __slots__ = ("at", "tokens")
+
+    def __init__(self, at: float, tokens: int) -> None:
+        self.at = at
+        self.tokens = tokens
+
+
+@dataclass(slots=True)
+class LimiterStats:
+    """What a limiter has done so far (for tests, benchmarks and dashboards)."""
+
+    admitted: int = 0
+    waited: int = 0
+    refused: int = 0
+    peak_in_flight: int = 0
+
+
+class _TaskWaiter:
+    """A task waiting for a slot: woken from any thread through its own loop."""
+
+    __slots__ = ("future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[None] = loop.create_future()
+
+    def set(self) -> None:
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(_resolve, self.future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_Waiter = threading.Event | _TaskWaiter
+
+
+class Permit:
+    """One admitted request: :meth:`settle` its real token count, :meth:`release` its slot
+    (a context manager releases on exit)."""
+
+    __slots__ = ("_entry", "_limiter", "_released")
+
+    def __init__(self, limiter: ProviderLimiter, entry: _Entry) -> None:
+        self._limiter = limiter
+        self._entry = entry
+        self._released = False
+
+    def settle(self, tokens: int) -> None:
+        """Count the request for ``tokens`` (what the provider reported) instead of its
+        estimate."""
+        self._limiter._settle(self._entry, tokens)
+
+    def release(self) -> None:
+        """Free the request's in-flight slot (once)."""
+        if not self._released:
+            self._released = True
+            self._limiter._release()
+
+    def __enter__(self) -> Permit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class ProviderLimiter:
+    """Admits requests to one provider key within :class:`Limits`, across threads and
+    event loops: a thread waits by sleeping (or on an event, for a slot in flight), a task by
+    awaiting, so a waiting task never blocks its loop.
+
+    Args:
+        limits: the budget.
+        clock: the time source (the system's monotonic clock by default).
+        name: how errors name the budget (``"openai key 3f2a…"``; never the key itself).
+    """
+
+    def __init__(self, limits: Limits, *, clock: Clock | None = None, name: str = "") -> None:
+        self.limits = limits
+        self.name = name or "this provider"
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._lock = threading.Lock()
+        self._window: deque[_Entry] = deque()
+        self._window_tokens = 0
+        self._in_flight = 0
+        self._waiters: list[_Waiter] = []
+        self.stats = LimiterStats()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests admitted and not yet released."""
+        return self._in_flight
+
+    @property
+    def tokens_in_window(self) -> int:
+        """The tokens the requests of the current 60 s window count for."""
+        with self._lock:
+            self._expire(self._clock.now())
+            return self._window_tokens
+
+    # ------------------------------------------------------------------ the books
+    def _expire(self, now: float) -> None:
+        window = self._window
+        while window and window[0].at <= now - WINDOW_S:
+            self._window_tokens -= window.popleft().tokens
+
+    def _window_delay(self, tokens: int, now: float) -> float:
+        """Seconds until the windows admit a request of ``tokens`` (0: now)."""
+        limits, window, at = self.limits, self._window, now
+        rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
+        if rpm is not None and len(window) >= rpm:
+            at = max(at, window[len(window) - rpm].at + WINDOW_S)
+        if tpm is not None and self._window_tokens + tokens > tpm:
+            excess = self._window_tokens + tokens - tpm
+            for entry in window:  # oldest first: until enough of them have left the window
+                excess -= entry.tokens
+                if excess <= 0:
+                    at = max(at, entry.at + WINDOW_S)
+                    break
+        return at - now
+
+    def _delay(self, tokens: int, now: float) -> float | None:
+        """0: admit now; > 0: the windows admit it in that many seconds; None: every slot
+        in flight is taken (wait for a release)."""
+        self._expire(now)
+        cap = self.limits.max_in_flight
+        if cap is not None and self._in_flight >= cap:
+            return None
+        return max(0.0, self._window_delay(tokens, now))
+
+    def _admit(self, tokens: int, now: float, waited: bool) -> Permit:
+        entry = _Entry(now, tokens)
+        self._window.append(entry)
+        self._window_tokens += tokens
+        self._in_flight += 1
+        stats = self.stats
+        stats.admitted += 1
+        stats.waited += waited
+        stats.peak_in_flight = max(stats.peak_in_flight, self._in_flight)
+        return Permit(self, entry)
+
+    def _settle(self, entry: _Entry, tokens: int) -> None:
+        with self._lock:
+            if self._window and self._window[0].at <= entry.at:  # still in the window
+                self._window_tokens += tokens - entry.tokens
+            entry.tokens = tokens
+
+    def _release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.set()
+
+    def _refuse(self, tokens: int, delay: float | None) -> LimitWaitError:
+        self.stats.refused += 1
+        tpm = self.limits.tokens_per_minute
+        if tpm is not None and tokens > tpm:
+            why = f"needs ~{tokens} tokens, more than tokens_per_minute={tpm} allows"
+        elif delay is None:
+            why = f"found all {self.limits.max_in_flight} requests in flight busy"
+        else:
+            why = f"would wait {delay:.1f} s for its turn"
+        return LimitWaitError(
+            f"the client-side limits of {self.name}: this call {why}, over max_wait_s="
+            f"{self.limits.max_wait_s:g}; raise the limits or max_wait_s, or send less",
+            status_code=None,
+            retry_after=delay,
+        )
+
+    def _next_step(
+        self, tokens: int, deadline: float | None, waited: bool, waiter: Callable[[], _Waiter]
+    ) -> tuple[Permit | float | _Waiter, float]:
+        """Under the lock: a permit, or how to wait (seconds to sleep, or a new ``waiter()``
+        registered for the next release); and the deadline."""
+        now = self._clock.now()
+        if deadline is None:
+            deadline = now + self.limits.max_wait_s
+        tpm = self.limits.tokens_per_minute
+        if tpm is not None and tokens > tpm:  # no window would ever have room for it
+            raise self._refuse(tokens, None)
+        delay = self._delay(tokens, now)
+        if delay == 0.0:
+            return self._admit(tokens, now, waited), deadline
+        if (delay is not None and now + delay > deadline) or now >= deadline:
+            raise self._refuse(tokens, delay)
+        if delay is None:
+            self._waiters.append(made := waiter())
+            return made, deadline
+        return delay, deadline
+
+    # ------------------------------------------------------------------ admission
+    def acquire(self, tokens: int = 0) -> Permit:
+        """Wait (blocking this thread) until a request of ``tokens`` may start.
+
+        Raises:
+            LimitWaitError: the wait would exceed ``max_wait_s`` (nothing was admitted).
+        """
+        deadline: float | None = None
+        waited = False
+        while True:
+            with self._lock:
+                step, deadline = self._next_step(tokens, deadline, waited, threading.Event)
+            if isinstance(step, Permit):
+                return step
+            waited = True
+            if isinstance(step, float):
+                self._clock.sleep(step)
+            elif isinstance(step, threading.Event):
+                step.wait(max(0.0, deadline - self._clock.now()))
+
+    async def aacquire(self, tokens: int = 0) -> Permit:
+        """Async :meth:`acquire`: the task awaits, its event loop keeps running.
+
+        Raises:
+            LimitWaitError: the wait would exceed ``max_wait_s`` (nothing was admitted).
+        """
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        waited = False
+        while True:
+            with self._lock:
+                step, deadline = self._next_step(
+                    tokens, deadline, waited, lambda: _TaskWaiter(loop)
+                )
+            if isinstance(step, Permit):
+                return step
+            waited = True
+            if isinstance(step, float):
+                await self._clock.asleep(step)
+            elif isinstance(step, _TaskWaiter):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(step.future, max(0.0, deadline - self._clock.now()))
+
+    def __repr__(self) -> str:
+        return f"ProviderLimiter({self.name}, {self.limits})"

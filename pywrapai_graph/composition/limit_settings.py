@@ -1,0 +1,47 @@
+"""The ``limits:`` section of the settings: client-side limits per provider."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pywrapai_graph.domain import Limits
+
+__all__ = ["LimitSettings", "LimitsSection"]
+
+
+class LimitSettings(BaseModel):
+    """One provider's limits: one budget for every LLM, fallback and embedder of the
+    process that uses that provider and key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_minute: int | None = Field(default=None, gt=0)
+    tokens_per_minute: int | None = Field(default=None, gt=0)
+    max_in_flight: int | None = Field(default=None, gt=0)
+    max_wait_s: float = Field(default=60.0, gt=0)
+
+    def limits(self) -> Limits:
+        """These settings as :class:`Limits`."""
+        return Limits(
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            max_in_flight=self.max_in_flight,
+            max_wait_s=self.max_wait_s,
+        )
+
+
+class LimitsSection(BaseModel):
+    """``limits: {openai: {requests_per_minute: 500}, anthropic: {...}}`` — the providers
+    that call a remote API (``PYWRAPAI_LIMITS__OPENAI='{"max_in_flight": 8}'``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    openai: LimitSettings | None = None
+    anthropic: LimitSettings | None = None
+    gemini: LimitSettings | None = None
+    ollama: LimitSettings | None = None
+
+    def of(self, provider: str) -> Limits | None:
+        """The limits configured for ``provider``, if any."""
+        given = getattr(self, provider, None)
+        return given.limits() if isinstance(given, LimitSettings) else None

@@ -1,0 +1,119 @@
+"""ManualClock: a :class:`~pywrapai_graph.ports.clock.Clock` whose time moves only when told.
+
+Give it to a ``ProviderLimiter`` and a minute's window passes at once: threads sleeping on it
+block, tasks awaiting it are suspended (their loop runs on), until :meth:`ManualClock.advance`
+moves the time to the earliest wake-up and wakes whoever is due::
+
+    clock = ManualClock()
+    limiter = ProviderLimiter(Limits(requests_per_minute=10), clock=clock)
+    ...                                   # workers call through the limiter
+    clock.wait_until(lambda: clock.sleepers >= 1)
+    clock.advance()                       # the window has passed
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+
+from pywrapai_graph.errors import InvalidStateError
+from pywrapai_graph.ports.clock import Clock
+
+__all__ = ["ManualClock"]
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Sleeper:
+    __slots__ = ("event", "future", "loop", "wake")
+
+    def __init__(self, wake: float) -> None:
+        self.wake = wake
+        self.event: threading.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.future: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        if self.event is not None:
+            self.event.set()
+        elif self.loop is not None and self.future is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                self.loop.call_soon_threadsafe(_resolve, self.future)
+
+
+class ManualClock(Clock):
+    """Time that moves only on :meth:`advance`; thread-safe, for threads and event loops.
+
+    Args:
+        start: the initial time, in seconds.
+    """
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._now = start
+        self._cond = threading.Condition()
+        self._sleepers: list[_Sleeper] = []
+
+    def now(self) -> float:
+        with self._cond:
+            return self._now
+
+    @property
+    def sleepers(self) -> int:
+        """Threads and tasks sleeping on this clock now."""
+        with self._cond:
+            return len(self._sleepers)
+
+    def _enter(self, sleeper: _Sleeper) -> None:
+        with self._cond:
+            sleeper.wake += self._now
+            self._sleepers.append(sleeper)
+            self._cond.notify_all()
+
+    def sleep(self, seconds: float) -> None:
+        sleeper = _Sleeper(seconds)
+        sleeper.event = threading.Event()
+        self._enter(sleeper)
+        sleeper.event.wait()
+
+    async def asleep(self, seconds: float) -> None:
+        sleeper = _Sleeper(seconds)
+        sleeper.loop = asyncio.get_running_loop()
+        sleeper.future = sleeper.loop.create_future()
+        self._enter(sleeper)
+        await sleeper.future
+
+    def advance(self) -> float:
+        """Move to the earliest wake-up and wake every sleeper due; returns the new time.
+
+        Raises:
+            InvalidStateError: nobody sleeps (the time would have nowhere to go).
+        """
+        with self._cond:
+            if not self._sleepers:
+                raise InvalidStateError("nobody sleeps on the clock: nothing to advance to")
+            self._now = max(self._now, min(s.wake for s in self._sleepers))
+            due = [s for s in self._sleepers if s.wake <= self._now]
+            self._sleepers = [s for s in self._sleepers if s.wake > self._now]
+            now = self._now
+        for sleeper in due:
+            sleeper.set()
+        return now
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+        """Block until ``condition()`` holds, re-checked whenever someone starts sleeping
+        (and every 10 ms, for conditions that depend on other things).
+
+        Raises:
+            InvalidStateError: it did not hold within ``timeout`` real seconds.
+        """
+        for _ in range(int(timeout / 0.01) + 1):
+            if condition():  # outside the lock: it may ask a limiter, which asks the clock
+                return
+            with self._cond:
+                self._cond.wait(0.01)
+        raise InvalidStateError(f"the condition did not hold within {timeout:g} s")
