@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import Limits
 from pywrapai_graph.errors import LimitWaitError
+
+if TYPE_CHECKING:  # the event loop loads only when an async call waits (`ask` never does)
+    import asyncio
 from pywrapai_graph.ports.clock import Clock
 
 __all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock"]
@@ -30,6 +33,8 @@ class SystemClock(Clock):
         time.sleep(seconds)
 
     async def asleep(self, seconds: float) -> None:
+        import asyncio
+
         await asyncio.sleep(seconds)
 
 
@@ -255,6 +260,8 @@ class ProviderLimiter:
         Raises:
             LimitWaitError: the wait would exceed ``max_wait_s`` (nothing was admitted).
         """
+        import asyncio
+
         loop = asyncio.get_running_loop()
         deadline: float | None = None
         waited = False
