@@ -146,8 +146,3 @@ class Message:
             InvalidArgumentError: a malformed record or part.
         """
         return message_from_record(record)
-
-    @property
-    def has_media(self) -> bool:
-        """Whether the message carries an image or a document."""
-        return any(not isinstance(p, TextPart) for p in self.parts)
