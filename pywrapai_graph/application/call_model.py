@@ -360,7 +360,7 @@ class CallModel:
         such (nothing when the provider refused it before replying)."""
         if not so_far.billed(exc):
             return
-        model = self._model
+        model = target.chat_model  # the model that streamed (a fallback, maybe)
         if isinstance(model, CountsMediaTokens):
             usage, estimated = so_far.unfinished_usage(request, exc, model.media_tokens)
         else:

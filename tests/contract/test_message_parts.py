@@ -270,6 +270,20 @@ def test_a_cut_stream_estimates_images_with_the_providers_formula(name: str) -> 
     assert record.usage.input_tokens == estimate_tokens(["What is this?"]) + ESTIMATES[name]
 
 
+def test_a_fallback_stream_is_estimated_with_the_fallbacks_formula() -> None:
+    image = ImagePart.from_bytes(png_bytes(1024, 768))
+    with OpenAIWire() as primary, GeminiWire() as backup:
+        primary.fail(429, "slow down")
+        backup.cut(ScriptedReply("Alpha beta gamma delta", usage=TokenUsage(30, 7)), KEEP["gemini"])
+        fallback = {"provider": "gemini", "api_key": SECRET, "base_url": backup.url}
+        llm = _llm("openai", primary, fallbacks=[{**fallback, "max_retries": 0}])
+        with pytest.raises(IncompleteStreamError):
+            llm.stream([_asked([image])]).text()
+    [record] = llm.tokens.records
+    assert (record.provider, record.estimated) == ("gemini", True)
+    assert record.usage.input_tokens == estimate_tokens(["What is this?"]) + ESTIMATES["gemini"]
+
+
 def test_message_parts_are_validated() -> None:
     with pytest.raises(ValueError, match="only a USER message"):
         Message(Role.ASSISTANT, "x", parts=[ImagePart.from_bytes(PNG)])
