@@ -71,6 +71,7 @@ def _connection(s: LLMSettings | FallbackSettings) -> dict[str, Any]:
         base_url=s.base_url,
         timeout=s.timeout,
         max_retries=s.max_retries,
+        prompt_cache=s.prompt_cache,
     )
 
 
@@ -91,7 +92,6 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
             for f in s.fallbacks
         ],
         **_connection(s),
-        **_options(prompt_cache=s.prompt_cache),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -75,6 +75,8 @@ class _ChatModelSection(_Section):
     base_url: str | None = None
     timeout: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)
+    # Anthropic's cache_control breakpoints (OpenAI and Gemini cache prompts on their own)
+    prompt_cache: Literal["auto", "off"] | None = None
 
     @field_validator("provider")
     @classmethod
@@ -84,6 +86,15 @@ class _ChatModelSection(_Section):
                 f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _cache_needs_anthropic(self) -> Self:
+        if self.prompt_cache is not None and self.provider != "anthropic":
+            raise InvalidArgumentError(
+                f"prompt_cache applies to provider 'anthropic' only (got provider "
+                f"{self.provider!r}); OpenAI and Gemini cache prompts on their own"
+            )
+        return self
 
 
 class FallbackSettings(_ChatModelSection):
@@ -105,18 +116,6 @@ class LLMSettings(_ChatModelSection):
     seed: int | None = None
     # the models asked, in order, when the provider fails in a way another may not
     fallbacks: list[FallbackSettings] = Field(default_factory=list)
-
-    # Anthropic's cache_control breakpoints (OpenAI and Gemini cache prompts on their own)
-    prompt_cache: Literal["auto", "off"] | None = None
-
-    @model_validator(mode="after")
-    def _cache_needs_anthropic(self) -> LLMSettings:
-        if self.prompt_cache is not None and self.provider != "anthropic":
-            raise InvalidArgumentError(
-                f"llm.prompt_cache applies to provider 'anthropic' only (got provider "
-                f"{self.provider!r}); OpenAI and Gemini cache prompts on their own"
-            )
-        return self
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""

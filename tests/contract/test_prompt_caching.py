@@ -266,3 +266,36 @@ def test_the_configuration_sets_the_mode_for_anthropic_only() -> None:
         assert _marks(_body(wire)) == 0
     with pytest.raises(ConfigurationError, match="applies to provider 'anthropic' only"):
         load_settings({"llm": {"provider": "openai", "prompt_cache": "auto"}})
+    fallback = {"provider": "gemini", "prompt_cache": "off"}
+    with pytest.raises(ConfigurationError, match="applies to provider 'anthropic' only"):
+        load_settings({"llm": {"provider": "openai", "fallbacks": [fallback]}})
+
+
+def test_a_configured_anthropic_fallback_takes_its_own_mode() -> None:
+    with OpenAIWire() as primary, AnthropicWire() as backup:
+        primary.fail(429, "slow down")
+        backup.reply("from the backup")
+        fallback = {
+            "provider": "anthropic",
+            "api_key": SECRET,
+            "base_url": backup.url,
+            "max_retries": 0,
+            "prompt_cache": "off",
+        }
+        settings = load_settings(
+            {
+                "llm": {
+                    "provider": "openai",
+                    "api_key": SECRET,
+                    "base_url": primary.base_url,
+                    "max_retries": 0,
+                    "system_prompt": LONG_PROMPT,
+                    "fallbacks": [fallback],
+                }
+            }
+        )
+        llm = make_llm(settings, TokenTracker(), ())
+        assert llm is not None
+        assert opened(llm).chat("Return?").content == "from the backup"
+        assert _marks(_body(backup)) == 0
+        assert _body(backup)["system"] == LONG_PROMPT
