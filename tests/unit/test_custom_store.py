@@ -115,7 +115,7 @@ def reference_store() -> BaseVectorStore:
 
 def test_the_reference_example_is_the_references_text() -> None:
     root = Path(__file__).resolve().parents[2]
-    for spec in (root.parent / "shared" / "spec", root.parents[2] / "shared" / "spec"):
+    for spec in (base / "shared" / "spec" for base in root.parents):
         if (spec / "pywrapai-graph-reference.txt").is_file():
             text = (spec / "pywrapai-graph-reference.txt").read_text(encoding="utf-8")
             assert REFERENCE_EXAMPLE in text.replace("\r\n", "\n")
