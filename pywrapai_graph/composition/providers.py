@@ -175,14 +175,7 @@ def make_embedding_provider(provider: str, options: Mapping[str, Any]) -> Embedd
         UnknownProviderError: the name is not registered (the message lists the known names).
         MissingExtraError: the provider's SDK is not installed (raised by the adapter).
     """
-    entry = EMBEDDING_PROVIDERS.get(provider)
-    if entry is None:
-        raise UnknownProviderError(
-            f"unknown embedding provider {provider!r}; known providers: "
-            f"{', '.join(sorted(EMBEDDING_PROVIDERS))}"
-        )
-    refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
-    return entry.build(options)
+    return _entry(EMBEDDING_PROVIDERS, "embedding", provider, options).build(options)
 
 
 def make_rerank_provider(provider: str, options: Mapping[str, Any]) -> RerankProvider:
@@ -192,11 +185,20 @@ def make_rerank_provider(provider: str, options: Mapping[str, Any]) -> RerankPro
         UnknownProviderError: the name is not registered (the message lists the known names).
         MissingExtraError: the provider's SDK is not installed (raised by the adapter).
     """
-    entry = RERANK_PROVIDERS.get(provider)
+    return _entry(RERANK_PROVIDERS, "rerank", provider, options).build(options)
+
+
+def _entry(
+    table: Mapping[str, ProviderEntry[Factory]],
+    kind: str,
+    provider: str,
+    options: Mapping[str, Any],
+) -> ProviderEntry[Factory]:
+    """The table's entry for ``provider``, its ``base_url`` checked for a plain-text secret."""
+    entry = table.get(provider)
     if entry is None:
         raise UnknownProviderError(
-            f"unknown rerank provider {provider!r}; known providers: "
-            f"{', '.join(sorted(RERANK_PROVIDERS))}"
+            f"unknown {kind} provider {provider!r}; known providers: {', '.join(sorted(table))}"
         )
     refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
-    return entry.build(options)
+    return entry
