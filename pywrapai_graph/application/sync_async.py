@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["Core", "adrive", "drive"]
 
@@ -39,10 +39,9 @@ def drive(core: Core[S, R], do: Callable[[S], Any]) -> R:
     answer: Any = None
     failure: BaseException | None = None
     while True:
-        try:
-            step = core.send(answer) if failure is None else core.throw(failure)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        done, step = _advance(core, answer, failure)
+        if done:
+            return cast(R, step)
         try:
             answer, failure = do(step), None
         except BaseException as exc:  # the core decides: it sees the error at its yield
@@ -54,11 +53,19 @@ async def adrive(core: Core[S, R], do: Callable[[S], Awaitable[Any]]) -> R:
     answer: Any = None
     failure: BaseException | None = None
     while True:
-        try:
-            step = core.send(answer) if failure is None else core.throw(failure)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        done, step = _advance(core, answer, failure)
+        if done:
+            return cast(R, step)
         try:
             answer, failure = await do(step), None
         except BaseException as exc:  # cancellation too: the core's `with` blocks unwind
             answer, failure = None, exc
+
+
+def _advance(core: Core[S, R], answer: Any, failure: BaseException | None) -> tuple[bool, Any]:
+    """``(False, next step)`` after sending ``answer`` (or throwing ``failure``) into the
+    core, or ``(True, its result)`` once it has returned."""
+    try:
+        return False, core.send(answer) if failure is None else core.throw(failure)
+    except StopIteration as finished:
+        return True, finished.value
