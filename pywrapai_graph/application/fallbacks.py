@@ -27,6 +27,7 @@ from pywrapai_graph.errors import (
     RateLimitError,
 )
 from pywrapai_graph.ports import ChatModel
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["FALLBACK_ERRORS", "FallbackChain", "ModelTarget"]
 
@@ -133,25 +134,24 @@ class FallbackChain:
 
     def call(self, request: ChatRequest, attempt: Attempt[T]) -> T:
         """The first result of ``attempt`` over the models, in order."""
-        failed: list[FailedAttempt] = []
-        index = 0
-        while True:
-            try:
-                target = self._targets[index]
-                return attempt(target, self.request_for(index, request), tuple(failed))
-            except FALLBACK_ERRORS as exc:
-                if not self._moved_on(index, request, exc, failed):
-                    raise
-            index += 1
+        return drive(self._attempts(request), lambda args: attempt(*args))
 
     async def acall(self, request: ChatRequest, attempt: Attempt[Awaitable[T]]) -> T:
         """Async :meth:`call`."""
+        return await adrive(self._attempts(request), lambda args: attempt(*args))
+
+    def _attempts(
+        self, request: ChatRequest
+    ) -> Core[tuple[ModelTarget, ChatRequest, tuple[FailedAttempt, ...]], T]:
+        """:meth:`call` and :meth:`acall`, written once: yields each attempt's arguments
+        and is sent its result (or its failure, thrown in)."""
         failed: list[FailedAttempt] = []
         index = 0
         while True:
             try:
                 target = self._targets[index]
-                return await attempt(target, self.request_for(index, request), tuple(failed))
+                result: T = yield target, self.request_for(index, request), tuple(failed)
+                return result
             except FALLBACK_ERRORS as exc:
                 if not self._moved_on(index, request, exc, failed):
                     raise
