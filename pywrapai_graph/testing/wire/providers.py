@@ -225,89 +225,32 @@ class AnthropicWire(WireServer):
             return WireResponse(
                 body=_json({**message, "content": self._blocks(reply), "usage": usage})
             )
-        events: list[tuple[str, dict[str, Any]]] = [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        **message,
-                        "content": [],
-                        "stop_reason": None,
-                        "usage": {**self._input_usage(reply), "output_tokens": 1},
-                    },
-                },
-            )
-        ]
-        index = 0
+        usage = {**self._input_usage(reply), "output_tokens": 1}
+        started: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": usage}
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
+        # each content block: (its start, its pieces, the delta type, the delta's key)
+        blocks: list[tuple[dict[str, Any], list[str], str, str]] = []
         if reply.content:
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                )
-            )
+            text = split_text(reply.content)
+            blocks.append(({"type": "text", "text": ""}, text, "text_delta", "text"))
+        for c in reply.tool_calls:
+            tool = {"type": "tool_use", "id": c.id, "name": c.name, "input": {}}
+            blocks.append((tool, _split_json(c.arguments), "input_json_delta", "partial_json"))
+        for index, (block, pieces, kind, key) in enumerate(blocks):
+            events.append({"type": "content_block_start", "index": index, "content_block": block})
             events += [
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                )
-                for piece in split_text(reply.content)
+                {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: p}}
+                for p in pieces
             ]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-            index += 1
-        for call in reply.tool_calls:
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": {},
-                        },
-                    },
-                )
-            )
-            events += [
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": part},
-                    },
-                )
-                for part in _split_json(call.arguments)
-            ]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-            index += 1
-        events.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": reply.usage.output_tokens},
-                },
-            )
-        )
-        events.append(("message_stop", {"type": "message_stop"}))
-        return WireResponse(
-            content_type="text/event-stream",
-            chunks=sse([e for _, e in events], event_names=[n for n, _ in events]),
-        )
+            events.append({"type": "content_block_stop", "index": index})
+        stopped = {"stop_reason": stop, "stop_sequence": None}
+        output = reply.usage.output_tokens
+        events += [
+            {"type": "message_delta", "delta": stopped, "usage": {"output_tokens": output}},
+            {"type": "message_stop"},
+        ]
+        names = [e["type"] for e in events]
+        return WireResponse(content_type="text/event-stream", chunks=sse(events, event_names=names))
 
     def render_error(self, status: int, message: str) -> bytes:
         kinds = {
