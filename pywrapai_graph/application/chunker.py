@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import operator
 import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
-
-if TYPE_CHECKING:
-    from hashlib import _Hash
 
 __all__ = ["MIN_CHUNK_CHARS", "Chunker", "chunk_id"]
 
@@ -42,37 +37,15 @@ _COPY = operator.methodcaller("copy")
 # Chunk ids derive from the document id and position: re-adding a document upserts its
 # chunks instead of duplicating them.
 _CHUNK_NAMESPACE = uuid.UUID("6f1c1f0e-8d5e-4b43-9a57-3f1f2f7d9c11")
-_VARIANT = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
-_SHA1_HEX_LEN = 40
-_UUID_LEN = 36
-# (position in the uuid's 36 characters, position in the SHA-1's hex digits) of the 30
-# digits copied as they are: 8-4-4-4-12 digits, the 13th and 17th set apart.
-_UUID_DIGITS = [
-    (dst, src)
-    for src, dst in enumerate(
-        [*range(8), *range(9, 13), 14, *range(15, 18), 19, *range(20, 23), *range(24, 36)]
-    )
-    if src not in (12, 16)
-]
-# Chunk ids are computed this many at a time (fewer for a document's first chunks).
-_ID_BATCH = 64
 
 
 def chunk_id(doc_id: str, index: int) -> str:
     """The stable id of a document's ``index``-th chunk: ``uuid5(namespace, doc_id/index)``."""
-    [one] = _uuid5_batch(_id_prefix(doc_id), range(index, index + 1))
-    return one
+    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{_checked_id(doc_id)}\x00{index:d}"))
 
 
-def _id_prefix(doc_id: str) -> _Hash:
-    """SHA-1 fed what uuid5 hashes before the index: the namespace, the document id, a NUL."""
-    return hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False)
-
-
-def _id_bytes(doc_id: str) -> bytes:
-    """What uuid5 hashes before a chunk's index: the namespace, the document id, a NUL.
-
-    The id's characters in UTF-8 (a ``str`` subclass's own ``encode`` is not asked).
+def _checked_id(doc_id: str) -> str:
+    """The document id as a plain ``str`` (a subclass is hashed as its characters).
 
     Raises:
         ArgumentTypeError: the id is not a ``str``.
@@ -80,51 +53,14 @@ def _id_bytes(doc_id: str) -> bytes:
     """
     if not isinstance(doc_id, str):
         raise ArgumentTypeError(f"Document.id must be a str, got {type(doc_id).__name__}")
-    try:
-        utf8 = str.encode(doc_id)
-    except UnicodeEncodeError:
-        check_unicode(doc_id, "Document.id")  # raises InvalidArgumentError, saying why
-        raise
-    return _CHUNK_NAMESPACE.bytes + utf8 + b"\x00"
+    check_unicode(doc_id, "Document.id")
+    return str.__str__(doc_id)
 
 
 def _chunk_ids(doc_id: str) -> Iterator[str]:
     """The ids of a document's chunks 0, 1, 2, ... (endless); a bad id raises at once."""
-    return _ids_after(hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False))
-
-
-def _ids_after(prefix: _Hash) -> Iterator[str]:
-    """Chunk ids 0, 1, 2, ... from ``prefix`` (SHA-1 fed :func:`_id_bytes`), in batches."""
-    start, count = 0, 8
-    while True:
-        yield from _uuid5_batch(prefix, range(start, start + count))
-        start += count
-        count = min(2 * count, _ID_BATCH)
-
-
-def _uuid5_batch(prefix: _Hash, indexes: range) -> list[str]:
-    """``str(uuid.uuid5(namespace, f"{doc_id}\\x00{index}"))`` for each index, in bulk.
-
-    One SHA-1 per id is unavoidable (a copy of the hashed prefix is the cheapest); the
-    formatting (version and variant digits, dashes) is done for the whole batch at once
-    by C-level strided copies, not once per id.
-    """
-    copy = prefix.copy
-    digests = []
-    for index in indexes:
-        sha1 = copy()
-        sha1.update(b"%d" % index)
-        digests.append(sha1.digest())
-    hexed = b"".join(digests).hex().encode()  # 40 hex digits per id; uuid5 keeps 32
-    n = len(indexes)
-    out = bytearray(b"-" * (_UUID_LEN * n))
-    for dst, src in _UUID_DIGITS:
-        out[dst::_UUID_LEN] = hexed[src::_SHA1_HEX_LEN]
-    # Version 5 in the 13th digit, the RFC 4122 variant (8, 9, a or b) in the 17th.
-    out[14::_UUID_LEN] = b"5" * n
-    out[19::_UUID_LEN] = hexed[16::_SHA1_HEX_LEN].translate(_VARIANT)
-    text = out.decode("ascii")
-    return [text[i : i + _UUID_LEN] for i in range(0, len(text), _UUID_LEN)]
+    prefix = f"{_checked_id(doc_id)}\x00"
+    return (str(uuid.uuid5(_CHUNK_NAMESPACE, f"{prefix}{i}")) for i in itertools.count())
 
 
 def _content_end(text: str) -> int:

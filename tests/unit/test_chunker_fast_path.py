@@ -3,7 +3,7 @@
 Same chunk texts, ids, doc ids and metadata, on random texts full of edge characters,
 on texts larger than a block (wider than ASCII, so they are cut in slices), on real
 text (this repository's own sources and docs, the Debian corpus when installed) and on
-edge shapes; ids equal ``uuid.uuid5`` across batch boundaries.
+edge shapes; ids equal ``uuid.uuid5``.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def test_equals_the_reference_on_edge_shapes(text: str) -> None:
         assert_same(Chunker(size, overlap), Document(text, id="edge"))
 
 
-def test_chunk_ids_equal_uuid5_across_batches() -> None:
+def test_chunk_ids_equal_uuid5() -> None:
     for doc_id in ["doc", "ünïcode 😀", ""]:
         ids = list(itertools.islice(_chunk_ids(doc_id), 1_000))
         assert ids == [reference_chunk_id(doc_id, i) for i in range(1_000)]
