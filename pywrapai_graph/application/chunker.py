@@ -7,7 +7,7 @@ import operator
 import re
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.checks import check_unicode
@@ -23,10 +23,6 @@ _SPACED_BREAK = re.compile(r"\n[^\S\n]+\n")
 # A sentence ends at ., ! or ? followed by whitespace.
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _NON_SPACE = re.compile(r"\S")
-# Whitespace other than "\n" and " " in ASCII, and in Latin-1. A block without any holds a
-# break with spaces ("\n  \n") only where it holds " \n": one str.find rules it out.
-_RARE_SPACES = "\t\v\f\r\x1c\x1d\x1e\x1f"
-_RARE_LATIN1 = _RARE_SPACES.encode() + b"\x85\xa0"
 # A text is cut in blocks of this many characters (at least 4 chunk sizes).
 _BLOCK = 32_768
 # The last "." ending a sentence is looked for backwards this many times before one
@@ -272,14 +268,11 @@ def _cut_windows(
     """:func:`_chunk_texts` from ``pos`` (not whitespace) to ``end`` (after the content).
 
     Each window is cut by the rules of :func:`_last_break`, :func:`_last_sentence_end`
-    and :func:`_last_word_end`. The common case, a blank line ``"\\n\\n"`` after which no
-    break holding spaces follows, is decided inline: one ``str.rfind`` and, in a block
-    without rare whitespace (see :func:`_block`), one ``str.find``.
+    and :func:`_last_word_end`.
     """
     # Positions are relative to `block`, which starts at `base` in `text`; a window reads
     # at most up to its end + 2, and must stay within `room` for that.
-    base, block, room, clean, stop = 0, text, -1, False, end
-    rfind, find = text.rfind, text.find
+    base, block, room, stop = 0, text, -1, end
     head = joiner = ""
     # One pass: each step looks at one window of at most chunk_size characters and
     # moves past it, so the work is linear in the text whatever its shape.
@@ -288,11 +281,11 @@ def _cut_windows(
         window_end = pos + size - len(head) - len(joiner)
         if window_end > room:  # the window leaves the block: the next one starts at pos
             start = base + pos
-            base, block, room, clean = _block(text, start, span, sliced)
+            base, block, room = _block(text, start, span, sliced)
             window_end += start - base - pos
             pos = start - base
-            rfind, find, stop = block.rfind, block.find, end - base
-        cut = stop if window_end >= stop else _cut(block, pos, window_end, clean, rfind, find)
+            stop = end - base
+        cut = stop if window_end >= stop else _cut(block, pos, window_end)
         chunk_text = f"{head}{joiner}{block[pos:cut]}" if head else block[pos:cut]
         if len(chunk_text) >= MIN_CHUNK_CHARS:
             yield chunk_text
@@ -305,28 +298,11 @@ def _cut_windows(
             head = _overlap(chunk_text, limit)
 
 
-def _cut(
-    block: str,
-    pos: int,
-    window_end: int,
-    clean: bool,
-    rfind: Callable[[str, int, int], int],
-    find: Callable[[str, int, int], int],
-) -> int:
+def _cut(block: str, pos: int, window_end: int) -> int:
     """Where the window ``block[pos:window_end]`` (not the last one) is cut."""
     lo = pos + MIN_CHUNK_CHARS
-    cut = rfind("\n\n", lo, window_end + 2)
-    # _last_break answers that blank line unless whitespace precedes it or a break
-    # holding spaces starts after it (which, in a clean block, ends in " \n").
-    after = cut + 1 if cut >= 0 else lo
-    if (cut >= 0 and block[cut - 1].isspace()) or (
-        (not clean or find(" \n", after + 1, window_end + 2) >= 0)
-        and _SPACED_BREAK.search(block, after, window_end + 2) is not None
-    ):
-        cut = _last_break(block, pos, lo, window_end)
-    if cut < 0:
-        cut = _cut_without_break(block, pos, lo, window_end)
-    return cut
+    cut = _last_break(block, pos, lo, window_end)
+    return cut if cut >= 0 else _cut_without_break(block, pos, lo, window_end)
 
 
 def _after_space(text: str, block: str, base: int, cut: int, end: int) -> int:
@@ -366,22 +342,13 @@ def _cut_without_break(text: str, pos: int, lo: int, hi: int) -> int:
     return cut
 
 
-def _block(text: str, start: int, span: int, sliced: bool) -> tuple[int, str, int, bool]:
-    """The block windows from ``start`` on are cut in: ``(base, block, room, clean)``.
+def _block(text: str, start: int, span: int, sliced: bool) -> tuple[int, str, int]:
+    """The block windows from ``start`` on are cut in: ``(base, block, room)``.
 
     ``block`` is ``text`` itself, or (``sliced``) its slice of ``span`` characters from
     ``start``, which begins at ``base`` in ``text``. Windows ending at or before ``room``
-    (relative to the block) read only inside it. ``clean``: its characters from ``start``
-    hold no whitespace but "\\n" and " " (so a break holding spaces contains " \\n").
+    (relative to the block) read only inside it.
     """
     stop = min(start + span, len(text))
     base, block = (start, text[start:stop]) if sliced else (0, text)
-    room = stop - base - 3 if stop < len(text) else sys.maxsize
-    lo, hi = start - base, stop - base
-    if block.isascii():
-        return base, block, room, all(block.find(c, lo, hi) < 0 for c in _RARE_SPACES)
-    try:
-        raw = block[lo:hi].encode("latin-1")
-    except UnicodeEncodeError:
-        return base, block, room, False
-    return base, block, room, not any(c in raw for c in _RARE_LATIN1)
+    return base, block, stop - base - 3 if stop < len(text) else sys.maxsize
