@@ -25,9 +25,6 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _NON_SPACE = re.compile(r"\S")
 # A text is cut in blocks of this many characters (at least 4 chunk sizes).
 _BLOCK = 32_768
-# The last "." ending a sentence is looked for backwards this many times before one
-# forward regex scan of the window (text with many dots inside words: code, numbers).
-_PROBES = 8
 _COPY = operator.methodcaller("copy")
 
 # Chunk ids derive from the document id and position: re-adding a document upserts its
@@ -72,29 +69,8 @@ def _content_end(text: str) -> int:
 
 
 def _last_sentence_end(text: str, lo: int, hi: int) -> int:
-    """The last cut in ``[lo, hi]`` just after a sentence's final ``.``, ``!`` or ``?``, or -1.
-
-    A sentence ends at a mark followed by whitespace. The last such ``.`` is looked for
-    backwards from the window's end (nearly always close to it); a later ``!`` or ``?``,
-    or a window with many dots inside words, gets one forward regex scan instead.
-    """
-    rfind = text.rfind
-    end = hi
-    for _ in range(_PROBES):
-        dot = rfind(".", lo - 1, end)
-        if dot < 0 or text[dot + 1].isspace():
-            break
-        end = dot
-    else:
-        return _scan_sentence_end(text, lo, hi)
-    after = max(dot, lo - 1)
-    if rfind("!", after, hi) >= 0 or rfind("?", after, hi) >= 0:
-        return _scan_sentence_end(text, lo, hi)
-    return dot + 1 if dot >= 0 else -1
-
-
-def _scan_sentence_end(text: str, lo: int, hi: int) -> int:
-    """:func:`_last_sentence_end` by one forward regex scan of the window."""
+    """The last cut in ``[lo, hi]`` just after a sentence's final ``.``, ``!`` or ``?``, or -1
+    (a sentence ends at a mark followed by whitespace)."""
     last = -1
     for match in _SENTENCE_END.finditer(text, lo - 1, hi + 1):
         last = match.end()
