@@ -286,11 +286,7 @@ def _after_space(text: str, block: str, base: int, cut: int, end: int) -> int:
     follows before ``end``; ``text[end - 1]`` is not whitespace)."""
     if not block[cut].isspace():
         return cut
-    if not block[cut + 1].isspace():
-        return cut + 1
-    if not block[cut + 2].isspace():
-        return cut + 2
-    following = _NON_SPACE.search(text, base + cut + 3, end)
+    following = _NON_SPACE.search(text, base + cut + 1, end)
     return -1 if following is None else following.start() - base
 
 
