@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -23,8 +22,6 @@ _SPACED_BREAK = re.compile(r"\n[^\S\n]+\n")
 # A sentence ends at ., ! or ? followed by whitespace.
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _NON_SPACE = re.compile(r"\S")
-# A text is cut in blocks of this many characters (at least 4 chunk sizes).
-_BLOCK = 32_768
 _COPY = operator.methodcaller("copy")
 
 # Chunk ids derive from the document id and position: re-adding a document upserts its
@@ -122,7 +119,7 @@ class Chunker:
 
     Time is linear in the text's length whatever its shape (one huge line, one huge
     paragraph, no whitespace at all), and :meth:`iter_split` streams: memory beyond the
-    text itself is a few chunks and a block of at most 32k characters (or 4 chunk sizes).
+    text itself is a few chunks.
 
     Args:
         chunk_size: maximum characters per chunk, overlap included (> 10, since shorter
@@ -225,69 +222,48 @@ def _characters(text: str) -> str:
 
 
 def _chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
-    """The texts of the chunks :class:`Chunker` cuts from ``text``, in order."""
-    end = _content_end(text)
-    first = _NON_SPACE.search(text, 0, end)
-    if first is None:
-        return iter(())
-    span = max(_BLOCK, 4 * size)
-    # A text wider than ASCII is worked on in slices: a block of a text holding one emoji
-    # somewhere is usually ASCII or Latin-1, and searching and slicing a narrow string
-    # is several times faster.
-    sliced = not text.isascii() and len(text) > span
-    return _cut_windows(text, first.start(), end, size, limit, span, sliced)
-
-
-def _cut_windows(
-    text: str, pos: int, end: int, size: int, limit: int, span: int, sliced: bool
-) -> Iterator[str]:
-    """:func:`_chunk_texts` from ``pos`` (not whitespace) to ``end`` (after the content).
+    """The texts of the chunks :class:`Chunker` cuts from ``text``, in order.
 
     Each window is cut by the rules of :func:`_last_break`, :func:`_last_sentence_end`
     and :func:`_last_word_end`.
     """
-    # Positions are relative to `block`, which starts at `base` in `text`; a window reads
-    # at most up to its end + 2, and must stay within `room` for that.
-    base, block, room, stop = 0, text, -1, end
-    head = joiner = ""
+    end = _content_end(text)
+    first = _NON_SPACE.search(text, 0, end)
+    if first is None:
+        return
+    pos, head = first.start(), ""
     # One pass: each step looks at one window of at most chunk_size characters and
     # moves past it, so the work is linear in the text whatever its shape.
     while True:
         joiner = " " if head and not head[-1].isspace() else ""
         window_end = pos + size - len(head) - len(joiner)
-        if window_end > room:  # the window leaves the block: the next one starts at pos
-            start = base + pos
-            base, block, room = _block(text, start, span, sliced)
-            window_end += start - base - pos
-            pos = start - base
-            stop = end - base
-        cut = stop if window_end >= stop else _cut(block, pos, window_end)
-        chunk_text = f"{head}{joiner}{block[pos:cut]}" if head else block[pos:cut]
+        cut = end if window_end >= end else _cut(text, pos, window_end)
+        chunk_text = f"{head}{joiner}{text[pos:cut]}" if head else text[pos:cut]
         if len(chunk_text) >= MIN_CHUNK_CHARS:
             yield chunk_text
-        if cut >= stop:
+        if cut >= end:
             return
-        pos = _after_space(text, block, base, cut, end)
+        pos = _after_space(text, cut, end)
         if pos < 0:
             return
         if limit:
             head = _overlap(chunk_text, limit)
 
 
-def _cut(block: str, pos: int, window_end: int) -> int:
-    """Where the window ``block[pos:window_end]`` (not the last one) is cut."""
+def _cut(text: str, pos: int, window_end: int) -> int:
+    """Where the window ``text[pos:window_end]`` (not the last one) is cut."""
     lo = pos + MIN_CHUNK_CHARS
-    cut = _last_break(block, pos, lo, window_end)
-    return cut if cut >= 0 else _cut_without_break(block, pos, lo, window_end)
+    cut = _last_break(text, pos, lo, window_end)
+    return cut if cut >= 0 else _cut_without_break(text, pos, lo, window_end)
 
 
-def _after_space(text: str, block: str, base: int, cut: int, end: int) -> int:
-    """Where the next window starts in ``block``: past the whitespace after the cut (-1: none
-    follows before ``end``; ``text[end - 1]`` is not whitespace)."""
-    if not block[cut].isspace():
+def _after_space(text: str, cut: int, end: int) -> int:
+    """Where the next window starts: past the whitespace after the cut (-1: none follows
+    before ``end``; ``text[end - 1]`` is not whitespace)."""
+    if not text[cut].isspace():
         return cut
-    following = _NON_SPACE.search(text, base + cut + 1, end)
-    return -1 if following is None else following.start() - base
+    following = _NON_SPACE.search(text, cut + 1, end)
+    return -1 if following is None else following.start()
 
 
 def _overlap(chunk_text: str, limit: int) -> str:
@@ -312,15 +288,3 @@ def _cut_without_break(text: str, pos: int, lo: int, hi: int) -> int:
             # fewer than MIN_CHUNK_CHARS characters: nothing is lost.)
             cut = hi
     return cut
-
-
-def _block(text: str, start: int, span: int, sliced: bool) -> tuple[int, str, int]:
-    """The block windows from ``start`` on are cut in: ``(base, block, room)``.
-
-    ``block`` is ``text`` itself, or (``sliced``) its slice of ``span`` characters from
-    ``start``, which begins at ``base`` in ``text``. Windows ending at or before ``room``
-    (relative to the block) read only inside it.
-    """
-    stop = min(start + span, len(text))
-    base, block = (start, text[start:stop]) if sliced else (0, text)
-    return base, block, stop - base - 3 if stop < len(text) else sys.maxsize
