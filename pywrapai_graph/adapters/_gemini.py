@@ -13,7 +13,7 @@ try:
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("google-genai", "gemini") from exc
 
-__all__ = ["gemini_client"]
+__all__ = ["close_aio", "gemini_client"]
 
 
 def gemini_client(
@@ -49,3 +49,8 @@ def gemini_client(
         raise ConfigurationError(
             "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
         ) from scrubbed(exc, [api_key])
+
+
+async def close_aio(client: Any) -> None:
+    """Close one ``client.aio`` (a loop's async Gemini client)."""
+    await client.aclose()

@@ -39,6 +39,7 @@ from pywrapai_graph.errors import (
 )
 from pywrapai_graph.ports import ChatModel, CountsMediaTokens, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["CallModel", "request_key"]
 
@@ -269,34 +270,32 @@ class CallModel:
         key, hit = self._from_cache(request, prompt_file)
         if hit is not None:
             return hit
-
-        def attempt(
-            target: ModelTarget, sent: ChatRequest, failed: tuple[FailedAttempt, ...]
-        ) -> LLMResponse:
-            with self._observe(target.provider, sent, prompt_file) as ob:
-                with self._billed(target, sent, prompt_file):
-                    response = target.chat_model.chat(sent)
-                ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
-            return booked
-
-        return self._chain.call(request, attempt)
+        calls = self._chain.attempts(request, functools.partial(self._attempt, key, prompt_file))
+        return drive(calls, lambda call: call[0].chat_model.chat(call[1]))
 
     async def achat(self, request: ChatRequest, *, prompt_file: str | None = None) -> LLMResponse:
         """Async :meth:`chat`."""
         key, hit = self._from_cache(request, prompt_file)
         if hit is not None:
             return hit
+        calls = self._chain.attempts(request, functools.partial(self._attempt, key, prompt_file))
+        return await adrive(calls, lambda call: call[0].chat_model.achat(call[1]))
 
-        async def attempt(
-            target: ModelTarget, sent: ChatRequest, failed: tuple[FailedAttempt, ...]
-        ) -> LLMResponse:
-            with self._observe(target.provider, sent, prompt_file) as ob:
-                with self._billed(target, sent, prompt_file):
-                    response = await target.chat_model.achat(sent)
-                ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
-            return booked
-
-        return await self._chain.acall(request, attempt)
+    def _attempt(
+        self,
+        key: str | None,
+        prompt_file: str | None,
+        target: ModelTarget,
+        sent: ChatRequest,
+        failed: tuple[FailedAttempt, ...],
+    ) -> Core[tuple[ModelTarget, ChatRequest], LLMResponse]:
+        """One model's call, observed and booked (written once for :meth:`chat` and
+        :meth:`achat`): yields the model and the request to send it, is sent the response."""
+        with self._observe(target.provider, sent, prompt_file) as ob:
+            with self._billed(target, sent, prompt_file):
+                response: LLMResponse = yield target, sent
+            ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
+        return booked
 
     def _record_stream(
         self,

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import operator
 import re
-import sys
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
-
-if TYPE_CHECKING:
-    from hashlib import _Hash
 
 __all__ = ["MIN_CHUNK_CHARS", "Chunker", "chunk_id"]
 
@@ -28,51 +22,20 @@ _SPACED_BREAK = re.compile(r"\n[^\S\n]+\n")
 # A sentence ends at ., ! or ? followed by whitespace.
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _NON_SPACE = re.compile(r"\S")
-# Whitespace other than "\n" and " " in ASCII, and in Latin-1. A block without any holds a
-# break with spaces ("\n  \n") only where it holds " \n": one str.find rules it out.
-_RARE_SPACES = "\t\v\f\r\x1c\x1d\x1e\x1f"
-_RARE_LATIN1 = _RARE_SPACES.encode() + b"\x85\xa0"
-# A text is cut in blocks of this many characters (at least 4 chunk sizes).
-_BLOCK = 32_768
-# The last "." ending a sentence is looked for backwards this many times before one
-# forward regex scan of the window (text with many dots inside words: code, numbers).
-_PROBES = 8
 _COPY = operator.methodcaller("copy")
 
 # Chunk ids derive from the document id and position: re-adding a document upserts its
 # chunks instead of duplicating them.
 _CHUNK_NAMESPACE = uuid.UUID("6f1c1f0e-8d5e-4b43-9a57-3f1f2f7d9c11")
-_VARIANT = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
-_SHA1_HEX_LEN = 40
-_UUID_LEN = 36
-# (position in the uuid's 36 characters, position in the SHA-1's hex digits) of the 30
-# digits copied as they are: 8-4-4-4-12 digits, the 13th and 17th set apart.
-_UUID_DIGITS = [
-    (dst, src)
-    for src, dst in enumerate(
-        [*range(8), *range(9, 13), 14, *range(15, 18), 19, *range(20, 23), *range(24, 36)]
-    )
-    if src not in (12, 16)
-]
-# Chunk ids are computed this many at a time (fewer for a document's first chunks).
-_ID_BATCH = 64
 
 
 def chunk_id(doc_id: str, index: int) -> str:
     """The stable id of a document's ``index``-th chunk: ``uuid5(namespace, doc_id/index)``."""
-    [one] = _uuid5_batch(_id_prefix(doc_id), range(index, index + 1))
-    return one
+    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{_checked_id(doc_id)}\x00{index:d}"))
 
 
-def _id_prefix(doc_id: str) -> _Hash:
-    """SHA-1 fed what uuid5 hashes before the index: the namespace, the document id, a NUL."""
-    return hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False)
-
-
-def _id_bytes(doc_id: str) -> bytes:
-    """What uuid5 hashes before a chunk's index: the namespace, the document id, a NUL.
-
-    The id's characters in UTF-8 (a ``str`` subclass's own ``encode`` is not asked).
+def _checked_id(doc_id: str) -> str:
+    """The document id as a plain ``str`` (a subclass is hashed as its characters).
 
     Raises:
         ArgumentTypeError: the id is not a ``str``.
@@ -80,51 +43,14 @@ def _id_bytes(doc_id: str) -> bytes:
     """
     if not isinstance(doc_id, str):
         raise ArgumentTypeError(f"Document.id must be a str, got {type(doc_id).__name__}")
-    try:
-        utf8 = str.encode(doc_id)
-    except UnicodeEncodeError:
-        check_unicode(doc_id, "Document.id")  # raises InvalidArgumentError, saying why
-        raise
-    return _CHUNK_NAMESPACE.bytes + utf8 + b"\x00"
+    check_unicode(doc_id, "Document.id")
+    return str.__str__(doc_id)
 
 
 def _chunk_ids(doc_id: str) -> Iterator[str]:
     """The ids of a document's chunks 0, 1, 2, ... (endless); a bad id raises at once."""
-    return _ids_after(hashlib.sha1(_id_bytes(doc_id), usedforsecurity=False))
-
-
-def _ids_after(prefix: _Hash) -> Iterator[str]:
-    """Chunk ids 0, 1, 2, ... from ``prefix`` (SHA-1 fed :func:`_id_bytes`), in batches."""
-    start, count = 0, 8
-    while True:
-        yield from _uuid5_batch(prefix, range(start, start + count))
-        start += count
-        count = min(2 * count, _ID_BATCH)
-
-
-def _uuid5_batch(prefix: _Hash, indexes: range) -> list[str]:
-    """``str(uuid.uuid5(namespace, f"{doc_id}\\x00{index}"))`` for each index, in bulk.
-
-    One SHA-1 per id is unavoidable (a copy of the hashed prefix is the cheapest); the
-    formatting (version and variant digits, dashes) is done for the whole batch at once
-    by C-level strided copies, not once per id.
-    """
-    copy = prefix.copy
-    digests = []
-    for index in indexes:
-        sha1 = copy()
-        sha1.update(b"%d" % index)
-        digests.append(sha1.digest())
-    hexed = b"".join(digests).hex().encode()  # 40 hex digits per id; uuid5 keeps 32
-    n = len(indexes)
-    out = bytearray(b"-" * (_UUID_LEN * n))
-    for dst, src in _UUID_DIGITS:
-        out[dst::_UUID_LEN] = hexed[src::_SHA1_HEX_LEN]
-    # Version 5 in the 13th digit, the RFC 4122 variant (8, 9, a or b) in the 17th.
-    out[14::_UUID_LEN] = b"5" * n
-    out[19::_UUID_LEN] = hexed[16::_SHA1_HEX_LEN].translate(_VARIANT)
-    text = out.decode("ascii")
-    return [text[i : i + _UUID_LEN] for i in range(0, len(text), _UUID_LEN)]
+    prefix = f"{_checked_id(doc_id)}\x00"
+    return (str(uuid.uuid5(_CHUNK_NAMESPACE, f"{prefix}{i}")) for i in itertools.count())
 
 
 def _content_end(text: str) -> int:
@@ -140,29 +66,8 @@ def _content_end(text: str) -> int:
 
 
 def _last_sentence_end(text: str, lo: int, hi: int) -> int:
-    """The last cut in ``[lo, hi]`` just after a sentence's final ``.``, ``!`` or ``?``, or -1.
-
-    A sentence ends at a mark followed by whitespace. The last such ``.`` is looked for
-    backwards from the window's end (nearly always close to it); a later ``!`` or ``?``,
-    or a window with many dots inside words, gets one forward regex scan instead.
-    """
-    rfind = text.rfind
-    end = hi
-    for _ in range(_PROBES):
-        dot = rfind(".", lo - 1, end)
-        if dot < 0 or text[dot + 1].isspace():
-            break
-        end = dot
-    else:
-        return _scan_sentence_end(text, lo, hi)
-    after = max(dot, lo - 1)
-    if rfind("!", after, hi) >= 0 or rfind("?", after, hi) >= 0:
-        return _scan_sentence_end(text, lo, hi)
-    return dot + 1 if dot >= 0 else -1
-
-
-def _scan_sentence_end(text: str, lo: int, hi: int) -> int:
-    """:func:`_last_sentence_end` by one forward regex scan of the window."""
+    """The last cut in ``[lo, hi]`` just after a sentence's final ``.``, ``!`` or ``?``, or -1
+    (a sentence ends at a mark followed by whitespace)."""
     last = -1
     for match in _SENTENCE_END.finditer(text, lo - 1, hi + 1):
         last = match.end()
@@ -214,7 +119,7 @@ class Chunker:
 
     Time is linear in the text's length whatever its shape (one huge line, one huge
     paragraph, no whitespace at all), and :meth:`iter_split` streams: memory beyond the
-    text itself is a few chunks and a block of at most 32k characters (or 4 chunk sizes).
+    text itself is a few chunks.
 
     Args:
         chunk_size: maximum characters per chunk, overlap included (> 10, since shorter
@@ -317,93 +222,48 @@ def _characters(text: str) -> str:
 
 
 def _chunk_texts(text: str, size: int, limit: int) -> Iterator[str]:
-    """The texts of the chunks :class:`Chunker` cuts from ``text``, in order."""
+    """The texts of the chunks :class:`Chunker` cuts from ``text``, in order.
+
+    Each window is cut by the rules of :func:`_last_break`, :func:`_last_sentence_end`
+    and :func:`_last_word_end`.
+    """
     end = _content_end(text)
     first = _NON_SPACE.search(text, 0, end)
     if first is None:
-        return iter(())
-    span = max(_BLOCK, 4 * size)
-    # A text wider than ASCII is worked on in slices: a block of a text holding one emoji
-    # somewhere is usually ASCII or Latin-1, and searching and slicing a narrow string
-    # is several times faster.
-    sliced = not text.isascii() and len(text) > span
-    return _cut_windows(text, first.start(), end, size, limit, span, sliced)
-
-
-def _cut_windows(
-    text: str, pos: int, end: int, size: int, limit: int, span: int, sliced: bool
-) -> Iterator[str]:
-    """:func:`_chunk_texts` from ``pos`` (not whitespace) to ``end`` (after the content).
-
-    Each window is cut by the rules of :func:`_last_break`, :func:`_last_sentence_end`
-    and :func:`_last_word_end`. The common case, a blank line ``"\\n\\n"`` after which no
-    break holding spaces follows, is decided inline: one ``str.rfind`` and, in a block
-    without rare whitespace (see :func:`_block`), one ``str.find``.
-    """
-    # Positions are relative to `block`, which starts at `base` in `text`; a window reads
-    # at most up to its end + 2, and must stay within `room` for that.
-    base, block, room, clean, stop = 0, text, -1, False, end
-    rfind, find = text.rfind, text.find
-    head = joiner = ""
+        return
+    pos, head = first.start(), ""
     # One pass: each step looks at one window of at most chunk_size characters and
     # moves past it, so the work is linear in the text whatever its shape.
     while True:
         joiner = " " if head and not head[-1].isspace() else ""
         window_end = pos + size - len(head) - len(joiner)
-        if window_end > room:  # the window leaves the block: the next one starts at pos
-            start = base + pos
-            base, block, room, clean = _block(text, start, span, sliced)
-            window_end += start - base - pos
-            pos = start - base
-            rfind, find, stop = block.rfind, block.find, end - base
-        cut = stop if window_end >= stop else _cut(block, pos, window_end, clean, rfind, find)
-        chunk_text = f"{head}{joiner}{block[pos:cut]}" if head else block[pos:cut]
+        cut = end if window_end >= end else _cut(text, pos, window_end)
+        chunk_text = f"{head}{joiner}{text[pos:cut]}" if head else text[pos:cut]
         if len(chunk_text) >= MIN_CHUNK_CHARS:
             yield chunk_text
-        if cut >= stop:
+        if cut >= end:
             return
-        pos = _after_space(text, block, base, cut, end)
+        pos = _after_space(text, cut, end)
         if pos < 0:
             return
         if limit:
             head = _overlap(chunk_text, limit)
 
 
-def _cut(
-    block: str,
-    pos: int,
-    window_end: int,
-    clean: bool,
-    rfind: Callable[[str, int, int], int],
-    find: Callable[[str, int, int], int],
-) -> int:
-    """Where the window ``block[pos:window_end]`` (not the last one) is cut."""
+def _cut(text: str, pos: int, window_end: int) -> int:
+    """Where the window ``text[pos:window_end]`` (not the last one) is cut."""
     lo = pos + MIN_CHUNK_CHARS
-    cut = rfind("\n\n", lo, window_end + 2)
-    # _last_break answers that blank line unless whitespace precedes it or a break
-    # holding spaces starts after it (which, in a clean block, ends in " \n").
-    after = cut + 1 if cut >= 0 else lo
-    if (cut >= 0 and block[cut - 1].isspace()) or (
-        (not clean or find(" \n", after + 1, window_end + 2) >= 0)
-        and _SPACED_BREAK.search(block, after, window_end + 2) is not None
-    ):
-        cut = _last_break(block, pos, lo, window_end)
-    if cut < 0:
-        cut = _cut_without_break(block, pos, lo, window_end)
-    return cut
+    cut = _last_break(text, pos, lo, window_end)
+    return cut if cut >= 0 else _cut_without_break(text, pos, lo, window_end)
 
 
-def _after_space(text: str, block: str, base: int, cut: int, end: int) -> int:
-    """Where the next window starts in ``block``: past the whitespace after the cut (-1: none
-    follows before ``end``; ``text[end - 1]`` is not whitespace)."""
-    if not block[cut].isspace():
+def _after_space(text: str, cut: int, end: int) -> int:
+    """Where the next window starts: past the whitespace after the cut (-1: none follows
+    before ``end``; ``text[end - 1]`` is not whitespace)."""
+    if not text[cut].isspace():
         return cut
-    if not block[cut + 1].isspace():
-        return cut + 1
-    if not block[cut + 2].isspace():
-        return cut + 2
-    following = _NON_SPACE.search(text, base + cut + 3, end)
-    return -1 if following is None else following.start() - base
+    following = _NON_SPACE.search(text, cut + 1, end)
+    return -1 if following is None else following.start()
 
 
 def _overlap(chunk_text: str, limit: int) -> str:
@@ -428,24 +288,3 @@ def _cut_without_break(text: str, pos: int, lo: int, hi: int) -> int:
             # fewer than MIN_CHUNK_CHARS characters: nothing is lost.)
             cut = hi
     return cut
-
-
-def _block(text: str, start: int, span: int, sliced: bool) -> tuple[int, str, int, bool]:
-    """The block windows from ``start`` on are cut in: ``(base, block, room, clean)``.
-
-    ``block`` is ``text`` itself, or (``sliced``) its slice of ``span`` characters from
-    ``start``, which begins at ``base`` in ``text``. Windows ending at or before ``room``
-    (relative to the block) read only inside it. ``clean``: its characters from ``start``
-    hold no whitespace but "\\n" and " " (so a break holding spaces contains " \\n").
-    """
-    stop = min(start + span, len(text))
-    base, block = (start, text[start:stop]) if sliced else (0, text)
-    room = stop - base - 3 if stop < len(text) else sys.maxsize
-    lo, hi = start - base, stop - base
-    if block.isascii():
-        return base, block, room, all(block.find(c, lo, hi) < 0 for c in _RARE_SPACES)
-    try:
-        raw = block[lo:hi].encode("latin-1")
-    except UnicodeEncodeError:
-        return base, block, room, False
-    return base, block, room, not any(c in raw for c in _RARE_LATIN1)

@@ -27,6 +27,7 @@ from pywrapai_graph.ports.embedding_provider import (
 )
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["EmbedTexts", "estimate_tokens"]
 
@@ -133,12 +134,7 @@ class EmbedTexts:
             TypeError: when given a single string.
             ProviderError: when the provider fails or returns the wrong number of vectors.
         """
-        vectors: list[list[float]] = []
-        for part in self._parts(texts):
-            with self._observe(part) as observed:
-                batch = self.provider.embed_batch(part, self.model)
-                vectors.extend(_as_lists(self._book(part, batch, observed)))
-        return vectors
+        return drive(self._vectors(texts), lambda part: self.provider.embed_batch(part, self.model))
 
     def run_matrix(self, texts: Sequence[str]) -> memoryview:
         """The vectors as one (len(texts), dimension) float32 matrix, in a ``memoryview``:
@@ -172,8 +168,14 @@ class EmbedTexts:
 
     async def arun(self, texts: Sequence[str]) -> list[list[float]]:
         """Async :meth:`run`: the provider's async client, or the offload pool."""
+        return await adrive(self._vectors(texts), self._abatch)
+
+    def _vectors(self, texts: Sequence[str]) -> Core[list[str], list[list[float]]]:
+        """:meth:`run` and :meth:`arun`, written once: yields each batch of texts to embed,
+        is sent its :class:`EmbeddingBatch`."""
         vectors: list[list[float]] = []
         for part in self._parts(texts):
             with self._observe(part) as observed:
-                vectors.extend(_as_lists(self._book(part, await self._abatch(part), observed)))
+                batch: EmbeddingBatch = yield part
+                vectors.extend(_as_lists(self._book(part, batch, observed)))
         return vectors

@@ -8,7 +8,6 @@ import logging
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
-    Awaitable,
     Callable,
     Generator,
     Iterator,
@@ -27,6 +26,7 @@ from pywrapai_graph.errors import (
     RateLimitError,
 )
 from pywrapai_graph.ports import ChatModel
+from pywrapai_graph.ports.sync_async import Core
 
 __all__ = ["FALLBACK_ERRORS", "FallbackChain", "ModelTarget"]
 
@@ -41,6 +41,7 @@ FALLBACK_ERRORS: tuple[type[ProviderError], ...] = (
 
 _log = logging.getLogger("pywrapai_graph.llm")
 
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -131,27 +132,17 @@ class FallbackChain:
         )
         return True
 
-    def call(self, request: ChatRequest, attempt: Attempt[T]) -> T:
-        """The first result of ``attempt`` over the models, in order."""
+    def attempts(self, request: ChatRequest, attempt: Attempt[Core[S, T]]) -> Core[S, T]:
+        """The result of ``attempt`` for the first model that answers, in order: a core
+        (:mod:`~pywrapai_graph.ports.sync_async`) running each model's attempt core in turn,
+        so the sync and async calls share it."""
         failed: list[FailedAttempt] = []
         index = 0
         while True:
             try:
                 target = self._targets[index]
-                return attempt(target, self.request_for(index, request), tuple(failed))
-            except FALLBACK_ERRORS as exc:
-                if not self._moved_on(index, request, exc, failed):
-                    raise
-            index += 1
-
-    async def acall(self, request: ChatRequest, attempt: Attempt[Awaitable[T]]) -> T:
-        """Async :meth:`call`."""
-        failed: list[FailedAttempt] = []
-        index = 0
-        while True:
-            try:
-                target = self._targets[index]
-                return await attempt(target, self.request_for(index, request), tuple(failed))
+                sent = self.request_for(index, request)
+                return (yield from attempt(target, sent, tuple(failed)))
             except FALLBACK_ERRORS as exc:
                 if not self._moved_on(index, request, exc, failed):
                     raise

@@ -16,6 +16,7 @@ from pywrapai_graph.errors import LimitWaitError
 if TYPE_CHECKING:  # the event loop loads only when an async call waits (`ask` never does)
     import asyncio
 from pywrapai_graph.ports.clock import Clock
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock"]
 
@@ -241,18 +242,15 @@ class ProviderLimiter:
         Raises:
             LimitWaitError: the wait would exceed ``max_wait_s`` (nothing was admitted).
         """
-        deadline: float | None = None
-        waited = False
-        while True:
-            with self._lock:
-                step, deadline = self._next_step(tokens, deadline, waited, threading.Event)
-            if isinstance(step, Permit):
-                return step
-            waited = True
-            if isinstance(step, float):
-                self._clock.sleep(step)
-            elif isinstance(step, threading.Event):
-                step.wait(max(0.0, deadline - self._clock.now()))
+
+        def wait(step: tuple[_Waiter | float, float]) -> None:
+            what, timeout = step
+            if isinstance(what, threading.Event):
+                what.wait(timeout)
+            elif isinstance(what, float):
+                self._clock.sleep(what)
+
+        return drive(self._admission(tokens, threading.Event), wait)
 
     async def aacquire(self, tokens: int = 0) -> Permit:
         """Async :meth:`acquire`: the task awaits, its event loop keeps running.
@@ -263,21 +261,31 @@ class ProviderLimiter:
         import asyncio
 
         loop = asyncio.get_running_loop()
+
+        async def wait(step: tuple[_Waiter | float, float]) -> None:
+            what, timeout = step
+            if isinstance(what, _TaskWaiter):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(what.future, timeout)
+            elif isinstance(what, float):
+                await self._clock.asleep(what)
+
+        return await adrive(self._admission(tokens, lambda: _TaskWaiter(loop)), wait)
+
+    def _admission(
+        self, tokens: int, waiter: Callable[[], _Waiter]
+    ) -> Core[tuple[_Waiter | float, float], Permit]:
+        """:meth:`acquire` and :meth:`aacquire`, written once: yields each wait (a waiter
+        registered for the next release and the time left, or seconds to sleep)."""
         deadline: float | None = None
         waited = False
         while True:
             with self._lock:
-                step, deadline = self._next_step(
-                    tokens, deadline, waited, lambda: _TaskWaiter(loop)
-                )
+                step, deadline = self._next_step(tokens, deadline, waited, waiter)
             if isinstance(step, Permit):
                 return step
             waited = True
-            if isinstance(step, float):
-                await self._clock.asleep(step)
-            elif isinstance(step, _TaskWaiter):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(step.future, max(0.0, deadline - self._clock.now()))
+            yield step, max(0.0, deadline - self._clock.now())
 
     def __repr__(self) -> str:
         return f"ProviderLimiter({self.name}, {self.limits})"

@@ -25,6 +25,7 @@ from pywrapai_graph.ports.rerank_provider import (
     RerankScores,
 )
 from pywrapai_graph.ports.reranker import Reranker
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["RerankHits"]
 
@@ -114,13 +115,9 @@ class RerankHits(Reranker):
             InvalidArgumentError: ``k`` is not a positive int, or ``query`` is not valid text.
             ProviderError: the provider failed or did not score every text.
         """
-        items = _check(query, hits, k)
-        scores: list[float] = []
-        for part in self._parts(items):
-            with self._observe(part) as observed:
-                batch = self.provider.score(query, part, self.model)
-                scores += self._book(part, batch, observed)
-        return _ordered(items, scores, k)
+        return drive(
+            self._ranked(query, hits, k), lambda part: self.provider.score(query, part, self.model)
+        )
 
     async def _ascore(self, query: str, part: list[str]) -> RerankScores:
         if isinstance(self.provider, AsyncRerankProvider):
@@ -131,9 +128,17 @@ class RerankHits(Reranker):
         self, query: str, hits: Sequence[ScoredChunk], k: int | None = None
     ) -> list[ScoredChunk]:
         """Async :meth:`rerank`: the provider's async client, or the offload pool."""
+        return await adrive(self._ranked(query, hits, k), lambda part: self._ascore(query, part))
+
+    def _ranked(
+        self, query: str, hits: Sequence[ScoredChunk], k: int | None
+    ) -> Core[list[str], list[ScoredChunk]]:
+        """:meth:`rerank` and :meth:`arerank`, written once: yields each batch of texts to
+        score, is sent its :class:`RerankScores`."""
         items = _check(query, hits, k)
         scores: list[float] = []
         for part in self._parts(items):
             with self._observe(part) as observed:
-                scores += self._book(part, await self._ascore(query, part), observed)
+                batch: RerankScores = yield part
+                scores += self._book(part, batch, observed)
         return _ordered(items, scores, k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from pywrapai_graph.application.inject_context import inject_context, query_text
@@ -10,6 +11,7 @@ from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import BaseRetriever, MetadataFilter
 from pywrapai_graph.ports.retriever import retrieve_filtered
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["RetrieveContext"]
 
@@ -23,8 +25,8 @@ def _check_k(k: int) -> int:
 class RetrieveContext:
     """Retrieves chunks for the current user message and injects them (D4 template).
 
-    The same steps serve both paths: :meth:`run` calls the retriever's ``search``,
-    :meth:`arun` its ``aretrieve`` (native async or the bounded offload), so the async path
+    The same steps serve both paths: :meth:`run` retrieves blocking, :meth:`arun` through
+    the retriever's ``aretrieve`` (native async or the bounded offload), so the async path
     never blocks the event loop.
 
     Args:
@@ -49,12 +51,6 @@ class RetrieveContext:
         """The default number of chunks."""
         return self._k
 
-    def _query(self, current: Sequence[Message], k: int | None) -> tuple[str, int] | None:
-        found = query_text(current)
-        if found is None:
-            return None
-        return found[1], self._k if k is None else _check_k(k)
-
     def run(
         self,
         current: Sequence[Message],
@@ -68,12 +64,8 @@ class RetrieveContext:
             ValueError: ``k`` < 1.
             ScopeError: ``filter`` given to a retriever that cannot filter.
         """
-        query = self._query(current, k)
-        if query is None:
-            return list(current), []
-        text, wanted = query
-        hits = retrieve_filtered(self._retriever, text, wanted, filter)[:wanted]
-        return inject_context(current, hits), hits
+        search = functools.partial(retrieve_filtered, self._retriever)
+        return drive(self._steps(current, k, filter), lambda query: search(*query))
 
     async def arun(
         self,
@@ -83,9 +75,18 @@ class RetrieveContext:
         filter: MetadataFilter | None = None,
     ) -> tuple[list[Message], list[ScoredChunk]]:
         """Async :meth:`run`."""
-        query = self._query(current, k)
-        if query is None:
+        return await adrive(
+            self._steps(current, k, filter), lambda query: self._retriever.aretrieve(*query)
+        )
+
+    def _steps(
+        self, current: Sequence[Message], k: int | None, filter: MetadataFilter | None
+    ) -> Core[tuple[str, int, MetadataFilter | None], tuple[list[Message], list[ScoredChunk]]]:
+        """:meth:`run` and :meth:`arun`, written once: yields the retrieval (query, k,
+        filter) it needs, is sent the hits."""
+        found = query_text(current)
+        if found is None:
             return list(current), []
-        text, wanted = query
-        hits = (await self._retriever.aretrieve(text, wanted, filter))[:wanted]
+        wanted = self._k if k is None else _check_k(k)
+        hits: list[ScoredChunk] = (yield found[1], wanted, filter)[:wanted]
         return inject_context(current, hits), hits

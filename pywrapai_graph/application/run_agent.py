@@ -18,7 +18,6 @@ from pywrapai_graph.application.observability.operations import (
 )
 from pywrapai_graph.application.observability.scope import agent_run_context
 from pywrapai_graph.application.observability.telemetry import check_hooks, global_hooks
-from pywrapai_graph.application.sync_async import Core, adrive, drive
 from pywrapai_graph.application.tools import Tool, ToolRegistry
 from pywrapai_graph.application.tools.execution import (
     ToolLimits,
@@ -47,6 +46,7 @@ from pywrapai_graph.domain.events import AgentStepEvent
 from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports.conversation import Conversation
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import MetadataFilter
 
 __all__ = ["Agent"]
@@ -223,7 +223,8 @@ class Agent:
         options: dict[str, Any],
     ) -> Core[_Chat | _RunTools, AgentResult]:
         """The loop of :meth:`run` and :meth:`arun`: yields a model call or a turn's tool
-        calls, and is sent the response or the outcomes (see :mod:`.sync_async`)."""
+        calls, and is sent the response or the outcomes (see
+        :mod:`~pywrapai_graph.ports.sync_async`)."""
         with self._observe_run(run) as observed, agent_run_context(run.run_id):
             for turn in range(1, self.config.max_turns + 1):
                 self._check_budget(run)

@@ -58,6 +58,13 @@ DEFAULT_CONFIG_FILE = "pywrapai.yaml"
 Backend = str
 
 
+def _known(value: str, what: str, table: Mapping[str, object]) -> str:
+    """``value`` when it names an entry of ``table``, else InvalidArgumentError listing them."""
+    if value not in table:
+        raise InvalidArgumentError(f"unknown {what} {value!r}; known: {', '.join(table)}")
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -82,11 +89,7 @@ class _ChatModelSection(_Section):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, value: str | None) -> str | None:
-        if value is not None and value not in CHAT_PROVIDERS:
-            raise InvalidArgumentError(
-                f"unknown LLM provider {value!r}; known: {', '.join(CHAT_PROVIDERS)}"
-            )
-        return value
+        return value if value is None else _known(value, "LLM provider", CHAT_PROVIDERS)
 
     @model_validator(mode="after")
     def _cache_needs_anthropic(self) -> Self:
@@ -145,11 +148,7 @@ class EmbedderSettings(_Section):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, value: str) -> str:
-        if value not in EMBEDDING_PROVIDERS:
-            raise InvalidArgumentError(
-                f"unknown embedding provider {value!r}; known: {', '.join(EMBEDDING_PROVIDERS)}"
-            )
-        return value
+        return _known(value, "embedding provider", EMBEDDING_PROVIDERS)
 
 
 class StoreSettings(_Section):
@@ -193,9 +192,7 @@ class StoreSettings(_Section):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        if value not in BACKENDS:
-            raise InvalidArgumentError(f"unknown backend {value!r}; known: {', '.join(BACKENDS)}")
-        return value
+        return _known(value, "backend", BACKENDS)
 
     @model_validator(mode="after")
     def _required_per_backend(self) -> StoreSettings:
@@ -237,11 +234,7 @@ class RerankerSettings(_Section):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, value: str) -> str:
-        if value not in RERANK_PROVIDERS:
-            raise InvalidArgumentError(
-                f"unknown rerank provider {value!r}; known: {', '.join(RERANK_PROVIDERS)}"
-            )
-        return value
+        return _known(value, "rerank provider", RERANK_PROVIDERS)
 
     @model_validator(mode="after")
     def _local_needs_a_folder(self) -> RerankerSettings:

@@ -23,6 +23,7 @@ from pywrapai_graph.ports.store_inputs import (
     check_query_vector,
     matches_filter,
 )
+from pywrapai_graph.ports.sync_async import Core
 
 __all__ = ["FilteredPages", "checked_filter", "checked_query_vectors"]
 
@@ -56,7 +57,7 @@ class FilteredPages:
 
     Use: ``pages = FilteredPages(k, filter)``; ask the store for ``pages.asked`` hits, hand
     them to :meth:`keep`; while :meth:`more` says so, ask again for ``pages.asked``; the
-    answer is :meth:`best`.
+    answer is :meth:`best`. :meth:`collect` is that loop, for ``drive`` / ``adrive``.
     """
 
     def __init__(
@@ -93,6 +94,14 @@ class FilteredPages:
             return False
         self.asked = min(self.asked * 2, MAX_K)
         return True
+
+    def collect(self) -> Core[FilteredPages, list[ScoredChunk]]:
+        """The search, written once for the sync and async twins: yields these pages each
+        time the store must be asked for ``asked`` hits (``filter``), is sent its page."""
+        self.keep((yield self))
+        while self.more():
+            self.keep((yield self))
+        return self.best()
 
     def best(self) -> list[ScoredChunk]:
         """The kept hits, at most ``k`` of them."""

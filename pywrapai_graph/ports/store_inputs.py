@@ -17,13 +17,11 @@ import json
 import math
 import numbers
 import operator
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence, Sized
-from itertools import chain
-from typing import Any, cast
+from typing import Any
 
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.domain.checks import check_unicode, encodes_as_utf8
+from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = [
@@ -73,10 +71,6 @@ def check_name(value: str, what: str) -> None:
         )
 
 
-def _valid_name(value: str) -> bool:
-    return encodes_as_utf8(value) and "\x00" not in value
-
-
 def _check_scalar(value: Any, what: str) -> bool:
     """True when ``value`` is a valid JSON scalar; False when it is something else."""
     if value is None or isinstance(value, bool | int):
@@ -105,52 +99,12 @@ def check_value(value: Any, what: str) -> None:
     raise InvalidArgumentError(f"{what} is a {type(value).__name__}; {_RULE}")
 
 
-def _valid_scalar(value: object) -> bool:
-    if value is None or isinstance(value, bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, str) and _valid_name(value)
-
-
-def _valid_chunk(chunk: Chunk) -> bool:
-    """The rules of :func:`check_chunk` as a predicate that builds no message: True only when
-    :func:`check_chunk` accepts the chunk (it is the fast path of every write)."""
-    ident: object = chunk.id
-    doc: object = chunk.doc_id
-    text: object = chunk.text
-    metadata: object = chunk.metadata
-    if not (
-        isinstance(ident, str)
-        and isinstance(doc, str)
-        and isinstance(text, str)
-        and isinstance(metadata, Mapping)
-    ):
-        return False
-    if not (_valid_name(ident) and _valid_name(doc) and encodes_as_utf8(text)):
-        return False
-    for key, value in metadata.items():
-        if not (isinstance(key, str) and _valid_name(key)):
-            return False
-        if _valid_scalar(value):
-            continue
-        if not (isinstance(value, list | tuple) and all(_valid_scalar(v) for v in value)):
-            return False
-    return True
-
-
 def check_chunk(chunk: Chunk) -> None:
     """The same rules on every backend: valid Unicode text and ids, JSON metadata values.
 
     Raises:
         InvalidArgumentError: naming the chunk and the offending field.
     """
-    if not _valid_chunk(chunk):
-        _explain_chunk(chunk)
-
-
-def _explain_chunk(chunk: Chunk) -> None:
-    """Raises the error that names what breaks :func:`check_chunk`'s rules."""
     ids: tuple[object, object] = (chunk.id, chunk.doc_id)  # untyped callers pass anything
     if not all(isinstance(i, str) for i in ids):
         raise ArgumentTypeError(f"chunk ids and doc_ids are str; got {chunk.id!r}/{chunk.doc_id!r}")
@@ -170,79 +124,10 @@ def _explain_chunk(chunk: Chunk) -> None:
         check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
 
 
-_SCALAR_TYPES = frozenset({str, int, bool, float, type(None)})
-_STR = frozenset({str})
-
-
-def _valid_texts(texts: Sequence[str]) -> bool:
-    """Every item (each a ``str``) is valid Unicode; C-level passes over the batch."""
-    if all(map(str.isascii, texts)):
-        return True
-    try:
-        deque(map(str.encode, texts), maxlen=0)  # a lone surrogate cannot be encoded
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _valid_names(names: Sequence[str]) -> bool:
-    """:func:`_valid_texts`, and no NUL in any (one C-level search over them joined)."""
-    return _valid_texts(names) and "\x00" not in "".join(names)
-
-
-def _valid_values(values: Iterable[object]) -> bool:
-    """Every value a plain JSON scalar (exact types) or a plain list/tuple of them, valid."""
-    scalars = list(values)
-    types = set(map(type, scalars))
-    if list in types or tuple in types:
-        nested = [v for v in scalars if type(v) is list or type(v) is tuple]
-        scalars = [v for v in scalars if type(v) is not list and type(v) is not tuple]
-        scalars += chain.from_iterable(nested)
-        types = set(map(type, scalars))
-    if not types <= _SCALAR_TYPES:
-        return False
-    if float in types and not all(map(math.isfinite, [v for v in scalars if type(v) is float])):
-        return False
-    if str not in types:
-        return True
-    return _valid_names(scalars if types == _STR else [v for v in scalars if type(v) is str])  # type: ignore[arg-type]
-
-
-def _valid_batch(chunks: Sequence[object]) -> bool:
-    """True only when every item is a :class:`Chunk` that :func:`check_chunk` accepts.
-
-    A whole batch in a few C-level passes (the write path's cost is per chunk): it answers
-    True only for plain types (``Chunk``, ``str``, ``dict``, JSON scalars, lists and tuples
-    of them) that are valid; for anything else, subclasses included, it answers False and
-    the per-chunk checks decide (and explain).
-    """
-    if not chunks:
-        return True
-    if set(map(type, chunks)) != {Chunk}:
-        return False
-    batch = cast(Sequence[Chunk], chunks)
-    # As typed by the caller, not as annotated: each is checked below.
-    ids: list[object] = [c.id for c in batch]
-    docs: list[object] = [c.doc_id for c in batch]
-    texts: list[object] = [c.text for c in batch]
-    metadata: list[Any] = [c.metadata for c in batch]
-    for strings, valid in ((ids, _valid_names), (docs, _valid_names), (texts, _valid_texts)):
-        if set(map(type, strings)) != _STR or not valid(cast(list[str], strings)):
-            return False
-    if set(map(type, metadata)) != {dict}:
-        return False
-    keys = list(chain.from_iterable(metadata))
-    if keys and (set(map(type, keys)) != _STR or not _valid_names(keys)):
-        return False
-    return _valid_values(chain.from_iterable(map(dict.values, metadata)))
-
-
 def check_chunks(chunks: Sequence[Chunk], method: str = "add") -> None:
     """Every item a :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
     if isinstance(chunks, Chunk):
         raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
-    if _valid_batch(chunks):
-        return
     for c in chunks:
         if not isinstance(c, Chunk):
             raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")

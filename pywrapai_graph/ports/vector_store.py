@@ -28,6 +28,7 @@ from pywrapai_graph.ports.store_inputs import (
     checked_chunks,
 )
 from pywrapai_graph.ports.store_rescoring import StoreRescoring
+from pywrapai_graph.ports.sync_async import adrive, drive
 
 __all__ = [
     "BaseVectorStore",
@@ -205,10 +206,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         """
         check_query_vector(query_vector, "search")
         pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        pages.keep(self._search_page(query_vector, pages.asked, pages.filter))
-        while pages.more():
-            pages.keep(self._search_page(query_vector, pages.asked, pages.filter))
-        return pages.best()
+        return drive(pages.collect(), lambda p: self._search_page(query_vector, p.asked, p.filter))
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -275,11 +273,10 @@ class BaseVectorStore(StoreRescoring, ABC):
             ValueError: k < 1, k1 < 0 or b outside [0, 1].
         """
         self._check_lexical_query(query, k1, b, "lexical_search")
-        pages = FilteredPages(k, filter)
-        pages.keep(self._lexical_search(query, pages.asked, pages.filter, k1=k1, b=b))
-        while pages.more():
-            pages.keep(self._lexical_search(query, pages.asked, pages.filter, k1=k1, b=b))
-        return pages.best()
+        return drive(
+            FilteredPages(k, filter).collect(),
+            lambda p: self._lexical_search(query, p.asked, p.filter, k1=k1, b=b),
+        )
 
     def _check_lexical_query(self, query: str, k1: float, b: float, method: str) -> None:
         if not self.lexical:
@@ -418,10 +415,9 @@ class BaseVectorStore(StoreRescoring, ABC):
         """Async :meth:`search`."""
         check_query_vector(query_vector, "asearch")
         pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        pages.keep(await self._asearch(query_vector, pages.asked, pages.filter))
-        while pages.more():
-            pages.keep(await self._asearch(query_vector, pages.asked, pages.filter))
-        return pages.best()
+        return await adrive(
+            pages.collect(), lambda p: self._asearch(query_vector, p.asked, p.filter)
+        )
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None

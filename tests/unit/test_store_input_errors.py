@@ -8,6 +8,7 @@ the ones of one component: fusion settings, a SQLite or FAISS file changed by ha
 from __future__ import annotations
 
 import sqlite3
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import (
+    Chunk,
     FAISSVectorStore,
     FeatureHashingEmbedder,
     SQLiteVectorStore,
@@ -23,6 +25,7 @@ from pywrapai_graph import (
 from pywrapai_graph.application.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.store_inputs import check_chunks
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 
 NAN = float("nan")
@@ -107,3 +110,24 @@ def test_a_faiss_index_without_its_id_map_is_a_store_error(
         db.execute("UPDATE meta SET value = ? WHERE key = 'index_sha256'", (file_sha256(index),))
     with pytest.raises(VectorStoreError, match="IndexFlatIP without the id map"):
         FAISSVectorStore(index, meta)
+
+
+class _Tag(str):
+    pass
+
+
+class _Level(IntEnum):
+    LOW = 1
+
+
+def test_subclasses_of_the_json_types_follow_the_same_rules() -> None:
+    """A str or int subclass is judged as its base type: valid ones pass, a lone surrogate
+    inside a str subclass is still refused, naming the chunk."""
+    fine = [
+        Chunk("t", "d", {"level": _Level.LOW, "tag": _Tag("x")}, "c1"),
+        Chunk(_Tag("text"), "d", {}, "c2"),
+    ]
+    check_chunks(fine)
+    bad = [Chunk("t", "d", {}, "c1"), Chunk("t", "d", {"tag": _Tag("a\ud800")}, "c2")]
+    with pytest.raises(InvalidArgumentError, match="c2"):
+        check_chunks(bad)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pywrapai_graph.application.sync_async import Core, adrive, drive
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 
 def _core(log: list[str]) -> Core[str, int]:

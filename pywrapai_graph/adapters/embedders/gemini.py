@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._gemini import gemini_client
+from pywrapai_graph.adapters._gemini import close_aio, gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import decoding, status_code_errors
 from pywrapai_graph.errors import MissingExtraError
@@ -48,7 +48,7 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
     ) -> None:
         self._client = gemini_client(api_key, base_url, timeout, max_retries)
         self._aclients = PerLoop(
-            lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, _close_aio
+            lambda: gemini_client(api_key, base_url, timeout, max_retries).aio, close_aio
         )
         self._secret = api_key
 
@@ -77,10 +77,6 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
                 model=model, contents=_contents(texts)
             )
             return _batch(raw, model)
-
-
-async def _close_aio(client: Any) -> None:
-    await client.aclose()
 
 
 def _batch(raw: Any, model: str) -> EmbeddingBatch:

@@ -28,6 +28,12 @@ _WORDS = re.compile(r"\w+", re.UNICODE)
 _SIGN_BIT = 1 << 31
 
 
+def _texts(texts: Sequence[str]) -> Sequence[str]:
+    if isinstance(texts, str):
+        raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
+    return texts
+
+
 class FeatureHashingEmbedder:
     """Maps text to a fixed-size, L2-normalised vector by hashing its features.
 
@@ -72,10 +78,6 @@ class FeatureHashingEmbedder:
                 weights[bucket] = weights.get(bucket, 0.0) + (weight if h & _SIGN_BIT else -weight)
         return weights
 
-    def _vector(self, text: str) -> list[float]:
-        unit: list[float] = self._unit(text).tolist()
-        return unit
-
     def _unit(self, text: str) -> npt.NDArray[np.float64]:
         vec = np.zeros(self.dimension, dtype=np.float64)
         for bucket, weight in self._features(text).items():
@@ -90,15 +92,11 @@ class FeatureHashingEmbedder:
 
     def vectors(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, without recording usage."""
-        if isinstance(texts, str):
-            raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
-        return [self._vector(t) for t in texts]
+        return [self._unit(t).tolist() for t in _texts(texts)]
 
     def matrix(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The unit vectors of ``texts`` as one float32 matrix, without recording usage."""
-        if isinstance(texts, str):
-            raise ArgumentTypeError("embed() takes a list of texts; use embed_one() for one text")
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        out = np.empty((len(_texts(texts)), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i] = self._unit(text)
         return out
@@ -106,26 +104,18 @@ class FeatureHashingEmbedder:
     def embed_matrix(self, texts: Sequence[str]) -> memoryview:
         """The vectors as one float32 matrix (what ingest uses: no Python float per value)."""
         out = self.matrix(texts)
-        self.tokens.record(
-            "embedding",
-            self.provider,
-            self.model,
-            TokenUsage(estimate_tokens(texts)),
-            estimated=True,
-        )
+        self._record(texts)
         return out.data
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text."""
         vectors = self.vectors(texts)
-        self.tokens.record(
-            "embedding",
-            self.provider,
-            self.model,
-            TokenUsage(estimate_tokens(texts)),
-            estimated=True,
-        )
+        self._record(texts)
         return vectors
+
+    def _record(self, texts: Sequence[str]) -> None:
+        usage = TokenUsage(estimate_tokens(texts))
+        self.tokens.record("embedding", self.provider, self.model, usage, estimated=True)
 
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""

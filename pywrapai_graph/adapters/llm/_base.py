@@ -171,9 +171,7 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
             events, first = retrying(open_stream, retries)
             with self._errors():
                 for event in itertools.chain(first, events):
-                    before = tally.reported()
-                    chunk = tally.chunk(tally.feed(event), before)
-                    if chunk is not None:
+                    if (chunk := tally.step(event)) is not None:
                         yield chunk
         yield tally.final()
 
@@ -195,14 +193,10 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
             events, first = await aretrying(open_stream, retries)
             with self._errors():
                 for event in first:
-                    before = tally.reported()
-                    chunk = tally.chunk(tally.feed(event), before)
-                    if chunk is not None:
+                    if (chunk := tally.step(event)) is not None:
                         yield chunk
                 async for event in events:
-                    before = tally.reported()
-                    chunk = tally.chunk(tally.feed(event), before)
-                    if chunk is not None:
+                    if (chunk := tally.step(event)) is not None:
                         yield chunk
         yield tally.final()
 

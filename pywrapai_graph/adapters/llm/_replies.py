@@ -141,6 +141,11 @@ class StreamTally(ABC):
             return StreamChunk(text=text) if text else None
         return StreamChunk(text=text, usage=usage)
 
+    def step(self, event: Any) -> StreamChunk | None:
+        """:meth:`feed` one event; the chunk to hand on after it (see :meth:`chunk`)."""
+        before = self.reported()
+        return self.chunk(self.feed(event), before)
+
     def final(self) -> StreamChunk:
         """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""
         if not self.ended:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._gemini import gemini_client
+from pywrapai_graph.adapters._gemini import close_aio, gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
@@ -155,10 +155,6 @@ def _parts(raw: Any) -> list[Any]:
     return list(raw.candidates[0].content.parts or [])
 
 
-async def _close_aio(client: Any) -> None:
-    await client.aclose()
-
-
 def _finish_reason(raw: Any) -> str | None:
     reason = raw.candidates[0].finish_reason if raw.candidates else None
     return None if reason is None else str(getattr(reason, "value", reason))
@@ -205,7 +201,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
             return gemini_client(api_key, base_url, timeout, 0, async_client_args=args).aio
 
         # client.aio binds its httpx client to a loop: one whole client per loop
-        self._aclients = PerLoop(async_client, _close_aio)
+        self._aclients = PerLoop(async_client, close_aio)
         self._model = model or DEFAULT_MODEL
         self._secret = api_key or getattr(self._client._api_client, "api_key", None)
 

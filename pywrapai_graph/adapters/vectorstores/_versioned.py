@@ -63,6 +63,7 @@ from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, m
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = [
@@ -77,6 +78,11 @@ __all__ = [
 
 #: document ids per record request of :meth:`VersionedDocuments.document_manifests`
 _RECORDS_BATCH = 500
+
+
+#: An engine read a search asks for: ``("available",)``, ``("query", query, n, selector)``,
+#: ``("query_many", queries, n, selector)`` or ``("records", doc_ids)``.
+_Read = tuple[Any, ...]
 
 
 class VersionedDocuments(BaseVectorStore):
@@ -356,10 +362,6 @@ class VersionedDocuments(BaseVectorStore):
         committed = record.version if record else ""
         return sum(c.version == committed for c in stored)
 
-    def _visible(self, hits: list[Hit]) -> list[ScoredChunk]:
-        """The hits (each with its chunk version) of committed versions only."""
-        return visible_of(hits, self._records(docs_of(hits))) if hits else []
-
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
         return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []
@@ -372,21 +374,7 @@ class VersionedDocuments(BaseVectorStore):
             if self._known_dim() is None:
                 return []
             query = prepare_query(query_vector, self._dim)
-            selector = self._selector(filter)
-            return self._search_visible(self._asker(query, selector), k, self._available())
-
-    def _search_visible(
-        self, ask: Callable[[int], list[Hit]], k: int, available: int | None
-    ) -> list[ScoredChunk]:
-        """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
-        asked = k if available is None else min(k, available)
-        while asked:  # ask for more when chunks of uncommitted versions took places
-            hits = ask(asked)
-            visible = self._visible(hits)
-            asked = next_ask(k, asked, hits, len(visible), available)
-            if not asked:
-                return visible[:k]
-        return []
+            return drive(self._nearest(query, k, self._selector(filter)), self._read)
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -396,22 +384,7 @@ class VersionedDocuments(BaseVectorStore):
             if self._known_dim() is None:
                 return [[] for _ in query_vectors]
             queries = [prepare_query(q, self._dim) for q in query_vectors]
-            selector, available = self._selector(filter), self._available()
-            asked = k if available is None else min(k, available)
-            if not queries or not asked:
-                return [[] for _ in queries]
-            batches = self._query_many(queries, asked, selector)
-            known = self._records(docs_of(h for hits in batches for h in hits))
-            settled = settle(batches, known, k, asked, available)
-            return [
-                self._search_visible(self._asker(q, selector), k, available)
-                if hits is None
-                else hits
-                for q, hits in zip(queries, settled, strict=True)
-            ]
-
-    def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
-        return lambda n: self._query(query, n, selector)
+            return drive(self._nearest_many(queries, k, self._selector(filter)), self._read)
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -421,19 +394,7 @@ class VersionedDocuments(BaseVectorStore):
         if self._known_dim() is None:
             return []
         query = prepare_query(query_vector, self._dim)
-        return await self._asearch_visible(query, k, self._selector(filter))
-
-    async def _asearch_visible(self, query: Matrix, k: int, selector: Any) -> list[ScoredChunk]:
-        available = await self._aavailable()
-        asked = k if available is None else min(k, available)
-        while asked:
-            hits = await self._aquery(query, asked, selector)
-            known = await self._arecords(docs_of(hits)) if hits else {}
-            visible = visible_of(hits, known)
-            asked = next_ask(k, asked, hits, len(visible), available)
-            if not asked:
-                return visible[:k]
-        return []
+        return await adrive(self._nearest(query, k, self._selector(filter)), self._aread)
 
     async def _asearch_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -443,15 +404,67 @@ class VersionedDocuments(BaseVectorStore):
         if self._known_dim() is None:
             return [[] for _ in query_vectors]
         queries = [prepare_query(q, self._dim) for q in query_vectors]
-        selector, available = self._selector(filter), await self._aavailable()
+        return await adrive(self._nearest_many(queries, k, self._selector(filter)), self._aread)
+
+    def _nearest(self, query: Matrix, k: int, selector: Any) -> Core[_Read, list[ScoredChunk]]:
+        """The visible top ``k`` of one query: the reads of ``_search`` and ``_asearch``,
+        written once (yields the engine reads it needs, see :data:`_Read`)."""
+        available = yield ("available",)
+        return (yield from self._visible_top(k, available, query, selector))
+
+    def _nearest_many(
+        self, queries: list[Matrix], k: int, selector: Any
+    ) -> Core[_Read, list[list[ScoredChunk]]]:
+        """:meth:`_nearest` of each query: one engine request for the batch, one record
+        lookup for all its hits, and a query whose hits were taken searched again alone."""
+        available = yield ("available",)
         asked = k if available is None else min(k, available)
         if not queries or not asked:
             return [[] for _ in queries]
-        batches = await self._aquery_many(queries, asked, selector)
+        batches = yield ("query_many", queries, asked, selector)
         found = [h for hits in batches for h in hits]
-        known = await self._arecords(docs_of(found)) if found else {}
-        settled = settle(batches, known, k, asked, available)
-        return [
-            await self._asearch_visible(q, k, selector) if hits is None else hits
-            for q, hits in zip(queries, settled, strict=True)
-        ]
+        known = (yield ("records", docs_of(found))) if found else {}
+        out: list[list[ScoredChunk]] = []
+        for q, top in zip(queries, settle(batches, known, k, asked, available), strict=True):
+            alone = self._visible_top(k, available, q, selector)
+            out.append((yield from alone) if top is None else top)
+        return out
+
+    def _visible_top(
+        self, k: int, available: int | None, query: Matrix | None = None, selector: Any = None
+    ) -> Core[_Read, list[ScoredChunk]]:
+        """The visible top ``k`` of an engine query: asked for more while chunks of
+        uncommitted versions took places."""
+        asked = k if available is None else min(k, available)
+        while asked:
+            hits = yield ("query", query, asked, selector)
+            known = (yield ("records", docs_of(hits))) if hits else {}
+            visible = visible_of(hits, known)
+            asked = next_ask(k, asked, hits, len(visible), available)
+            if not asked:
+                return visible[:k]
+        return []
+
+    def _read(self, read: _Read) -> Any:
+        """An engine read, done blocking: ``("query", ...)`` calls ``self._query(...)``."""
+        return getattr(self, f"_{read[0]}")(*read[1:])
+
+    async def _aread(self, read: _Read) -> Any:
+        """An engine read, awaited: ``("query", ...)`` awaits ``self._aquery(...)``."""
+        return await getattr(self, f"_a{read[0]}")(*read[1:])
+
+    def _search_visible(
+        self, ask: Callable[[int], list[Hit]], k: int, available: int | None
+    ) -> list[ScoredChunk]:
+        """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
+        return drive(
+            self._visible_top(k, available),
+            lambda read: ask(read[2]) if read[0] == "query" else self._read(read),
+        )
+
+    def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
+        return lambda n: self._query(query, n, selector)
+
+    async def _asearch_visible(self, query: Matrix, k: int, selector: Any) -> list[ScoredChunk]:
+        available = await self._aavailable()
+        return await adrive(self._visible_top(k, available, query, selector), self._aread)

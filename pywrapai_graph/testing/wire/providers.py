@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
+from pywrapai_graph.domain import ToolCall
 from pywrapai_graph.testing.scripted import ScriptedReply
 from pywrapai_graph.testing.wire.server import WireResponse, WireServer, split_text, sse
 
@@ -47,6 +48,11 @@ def _json(obj: Any) -> bytes:
 
 
 # ====================================================================== OpenAI
+def _openai_call(call: ToolCall, arguments: str) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": arguments}
+    return {"id": call.id, "type": "function", "function": function}
+
+
 class OpenAIWire(WireServer):
     """Chat Completions and Embeddings, as api.openai.com/v1 speaks them."""
 
@@ -73,79 +79,32 @@ class OpenAIWire(WireServer):
     def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
         model = reply.model or _model(body, "gpt-4o-mini")
         finish = "tool_calls" if reply.tool_calls else "stop"
+        head = {"id": "chatcmpl-wire", "created": _CREATED, "model": model}
         if not stream:
             message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
             if reply.tool_calls:
                 message["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in reply.tool_calls
+                    _openai_call(c, json.dumps(c.arguments)) for c in reply.tool_calls
                 ]
-            return WireResponse(
-                body=_json(
-                    {
-                        "id": "chatcmpl-wire",
-                        "object": "chat.completion",
-                        "created": _CREATED,
-                        "model": model,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": message,
-                                "finish_reason": finish,
-                                "logprobs": None,
-                            }
-                        ],
-                        "usage": self.usage(reply),
-                    }
-                )
-            )
+            choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            whole = {**head, "object": "chat.completion", "choices": [choice]}
+            return WireResponse(body=_json({**whole, "usage": self.usage(reply)}))
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-            return {
-                "id": "chatcmpl-wire",
-                "object": "chat.completion.chunk",
-                "created": _CREATED,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-            }
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+            return {**head, "object": "chat.completion.chunk", "choices": [choice]}
 
         events: list[Any] = [chunk({"role": "assistant", "content": ""})]
         events += [chunk({"content": piece}) for piece in split_text(reply.content)]
         for i, call in enumerate(reply.tool_calls):
-            events.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": i,
-                                "id": call.id,
-                                "type": "function",
-                                "function": {"name": call.name, "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            )
+            events.append(chunk({"tool_calls": [{"index": i, **_openai_call(call, "")}]}))
             events += [
                 chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
                 for part in _split_json(call.arguments)
             ]
         events.append(chunk({}, finish))
         if isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage"):
-            events.append(
-                {
-                    "id": "chatcmpl-wire",
-                    "object": "chat.completion.chunk",
-                    "created": _CREATED,
-                    "model": model,
-                    "choices": [],
-                    "usage": self.usage(reply),
-                }
-            )
+            events.append({**chunk({}), "choices": [], "usage": self.usage(reply)})
         events.append("[DONE]")
         return WireResponse(content_type="text/event-stream", chunks=sse(events))
 
@@ -225,89 +184,32 @@ class AnthropicWire(WireServer):
             return WireResponse(
                 body=_json({**message, "content": self._blocks(reply), "usage": usage})
             )
-        events: list[tuple[str, dict[str, Any]]] = [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        **message,
-                        "content": [],
-                        "stop_reason": None,
-                        "usage": {**self._input_usage(reply), "output_tokens": 1},
-                    },
-                },
-            )
-        ]
-        index = 0
+        usage = {**self._input_usage(reply), "output_tokens": 1}
+        started: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": usage}
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
+        # each content block: (its start, its pieces, the delta type, the delta's key)
+        blocks: list[tuple[dict[str, Any], list[str], str, str]] = []
         if reply.content:
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                )
-            )
+            text = split_text(reply.content)
+            blocks.append(({"type": "text", "text": ""}, text, "text_delta", "text"))
+        for c in reply.tool_calls:
+            tool = {"type": "tool_use", "id": c.id, "name": c.name, "input": {}}
+            blocks.append((tool, _split_json(c.arguments), "input_json_delta", "partial_json"))
+        for index, (block, pieces, kind, key) in enumerate(blocks):
+            events.append({"type": "content_block_start", "index": index, "content_block": block})
             events += [
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                )
-                for piece in split_text(reply.content)
+                {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: p}}
+                for p in pieces
             ]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-            index += 1
-        for call in reply.tool_calls:
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": {},
-                        },
-                    },
-                )
-            )
-            events += [
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": part},
-                    },
-                )
-                for part in _split_json(call.arguments)
-            ]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-            index += 1
-        events.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": reply.usage.output_tokens},
-                },
-            )
-        )
-        events.append(("message_stop", {"type": "message_stop"}))
-        return WireResponse(
-            content_type="text/event-stream",
-            chunks=sse([e for _, e in events], event_names=[n for n, _ in events]),
-        )
+            events.append({"type": "content_block_stop", "index": index})
+        stopped = {"stop_reason": stop, "stop_sequence": None}
+        output = reply.usage.output_tokens
+        events += [
+            {"type": "message_delta", "delta": stopped, "usage": {"output_tokens": output}},
+            {"type": "message_stop"},
+        ]
+        names = [e["type"] for e in events]
+        return WireResponse(content_type="text/event-stream", chunks=sse(events, event_names=names))
 
     def render_error(self, status: int, message: str) -> bytes:
         kinds = {
@@ -366,31 +268,17 @@ class GeminiWire(WireServer):
             {"functionCall": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
             for c in reply.tool_calls
         ]
+        usage = {"usageMetadata": self.usage(reply)}
+
+        def event(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
+            return {"candidates": [self._candidate(parts, finish)], "modelVersion": model}
+
         if not stream:
             parts = ([{"text": reply.content}] if reply.content else []) + calls
-            return WireResponse(
-                body=_json(
-                    {
-                        "candidates": [self._candidate(parts, "STOP")],
-                        "usageMetadata": self.usage(reply),
-                        "modelVersion": model,
-                    }
-                )
-            )
-        pieces = split_text(reply.content)
-        events: list[dict[str, Any]] = [
-            {"candidates": [self._candidate([{"text": p}], None)], "modelVersion": model}
-            for p in pieces
-        ]
-        if calls:
-            events.append({"candidates": [self._candidate(calls, None)], "modelVersion": model})
-        events.append(
-            {
-                "candidates": [self._candidate([{"text": ""}], "STOP")],
-                "usageMetadata": self.usage(reply),
-                "modelVersion": model,
-            }
-        )
+            return WireResponse(body=_json({**event(parts, "STOP"), **usage}))
+        events = [event([{"text": p}]) for p in split_text(reply.content)]
+        events += [event(calls)] if calls else []
+        events.append({**event([{"text": ""}], "STOP"), **usage})
         return WireResponse(content_type="text/event-stream", chunks=sse(events))
 
     def render_embeddings(self, body: Any, path: str) -> WireResponse:
