@@ -87,7 +87,7 @@ def test_the_weight_zero_is_chunks_alone_and_writes_keep_both_fields() -> None:
     alone, index = LexicalIndex(0.0), LexicalIndex()
     for target in (alone, index):
         target.upsert(corpus)
-        target.remove_doc("doc-2")
+        target.remove([c.id for c in corpus if c.doc_id == "doc-2"])
         target.remove([corpus[7].id])
         target.upsert([Chunk("heat heat transfer", doc_id="doc-2", id="back")])
     live = [c for c in corpus if c.doc_id != "doc-2" and c.id != corpus[7].id]

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -152,7 +151,7 @@ class LexicalIndex:
         self._chunks: list[Chunk | None] = []
         self._terms: list[Counter[str] | None] = []
         self._doc_of = np.zeros(64, dtype=np.intp)  # chunk slot -> document slot
-        self._by_doc: dict[str, set[str]] = {}
+        self._members: Counter[str] = Counter()  # chunks per document
 
     def __len__(self) -> int:
         return len(self._field)
@@ -176,7 +175,7 @@ class LexicalIndex:
             doc_slot = self._docs.open(chunk.doc_id)
             self._docs.add(doc_slot, terms)
             self._doc_of[slot] = doc_slot
-            self._by_doc.setdefault(chunk.doc_id, set()).add(chunk.id)
+            self._members[chunk.doc_id] += 1
 
     def _remove_one(self, chunk_id: str) -> bool:
         slot = self._field.slots.get(chunk_id)
@@ -189,20 +188,15 @@ class LexicalIndex:
         self._field.release(chunk_id)
         self._docs.add(int(self._doc_of[slot]), terms, -1)
         self._chunks[slot] = self._terms[slot] = None
-        members = self._by_doc[chunk.doc_id]
-        members.discard(chunk_id)
-        if not members:
-            del self._by_doc[chunk.doc_id]
+        self._members[chunk.doc_id] -= 1
+        if not self._members[chunk.doc_id]:
+            del self._members[chunk.doc_id]
             self._docs.release(chunk.doc_id)
         return True
 
     def remove(self, ids: Iterable[str]) -> int:
         """Forget chunks by id (unknown ids are ignored); returns how many were removed."""
         return sum(1 for chunk_id in ids if self._remove_one(chunk_id))
-
-    def remove_doc(self, doc_id: str) -> int:
-        """Forget every chunk of one document."""
-        return self.remove(sorted(self._by_doc.get(doc_id, ())))
 
     def scored(self, query: str, k1: float, b: float) -> tuple[Slots, Floats]:
         """The chunks holding a query term (slots, ascending) and their scores."""
@@ -260,31 +254,14 @@ class LexicalIndex:
         return Chunk(c.text, doc_id=c.doc_id, metadata=dict(c.metadata), id=c.id)
 
 
-class LexicalChanges:
-    """The lexical effect of one store write, applied only when the write succeeds."""
-
-    def __init__(self, mirror: LexicalMirror) -> None:
-        self._mirror = mirror
-        self.steps: list[Callable[[], object]] = []
-
-    def upsert(self, chunks: Sequence[Chunk]) -> None:
-        self.steps.append(partial(self._mirror.upsert, list(chunks)))
-
-    def remove(self, ids: Sequence[str]) -> None:
-        self.steps.append(partial(self._mirror.remove, list(ids)))
-
-    def remove_doc(self, doc_id: str) -> None:
-        self.steps.append(partial(self._mirror.remove_doc, doc_id))
-
-    def clear(self) -> None:
-        self.steps.append(self._mirror.clear)
-
-
 class LexicalMirror:
     """A store's BM25 index, built from the store on first use and kept in step with its writes.
 
-    Not locked on its own: the store calls it under the lock that guards its writes. Until
-    the first lexical search nothing is indexed and writes cost nothing here.
+    It watches the store's writes: each committed change is told to it (the in-memory and
+    SQLite stores' :class:`ExactIndex` tells it, FAISS's transaction once it commits), a
+    failed write or another process's change resets it. Not locked on its own: it is told
+    under the lock that guards the store's writes. Until the first lexical search nothing is
+    indexed and writes cost nothing here.
 
     Args:
         load: returns every chunk the store holds (text, doc id, metadata, id).
@@ -293,18 +270,6 @@ class LexicalMirror:
     def __init__(self, load: Callable[[], Iterable[Chunk]]) -> None:
         self._load = load
         self._index: LexicalIndex | None = None
-
-    @contextmanager
-    def writing(self) -> Iterator[LexicalChanges]:
-        """Record a write's changes; apply them if the block succeeds, else rebuild later."""
-        changes = LexicalChanges(self)
-        try:
-            yield changes
-        except BaseException:
-            self.reset()
-            raise
-        for step in changes.steps:
-            step()
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Apply a committed upsert."""
@@ -315,11 +280,6 @@ class LexicalMirror:
         """Apply a committed delete."""
         if self._index is not None:
             self._index.remove(ids)
-
-    def remove_doc(self, doc_id: str) -> None:
-        """Apply a committed delete of one document's chunks."""
-        if self._index is not None:
-            self._index.remove_doc(doc_id)
 
     def clear(self) -> None:
         """Apply a committed clear."""
