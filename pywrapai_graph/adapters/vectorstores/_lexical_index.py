@@ -89,16 +89,20 @@ class _Field:
 
     def add(self, slot: int, terms: Mapping[str, int], sign: int = 1) -> None:
         """Add (``sign`` 1) or take away (-1) term frequencies to a slot."""
+        postings, arrays = self._postings, self._arrays
         for term, tf in terms.items():
-            posting = self._postings.setdefault(term, {})
+            arrays.pop(term, None)
+            posting = postings.get(term)
+            if posting is None:  # (only when adding)
+                postings[term] = {slot: tf}
+                continue
             left = posting.get(slot, 0) + sign * tf
             if left:
                 posting[slot] = left
             else:
                 del posting[slot]
                 if not posting:
-                    del self._postings[term]
-            self._arrays.pop(term, None)
+                    del postings[term]
         change = sign * sum(terms.values())
         self.length[slot] += change
         self.total += change
@@ -114,11 +118,10 @@ class _Field:
             cached = self._arrays[term] = (slots, tfs)
         return cached
 
-    def scores(self, query: Counter[str], k1: float, b: float) -> tuple[Floats, list[Slots]]:
-        """The BM25 score of every slot (0 where no query term occurs) and the postings'
-        slots of the query terms found."""
+    def scores(self, query: Counter[str], k1: float, b: float) -> Floats:
+        """The BM25 score of every slot (0 where no query term occurs)."""
         scores = np.zeros(self.size, dtype=np.float64)
-        n, found = len(self.slots), []
+        n = len(self.slots)
         avgdl = self.total / n if self.total and n else 1.0
         for term, qtf in query.items():
             posting = self._posting(term)
@@ -128,8 +131,7 @@ class _Field:
             idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
             norm = k1 * (1.0 - b + b * self.length[slots] / avgdl)
             scores[slots] += qtf * idf * tfs * (k1 + 1.0) / (tfs + norm)
-            found.append(slots)
-        return scores, found
+        return scores
 
 
 class LexicalIndex:
@@ -201,13 +203,11 @@ class LexicalIndex:
     def scored(self, query: str, k1: float, b: float) -> tuple[Slots, Floats]:
         """The chunks holding a query term (slots, ascending) and their scores."""
         terms = Counter(analyze(query))
-        chunk_scores, found = self._field.scores(terms, k1, b)
-        if not found:
-            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64)
-        slots = np.unique(np.concatenate(found))
+        chunk_scores = self._field.scores(terms, k1, b)
+        slots = np.flatnonzero(chunk_scores > 0.0)  # (idf > 0: every chunk holding a term)
         scores = chunk_scores[slots]
         if self._weight:
-            doc_scores, _ = self._docs.scores(terms, k1, b)
+            doc_scores = self._docs.scores(terms, k1, b)
             scores = scores + self._weight * doc_scores[self._doc_of[slots]]
         return slots, scores
 
