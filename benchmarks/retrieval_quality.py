@@ -2,10 +2,12 @@
 against a textbook BM25.
 
 Run: .venv/bin/python -m benchmarks.retrieval_quality [FOLDER] [--backends N,..] [--lexical-only]
+[--vectors FILE.npz]
 (FOLDER defaults to ../shared/data/cranfield beside the repository, as CI lays it out;
 ``--backends in-memory,sqlite,faiss`` measures those only (names as in :data:`BACKENDS`, or
 ``postgresql``); ``--lexical-only`` measures the lexical setting alone, with no model, and
-skips the embedder's rates.)
+skips the embedder's rates; ``--vectors`` keeps the one embedding pass's vectors in FILE and
+reuses them on the next run.)
 
 Queries rank 100 documents. The baseline is bm25s over whole abstracts (method "lucene", k1
 1.2, b 0.75, its English stop words, the Snowball stemmer of PyStemmer), run in this process
@@ -133,10 +135,19 @@ class Precomputed:
     """An embedder answering from the vectors of one embedding pass over the corpus and the
     queries, so every backend is measured on the same vectors without embedding again."""
 
-    def __init__(self, embedder: Embedder, texts: Sequence[str]) -> None:
+    def __init__(self, embedder: Embedder, texts: Sequence[str], saved: Path | None = None) -> None:
         self.provider, self.model = embedder.provider, embedder.model
         self._embedder = embedder
-        self._vectors = dict(zip(texts, embedder.embed(list(texts)), strict=True))
+        self._vectors: dict[str, list[float]] = {}
+        if saved is not None and saved.exists():  # a previous run's vectors (same model)
+            with np.load(saved) as stored:
+                rows = stored["vectors"].tolist()
+                self._vectors = dict(zip(stored["texts"].tolist(), rows, strict=True))
+        self.embed(list(texts))
+        if saved is not None:
+            np.savez(
+                saved, texts=np.array(list(self._vectors)), vectors=list(self._vectors.values())
+            )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
@@ -300,6 +311,7 @@ def chosen_backends(
 def main(argv: list[str]) -> None:
     argv = list(argv)
     names = _option(argv, "--backends")
+    saved = _option(argv, "--vectors")
     lexical_only = "--lexical-only" in argv
     argv = [a for a in argv if a != "--lexical-only"]
     data = load_beir(argv[0] if argv else DEFAULT)
@@ -311,7 +323,9 @@ def main(argv: list[str]) -> None:
     embedder: Embedder | Precomputed = Embedder(provider="hashing")  # lexical: vectors unused
     settings = {"lexical": SETTINGS["lexical"]} if lexical_only else SETTINGS
     if not lexical_only:
-        embedder = Precomputed(local, [*texts, *data.queries.values()])
+        chunked = [c.text for d in data.corpus for c in Chunker(500, 50).split(d)]
+        every = [*texts, *chunked, *data.queries.values()]
+        embedder = Precomputed(local, every, Path(saved) if saved else None)
     with contextlib.ExitStack() as stack:
         urls: list[str] = []
 

@@ -7,11 +7,14 @@ see ``_lexical_index``'s docstring.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from pywrapai_graph import InMemoryVectorStore
+from pywrapai_graph.adapters.sources.beir import load_beir
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalIndex
+from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT as W
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus, reference_bm25
@@ -102,3 +105,26 @@ def test_the_weight_zero_is_chunks_alone_and_writes_keep_both_fields() -> None:
         scores = index.scores_of(query, ids, K1, B)
         full = dict(reference_bm25(live, query, len(live), document_weight=W))
         assert scores == pytest.approx({i: full[i] for i in ids if i in full}, rel=1e-9)
+
+
+def test_a_chunkers_overlap_counts_once_in_the_document_field() -> None:
+    data = load_beir(Path(__file__).resolve().parents[1] / "fixtures" / "cranfield_subset")
+    chunker = Chunker(500, 50)
+    chunks = [c for doc in data.corpus for c in chunker.split(doc)]
+    assert len(chunks) > len(data.corpus)  # documents were split, with overlaps
+    index, alone, whole = LexicalIndex(), LexicalIndex(0.0), LexicalIndex(0.0)
+    for doc in data.corpus:  # each document one write, as ingestion makes it
+        index.upsert(chunker.split(doc))
+    alone.upsert(chunks)
+    whole.upsert([Chunk(d.text, doc_id=d.id, id=d.id) for d in data.corpus])
+    for query in list(data.queries.values())[:10]:
+        documents = whole.scores_of(query, [d.id for d in data.corpus], K1, B)
+        chunk_scores = alone.scores_of(query, [c.id for c in chunks], K1, B)
+        got = index.scores_of(query, [c.id for c in chunks], K1, B)
+        # the document field is BM25 over the original documents: each overlap counted once
+        want = {
+            c.id: chunk_scores[c.id] + W * documents[c.doc_id]
+            for c in chunks
+            if c.id in chunk_scores
+        }
+        assert got == pytest.approx(want, rel=1e-9)

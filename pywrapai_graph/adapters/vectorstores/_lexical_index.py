@@ -4,7 +4,7 @@
 Terms come from :func:`pywrapai_graph.application.text_analysis.analyze`.
 
 Ranking: a chunk ``c`` of document ``D`` scores its own BM25 plus a document field, the BM25
-of the whole document (the concatenation of its chunks, grouped by ``doc_id``), weighted by
+of the whole document (its chunks together, grouped by ``doc_id``), weighted by
 :data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT` ``W``::
 
     score(q, c) = BM25(q, c) + W · BM25_doc(q, D)
@@ -16,19 +16,23 @@ in the query counts each time) and a unit ``u`` (a chunk, or a document)::
     idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 
 For chunks, ``N`` is the number of chunks in the store, ``df`` how many contain the term,
-``|u|`` the chunk's token count after analysis and ``avgdl`` their mean. For documents,
-``tf(t, D)`` is the sum over D's chunks, ``|D|`` the sum of their lengths, ``N`` the number of
-documents, ``df`` how many documents have a chunk containing the term and ``avgdl`` the mean
-``|D|``. With one chunk per document both fields agree and the score is ``(1 + W) · BM25``:
-the ranking of whole documents is plain BM25. Candidates are the chunks holding at least one
-query term; statistics cover the whole store; a metadata filter selects among the scored
-chunks. Ties are broken by chunk id. A query costs in proportion to the postings of its
-terms: both fields keep their postings and lengths up to date on every write.
+``|u|`` the chunk's token count after analysis and ``avgdl`` their mean. For documents, each
+chunk adds its part (:func:`~pywrapai_graph.application.text_analysis.document_parts`: its
+text without the start it repeats from the previous chunk of its document in the same write,
+so a chunker's overlap counts once): ``tf(t, D)`` and ``|D|`` are the sums over D's parts,
+``N`` the number of documents, ``df`` how many documents have a part containing the term and
+``avgdl`` the mean ``|D|``. With one chunk per document both fields agree and the score is
+``(1 + W) · BM25``: the ranking of whole documents is plain BM25. Candidates are the chunks
+holding at least one query term; statistics cover the whole store; a metadata filter selects
+among the scored chunks. Ties are broken by chunk id. A query reads only the postings of its
+terms (and makes one pass over a score array per field): both fields keep their postings and
+lengths up to date on every write, nothing is rebuilt per query.
 
 Each of these stores derives this index from the chunks it holds (the store stays the one
-source of truth): :class:`LexicalMirror` builds it on the first lexical search and then applies each
-successful write of this process; a failed write, or a change made by another process that
-the store detects, makes it rebuild.
+source of truth): :class:`LexicalMirror` builds it on the first lexical search (the stored
+chunks in their stored order, as one write) and then applies each successful write of this
+process; a failed write, or a change made by another process that the store detects, makes
+it rebuild.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_inputs import matches_filter
@@ -151,7 +155,8 @@ class LexicalIndex:
         self._field = _Field()  # chunks
         self._docs = _Field()  # documents
         self._chunks: list[Chunk | None] = []
-        self._terms: list[Counter[str] | None] = []
+        self._terms: list[Counter[str] | None] = []  # per chunk slot: its terms
+        self._shares: list[Counter[str] | None] = []  # and those it adds to its document
         self._doc_of = np.zeros(64, dtype=np.intp)  # chunk slot -> document slot
         self._members: Counter[str] = Counter()  # chunks per document
 
@@ -159,23 +164,28 @@ class LexicalIndex:
         return len(self._field)
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
-        """Index chunks (an id already present is replaced)."""
-        for chunk in chunks:
+        """Index chunks (an id already present is replaced); each adds to its document the
+        part :func:`document_parts` gives it within this batch (its overlap counted once)."""
+        batch = list(chunks)
+        parts = document_parts([c.text for c in batch], [c.doc_id for c in batch])
+        for chunk, part in zip(batch, parts, strict=True):
             self._remove_one(chunk.id)
             terms = Counter(analyze(chunk.text))
+            share = terms if len(part) == len(chunk.text) else Counter(analyze(part))
             slot = self._field.open(chunk.id)
             if slot == len(self._chunks):
                 self._chunks.append(None)
                 self._terms.append(None)
+                self._shares.append(None)
                 if slot >= self._doc_of.shape[0]:
                     self._doc_of = np.concatenate([self._doc_of, np.zeros_like(self._doc_of)])
             self._chunks[slot] = Chunk(
                 chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id
             )
-            self._terms[slot] = terms
+            self._terms[slot], self._shares[slot] = terms, share
             self._field.add(slot, terms)
             doc_slot = self._docs.open(chunk.doc_id)
-            self._docs.add(doc_slot, terms)
+            self._docs.add(doc_slot, share)
             self._doc_of[slot] = doc_slot
             self._members[chunk.doc_id] += 1
 
@@ -183,13 +193,14 @@ class LexicalIndex:
         slot = self._field.slots.get(chunk_id)
         if slot is None:
             return False
-        chunk, terms = self._chunks[slot], self._terms[slot]
+        chunk, terms, share = self._chunks[slot], self._terms[slot], self._shares[slot]
         assert chunk is not None
         assert terms is not None
+        assert share is not None
         self._field.add(slot, terms, -1)
         self._field.release(chunk_id)
-        self._docs.add(int(self._doc_of[slot]), terms, -1)
-        self._chunks[slot] = self._terms[slot] = None
+        self._docs.add(int(self._doc_of[slot]), share, -1)
+        self._chunks[slot] = self._terms[slot] = self._shares[slot] = None
         self._members[chunk.doc_id] -= 1
         if not self._members[chunk.doc_id]:
             del self._members[chunk.doc_id]

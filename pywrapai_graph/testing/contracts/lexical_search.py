@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
@@ -101,13 +101,15 @@ def reference_bm25(
 ) -> list[tuple[str, float]]:
     """Textbook BM25 with a document field, written out plainly: the ranking every store
     must reproduce. A chunk of document ``D`` holding a query term scores
-    ``BM25(chunk) + document_weight · BM25(D)``, ``D`` being the concatenation of its chunks
-    (term counts and lengths summed) scored among the store's documents; 0 gives the chunks
-    alone."""
+    ``BM25(chunk) + document_weight · BM25(D)``, ``D`` being its chunks' parts (each chunk
+    without the overlap it repeats from the chunk before it, :func:`document_parts`, in the
+    order of ``chunks``; term counts and lengths summed) scored among the store's documents;
+    0 gives the chunks alone."""
     units = {c.id: Counter(analyze(c.text)) for c in chunks}
+    parts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
     documents: dict[str, Counter[str]] = {}
-    for c in chunks:
-        documents.setdefault(c.doc_id, Counter()).update(units[c.id])
+    for c, part in zip(chunks, parts, strict=True):
+        documents.setdefault(c.doc_id, Counter()).update(analyze(part))
     chunk_scores = _bm25(units, query, k1, b)
     doc_scores = _bm25(documents, query, k1, b) if document_weight else {}
     scored = []
