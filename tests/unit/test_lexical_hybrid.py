@@ -9,7 +9,7 @@ import pytest
 
 from pywrapai_graph import Document, FeatureHashingEmbedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.application.fusion import reciprocal_rank_fusion, weighted_score_fusion
-from pywrapai_graph.application.text_analysis import analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import ConfigurationError, UnsupportedOperationError
@@ -44,23 +44,25 @@ def _store(*texts: str) -> InMemoryVectorStore:
 
 def test_bm25_scores_equal_a_hand_computed_example() -> None:
     store = _store("cat sat mat", "cat cat dog", "dog runs fast park")
-    # N = 3 chunks; lengths 3, 3, 4 -> avgdl = 10/3; k1 = 1.2, b = 0.75
+    # N = 3 chunks; lengths 3, 3, 4 -> avgdl = 10/3; k1 = 1.2, b = 0.75. One chunk per
+    # document: the document field scores the same BM25, so every score is (1 + W) · BM25.
+    w = 1 + DOCUMENT_WEIGHT
     norm3 = 1.2 * (1 - 0.75 + 0.75 * 3 / (10 / 3))  # = 1.11
     norm4 = 1.2 * (1 - 0.75 + 0.75 * 4 / (10 / 3))  # = 1.38
     idf_cat = idf_dog = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))  # ln 1.6
     idf_park = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))  # ln(8/3)
     hits = store.lexical_search("cat", k=5)
     assert [h.chunk.id for h in hits] == ["d2", "d1"]
-    assert hits[0].score == pytest.approx(idf_cat * 2 * 2.2 / (2 + norm3))  # 0.66496
-    assert hits[1].score == pytest.approx(idf_cat * 1 * 2.2 / (1 + norm3))  # 0.49005
-    assert hits[0].score == pytest.approx(0.664957, abs=1e-6)
+    assert hits[0].score == pytest.approx(w * idf_cat * 2 * 2.2 / (2 + norm3))  # 3 * 0.66496
+    assert hits[1].score == pytest.approx(w * idf_cat * 1 * 2.2 / (1 + norm3))  # 3 * 0.49005
+    assert hits[0].score == pytest.approx(3 * 0.664957, abs=1e-5)
     hits = store.lexical_search("Dogs in the park", k=5)  # "dogs" stems to "dog"
     assert [h.chunk.id for h in hits] == ["d3", "d2"]
-    assert hits[0].score == pytest.approx((idf_dog + idf_park) * 2.2 / (1 + norm4))  # 1.34110
-    assert hits[1].score == pytest.approx(idf_dog * 2.2 / (1 + norm3))
+    assert hits[0].score == pytest.approx(w * (idf_dog + idf_park) * 2.2 / (1 + norm4))
+    assert hits[1].score == pytest.approx(w * idf_dog * 2.2 / (1 + norm3))
     # b = 0: no length normalisation; k1 = 0: term frequency ignored
     flat = store.lexical_search("cat", k=5, k1=0.0, b=0.0)
-    assert [h.score for h in flat] == pytest.approx([idf_cat, idf_cat])
+    assert [h.score for h in flat] == pytest.approx([w * idf_cat, w * idf_cat])
     assert [h.chunk.id for h in flat] == ["d1", "d2"]  # a tie goes to the smaller id
 
 

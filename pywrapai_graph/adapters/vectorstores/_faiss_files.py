@@ -94,7 +94,10 @@ class FaissFiles:
     _compact_now: bool
     _columns: MetadataColumns
     _capacity: int
+    #: the lexical index: told each change (through ``_on_commit``) once its write commits,
+    #: reset when a write fails or another process's commit is loaded
     _lexical: LexicalMirror
+    _on_commit: list[Callable[[], object]]
 
     def _open_meta(self, timeout: float) -> sqlite3.Connection:
         # a link planted at any file of ours is refused now, not at the write that would use it
@@ -416,6 +419,7 @@ class FaissFiles:
         """Run ``work()`` (index + metadata changes) and commit it to the files, or nothing."""
         with self._lock, self._file_lock:
             self._added = []
+            self._on_commit = []
             try:
                 self._meta.execute("BEGIN IMMEDIATE")
                 if self._stored_generation() != self._generation:
@@ -438,8 +442,11 @@ class FaissFiles:
             finally:
                 self._added = []
                 self._compact_now = False
+                told, self._on_commit = self._on_commit, []
             after_commit()
             self._generation += 1
+            for tell in told:
+                tell()
             return result
 
     @contextmanager

@@ -3,119 +3,115 @@
 
 Terms come from :func:`pywrapai_graph.application.text_analysis.analyze`.
 
-Ranking (Okapi BM25, with Lucene's non-negative idf), for a query with terms ``t`` (a term
-repeated in the query counts each time) and a chunk ``d``::
+Ranking: a chunk ``c`` of document ``D`` scores its own BM25 plus a document field, the BM25
+of the whole document (its chunks together, grouped by ``doc_id``), weighted by
+:data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT` ``W``::
 
-    score(q, d) = Σ_t idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
-    idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+    score(q, c) = BM25(q, c) + W · BM25_doc(q, D)
 
-``N`` is the number of chunks in the store, ``df`` how many contain the term, ``|d|`` the
-chunk's token count after analysis and ``avgdl`` their mean. Statistics cover the whole store;
-a metadata filter selects among the scored chunks. Ties are broken by chunk id.
+Both are Okapi BM25 with Lucene's non-negative idf, for query terms ``t`` (a term repeated
+in the query counts each time) and a unit ``u`` (a chunk, or a document)::
+
+    BM25(q, u) = Σ_t idf(t) · tf(t, u) · (k1 + 1) / (tf(t, u) + k1 · (1 − b + b · |u| / avgdl))
+    idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+
+For chunks, ``N`` is the number of chunks in the store, ``df`` how many contain the term,
+``|u|`` the chunk's token count after analysis and ``avgdl`` their mean. For documents, each
+chunk adds its part (:func:`~pywrapai_graph.application.text_analysis.document_parts`: its
+text without the start it repeats from the previous chunk of its document in the same write,
+so a chunker's overlap counts once): ``tf(t, D)`` and ``|D|`` are the sums over D's parts,
+``N`` the number of documents, ``df`` how many documents have a part containing the term and
+``avgdl`` the mean ``|D|``. With one chunk per document both fields agree and the score is
+``(1 + W) · BM25``: the ranking of whole documents is plain BM25. Candidates are the chunks
+holding at least one query term; statistics cover the whole store; a metadata filter selects
+among the scored chunks. Ties are broken by chunk id. A query reads only the postings of its
+terms (and makes one pass over a score array per field): both fields keep their postings and
+lengths up to date on every write, nothing is rebuilt per query.
 
 Each of these stores derives this index from the chunks it holds (the store stays the one
-source of truth): :class:`LexicalMirror` builds it on the first lexical search and then applies each
-successful write of this process; a failed write, or a change made by another process that
-the store detects, makes it rebuild.
+source of truth): :class:`LexicalMirror` builds it on the first lexical search (the stored
+chunks in their stored order, as one write) and then applies each successful write of this
+process; a failed write, or a change made by another process that the store detects, makes
+it rebuild.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pywrapai_graph.application.text_analysis import analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_inputs import matches_filter
 
 __all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch"]
 
+Slots = npt.NDArray[np.intp]
+Floats = npt.NDArray[np.float64]
 
-class LexicalIndex:
-    """An inverted index of analysed chunks with BM25 ranking (not thread-safe on its own)."""
+
+class _Field:
+    """One BM25 field: units (chunks, or documents) keyed by id, each in a slot with its term
+    frequencies (postings) and length, kept current as terms are added and taken away."""
 
     def __init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        """Forget every chunk."""
-        self._slot: dict[str, int] = {}
+        self.slots: dict[str, int] = {}
         self._free: list[int] = []
-        self._chunks: list[Chunk | None] = []
-        self._terms: list[Counter[str] | None] = []
-        self._length = np.zeros(64, dtype=np.float64)
+        self.size = 0  # slots ever allocated (live or free)
+        self.length = np.zeros(64, dtype=np.float64)
+        self.total = 0
         self._postings: dict[str, dict[int, int]] = {}
-        self._arrays: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]] = {}
-        self._by_doc: dict[str, set[str]] = {}
-        self._total = 0
+        self._arrays: dict[str, tuple[Slots, Floats]] = {}
 
     def __len__(self) -> int:
-        return len(self._slot)
+        return len(self.slots)
 
-    def upsert(self, chunks: Iterable[Chunk]) -> None:
-        """Index chunks (an id already present is replaced)."""
-        for chunk in chunks:
-            self._remove_one(chunk.id)
-            terms = Counter(analyze(chunk.text))
-            slot = self._free.pop() if self._free else len(self._chunks)
-            if slot == len(self._chunks):
-                self._chunks.append(None)
-                self._terms.append(None)
-                if slot >= self._length.shape[0]:
-                    self._length = np.concatenate([self._length, np.zeros_like(self._length)])
-            self._chunks[slot] = Chunk(
-                chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id
-            )
-            self._terms[slot] = terms
-            self._slot[chunk.id] = slot
-            length = sum(terms.values())
-            self._length[slot] = length
-            self._total += length
-            for term, tf in terms.items():
-                self._postings.setdefault(term, {})[slot] = tf
-                self._arrays.pop(term, None)
-            self._by_doc.setdefault(chunk.doc_id, set()).add(chunk.id)
-
-    def _remove_one(self, chunk_id: str) -> bool:
-        slot = self._slot.pop(chunk_id, None)
+    def open(self, key: str) -> int:
+        """The slot of ``key``, allocated (empty) if it has none."""
+        slot = self.slots.get(key)
         if slot is None:
-            return False
-        chunk, terms = self._chunks[slot], self._terms[slot]
-        assert chunk is not None
-        assert terms is not None
-        for term in terms:
-            posting = self._postings[term]
-            del posting[slot]
-            if not posting:
-                del self._postings[term]
-            self._arrays.pop(term, None)
-        self._total -= int(self._length[slot])
-        self._length[slot] = 0.0
-        self._chunks[slot] = self._terms[slot] = None
+            slot = self._free.pop() if self._free else self.size
+            if slot == self.size:
+                self.size += 1
+                if slot >= self.length.shape[0]:
+                    self.length = np.concatenate([self.length, np.zeros_like(self.length)])
+            self.slots[key] = slot
+        return slot
+
+    def release(self, key: str) -> None:
+        """Free the slot of ``key`` (its terms must have been taken away first)."""
+        slot = self.slots.pop(key)
+        self.length[slot] = 0.0
         self._free.append(slot)
-        members = self._by_doc[chunk.doc_id]
-        members.discard(chunk_id)
-        if not members:
-            del self._by_doc[chunk.doc_id]
-        return True
 
-    def remove(self, ids: Iterable[str]) -> int:
-        """Forget chunks by id (unknown ids are ignored); returns how many were removed."""
-        return sum(1 for chunk_id in ids if self._remove_one(chunk_id))
+    def add(self, slot: int, terms: Mapping[str, int], sign: int = 1) -> None:
+        """Add (``sign`` 1) or take away (-1) term frequencies to a slot."""
+        postings, arrays = self._postings, self._arrays
+        for term, tf in terms.items():
+            arrays.pop(term, None)
+            posting = postings.get(term)
+            if posting is None:  # (only when adding)
+                postings[term] = {slot: tf}
+                continue
+            left = posting.get(slot, 0) + sign * tf
+            if left:
+                posting[slot] = left
+            else:
+                del posting[slot]
+                if not posting:
+                    del postings[term]
+        change = sign * sum(terms.values())
+        self.length[slot] += change
+        self.total += change
 
-    def remove_doc(self, doc_id: str) -> int:
-        """Forget every chunk of one document."""
-        return self.remove(sorted(self._by_doc.get(doc_id, ())))
-
-    def _posting(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]] | None:
+    def _posting(self, term: str) -> tuple[Slots, Floats] | None:
         cached = self._arrays.get(term)
         if cached is None:
             posting = self._postings.get(term)
@@ -126,22 +122,105 @@ class LexicalIndex:
             cached = self._arrays[term] = (slots, tfs)
         return cached
 
-    def scores(self, query: str, k1: float, b: float) -> npt.NDArray[np.float64]:
+    def scores(self, query: Counter[str], k1: float, b: float) -> Floats:
         """The BM25 score of every slot (0 where no query term occurs)."""
-        scores = np.zeros(len(self._chunks), dtype=np.float64)
-        n = len(self._slot)
-        if n == 0:
-            return scores
-        avgdl = self._total / n if self._total else 1.0
-        for term, qtf in Counter(analyze(query)).items():
+        scores = np.zeros(self.size, dtype=np.float64)
+        n = len(self.slots)
+        avgdl = self.total / n if self.total and n else 1.0
+        for term, qtf in query.items():
             posting = self._posting(term)
             if posting is None:
                 continue
             slots, tfs = posting
             idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
-            norm = k1 * (1.0 - b + b * self._length[slots] / avgdl)
+            norm = k1 * (1.0 - b + b * self.length[slots] / avgdl)
             scores[slots] += qtf * idf * tfs * (k1 + 1.0) / (tfs + norm)
         return scores
+
+
+class LexicalIndex:
+    """An inverted index of analysed chunks and of their documents, ranked by BM25 with a
+    document field (module docstring); not thread-safe on its own.
+
+    Args:
+        document_weight: ``W``, the weight of the document field (0: chunks alone).
+    """
+
+    def __init__(self, document_weight: float = DOCUMENT_WEIGHT) -> None:
+        self._weight = document_weight
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every chunk."""
+        self._field = _Field()  # chunks
+        self._docs = _Field()  # documents
+        self._chunks: list[Chunk | None] = []
+        self._terms: list[Counter[str] | None] = []  # per chunk slot: its terms
+        self._shares: list[Counter[str] | None] = []  # and those it adds to its document
+        self._doc_of = np.zeros(64, dtype=np.intp)  # chunk slot -> document slot
+        self._members: Counter[str] = Counter()  # chunks per document
+
+    def __len__(self) -> int:
+        return len(self._field)
+
+    def upsert(self, chunks: Iterable[Chunk]) -> None:
+        """Index chunks (an id already present is replaced); each adds to its document the
+        part :func:`document_parts` gives it within this batch (its overlap counted once)."""
+        batch = list(chunks)
+        parts = document_parts([c.text for c in batch], [c.doc_id for c in batch])
+        for chunk, part in zip(batch, parts, strict=True):
+            self._remove_one(chunk.id)
+            terms = Counter(analyze(chunk.text))
+            share = terms if len(part) == len(chunk.text) else Counter(analyze(part))
+            slot = self._field.open(chunk.id)
+            if slot == len(self._chunks):
+                self._chunks.append(None)
+                self._terms.append(None)
+                self._shares.append(None)
+                if slot >= self._doc_of.shape[0]:
+                    self._doc_of = np.concatenate([self._doc_of, np.zeros_like(self._doc_of)])
+            self._chunks[slot] = Chunk(
+                chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id
+            )
+            self._terms[slot], self._shares[slot] = terms, share
+            self._field.add(slot, terms)
+            doc_slot = self._docs.open(chunk.doc_id)
+            self._docs.add(doc_slot, share)
+            self._doc_of[slot] = doc_slot
+            self._members[chunk.doc_id] += 1
+
+    def _remove_one(self, chunk_id: str) -> bool:
+        slot = self._field.slots.get(chunk_id)
+        if slot is None:
+            return False
+        chunk, terms, share = self._chunks[slot], self._terms[slot], self._shares[slot]
+        assert chunk is not None
+        assert terms is not None
+        assert share is not None
+        self._field.add(slot, terms, -1)
+        self._field.release(chunk_id)
+        self._docs.add(int(self._doc_of[slot]), share, -1)
+        self._chunks[slot] = self._terms[slot] = self._shares[slot] = None
+        self._members[chunk.doc_id] -= 1
+        if not self._members[chunk.doc_id]:
+            del self._members[chunk.doc_id]
+            self._docs.release(chunk.doc_id)
+        return True
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Forget chunks by id (unknown ids are ignored); returns how many were removed."""
+        return sum(1 for chunk_id in ids if self._remove_one(chunk_id))
+
+    def scored(self, query: str, k1: float, b: float) -> tuple[Slots, Floats]:
+        """The chunks holding a query term (slots, ascending) and their scores."""
+        terms = Counter(analyze(query))
+        chunk_scores = self._field.scores(terms, k1, b)
+        slots = np.flatnonzero(chunk_scores > 0.0)  # (idf > 0: every chunk holding a term)
+        scores = chunk_scores[slots]
+        if self._weight:
+            doc_scores = self._docs.scores(terms, k1, b)
+            scores = scores + self._weight * doc_scores[self._doc_of[slots]]
+        return slots, scores
 
     def search(
         self,
@@ -152,28 +231,29 @@ class LexicalIndex:
         k1: float = 1.2,
         b: float = 0.75,
     ) -> list[ScoredChunk]:
-        """The ``k`` best chunks by BM25 (only chunks sharing a term with the query)."""
-        scores = self.scores(query, k1, b)
-        hits = np.flatnonzero(scores > 0.0)
+        """The ``k`` best chunks (only chunks sharing a term with the query)."""
+        slots, scores = self.scored(query, k1, b)
         if filter:
-            hits = np.asarray(
-                [s for s in hits.tolist() if matches_filter(self._chunk(s).metadata, filter)],
-                dtype=np.intp,
-            )
-        if hits.shape[0] > k:
-            cutoff = np.partition(scores[hits], hits.shape[0] - k)[hits.shape[0] - k]
-            hits = hits[scores[hits] >= cutoff]
-        slots: list[int] = hits.tolist()
-        ranked = sorted(slots, key=lambda s: (-scores[s], self._chunk(s).id))[:k]
-        return [ScoredChunk(self._copy(s), float(scores[s])) for s in ranked]
+            keep = [matches_filter(self._chunk(s).metadata, filter) for s in slots.tolist()]
+            slots, scores = slots[keep], scores[keep]
+        if slots.shape[0] > k:
+            cutoff = np.partition(scores, slots.shape[0] - k)[slots.shape[0] - k]
+            slots, scores = slots[scores >= cutoff], scores[scores >= cutoff]
+        pairs = zip(slots.tolist(), scores.tolist(), strict=True)
+        ranked = sorted(pairs, key=lambda p: (-p[1], self._chunk(p[0]).id))[:k]
+        return [ScoredChunk(self._copy(s), score) for s, score in ranked]
 
     def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
-        """The BM25 score of each indexed chunk of ``ids`` that shares a term with ``query``."""
-        found = [(i, self._slot[i]) for i in ids if i in self._slot]
-        if not found:
+        """The score of each indexed chunk of ``ids`` that shares a term with ``query``."""
+        wanted = {self._field.slots[i]: i for i in ids if i in self._field.slots}
+        if not wanted:
             return {}
-        scores = self.scores(query, k1, b)
-        return {i: float(scores[s]) for i, s in found if scores[s] > 0.0}
+        slots, scores = self.scored(query, k1, b)
+        return {
+            wanted[s]: score
+            for s, score in zip(slots.tolist(), scores.tolist(), strict=True)
+            if s in wanted
+        }
 
     def _chunk(self, slot: int) -> Chunk:
         chunk = self._chunks[slot]
@@ -185,31 +265,14 @@ class LexicalIndex:
         return Chunk(c.text, doc_id=c.doc_id, metadata=dict(c.metadata), id=c.id)
 
 
-class LexicalChanges:
-    """The lexical effect of one store write, applied only when the write succeeds."""
-
-    def __init__(self, mirror: LexicalMirror) -> None:
-        self._mirror = mirror
-        self.steps: list[Callable[[], object]] = []
-
-    def upsert(self, chunks: Sequence[Chunk]) -> None:
-        self.steps.append(partial(self._mirror.upsert, list(chunks)))
-
-    def remove(self, ids: Sequence[str]) -> None:
-        self.steps.append(partial(self._mirror.remove, list(ids)))
-
-    def remove_doc(self, doc_id: str) -> None:
-        self.steps.append(partial(self._mirror.remove_doc, doc_id))
-
-    def clear(self) -> None:
-        self.steps.append(self._mirror.clear)
-
-
 class LexicalMirror:
     """A store's BM25 index, built from the store on first use and kept in step with its writes.
 
-    Not locked on its own: the store calls it under the lock that guards its writes. Until
-    the first lexical search nothing is indexed and writes cost nothing here.
+    It watches the store's writes: each committed change is told to it (the in-memory and
+    SQLite stores' :class:`ExactIndex` tells it, FAISS's transaction once it commits), a
+    failed write or another process's change resets it. Not locked on its own: it is told
+    under the lock that guards the store's writes. Until the first lexical search nothing is
+    indexed and writes cost nothing here.
 
     Args:
         load: returns every chunk the store holds (text, doc id, metadata, id).
@@ -218,18 +281,6 @@ class LexicalMirror:
     def __init__(self, load: Callable[[], Iterable[Chunk]]) -> None:
         self._load = load
         self._index: LexicalIndex | None = None
-
-    @contextmanager
-    def writing(self) -> Iterator[LexicalChanges]:
-        """Record a write's changes; apply them if the block succeeds, else rebuild later."""
-        changes = LexicalChanges(self)
-        try:
-            yield changes
-        except BaseException:
-            self.reset()
-            raise
-        for step in changes.steps:
-            step()
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Apply a committed upsert."""
@@ -240,11 +291,6 @@ class LexicalMirror:
         """Apply a committed delete."""
         if self._index is not None:
             self._index.remove(ids)
-
-    def remove_doc(self, doc_id: str) -> None:
-        """Apply a committed delete of one document's chunks."""
-        if self._index is not None:
-            self._index.remove_doc(doc_id)
 
     def clear(self) -> None:
         """Apply a committed clear."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
         self._capacity = 0
+        # the lexical index watches the writes: each primitive change below tells it, once
+        # its transaction commits (see FaissFiles._transaction)
         self._lexical = LexicalMirror(self._all_chunks)
+        self._on_commit: list[Callable[[], object]] = []
         with self._file_lock:
             self._meta = self._open_meta(lock_timeout)
             try:
@@ -176,6 +180,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         start = int(self._index.ntotal)
         self._index.add_with_ids(vectors, labels)
         self._added.append((labels, vectors))
+        self._on_commit.append(partial(self._lexical.upsert, batch.chunks))
         if start + count > self._capacity:
             self._capacity = max(start + count, self._capacity + self._capacity // 8, 64)
             self._columns.grow(self._capacity, start)
@@ -216,7 +221,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
                 f"(SELECT doc_id FROM chunks WHERE int_id IN ({marks}))",
                 part,
             )
-            self._meta.execute(f"DELETE FROM chunks WHERE int_id IN ({marks})", part)
+            gone = self._meta.execute(
+                f"DELETE FROM chunks WHERE int_id IN ({marks}) RETURNING id", part
+            )
+            self._on_commit.append(partial(self._lexical.remove, [r[0] for r in gone]))
 
     @property
     def _where(self) -> str:
@@ -249,7 +257,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             pass
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock, self._lexical.writing() as lexical:
+        with self._lock:
             batch = prepare_batch(chunks, self._dim)
             if not batch.ids:
                 return
@@ -262,12 +270,11 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
                 )
 
             self._transaction(work)
-            lexical.upsert(batch.chunks)
 
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
     ) -> int:
-        with self._lock, self._lexical.writing() as lexical:
+        with self._lock:
             batch = prepare_batch(chunks, self._dim, vectors)
 
             def work() -> int:
@@ -288,8 +295,6 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
                     self._set_meta("embedder", identity.to_json())
                 return len(old)
 
-            lexical.remove_doc(manifest.doc_id)
-            lexical.upsert(batch.chunks)
             return self._transaction(work)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
@@ -411,11 +416,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         ]
 
     def _delete_where(self, column: str, values: list[str]) -> int:
-        with self._lock, self._lexical.writing() as lexical:
-            if column == "doc_id":
-                lexical.remove_doc(values[0])
-            else:
-                lexical.remove(values)
+        with self._lock:
 
             def work() -> int:
                 int_ids = self._int_ids(column, values)
@@ -446,10 +447,9 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             self._meta.execute("DELETE FROM chunks")
             self._meta.execute("DELETE FROM documents")
             self._meta.execute("DELETE FROM meta WHERE key = 'embedder'")
+            self._on_commit.append(self._lexical.clear)
 
-        with self._lock, self._lexical.writing() as lexical:
-            lexical.clear()
-            self._transaction(work)
+        self._transaction(work)
 
     def __len__(self) -> int:
         with self._snapshot():

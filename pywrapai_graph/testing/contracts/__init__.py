@@ -3,8 +3,8 @@
 * :class:`VectorStoreContract` (``vector_store``): subclass it with ``new_store``. It is
   made of one part per capability: the core (add, search, filters, persistence) and
   ``deletion``, ``documents`` (whole-document writes, manifests), ``async_twins``,
-  ``lexical_search``, ``hostile_inputs`` and ``scoped_views``; ``store_data`` holds the
-  chunks and documents they write.
+  ``lexical_search``, ``lexical_quality``, ``hostile_inputs`` and ``scoped_views``;
+  ``store_data`` holds the chunks and documents they write.
 * :class:`ChatModelContract` (``chat_model``): subclass it with ``wire_server`` and
   ``chat_model``; the wire servers in :mod:`pywrapai_graph.testing.wire` speak the built-in
   providers' formats.
