@@ -161,7 +161,7 @@ def test_store_init_then_a_dml_only_role_works(
     with admin.cursor() as cur:
         cur.execute(
             f'GRANT SELECT ON "{table}", "{table}__docs", "{table}__info", "{table}__terms", '
-            f'"{table}__bm25" TO {role}'
+            f'"{table}__doclen", "{table}__bm25" TO {role}'
         )
         cur.execute(f"GRANT SELECT ON pywrapai_schema TO {role}")
     reader = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
@@ -171,7 +171,7 @@ def test_store_init_then_a_dml_only_role_works(
     reader.close()
 
     with admin.cursor() as cur:
-        for suffix in ("", "__docs", "__info", "__terms", "__bm25"):
+        for suffix in ("", "__docs", "__info", "__terms", "__doclen", "__bm25"):
             t = table + suffix
             cur.execute(f'GRANT INSERT, UPDATE, DELETE ON "{t}" TO {role}')
     container = build_container(write_config(tmp_path, role_dsn, table, create_schema=False))
