@@ -245,6 +245,37 @@ def test_a_schema_2_table_opened_by_three_processes_at_once_is_upgraded_once(
     store.close()
 
 
+@pytest.fixture
+def app_role(pg_url: str, admin: Any) -> Iterator[tuple[str, str]]:
+    role = f"app_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE ROLE {role} LOGIN")
+    yield role, pg_url.replace("postgres@", f"{role}@", 1)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP OWNED BY {role}")
+        cur.execute(f"DROP ROLE {role}")
+
+
+def test_the_upgrade_gives_its_new_table_the_rights_the_roles_had(
+    pg_url: str, admin: Any, table: str, app_role: tuple[str, str]
+) -> None:
+    corpus = chunked_corpus()
+    write_version_2(admin, table, corpus)
+    role, role_dsn = app_role
+    tables = ", ".join(f'"{table}{suffix}"' for suffix in _SUFFIXES if suffix != "__doclen")
+    with admin.cursor() as cur:  # what `store grants --writer` printed for schema 2
+        cur.execute(f"GRANT SELECT ON {tables}, pywrapai_schema TO {role}")
+        cur.execute(f"GRANT INSERT, UPDATE, DELETE ON {tables} TO {role}")
+    assert PGVectorStore.init_schema(pg_url, table, DIM) is True  # the owner upgrades
+    store = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
+    assert ranking(store, QUERIES[2]) == expected(corpus, QUERIES[2])
+    store.delete_by_doc("x3")
+    store.add([Chunk("buckling of a shell", doc_id="x3", id="x3-new", embedding=[1.0] * DIM)])
+    assert ranking(store, QUERIES[2]) == expected(stored_chunks(admin, table), QUERIES[2])
+    assert_statistics_exact(admin, table)
+    store.close()
+
+
 # ----------------------------------------------------------------------------- processes
 def _in_process(url: str, table: str, action: str, *args: Any) -> None:
     store = PGVectorStore(url, table_name=table, dimension=DIM)

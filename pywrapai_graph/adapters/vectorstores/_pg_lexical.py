@@ -275,10 +275,14 @@ def _add_document_ids(cur: Any, sql: Any, table: str) -> None:
     _postings_key(cur, sql, table)
 
 
+def _exists(cur: Any, sql: Any, table: str) -> bool:
+    cur.execute("SELECT to_regclass(%s)", (sql.Identifier(table).as_string(cur),))
+    return cur.fetchone()[0] is not None
+
+
 def _create_postings(cur: Any, sql: Any, table: str) -> None:
     ids = names(sql, table)
-    cur.execute("SELECT to_regclass(%s)", (ids["p"].as_string(cur),))
-    if cur.fetchone()[0] is not None:
+    if _exists(cur, sql, lexical_tables(table)[0]):
         if not _has_column(cur, sql, lexical_tables(table)[0], "doc_id"):
             _add_document_ids(cur, sql, table)
         return
@@ -311,6 +315,28 @@ def _recount(cur: Any, sql: Any, table: str) -> None:
         cur.execute(sql.SQL(statement).format(**ids))
 
 
+_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES"})
+
+
+def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
+    """Give the roles holding rights on ``model`` (other than its owner) the same rights on
+    ``table``, new in an upgrade, so the roles ``store grants`` set up keep working."""
+    cur.execute(
+        "SELECT a.privilege_type, r.rolname FROM pg_class c "
+        "CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = to_regclass(%s) AND a.grantee <> c.relowner",
+        (sql.Identifier(model).as_string(cur),),
+    )
+    for privilege, role in cur.fetchall():
+        if privilege in _PRIVILEGES:
+            cur.execute(
+                sql.SQL("GRANT " + privilege + " ON {t} TO {r}").format(
+                    t=sql.Identifier(table),
+                    r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
+                )
+            )
+
+
 def create_lexical(cur: Any, sql: Any, table: str, *, backfill: bool) -> None:
     """Create the postings, document-length and statistics tables and the triggers
     (idempotent); with ``backfill``, first analyse the chunks already stored. Postings of an
@@ -321,6 +347,7 @@ def create_lexical(cur: Any, sql: Any, table: str, *, backfill: bool) -> None:
     ids = names(sql, table)
     # writers wait until the triggers exist, so the counts below miss none of theirs
     cur.execute(sql.SQL("LOCK TABLE {t} IN SHARE MODE").format(**ids))
+    new = [name for name in lexical_tables(table) if not _exists(cur, sql, name)]
     _create_postings(cur, sql, table)
     if backfill:
         _backfill(cur, sql, table)
@@ -337,3 +364,5 @@ def create_lexical(cur: Any, sql: Any, table: str, *, backfill: bool) -> None:
                 "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
             ).format(name=ids[trigger], **ids)
         )
+    for name in new:  # the chunk table's rights, on the tables an upgrade adds
+        _grant_as(cur, sql, table, name)
