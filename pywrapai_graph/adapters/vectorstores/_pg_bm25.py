@@ -48,41 +48,48 @@ def _weight(qtf: str, tf: str, length: str, n: str, df: str, total: str) -> str:
 
 _QTF = "prm.qtf[array_position(prm.terms, m.term)]"
 
-#: The candidates' scores (``c``: chunk field; ``d``: document field); ``{where}`` selects
-#: among the candidate chunks. Parameters: terms, term counts, k1, b, the document weight,
-#: the terms again (the index condition), then ``{where}``'s.
+#: The candidates' scores: ``c`` the chunk field of each candidate chunk (``{where}`` selects
+#: among them), ``d`` the document field of each document holding a query term (``{docs}``
+#: may select among them). Each reads the postings of the query's terms in index order —
+#: by term, then document — so the per-term counts are window counts and the per-document
+#: groups stream without a sort, and every sum runs in term order. Parameters: the terms,
+#: their counts, k1, b, the document weight, the terms, ``{where}``'s, the terms.
 _SCORED = (
     "WITH prm AS (SELECT %s::text[] AS terms, %s::int[] AS qtf, %s::float8 AS k1, "
     "%s::float8 AS b, %s::float8 AS w), "
     "st AS (SELECT greatest(coalesce(sum(n), 0), 1)::float8 AS n, "
     "greatest(coalesce(sum(docs), 0), 1)::float8 AS nd, "
     "coalesce(sum(total), 0)::float8 AS total FROM {s}), "
-    "m AS MATERIALIZED (SELECT term, doc_id, chunk_id, tf::float8 AS tf, dl, "
-    "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
-    "WHERE term = ANY (%s::text[])), "
-    "c AS MATERIALIZED (SELECT m.chunk_id AS id, m.doc_id, sum("
+    "c AS (SELECT m.chunk_id AS id, m.doc_id, sum("
     + _weight(_QTF, "m.tf", "m.dl", "st.n", "m.df", "st.total")
-    + ") AS score FROM m CROSS JOIN st CROSS JOIN prm {where} GROUP BY m.chunk_id, m.doc_id), "
-    "dt AS (SELECT term, doc_id, sum(tf) AS tf, "
-    "count(*) OVER (PARTITION BY term)::float8 AS df FROM m GROUP BY term, doc_id), "
+    + ") AS score FROM (SELECT term, doc_id, chunk_id, tf::float8 AS tf, dl, "
+    "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
+    "WHERE term = ANY (%s::text[])) m CROSS JOIN st CROSS JOIN prm {where} "
+    "GROUP BY m.chunk_id, m.doc_id), "
     "d AS (SELECT m.doc_id, sum("
     + _weight(_QTF, "m.tf", "l.len", "st.nd", "m.df", "st.total")
-    + " ORDER BY m.term) AS score FROM dt m JOIN {l} l USING (doc_id) CROSS JOIN st "
-    "CROSS JOIN prm WHERE m.doc_id IN (SELECT doc_id FROM c) GROUP BY m.doc_id) "
+    + ") AS score FROM (SELECT term, doc_id, sum(tf)::float8 AS tf, "
+    "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
+    "WHERE term = ANY (%s::text[]) GROUP BY term, doc_id) m "
+    "JOIN {l} l USING (doc_id) CROSS JOIN st CROSS JOIN prm {docs} GROUP BY m.doc_id) "
 )
 _COMBINED = "c.score + prm.w * d.score"
+_OF_CANDIDATES = "WHERE m.doc_id IN (SELECT doc_id FROM c)"
 
 
 def _scored(sql: Any, table: str, where: Any, tail: str) -> Any:
-    return sql.SQL(_SCORED + tail).format(where=where, **names(sql, table))
+    docs = sql.SQL("" if where is None else _OF_CANDIDATES)
+    where = sql.SQL("") if where is None else where
+    return sql.SQL(_SCORED + tail).format(where=where, docs=docs, **names(sql, table))
 
 
 def bm25_params(
-    terms: Sequence[str], counts: Sequence[int], k1: float, b: float, *rest: Any
+    terms: Sequence[str], counts: Sequence[int], k1: float, b: float, chosen: Sequence[Any], *k: int
 ) -> list[Any]:
-    """The parameters of :func:`bm25_query` (``rest``: the filter's, then k) and of
-    :func:`bm25_scores_query` (``rest``: the chunk ids)."""
-    return [list(terms), list(counts), k1, b, DOCUMENT_WEIGHT, list(terms), *rest]
+    """The parameters of :func:`bm25_query` (``chosen``: the filter's parameters; then ``k``)
+    and of :func:`bm25_scores_query` (``chosen``: the chunk ids)."""
+    listed = list(terms)
+    return [listed, list(counts), k1, b, DOCUMENT_WEIGHT, listed, *chosen, listed, *k]
 
 
 def bm25_query(sql: Any, table: str, keep: Any | None) -> Any:
@@ -94,7 +101,7 @@ def bm25_query(sql: Any, table: str, keep: Any | None) -> Any:
     """
     # the filter selects among the scored postings (the statistics count them all)
     where = (
-        sql.SQL("")
+        None
         if keep is None
         else sql.SQL("WHERE m.chunk_id IN (SELECT id FROM {t} WHERE {keep})").format(
             t=sql.Identifier(table), keep=keep
@@ -117,6 +124,6 @@ def bm25_scores_query(sql: Any, table: str) -> Any:
     return _scored(
         sql,
         table,
-        sql.SQL("WHERE m.chunk_id = ANY (%s::text[])"),
+        sql.SQL("WHERE m.chunk_id = ANY (%s::text[])"),  # and their documents alone
         f"SELECT c.id, {_COMBINED} FROM c JOIN d USING (doc_id) CROSS JOIN prm",
     )

@@ -372,7 +372,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
             self._sql, self._table, keep if filter_params else None
         )
-        params = bm25_params(terms, counts, k1, b, *filter_params, k)
+        params = bm25_params(terms, counts, k1, b, filter_params, k)
 
         return [
             ScoredChunk(
@@ -390,7 +390,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         if not terms or not ids:
             return {}
         statement = bm25_scores_query(self._sql, self._table)
-        params = bm25_params(terms, counts, k1, b, list(ids))
+        params = bm25_params(terms, counts, k1, b, [list(ids)])
         return {str(i): float(score) for i, score in self._rows(statement, params)}
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
