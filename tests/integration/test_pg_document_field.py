@@ -245,23 +245,12 @@ def test_a_schema_2_table_opened_by_three_processes_at_once_is_upgraded_once(
     store.close()
 
 
-@pytest.fixture
-def app_role(pg_url: str, admin: Any) -> Iterator[tuple[str, str]]:
-    role = f"app_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE ROLE {role} LOGIN")
-    yield role, pg_url.replace("postgres@", f"{role}@", 1)
-    with admin.cursor() as cur:
-        cur.execute(f"DROP OWNED BY {role}")
-        cur.execute(f"DROP ROLE {role}")
-
-
 def test_the_upgrade_gives_its_new_table_the_rights_the_roles_had(
-    pg_url: str, admin: Any, table: str, app_role: tuple[str, str]
+    pg_url: str, admin: Any, table: str, dml_role: tuple[str, str]
 ) -> None:
     corpus = chunked_corpus()
     write_version_2(admin, table, corpus)
-    role, role_dsn = app_role
+    role, role_dsn = dml_role
     tables = ", ".join(f'"{table}{suffix}"' for suffix in _SUFFIXES if suffix != "__doclen")
     with admin.cursor() as cur:  # what `store grants --writer` printed for schema 2
         cur.execute(f"GRANT SELECT ON {tables}, pywrapai_schema TO {role}")

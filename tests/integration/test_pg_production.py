@@ -7,7 +7,6 @@ import asyncio
 import io
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,17 +127,6 @@ def cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(args), out=out, err=err)
     return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def dml_role(pg_url: str, admin: Any) -> Iterator[tuple[str, str]]:
-    role = f"app_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE ROLE {role} LOGIN")
-    yield role, pg_url.replace("postgres@", f"{role}@", 1)
-    with admin.cursor() as cur:
-        cur.execute(f"DROP OWNED BY {role}")
-        cur.execute(f"DROP ROLE {role}")
 
 
 def test_store_init_then_a_dml_only_role_works(
