@@ -3,8 +3,9 @@
 A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT * BM25(q, D)``: the same
 Okapi BM25 (Lucene's idf, a query term counted as often as it occurs) once over the chunks and
 once over the documents, a document being the concatenation of its chunks (doc_id groups
-them). Statistics cover every chunk given; the filter selects among the candidates (the
-chunks holding a query term).
+them) without the overlap each repeats from the one before it in the list (``document_parts``:
+the chunks given in the order they were written, in one write). Statistics cover every chunk
+given; the filter selects among the candidates (the chunks holding a query term).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk
 
-__all__ = ["expected_ranking", "expected_scores"]
+__all__ = ["chunk_bm25", "expected_ranking", "expected_scores"]
 
 
 def _bm25(
@@ -41,6 +42,11 @@ def _bm25(
     return scores
 
 
+def chunk_bm25(chunks: list[Chunk], query: str) -> dict[str, float]:
+    """Plain BM25 of each chunk holding a query term (the chunk field alone)."""
+    return _bm25(analyze(query), {c.id: Counter(analyze(c.text)) for c in chunks}, 1.2, 0.75)
+
+
 def expected_scores(
     chunks: list[Chunk], query: str, *, k1: float = 1.2, b: float = 0.75
 ) -> dict[str, float]:
@@ -48,8 +54,9 @@ def expected_scores(
     terms = analyze(query)
     by_chunk = {c.id: Counter(analyze(c.text)) for c in chunks}
     by_doc: dict[str, Counter[str]] = defaultdict(Counter)
-    for c in chunks:
-        by_doc[c.doc_id].update(by_chunk[c.id])
+    parts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
+    for c, part in zip(chunks, parts, strict=True):
+        by_doc[c.doc_id].update(analyze(part))  # created even when the part has no term
     chunk_scores = _bm25(terms, by_chunk, k1, b)
     doc_scores = _bm25(terms, by_doc, k1, b)
     doc_of = {c.id: c.doc_id for c in chunks}

@@ -14,16 +14,12 @@ from typing import Any
 
 import pytest
 
-from pywrapai_graph import PGVectorStore
+from pywrapai_graph import Chunker, Document, PGVectorStore
 from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.testing.contracts.lexical_search import (
-    QUERIES,
-    lexical_corpus,
-    reference_bm25,
-)
-from tests.integration.bm25_documents import expected_ranking, expected_scores
+from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
+from tests.integration.bm25_documents import chunk_bm25, expected_ranking, expected_scores
 
 pytestmark = pytest.mark.integration
 DIM = 16
@@ -47,8 +43,8 @@ def chunked_corpus() -> list[Chunk]:
     rng = random.Random(3)
     words = [*WORDS, "drag", "lift"]
     extra = [
-        Chunk(
-            " ".join(rng.choices(words, k=rng.randint(3, 12))),
+        Chunk(  # capitalised, with a full stop: no chunk starts with what the one before ends
+            " ".join(rng.choices(words, k=rng.randint(3, 12))).capitalize() + ".",
             doc_id=f"x{d}",
             metadata={"part": "odd" if (d + i) % 2 else "even"},
             id=f"x{d}-{i}",
@@ -80,11 +76,12 @@ def assert_statistics_exact(admin: Any, table: str) -> None:
     with admin.cursor() as cur:
         cur.execute(f'SELECT doc_id, chunks, len FROM "{table}__doclen" ORDER BY doc_id')
         kept = cur.fetchall()
-        cur.execute(f"SELECT doc_id, count(*), sum(lex_len) FROM {t} GROUP BY doc_id ORDER BY 1")
+        part = "coalesce(lex_doc, lex_len)"  # a chunk's share of its document (NULL: whole)
+        cur.execute(f"SELECT doc_id, count(*), sum({part}) FROM {t} GROUP BY doc_id ORDER BY 1")
         assert kept == cur.fetchall()
-        cur.execute(f'SELECT sum(n), sum(total), sum(docs) FROM "{table}__bm25"')
+        cur.execute(f'SELECT sum(n), sum(total), sum(docs), sum(dtotal) FROM "{table}__bm25"')
         counts = cur.fetchone()
-        cur.execute(f"SELECT count(*), sum(lex_len), count(DISTINCT doc_id) FROM {t}")
+        cur.execute(f"SELECT count(*), sum(lex_len), count(DISTINCT doc_id), sum({part}) FROM {t}")
         assert counts == cur.fetchone()
         cur.execute(  # every posting carries its chunk's document, and only stored chunks have any
             f'SELECT count(*) FROM "{table}__terms" p LEFT JOIN {t} c ON c.id = p.chunk_id '
@@ -123,12 +120,37 @@ def test_one_chunk_per_document_ranks_as_plain_bm25(pg_url: str, table: str) -> 
     store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
     store.add(corpus)
     for query in QUERIES:
-        plain = reference_bm25(corpus, query, 10)
+        plain = sorted(chunk_bm25(corpus, query).items(), key=lambda p: (-p[1], p[0]))[:10]
         got = store.lexical_search(query, 10)
         assert [h.chunk.id for h in got] == [i for i, _ in plain]
         assert [h.score for h in got] == pytest.approx(
             [(1 + DOCUMENT_WEIGHT) * s for _, s in plain], rel=1e-12
         )
+    store.close()
+
+
+def test_a_document_counts_the_overlap_of_its_chunks_once(
+    pg_url: str, admin: Any, table: str
+) -> None:
+    sentence = "Shock waves on a cone at supersonic speed heat the plate behind the nozzle."
+    text = " ".join(f"{sentence} Part {i} of the report on {WORDS[i]}." for i in range(8))
+    chunks = [
+        Chunk(c.text, doc_id="report", id=f"report-{i:02d}", embedding=[1.0] * DIM)
+        for i, c in enumerate(Chunker(160, 40).split(Document(text, id="report")))
+    ]
+    others = [
+        Chunk(f"{w.capitalize()} {WORDS[-1 - i]} plate.", doc_id=w, id=w, embedding=[1.0] * DIM)
+        for i, w in enumerate(WORDS)
+    ]
+    assert len(chunks) > 3
+    store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
+    store.add(chunks + others)  # one write, the document's chunks in their order
+    with admin.cursor() as cur:
+        cur.execute(f'SELECT len FROM "{table}__doclen" WHERE doc_id = %s', ("report",))
+        length = cur.fetchone()[0]
+    assert length == len(analyze(text)) < sum(len(analyze(c.text)) for c in chunks)
+    for query in ("shock on a cone", "heat transfer nozzle", "plate"):
+        assert ranking(store, query) == expected(chunks + others, query)
     store.close()
 
 
@@ -237,7 +259,7 @@ def test_a_schema_2_table_opened_by_three_processes_at_once_is_upgraded_once(
     assert_statistics_exact(admin, table)  # postings neither lost nor doubled
     store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
     store.delete_by_doc("doc-0")  # the upgraded table follows its writes
-    store.add([Chunk("shock cone shock", doc_id="x1", id="x1-new", embedding=[1.0] * DIM)])
+    store.add([Chunk("Shock cone shock.", doc_id="x1", id="x1-new", embedding=[1.0] * DIM)])
     live = stored_chunks(admin, table)
     assert_statistics_exact(admin, table)
     for query in QUERIES:
@@ -259,7 +281,7 @@ def test_the_upgrade_gives_its_new_table_the_rights_the_roles_had(
     store = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
     assert ranking(store, QUERIES[2]) == expected(corpus, QUERIES[2])
     store.delete_by_doc("x3")
-    store.add([Chunk("buckling of a shell", doc_id="x3", id="x3-new", embedding=[1.0] * DIM)])
+    store.add([Chunk("Buckling of a shell.", doc_id="x3", id="x3-new", embedding=[1.0] * DIM)])
     assert ranking(store, QUERIES[2]) == expected(stored_chunks(admin, table), QUERIES[2])
     assert_statistics_exact(admin, table)
     store.close()
@@ -293,8 +315,8 @@ def test_another_process_changes_the_document_statistics_of_the_next_query(
     assert before == expected(corpus, query)
     # another process makes doc-1 longer (its |D| and tf change) and adds a document
     more = [
-        Chunk("cone cone shock plate", doc_id="doc-1", id="doc-1-more", embedding=[1.0] * DIM),
-        Chunk("a shock on a cone", doc_id="new", id="new-0", embedding=[1.0] * DIM),
+        Chunk("Cone cone shock plate.", doc_id="doc-1", id="doc-1-more", embedding=[1.0] * DIM),
+        Chunk("A shock on a cone.", doc_id="new", id="new-0", embedding=[1.0] * DIM),
     ]
     run_in_another_process(pg_url, table, "add", more)
     live = corpus + more
@@ -323,7 +345,7 @@ def _churn(url: str, table: str, seed: int, start: Any) -> None:
             store.add(
                 [
                     Chunk(
-                        " ".join(rng.choices(words, k=rng.randint(0, 9))),
+                        " ".join(rng.choices(words, k=rng.randint(0, 9))) + ".",
                         doc_id=f"d{rng.randrange(6)}",
                         id=f"c{i:02d}",
                         embedding=[1.0] * DIM,

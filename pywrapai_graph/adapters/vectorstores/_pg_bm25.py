@@ -6,19 +6,21 @@ A chunk ``c`` of document ``D`` scores (the document field, as every backend com
 
 Both are Okapi BM25 with Lucene's idf (a term repeated in the query counts each time): over
 chunks with the chunk statistics (``N`` chunks, ``df`` chunks holding the term, ``|c|``, mean
-chunk length), and over documents — a document is the concatenation of its chunks — with the
-document statistics (``N_doc`` documents, ``df_doc`` documents with a chunk holding the term,
-``tf(t, D)`` the sum over its chunks, ``|D|`` the sum of their lengths, mean document length).
+chunk length), and over documents with the document statistics (``N_doc`` documents,
+``df_doc`` documents holding the term, ``tf(t, D)`` and ``|D|`` summed over the shares of
+its chunks — each chunk's text without the overlap it repeats from the chunk before it,
+:func:`~pywrapai_graph.application.text_analysis.document_parts` — and the mean ``|D|``).
 Statistics cover the whole table; a metadata filter selects among the candidates, the chunks
 holding a query term.
 
-A statement reads the postings of the query's terms once (one index range scan per term,
-ordered by document, so the per-document counts are a streaming group), the statistics' delta
-rows, the lengths of the documents it scores and, for a search, the rows of the ``k`` hits:
-its cost follows the postings of its terms, not the size of the table. It runs in one
-snapshot: only committed writes count, and a document another process replaced or deleted is
-scored as it is now. Every sum over terms runs in term order, so chunks that tie score the
-same to the last bit, and their order is the chunk ids'.
+A statement reads the postings of the query's terms once for each field (index range scans
+ordered by term then document, so the per-term counts are window counts and the per-document
+groups stream without a sort), the statistics' delta rows, the lengths of the documents it
+scores and, for a search, the rows of the ``k`` hits: its cost follows the postings of its
+terms, not the size of the tables. It runs in one snapshot: only committed writes count, and
+a document another process replaced or deleted is scored as it is now. Every sum over terms
+runs in term order, so chunks that tie score the same to the last bit, and their order is the
+chunk ids'.
 """
 
 from __future__ import annotations
@@ -59,18 +61,19 @@ _SCORED = (
     "%s::float8 AS b, %s::float8 AS w), "
     "st AS (SELECT greatest(coalesce(sum(n), 0), 1)::float8 AS n, "
     "greatest(coalesce(sum(docs), 0), 1)::float8 AS nd, "
-    "coalesce(sum(total), 0)::float8 AS total FROM {s}), "
+    "coalesce(sum(total), 0)::float8 AS total, "
+    "coalesce(sum(dtotal), 0)::float8 AS dtotal FROM {s}), "
     "c AS (SELECT m.chunk_id AS id, m.doc_id, sum("
     + _weight(_QTF, "m.tf", "m.dl", "st.n", "m.df", "st.total")
     + ") AS score FROM (SELECT term, doc_id, chunk_id, tf::float8 AS tf, dl, "
     "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
-    "WHERE term = ANY (%s::text[])) m CROSS JOIN st CROSS JOIN prm {where} "
+    "WHERE term = ANY (%s::text[]) AND tf > 0) m CROSS JOIN st CROSS JOIN prm {where} "
     "GROUP BY m.chunk_id, m.doc_id), "
     "d AS (SELECT m.doc_id, sum("
-    + _weight(_QTF, "m.tf", "l.len", "st.nd", "m.df", "st.total")
-    + ") AS score FROM (SELECT term, doc_id, sum(tf)::float8 AS tf, "
+    + _weight(_QTF, "m.tf", "l.len", "st.nd", "m.df", "st.dtotal")
+    + ") AS score FROM (SELECT term, doc_id, sum(dtf)::float8 AS tf, "
     "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
-    "WHERE term = ANY (%s::text[]) GROUP BY term, doc_id) m "
+    "WHERE term = ANY (%s::text[]) AND dtf > 0 GROUP BY term, doc_id) m "
     "JOIN {l} l USING (doc_id) CROSS JOIN st CROSS JOIN prm {docs} GROUP BY m.doc_id) "
 )
 _COMBINED = "c.score + prm.w * d.score"

@@ -1,17 +1,21 @@
 """BM25 served by PostgreSQL for PGVectorStore: postings and statistics written with the chunks.
 
 Tables beside the chunk table ``<table>`` (which gains ``lex_len``, the chunk's length after
-analysis):
+analysis, and ``lex_doc``, the length of its share of its document — its text without the
+overlap it repeats from the chunk before it in the same write,
+:func:`~pywrapai_graph.application.text_analysis.document_parts`; NULL: all of it):
 
-- ``<table>__terms (term, doc_id, chunk_id, tf, dl)``: one posting per distinct term of a
-  chunk, its count and the chunk's length, keyed ``(term, doc_id, chunk_id)`` with ``tf, dl``
-  included, so the postings of a term are one index range read, grouped by document, without
-  touching the chunks; a second index on ``chunk_id`` serves deletes;
+- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: one posting per distinct term of
+  a chunk or of its share, the counts in each (``tf``, ``dtf``) and the chunk's length, keyed
+  ``(term, doc_id, chunk_id)`` with ``tf, dtf, dl`` included, so the postings of a term are
+  one index range read, grouped by document, without touching the chunks; a second index on
+  ``chunk_id`` serves deletes;
 - ``<table>__doclen (doc_id, chunks, len)``: each document's number of chunks and length (the
-  sum of its chunks' lengths), the document field's ``|D|``;
-- ``<table>__bm25 (slot, n, total, docs)``: the number of chunks, their total length and the
-  number of documents as delta rows, one per ``pg_backend_pid() % 64``, so concurrent writers
-  rarely update the same row and a query sums at most 64 rows.
+  sum of its chunks' shares), the document field's ``|D|``;
+- ``<table>__bm25 (slot, n, total, docs, dtotal)``: the number of chunks, their total length,
+  the number of documents and their total length as delta rows, one per
+  ``pg_backend_pid() % 64``, so concurrent writers rarely update the same row and a query
+  sums at most 64 rows.
 
 The client analyses each chunk with the project's analyzer
 (:func:`~pywrapai_graph.application.text_analysis.analyze`) and writes its postings right
@@ -30,17 +34,18 @@ import io
 import struct
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
-from pywrapai_graph.application.text_analysis import analyze
+from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 
 __all__ = [
+    "Analysis",
     "add_lexical_columns",
+    "analyse",
     "analysed",
     "create_lexical",
-    "lengths",
     "lexical_tables",
     "query_terms",
     "write_postings",
@@ -88,39 +93,61 @@ def names(sql: Any, table: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- writes
-def lengths(chunks: Sequence[Chunk]) -> tuple[list[Counter[str]], list[int]]:
-    """Each chunk's terms and its length after analysis (the ``lex_len`` column)."""
+class Analysis(NamedTuple):
+    """A batch's chunks analysed: each chunk's terms and length (the ``lex_len`` column), and
+    the terms and length of its share of its document (``lex_doc``: its text without the
+    overlap it repeats from the chunk before it, :func:`document_parts`)."""
+
+    terms: list[Counter[str]]
+    lengths: list[int]
+    part_terms: list[Counter[str]]
+    part_lengths: list[int]
+
+
+def analyse(chunks: Sequence[Chunk], *, parts: bool = True) -> Analysis:
+    """``chunks`` analysed in their order (``parts=False``: each chunk counts whole)."""
     terms = [analysed(c.text) for c in chunks]
-    return terms, [sum(t.values()) for t in terms]
+    part_terms = terms
+    if parts:
+        texts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
+        part_terms = [
+            t if text == c.text else analysed(text)
+            for c, t, text in zip(chunks, terms, texts, strict=True)
+        ]
+    return Analysis(
+        terms,
+        [sum(t.values()) for t in terms],
+        part_terms,
+        [sum(t.values()) for t in part_terms],
+    )
 
 
-def _copy_postings(rows: list[tuple[str, str, str, int, int]]) -> bytes:
+def _copy_postings(rows: list[tuple[str, str, str, int, int, int]]) -> bytes:
     out = io.BytesIO()
     out.write(_COPY_HEADER)
     pack = struct.pack
-    for term, doc_id, chunk_id, tf, dl in rows:
+    for term, doc_id, chunk_id, tf, dtf, dl in rows:
         t, d, c = term.encode(), doc_id.encode(), chunk_id.encode()
         out.write(
             pack(
-                f"!hi{len(t)}si{len(d)}si{len(c)}siiii",
-                *(5, len(t), t, len(d), d, len(c), c, 4, tf, 4, dl),
+                f"!hi{len(t)}si{len(d)}si{len(c)}siiiiii",
+                *(6, len(t), t, len(d), d, len(c), c, 4, tf, 4, dtf, 4, dl),
             )
         )
     out.write(struct.pack("!h", -1))
     return out.getvalue()
 
 
-_POSTING_COLUMNS = "(term, doc_id, chunk_id, tf, dl)"
+_POSTING_COLUMNS = "(term, doc_id, chunk_id, tf, dtf, dl)"
 
 
-def write_postings(
-    cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], terms: list[Counter[str]]
-) -> None:
-    """Insert the postings of chunks just written (the triggers removed any older ones)."""
+def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: Analysis) -> None:
+    """Insert the postings of chunks just written (the triggers removed any older ones): one
+    per term of the chunk or of its share of the document, with both counts."""
     rows = [
-        (term, c.doc_id, c.id, tf, sum(counts.values()))
-        for c, counts in zip(chunks, terms, strict=True)
-        for term, tf in counts.items()
+        (term, c.doc_id, c.id, terms[term], part[term], dl)
+        for c, terms, part, dl in zip(chunks, a.terms, a.part_terms, a.lengths, strict=True)
+        for term in terms | part
     ]
     if not rows:
         return
@@ -137,61 +164,82 @@ def write_postings(
     cur.execute(
         sql.SQL(
             "INSERT INTO {p} " + _POSTING_COLUMNS + " SELECT * FROM "
-            "unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::int[])"
+            "unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::int[], %s::int[])"
         ).format(**ids),
         [list(col) for col in columns],
     )
 
 
 # ----------------------------------------------------------------------------- schema
-#: The triggers' function: each statement's deltas per document (in doc_id order), upserted
-#: into the document lengths (a row created is a document more, a row at 0 chunks is deleted:
-#: a document less), then the store's counts into this backend's delta row.
-_FUNCTION = """
+#: A chunk row's share of its document's length (``lex_doc``; NULL, in rows written before
+#: the column: the whole chunk).
+_PART = "coalesce(lex_doc, lex_len)"
+#: One statement's changes per document, in doc_id order: chunks, their length, their share
+#: of the document's length (``{rows}``: the rows with their signs).
+_DELTAS = (
+    "SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id), "
+    "array_agg(len ORDER BY doc_id), array_agg(part ORDER BY doc_id) INTO ids, ns, lens, parts "
+    "FROM (SELECT doc_id, sum(n) AS n, sum(len) AS len, sum(part) AS part FROM ({rows}) u "
+    "GROUP BY doc_id HAVING sum(n) <> 0 OR sum(len) <> 0 OR sum(part) <> 0) x;"
+)
+_NEW = "SELECT doc_id, 1 AS n, lex_len AS len, " + _PART + " AS part FROM new_rows"
+_OLD = "SELECT doc_id, -1 AS n, -lex_len AS len, -" + _PART + " AS part FROM old_rows"
+
+#: The triggers' function: each statement's deltas per document upserted into the document
+#: lengths (a row created is a document more, a row at 0 chunks is deleted: a document
+#: less), then the store's counts into this backend's delta row.
+_FUNCTION = (
+    """
 CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $body$
-DECLARE ids text[]; ns bigint[]; lens bigint[]; dn bigint; dt bigint; dd bigint;
+DECLARE ids text[]; ns bigint[]; lens bigint[]; parts bigint[];
+        dn bigint; dt bigint; dp bigint; dd bigint;
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id),
-           array_agg(len ORDER BY doc_id) INTO ids, ns, lens
-    FROM (SELECT doc_id, count(*) AS n, sum(lex_len) AS len FROM new_rows GROUP BY doc_id) x;
+    """
+    + _DELTAS.replace("{rows}", _NEW)
+    + """
   ELSIF TG_OP = 'DELETE' THEN
-    SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id),
-           array_agg(len ORDER BY doc_id) INTO ids, ns, lens
-    FROM (SELECT doc_id, -count(*) AS n, -sum(lex_len) AS len FROM old_rows GROUP BY doc_id) x;
+    """
+    + _DELTAS.replace("{rows}", _OLD)
+    + """
     DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
   ELSE
-    SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id),
-           array_agg(len ORDER BY doc_id) INTO ids, ns, lens
-    FROM (SELECT doc_id, sum(n) AS n, sum(len) AS len FROM (
-            SELECT doc_id, 1 AS n, lex_len AS len FROM new_rows
-            UNION ALL SELECT doc_id, -1, -lex_len FROM old_rows) u
-          GROUP BY doc_id HAVING sum(n) <> 0 OR sum(len) <> 0) x;
+    """
+    + _DELTAS.replace("{rows}", _NEW + " UNION ALL " + _OLD)
+    + """
     DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
   END IF;
   IF ids IS NULL THEN
     RETURN NULL;
   END IF;
   WITH up AS (
-    INSERT INTO {l} AS l (doc_id, chunks, len) SELECT * FROM unnest(ids, ns, lens)
+    INSERT INTO {l} AS l (doc_id, chunks, len) SELECT * FROM unnest(ids, ns, parts)
     ON CONFLICT (doc_id) DO UPDATE SET chunks = l.chunks + EXCLUDED.chunks,
                                        len = l.len + EXCLUDED.len
     RETURNING l.doc_id, l.chunks)
-  SELECT sum(d.n), sum(d.len),
+  SELECT sum(d.n), sum(d.len), sum(d.part),
          count(*) FILTER (WHERE up.chunks = d.n) - count(*) FILTER (WHERE up.chunks = 0)
-  INTO dn, dt, dd FROM up JOIN unnest(ids, ns, lens) AS d(doc_id, n, len) USING (doc_id);
+  INTO dn, dt, dp, dd
+  FROM up JOIN unnest(ids, ns, lens, parts) AS d(doc_id, n, len, part) USING (doc_id);
   DELETE FROM {l} WHERE doc_id = ANY (ids) AND chunks = 0;
-  INSERT INTO {s} AS s (slot, n, total, docs) VALUES (pg_backend_pid() % {slots}, dn, dt, dd)
-  ON CONFLICT (slot) DO UPDATE
-  SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total, docs = s.docs + EXCLUDED.docs;
+  INSERT INTO {s} AS s (slot, n, total, docs, dtotal)
+  VALUES (pg_backend_pid() % {slots}, dn, dt, dd, dp)
+  ON CONFLICT (slot) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total,
+    docs = s.docs + EXCLUDED.docs, dtotal = s.dtotal + EXCLUDED.dtotal;
   RETURN NULL;
 END
 $body$
 """
+)
 
 
 def add_lexical_columns(cur: Any, sql: Any, table: str) -> bool:
-    """Add ``lex_len`` to a chunk table written before it existed; True if it was added."""
+    """Add ``lex_len`` and ``lex_doc`` to a chunk table written before they existed (no
+    rewrite of its rows); True if ``lex_len`` was added (its chunks need analysing)."""
+    if not _has_column(cur, sql, table, "lex_doc"):
+        cur.execute(
+            sql.SQL("ALTER TABLE {t} ADD COLUMN lex_doc INT").format(t=sql.Identifier(table))
+        )
     if _has_column(cur, sql, table, "lex_len"):
         return False
     cur.execute(
@@ -212,7 +260,8 @@ def _has_column(cur: Any, sql: Any, table: str, column: str) -> bool:
 
 
 def _backfill(cur: Any, sql: Any, table: str) -> None:
-    """Analyse every chunk already in the table: its postings and its length."""
+    """Analyse every chunk already in the table: its postings and its length (each chunk
+    counts whole in its document: the order it was written in is not known)."""
     t = sql.Identifier(table)
     after = ""
     while True:  # keyset pages by id, in this transaction
@@ -228,14 +277,14 @@ def _backfill(cur: Any, sql: Any, table: str) -> None:
         chunks = [
             Chunk(from_pg(text), doc_id=doc_id, id=chunk_id) for chunk_id, doc_id, text in rows
         ]
-        terms, lens = lengths(chunks)
-        write_postings(cur, sql, table, chunks, terms)
+        analysis = analyse(chunks, parts=False)  # the order of writing is not known here
+        write_postings(cur, sql, table, chunks, analysis)
         cur.execute(
             sql.SQL(
                 "UPDATE {t} SET lex_len = u.len FROM unnest(%s::text[], %s::int[]) "
                 "AS u(id, len) WHERE {t}.id = u.id"
             ).format(t=t),
-            ([c.id for c in chunks], lens),
+            ([c.id for c in chunks], analysis.lengths),
         )
         after = rows[-1][0]
 
@@ -244,16 +293,17 @@ def _postings_key(cur: Any, sql: Any, table: str) -> None:
     """The postings' key (term, doc_id, chunk_id) with their counts, and the chunk index."""
     ids = names(sql, table)
     cur.execute(
-        sql.SQL("ALTER TABLE {p} ADD PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dl)").format(
-            **ids
-        )
+        sql.SQL(
+            "ALTER TABLE {p} ADD PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl)"
+        ).format(**ids)
     )
     cur.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {pc} ON {p} (chunk_id)").format(**ids))
 
 
-def _add_document_ids(cur: Any, sql: Any, table: str) -> None:
-    """Give the postings of a schema-2 table their chunk's ``doc_id`` (from the chunk table)
-    and the key that groups them by document; the indexes are rebuilt once, after the fill."""
+def _upgrade_postings(cur: Any, sql: Any, table: str) -> None:
+    """Give the postings of an older table their chunk's ``doc_id`` (from the chunk table)
+    and their count in the document (``dtf``: the chunk's, each chunk counting whole), and
+    the key that groups them by document; the indexes are rebuilt once, after the fill."""
     ids = names(sql, table)
     cur.execute(
         "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
@@ -264,14 +314,14 @@ def _add_document_ids(cur: Any, sql: Any, table: str) -> None:
             sql.SQL("ALTER TABLE {p} DROP CONSTRAINT {k}").format(k=sql.Identifier(key), **ids)
         )
     cur.execute(sql.SQL("DROP INDEX IF EXISTS {pc}").format(**ids))
-    cur.execute(sql.SQL("ALTER TABLE {p} ADD COLUMN doc_id TEXT").format(**ids))
-    cur.execute(
-        sql.SQL("UPDATE {p} p SET doc_id = t.doc_id FROM {t} t WHERE t.id = p.chunk_id").format(
-            **ids
-        )
-    )
-    cur.execute(sql.SQL("DELETE FROM {p} WHERE doc_id IS NULL").format(**ids))  # orphans
-    cur.execute(sql.SQL("ALTER TABLE {p} ALTER COLUMN doc_id SET NOT NULL").format(**ids))
+    for statement in (
+        "ALTER TABLE {p} ADD COLUMN IF NOT EXISTS doc_id TEXT",
+        "ALTER TABLE {p} ADD COLUMN IF NOT EXISTS dtf INT",
+        "UPDATE {p} p SET doc_id = t.doc_id, dtf = p.tf FROM {t} t WHERE t.id = p.chunk_id",
+        "DELETE FROM {p} WHERE dtf IS NULL",  # orphans
+        "ALTER TABLE {p} ALTER COLUMN doc_id SET NOT NULL, ALTER COLUMN dtf SET NOT NULL",
+    ):
+        cur.execute(sql.SQL(statement).format(**ids))
     _postings_key(cur, sql, table)
 
 
@@ -283,13 +333,13 @@ def _exists(cur: Any, sql: Any, table: str) -> bool:
 def _create_postings(cur: Any, sql: Any, table: str) -> None:
     ids = names(sql, table)
     if _exists(cur, sql, lexical_tables(table)[0]):
-        if not _has_column(cur, sql, lexical_tables(table)[0], "doc_id"):
-            _add_document_ids(cur, sql, table)
+        if not _has_column(cur, sql, lexical_tables(table)[0], "dtf"):
+            _upgrade_postings(cur, sql, table)
         return
     cur.execute(
         sql.SQL(
             "CREATE TABLE {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, chunk_id TEXT NOT NULL, "
-            "tf INT NOT NULL, dl INT NOT NULL)"
+            "tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL)"
         ).format(**ids)
     )
     _postings_key(cur, sql, table)
@@ -302,14 +352,16 @@ def _recount(cur: Any, sql: Any, table: str) -> None:
         "CREATE TABLE IF NOT EXISTS {l} (doc_id TEXT PRIMARY KEY, chunks BIGINT NOT NULL, "
         "len BIGINT NOT NULL)",
         "DELETE FROM {l}",
-        "INSERT INTO {l} (doc_id, chunks, len) SELECT doc_id, count(*), sum(lex_len) "
+        f"INSERT INTO {{l}} (doc_id, chunks, len) SELECT doc_id, count(*), sum({_PART}) "
         "FROM {t} GROUP BY doc_id",
         "CREATE TABLE IF NOT EXISTS {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, "
-        "total BIGINT NOT NULL, docs BIGINT NOT NULL DEFAULT 0)",
-        "ALTER TABLE {s} ADD COLUMN IF NOT EXISTS docs BIGINT NOT NULL DEFAULT 0",
+        "total BIGINT NOT NULL)",
+        "ALTER TABLE {s} ADD COLUMN IF NOT EXISTS docs BIGINT NOT NULL DEFAULT 0, "
+        "ADD COLUMN IF NOT EXISTS dtotal BIGINT NOT NULL DEFAULT 0",
         "DELETE FROM {s}",
-        "INSERT INTO {s} (slot, n, total, docs) SELECT 0, count(*), coalesce(sum(lex_len), 0), "
-        "(SELECT count(*) FROM {l}) FROM {t}",
+        "INSERT INTO {s} (slot, n, total, docs, dtotal) SELECT 0, count(*), "
+        f"coalesce(sum(lex_len), 0), (SELECT count(*) FROM {{l}}), coalesce(sum({_PART}), 0) "
+        "FROM {t}",
     )
     for statement in statements:
         cur.execute(sql.SQL(statement).format(**ids))

@@ -33,8 +33,9 @@ T = TypeVar("T")
 
 #: The layout this release reads and writes; a newer one in the database is refused, an older
 #: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``_pg_lexical``);
-#: 3: the document field (postings by document, document lengths and count).
-SCHEMA_VERSION = 3
+#: 4: the document field (postings by document with their count in the document's text,
+#: document lengths and count; 3 was its first layout, without the counts in the document).
+SCHEMA_VERSION = 4
 SCHEMA_TABLE = "pywrapai_schema"
 
 #: where every grant of a store's tables is listed
@@ -222,7 +223,7 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
             "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0)"
+            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)"
         ).format(t=t, d=sql.Literal(dimension))
     )
     upgraded = add_lexical_columns(cur, sql, table)
