@@ -19,6 +19,7 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
+from pywrapai_graph.testing.contracts.store_data import manifest_for
 from tests.integration.bm25_documents import chunk_bm25, expected_ranking, expected_scores
 
 pytestmark = pytest.mark.integration
@@ -292,6 +293,8 @@ def _in_process(url: str, table: str, action: str, *args: Any) -> None:
     store = PGVectorStore(url, table_name=table, dimension=DIM)
     if action == "add":
         store.add(args[0])
+    elif action == "replace":
+        store.replace_document(manifest_for(args[0][0].doc_id, args[0], DIM), args[0])
     else:
         store.delete_by_doc(args[0])
     store.close()
@@ -323,6 +326,13 @@ def test_another_process_changes_the_document_statistics_of_the_next_query(
     assert ranking(store, query) == expected(live, query) != before
     run_in_another_process(pg_url, table, "delete_by_doc", "doc-1")
     live = [c for c in live if c.doc_id != "doc-1"]
+    assert ranking(store, query) == expected(live, query)
+    new = [  # doc-2's new version: two chunks instead of ten
+        Chunk(t, doc_id="doc-2", id=f"doc-2-v2-{i}", embedding=[1.0] * DIM)
+        for i, t in enumerate(("Shock cone cone.", "A wave behind a plate."))
+    ]
+    run_in_another_process(pg_url, table, "replace", new)
+    live = [c for c in live if c.doc_id != "doc-2"] + new
     assert ranking(store, query) == expected(live, query)
     assert store.lexical_scores(query, ["doc-1-more", "new-0"]) == pytest.approx(
         {"new-0": expected_scores(live, query)["new-0"]}, rel=1e-12
