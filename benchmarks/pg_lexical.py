@@ -209,7 +209,7 @@ def drop(url: str, table: str) -> None:
     conn = psycopg2.connect(url)
     conn.autocommit = True
     with conn.cursor() as cur:
-        for suffix in ("", "__docs", "__info", "__terms", "__bm25"):
+        for suffix in ("", "__docs", "__info", "__terms", "__doclen", "__bm25"):
             cur.execute(f'DROP TABLE IF EXISTS "{table}{suffix}" CASCADE')
         cur.execute("DELETE FROM pywrapai_schema WHERE table_name = %s", (table,))
     conn.close()

@@ -53,6 +53,20 @@ def admin(pg_url: str) -> Iterator[Any]:
     conn.close()
 
 
+@pytest.fixture
+def dml_role(pg_url: str, admin: Any) -> Iterator[tuple[str, str]]:
+    """A new login role without rights (dropped with what it owns afterwards), and its DSN."""
+    import uuid
+
+    role = f"app_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE ROLE {role} LOGIN")
+    yield role, pg_url.replace("postgres@", f"{role}@", 1)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP OWNED BY {role}")
+        cur.execute(f"DROP ROLE {role}")
+
+
 @pytest.fixture(scope="session")
 def qdrant_url(pywrapai_qdrant_url: str) -> str:
     return pywrapai_qdrant_url

@@ -289,7 +289,7 @@ def role_without_rights(pg_url: str) -> Iterator[tuple[str, str]]:
         cur.execute(f"DROP ROLE {role}")
         cur.execute(
             f'DROP TABLE IF EXISTS "{table}", "{table}__docs", "{table}__info", "{table}__terms", '
-            f'"{table}__bm25" CASCADE'
+            f'"{table}__doclen", "{table}__bm25" CASCADE'
         )
     admin.close()
 

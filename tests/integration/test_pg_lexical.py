@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import PGVectorStore
-from pywrapai_graph.adapters.vectorstores._pg_lexical import bm25_query, query_terms
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import bm25_params, bm25_query
+from pywrapai_graph.adapters.vectorstores._pg_lexical import query_terms
 from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import VectorStoreError
-from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus, reference_bm25
+from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
+from tests.integration.bm25_documents import expected_ranking
 
 pytestmark = pytest.mark.integration
 DIM = 16
@@ -28,7 +30,7 @@ def table(admin: Any) -> Iterator[str]:
     name = f"lex_{uuid.uuid4().hex[:10]}"
     yield name
     with admin.cursor() as cur:
-        for suffix in ("", "__docs", "__info", "__terms", "__bm25"):
+        for suffix in ("", "__docs", "__info", "__terms", "__doclen", "__bm25"):
             cur.execute(f'DROP TABLE IF EXISTS "{name}{suffix}" CASCADE')
         cur.execute(f'DROP FUNCTION IF EXISTS "{name}__bm25_count"()')
         cur.execute("DELETE FROM pywrapai_schema WHERE table_name = %s", (name,))
@@ -85,9 +87,7 @@ def ranking(store: PGVectorStore, query: str, **kw: Any) -> list[tuple[str, floa
 
 
 def expected(chunks: list[Chunk], query: str, **kw: Any) -> list[tuple[str, float]]:
-    return [
-        (i, round(s, 9)) for i, s in reference_bm25(chunks, query, 10, document_weight=0.0, **kw)
-    ]
+    return [(i, round(s, 9)) for i, s in expected_ranking(chunks, query, 10, **kw)]
 
 
 def test_a_table_of_schema_version_1_is_upgraded_on_open(
@@ -187,11 +187,14 @@ def _scanned(plan: dict[str, Any], table: str) -> list[tuple[str, int]]:
     return found
 
 
-def test_a_query_reads_the_postings_of_its_terms_not_the_table(
+def test_a_query_reads_the_postings_of_its_terms_not_the_tables(
     pg_url: str, admin: Any, table: str
 ) -> None:
     store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
-    filler = lexical_corpus(n=3000, dim=DIM)
+    filler = [  # 3,000 documents
+        Chunk(c.text, doc_id=c.id, metadata=c.metadata, id=c.id, embedding=c.embedding)
+        for c in lexical_corpus(n=3000, dim=DIM)
+    ]
     rare = [
         Chunk(f"a zeppelin hovered over plate {i}", doc_id="z", id=f"z{i}", embedding=[1.0] * DIM)
         for i in range(4)
@@ -199,19 +202,23 @@ def test_a_query_reads_the_postings_of_its_terms_not_the_table(
     store.add([*filler, *rare])
     plans = []
     with admin.cursor() as cur:
-        cur.execute(f'VACUUM ANALYZE "{table}", "{table}__terms"')
+        cur.execute(f'VACUUM ANALYZE "{table}", "{table}__terms", "{table}__doclen"')
         terms, counts = query_terms("zeppelin")
         for keep, extra in ((None, []), (_sql().SQL("metadata @> %s::jsonb"), ['{"x": 1}'])):
             statement = bm25_query(_sql(), table, keep).as_string(cur)
             cur.execute(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
-                (counts, terms, terms, 1.2, 1.2, 0.75, 0.75, *extra, 3),
+                bm25_params(terms, counts, 1.2, 0.75, extra, 3),
             )
             plans.append(cur.fetchone()[0][0]["Plan"])
     for plan, hits in zip(plans, (3, 0), strict=True):
         postings, chunks = _scanned(plan, f"{table}__terms"), _scanned(plan, table)
-        assert all("Seq Scan" not in node for node, _ in postings + chunks), (postings, chunks)
-        assert sum(rows for _, rows in postings) == 4, postings  # the term's postings alone
+        documents = _scanned(plan, f"{table}__doclen")
+        read = postings + chunks + documents
+        assert all("Seq Scan" not in node for node, _ in read), read
+        # the term's postings alone, at most once for each field (chunks, documents)
+        assert 4 <= sum(rows for _, rows in postings) <= 2 * 4, postings
+        assert sum(rows for _, rows in documents) <= 1, documents  # the length of "z"
         assert sum(rows for _, rows in chunks) == hits, chunks  # then the k hits' rows
     assert [h.chunk.id for h in store.lexical_search("zeppelin", k=3)] == ["z0", "z1", "z2"]
     store.close()

@@ -7,7 +7,6 @@ import asyncio
 import io
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +129,6 @@ def cli(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def dml_role(pg_url: str, admin: Any) -> Iterator[tuple[str, str]]:
-    role = f"app_{uuid.uuid4().hex[:8]}"
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE ROLE {role} LOGIN")
-    yield role, pg_url.replace("postgres@", f"{role}@", 1)
-    with admin.cursor() as cur:
-        cur.execute(f"DROP OWNED BY {role}")
-        cur.execute(f"DROP ROLE {role}")
-
-
 def test_store_init_then_a_dml_only_role_works(
     pg_url: str, admin: Any, table: str, tmp_path: Path, dml_role: tuple[str, str]
 ) -> None:
@@ -161,7 +149,7 @@ def test_store_init_then_a_dml_only_role_works(
     with admin.cursor() as cur:
         cur.execute(
             f'GRANT SELECT ON "{table}", "{table}__docs", "{table}__info", "{table}__terms", '
-            f'"{table}__bm25" TO {role}'
+            f'"{table}__doclen", "{table}__bm25" TO {role}'
         )
         cur.execute(f"GRANT SELECT ON pywrapai_schema TO {role}")
     reader = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
@@ -171,7 +159,7 @@ def test_store_init_then_a_dml_only_role_works(
     reader.close()
 
     with admin.cursor() as cur:
-        for suffix in ("", "__docs", "__info", "__terms", "__bm25"):
+        for suffix in ("", "__docs", "__info", "__terms", "__doclen", "__bm25"):
             t = table + suffix
             cur.execute(f'GRANT INSERT, UPDATE, DELETE ON "{t}" TO {role}')
     container = build_container(write_config(tmp_path, role_dsn, table, create_schema=False))

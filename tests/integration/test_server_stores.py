@@ -22,8 +22,6 @@ def name_for(location: Path, prefix: str) -> str:
 
 
 class TestPGVectorStore(VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
-
     @pytest.fixture(autouse=True)
     def _server(self, pg_url: str) -> None:
         self.url = pg_url

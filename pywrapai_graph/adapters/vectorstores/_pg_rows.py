@@ -6,13 +6,12 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
-from pywrapai_graph.adapters.vectorstores._pg_lexical import lengths, write_postings
+from pywrapai_graph.adapters.vectorstores._pg_lexical import Analysis, analyse, write_postings
 from pywrapai_graph.adapters.vectorstores._pg_text import to_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
 from pywrapai_graph.ports import MetadataFilter
@@ -22,21 +21,22 @@ __all__ = ["copy_payload", "metadata_predicate", "write_chunks"]
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
 _JSONB_VERSION = b"\x01"
-_COLUMNS = "id, doc_id, text, metadata, embedding, lex_len"
+_COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
 _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
-    "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len"
+    "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
+    "lex_doc = EXCLUDED.lex_doc"
 )
 
 
-def copy_payload(batch: PreparedBatch, lens: Sequence[int]) -> bytes:
+def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding,
-    lex_len).
+    lex_len, lex_doc).
 
     Text fields are UTF-8, ``jsonb`` is its version byte and the JSON text, and a pgvector
     ``vector`` is (int16 dim, int16 0, dim big-endian float4), cut from one big-endian copy
     of the whole matrix: no Python float per value. ``lex_len`` is the chunk's length after
-    analysis (``_pg_lexical``).
+    analysis, ``lex_doc`` that of its share of its document (``_pg_lexical``).
     """
     dim = int(batch.vectors.shape[1])
     raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
@@ -46,7 +46,7 @@ def copy_payload(batch: PreparedBatch, lens: Sequence[int]) -> bytes:
     out.write(_COPY_HEADER)
     pack = struct.pack
     for i, chunk in enumerate(batch.chunks):
-        out.write(pack("!h", 6))
+        out.write(pack("!h", 7))
         for field in (
             chunk.id.encode(),
             chunk.doc_id.encode(),
@@ -57,7 +57,7 @@ def copy_payload(batch: PreparedBatch, lens: Sequence[int]) -> bytes:
             out.write(field)
         out.write(vector_head)
         out.write(raw[i * step : (i + 1) * step])
-        out.write(pack("!ii", 4, lens[i]))
+        out.write(pack("!iiii", 4, analysis.lengths[i], 4, analysis.part_lengths[i]))
     out.write(_COPY_TRAILER)
     return out.getvalue()
 
@@ -67,7 +67,7 @@ def write_chunks(
 ) -> None:
     """Upsert a validated batch's rows (one statement, or binary COPY through a session temp
     table and one upserting INSERT), then their postings."""
-    terms, lens = lengths(batch.chunks)
+    analysis = analyse(batch.chunks)
     t = sql.Identifier(table)
     if copy:
         staging = sql.Identifier(f"{table}__load")
@@ -81,7 +81,7 @@ def write_chunks(
             sql.SQL(f"COPY {{s}} ({_COLUMNS}) FROM STDIN WITH (FORMAT binary)")
             .format(s=staging)
             .as_string(cur),
-            io.BytesIO(copy_payload(batch, lens)),
+            io.BytesIO(copy_payload(batch, analysis)),
         )
         cur.execute(
             sql.SQL(
@@ -90,15 +90,17 @@ def write_chunks(
         )
     else:
         rows = [
-            (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v, n)
-            for c, v, n in zip(batch.chunks, batch.vectors, lens, strict=True)
+            (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v, n, part)
+            for c, v, n, part in zip(
+                batch.chunks, batch.vectors, analysis.lengths, analysis.part_lengths, strict=True
+            )
         ]
         query = sql.SQL(f"INSERT INTO {{t}} ({_COLUMNS}) VALUES %s {_UPSERT}").format(t=t)
         extras.execute_values(
-            cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s, %s)", page_size=len(rows)
+            cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s, %s, %s)", page_size=len(rows)
         )
     # after the chunks: their triggers dropped the postings of the rows they overwrote
-    write_postings(cur, sql, table, batch.chunks, terms)
+    write_postings(cur, sql, table, batch.chunks, analysis)
 
 
 def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, list[str]]:

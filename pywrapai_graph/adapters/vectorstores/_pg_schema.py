@@ -2,12 +2,12 @@
 
 ``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
 indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``), the lexical
-postings and statistics (``<table>__terms``, ``<table>__bm25`` and their triggers, see
-``_pg_lexical``) and a row in ``pywrapai_schema`` naming the table, its dimension and the
-schema version; it upgrades a table of an older version in the same transaction. An owner runs
-it once (``pywrapai-graph store init``); the service can then use roles with only the rights
-``pywrapai-graph store grants`` prints (``store.create_schema: false``;
-docs/least-privilege.md).
+postings, document lengths and statistics (``<table>__terms``, ``<table>__doclen``,
+``<table>__bm25`` and their triggers, see ``_pg_lexical``) and a row in ``pywrapai_schema``
+naming the table, its dimension and the schema version; it upgrades a table of an older version
+in the same transaction. An owner runs it once (``pywrapai-graph store init``); the service can
+then use roles with only the rights ``pywrapai-graph store grants`` prints
+(``store.create_schema: false``; docs/least-privilege.md).
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ __all__ = [
 T = TypeVar("T")
 
 #: The layout this release reads and writes; a newer one in the database is refused, an older
-#: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``_pg_lexical``).
-SCHEMA_VERSION = 2
+#: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``_pg_lexical``);
+#: 4: the document field (postings by document with their count in the document's text,
+#: document lengths and count; 3 was its first layout, without the counts in the document).
+SCHEMA_VERSION = 4
 SCHEMA_TABLE = "pywrapai_schema"
 
 #: where every grant of a store's tables is listed
@@ -221,7 +223,7 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
             "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0)"
+            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)"
         ).format(t=t, d=sql.Literal(dimension))
     )
     upgraded = add_lexical_columns(cur, sql, table)

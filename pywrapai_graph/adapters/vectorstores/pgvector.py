@@ -8,15 +8,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
-from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
-from pywrapai_graph.adapters.vectorstores._pg_lexical import (
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
     QUERY_SETTINGS,
+    bm25_params,
     bm25_query,
     bm25_scores_query,
-    lexical_tables,
-    query_terms,
 )
+from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
+from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
+from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
 from pywrapai_graph.adapters.vectorstores._pg_rows import (
     metadata_predicate,
     write_chunks,
@@ -372,7 +372,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
             self._sql, self._table, keep if filter_params else None
         )
-        params: list[Any] = [counts, terms, terms, k1, k1, b, b, *filter_params, k]
+        params = bm25_params(terms, counts, k1, b, filter_params, k)
 
         return [
             ScoredChunk(
@@ -390,7 +390,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         if not terms or not ids:
             return {}
         statement = bm25_scores_query(self._sql, self._table)
-        params = [terms, terms, list(ids), counts, terms, k1, k1, b, b]
+        params = bm25_params(terms, counts, k1, b, [list(ids)])
         return {str(i): float(score) for i, score in self._rows(statement, params)}
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
@@ -469,12 +469,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        statement = self._sql.SQL("TRUNCATE {t}, {d}, {i}, {p}, {s}").format(
-            t=self._ident(),
-            d=self._ident("__docs"),
-            i=self._ident("__info"),
-            p=self._sql.Identifier(lexical_tables(self._table)[0]),
-            s=self._sql.Identifier(lexical_tables(self._table)[1]),
+        tables = [self._table, *(self._table + s for s in ("__docs", "__info"))]
+        statement = self._sql.SQL("TRUNCATE {}").format(
+            self._sql.SQL(", ").join(
+                self._sql.Identifier(t) for t in (*tables, *lexical_tables(self._table))
+            )
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
