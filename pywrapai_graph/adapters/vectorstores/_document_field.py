@@ -1,0 +1,110 @@
+"""The document field of engine-served lexical search (Qdrant, Chroma), engine-neutral part.
+
+A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)``, ``D``
+being the concatenation of its chunks (see ``text_analysis.DOCUMENT_WEIGHT``). The engine
+holds the document statistics: of the chunks of one document version, exactly one (its
+*carrier*) holds the document's terms in a second field (Qdrant: a second sparse vector with
+the IDF modifier; Chroma: metadata), so the engine's document frequencies count documents,
+and a version's field goes with its chunks when they are deleted. Documents are written
+whole by ``replace_document``; a plain ``add`` or ``delete`` of some chunks of a document
+writes its field again from every chunk the document then has (:func:`plan_writes`).
+
+A query asks the engine for the chunks and the documents best matching it, then for the
+chunks of those documents and the documents of those chunks, and adds the two scores of
+each chunk (:func:`combine`): a chunk takes the score of its own version's document only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pywrapai_graph.adapters.vectorstores._version_records import Hit, engine_id
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.domain import Chunk, ScoredChunk
+
+__all__ = [
+    "FIELDED_SHORTLIST",
+    "Group",
+    "GroupChunk",
+    "WritePlan",
+    "combine",
+    "document_counts",
+    "plan_writes",
+]
+
+#: One document version: (doc_id, version).
+Group = tuple[str, str]
+#: chunks and documents asked of the engine per fielded query, at least
+FIELDED_SHORTLIST = 100
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChunk:
+    """A stored chunk of a document version, as the document field needs it."""
+
+    engine_id: str
+    text: str
+    #: it holds the document field now
+    carries: bool
+    #: the engine's own record of it (a Qdrant point), when rewriting it needs one
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class WritePlan:
+    """Where a batch's document fields go: the carriers' terms by batch index, and the
+    stored chunks whose field moves to a carrier of the batch (to be cleared)."""
+
+    carriers: dict[int, Counter[str]] = field(default_factory=dict)
+    clear: list[GroupChunk] = field(default_factory=list)
+
+
+def document_counts(texts: Iterable[str]) -> Counter[str]:
+    """A document's term frequencies: the sum of its chunks'."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(analyze(text))
+    return counts
+
+
+def groups_of(chunks: Sequence[Chunk], versions: Sequence[str]) -> dict[Group, list[int]]:
+    """The batch indices of each document version in a batch."""
+    groups: dict[Group, list[int]] = {}
+    for i, (chunk, version) in enumerate(zip(chunks, versions, strict=True)):
+        groups.setdefault((chunk.doc_id, version), []).append(i)
+    return groups
+
+
+def plan_writes(
+    chunks: Sequence[Chunk],
+    versions: Sequence[str],
+    terms: Sequence[Counter[str]],
+    stored: dict[Group, list[GroupChunk]],
+) -> WritePlan:
+    """The document fields of a batch: each document version's first chunk in the batch
+    carries the terms of the batch's chunks and of its stored chunks the batch leaves."""
+    written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
+    plan = WritePlan()
+    for group, indices in groups_of(chunks, versions).items():
+        counts: Counter[str] = Counter()
+        for i in indices:
+            counts.update(terms[i])
+        kept = [g for g in stored.get(group, []) if g.engine_id not in written]
+        counts.update(document_counts(g.text for g in kept))
+        plan.carriers[indices[0]] = counts
+        plan.clear += [g for g in kept if g.carries]
+    return plan
+
+
+def combine(hits: Iterable[Hit], documents: dict[Group, float]) -> list[Hit]:
+    """Each chunk hit once, scored ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``
+    (its own version's document), best first, ties by chunk id."""
+    out: dict[str, Hit] = {}
+    for scored, version in hits:
+        chunk = scored.chunk
+        score = scored.score + DOCUMENT_WEIGHT * documents.get((chunk.doc_id, version), 0.0)
+        out[engine_id(chunk.id, version)] = (ScoredChunk(chunk, score), version)
+    return sorted(out.values(), key=lambda h: (-h[0].score, h[0].chunk.id))
