@@ -78,13 +78,16 @@ def _assert_close(got: Ranking, want: Ranking) -> None:
             assert score == pytest.approx(reference[chunk_id], rel=0.05), (got, want)
 
 
-@pytest.fixture(params=["qdrant", "chroma"])
+@pytest.fixture(params=["qdrant", "qdrant_server", "chroma"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseVectorStore]:
-    made: BaseVectorStore = (
-        QdrantVectorStore("fielded")
-        if request.param == "qdrant"
-        else ChromaVectorStore(path=str(tmp_path / "chroma"), collection="fielded")
-    )
+    made: BaseVectorStore
+    if request.param == "qdrant":
+        made = QdrantVectorStore("fielded")
+    elif request.param == "qdrant_server":  # the server path (REST), see qdrant_rest
+        url = request.getfixturevalue("qdrant_rest_url")
+        made = QdrantVectorStore(name_for(tmp_path, "f"), url=url)
+    else:
+        made = ChromaVectorStore(path=str(tmp_path / "chroma"), collection="fielded")
     yield made
     made.close()
 
