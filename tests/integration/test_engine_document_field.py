@@ -2,7 +2,7 @@
 
 A chunk of document D scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(D)``, D being the
 concatenation of its chunks, with document statistics the engine holds. Checked against the
-formula written out plainly (:func:`fielded_reference`): exactly after one write, closely
+formula written out plainly (the contract's ``reference_bm25``): exactly after one write, closely
 (running length totals) after later ones; across processes on a Chroma server and the Qdrant
 server path, and on stores written before the field existed.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,41 +21,23 @@ from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores._chroma_document import DOC_LEN, DOC_TERMS, DOC_TF
 from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK
 from pywrapai_graph.adapters.vectorstores._qdrant_points import DOCUMENT_SPARSE, SPARSE
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
+from pywrapai_graph.testing.contracts.lexical_search import (
+    QUERIES,
+    lexical_corpus,
+    reference_bm25,
+)
 from tests.integration.test_many_workers import Worker
 from tests.integration.test_server_stores import name_for
 
 Ranking = list[tuple[str, float]]
 
 
-def _bm25(units: dict[str, Counter[str]], query: str) -> dict[str, float]:
-    n = len(units)
-    avgdl = sum(sum(t.values()) for t in units.values()) / n
-    scores = {}
-    for key, terms in units.items():
-        score = 0.0
-        for term in set(analyze(query)):
-            tf = terms.get(term, 0)
-            if tf:
-                df = sum(term in t for t in units.values())
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * sum(terms.values()) / avgdl))
-        scores[key] = score
-    return scores
-
-
 def fielded_reference(chunks: list[Chunk], query: str, weight: float = DOCUMENT_WEIGHT) -> Ranking:
     """Every chunk holding a query term, by chunk BM25 + weight · its document's BM25."""
-    documents: dict[str, Counter[str]] = {}
-    for c in chunks:
-        documents.setdefault(c.doc_id, Counter()).update(analyze(c.text))
-    own = _bm25({c.id: Counter(analyze(c.text)) for c in chunks}, query)
-    whole = _bm25(documents, query)
-    ranked = [(c.id, own[c.id] + weight * whole[c.doc_id]) for c in chunks if own[c.id] > 0]
-    return sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
+    return reference_bm25(chunks, query, len(chunks), document_weight=weight)
 
 
 def _ranking(store: BaseVectorStore, query: str, k: int = 10) -> Ranking:

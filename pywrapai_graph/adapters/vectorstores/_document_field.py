@@ -26,7 +26,9 @@ from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
 
 __all__ = [
+    "DOCUMENT_SHORTLIST",
     "FIELDED_SHORTLIST",
+    "STRONG_DOCUMENTS",
     "Group",
     "GroupChunk",
     "WritePlan",
@@ -37,8 +39,12 @@ __all__ = [
 
 #: One document version: (doc_id, version).
 Group = tuple[str, str]
-#: chunks and documents asked of the engine per fielded query, at least
+#: chunks asked of the engine per fielded query, at least
 FIELDED_SHORTLIST = 100
+#: documents asked of the engine per fielded query (only their ids and scores come back)
+DOCUMENT_SHORTLIST = 300
+#: the best documents whose chunks are asked for as well
+STRONG_DOCUMENTS = 30
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._document_field import (
+    DOCUMENT_SHORTLIST,
     FIELDED_SHORTLIST,
+    STRONG_DOCUMENTS,
     Group,
     GroupChunk,
     WritePlan,
@@ -132,12 +134,14 @@ class EngineLexicalSearch(VersionedDocuments):
         among the best chunks, and the chunks (matching ``selector``) of the best documents."""
         if not self._document_field_ready():
             return self._lexical_query(query, n, selector, k1, b)
-        wide = max(n, FIELDED_SHORTLIST)
-        hits = self._lexical_query(query, wide, selector, k1, b)
-        documents = self._document_scores(query, wide, None, k1, b)
-        if documents:
-            best = sorted({doc for doc, _ in documents})
-            hits += self._lexical_query(query, 2 * wide, self._with_docs(selector, best), k1, b)
+        hits = self._lexical_query(query, max(n, FIELDED_SHORTLIST), selector, k1, b)
+        documents = self._document_scores(query, max(n, DOCUMENT_SHORTLIST), None, k1, b)
+        ranked = sorted(documents, key=lambda key: -documents[key])
+        best = sorted({doc for doc, _ in ranked[: max(n, STRONG_DOCUMENTS)]})
+        if best:
+            hits += self._lexical_query(
+                query, 4 * len(best), self._with_docs(selector, best), k1, b
+            )
         return self._combined(query, hits, documents, k1, b)[:n]
 
     def _combined(
