@@ -96,7 +96,7 @@ class ChromaDocumentField(EngineLexicalSearch):
         """Each chunk's metadata (its terms, and its document's on carriers), and the plan
         whose ``clear`` is left to do once the batch is written."""
         terms, _ = self._weigh([c.text for c in batch.chunks])
-        plan = self._plan_documents(batch.chunks, versions, terms)
+        plan = self._plan_documents(batch.chunks, versions)
         self._weigh_documents(list(plan.carriers.values()))
         metadatas: list[Metadata] = [
             {
@@ -169,7 +169,7 @@ class ChromaDocumentField(EngineLexicalSearch):
                     if group in wanted:
                         chunk = GroupChunk(i, text or "", DOC_LEN in meta)
                         out.setdefault(group, []).append(chunk)
-        return {g: sorted(found, key=lambda c: c.engine_id) for g, found in out.items()}
+        return out  # in the collection's order: the order they were written
 
     def _put_fields(self, changes: Sequence[tuple[GroupChunk, Counter[str] | None]]) -> None:
         self._weigh_documents([c for _, c in changes if c is not None])
@@ -214,7 +214,7 @@ class ChromaDocumentField(EngineLexicalSearch):
         """Each version's field on its chunk of the smallest id: processes opening the
         collection together write the same fields."""
         changes: list[tuple[GroupChunk, Counter[str] | None]] = [
-            (min(c, key=lambda x: x.engine_id), document_counts(x.text for x in c))
+            (min(c, key=lambda x: x.engine_id), document_counts([x.text for x in c]))
             for c in groups.values()
         ]
         if changes:

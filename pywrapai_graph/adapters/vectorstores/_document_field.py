@@ -1,7 +1,10 @@
 """The document field of engine-served lexical search (Qdrant, Chroma), engine-neutral part.
 
 A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)``, ``D``
-being the concatenation of its chunks (see ``text_analysis.DOCUMENT_WEIGHT``). The engine
+being the concatenation of its chunks, each without the start it repeats from the chunk
+before it (``text_analysis.document_parts``: Chunker's overlap counts once). Chunks are taken
+in the order of their write; stored chunks a write keeps (a plain ``add`` to a document, a
+``delete`` of some of its chunks, an upgrade) in the order the engine lists them. The engine
 holds the document statistics: of the chunks of one document version, exactly one (its
 *carrier*) holds the document's terms in a second field (Qdrant: a second sparse vector with
 the IDF modifier; Chroma: metadata), so the engine's document frequencies count documents,
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._version_records import Hit, engine_id
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 
 __all__ = [
@@ -68,11 +71,11 @@ class WritePlan:
     clear: list[GroupChunk] = field(default_factory=list)
 
 
-def document_counts(texts: Iterable[str]) -> Counter[str]:
-    """A document's term frequencies: the sum of its chunks'."""
+def document_counts(texts: Sequence[str]) -> Counter[str]:
+    """A document's term frequencies from its chunks in order: the sum of their parts'."""
     counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(analyze(text))
+    for part in document_parts(texts, [""] * len(texts)):
+        counts.update(analyze(part))
     return counts
 
 
@@ -85,22 +88,16 @@ def groups_of(chunks: Sequence[Chunk], versions: Sequence[str]) -> dict[Group, l
 
 
 def plan_writes(
-    chunks: Sequence[Chunk],
-    versions: Sequence[str],
-    terms: Sequence[Counter[str]],
-    stored: dict[Group, list[GroupChunk]],
+    chunks: Sequence[Chunk], versions: Sequence[str], stored: dict[Group, list[GroupChunk]]
 ) -> WritePlan:
     """The document fields of a batch: each document version's first chunk in the batch
-    carries the terms of the batch's chunks and of its stored chunks the batch leaves."""
+    carries the terms of its stored chunks the batch leaves, then of the batch's chunks."""
     written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
     plan = WritePlan()
     for group, indices in groups_of(chunks, versions).items():
-        counts: Counter[str] = Counter()
-        for i in indices:
-            counts.update(terms[i])
         kept = [g for g in stored.get(group, []) if g.engine_id not in written]
-        counts.update(document_counts(g.text for g in kept))
-        plan.carriers[indices[0]] = counts
+        texts = [g.text for g in kept] + [chunks[i].text for i in indices]
+        plan.carriers[indices[0]] = document_counts(texts)
         plan.clear += [g for g in kept if g.carries]
     return plan
 

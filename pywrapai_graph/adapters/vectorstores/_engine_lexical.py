@@ -104,12 +104,10 @@ class EngineLexicalSearch(VersionedDocuments):
             self._put_length_totals(totals, documents=True)
         return totals.avgdl
 
-    def _plan_documents(
-        self, chunks: Sequence[Chunk], versions: Sequence[str], terms: Sequence[Counter[str]]
-    ) -> WritePlan:
+    def _plan_documents(self, chunks: Sequence[Chunk], versions: Sequence[str]) -> WritePlan:
         """Where a batch about to be written puts its document fields (see ``plan_writes``)."""
         groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
-        return plan_writes(chunks, versions, terms, self._group_chunks(groups))
+        return plan_writes(chunks, versions, self._group_chunks(groups))
 
     def _refresh_documents(self, groups: Sequence[Group]) -> None:
         """Write the document fields of these versions again from the chunks they have."""
@@ -117,7 +115,7 @@ class EngineLexicalSearch(VersionedDocuments):
         for stored in self._group_chunks(groups).values():
             if stored:
                 carrier = next((g for g in stored if g.carries), stored[0])
-                changes.append((carrier, document_counts(g.text for g in stored)))
+                changes.append((carrier, document_counts([g.text for g in stored])))
         if changes:
             self._put_fields(changes)
 

@@ -90,7 +90,7 @@ class QdrantDocumentField(EngineLexicalSearch):
         if not self._sparse:  # a server collection from before lexical search was Qdrant's
             return dense
         terms, avgdl = self._weigh([c.text for c in chunks])
-        plan = self._plan_documents(chunks, versions, terms) if self._doc_field else WritePlan()
+        plan = self._plan_documents(chunks, versions) if self._doc_field else WritePlan()
         document_avgdl = self._weigh_documents(list(plan.carriers.values()))
         out: list[Any] = []
         for i, (vector, counts) in enumerate(zip(dense, terms, strict=True)):
