@@ -24,7 +24,6 @@ from tests.interrupted import VersionedInterrupts
 
 
 class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
 
@@ -33,7 +32,6 @@ class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
 
 
 class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
 
@@ -256,9 +254,7 @@ def test_a_local_collection_from_before_engine_lexical_is_upgraded_on_open(
     try:
         query = "heat transfer in laminar boundary layers"
         got = store.lexical_search(query, k=10)
-        want = reference_bm25(
-            corpus, query, 10, document_weight=0.0
-        )  # one batch written: the exact statistics
+        want = reference_bm25(corpus, query, 10)  # one batch written: the exact statistics
         assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-5)
         assert store.search(corpus[0].embedding or [], k=5) == dense
         assert len(store) == len(corpus)

@@ -70,6 +70,7 @@ def _scroll(engine: QdrantClient, name: str, body: Any) -> dict[str, Any]:
         limit=request.limit or 10,
         offset=request.offset,
         with_payload=request.with_payload if request.with_payload is not None else True,
+        with_vectors=request.with_vector or False,
     )
     return {"points": points, "next_page_offset": offset}
 

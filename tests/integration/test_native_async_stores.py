@@ -234,7 +234,6 @@ def test_chroma_native_reads_follow_a_collection_another_store_re_created(
 class TestQdrantRestFront(VersionedInterrupts, VectorStoreContract, HostileInputContract):
     """The store's server mode over Qdrant's REST API (local engine behind it)."""
 
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
 

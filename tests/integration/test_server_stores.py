@@ -37,7 +37,6 @@ class TestPGVectorStore(VectorStoreContract):
 
 
 class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
 
     def new_store(self, location: Path) -> BaseVectorStore:
@@ -45,7 +44,6 @@ class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
 
 
 class TestChromaServer(VersionedInterrupts, VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
 
     @pytest.fixture(autouse=True)
@@ -57,7 +55,6 @@ class TestChromaServer(VersionedInterrupts, VectorStoreContract):
 
 
 class TestQdrantServer(VersionedInterrupts, VectorStoreContract):
-    lexical_document_field = False  # no document field in the engine yet (issue 27)
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
 

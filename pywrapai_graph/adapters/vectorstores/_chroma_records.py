@@ -24,6 +24,7 @@ __all__ = ["ChromaRecords"]
 
 _EMBEDDER = "e:embedder"
 _LENGTHS = "e:lengths"
+_DOCUMENT_LENGTHS = "e:document-lengths"
 T = TypeVar("T")
 
 
@@ -119,16 +120,17 @@ class ChromaRecords:
                 metadatas=[{"embedder": identity.to_json(), "pending": ""}],
             )
 
-    def _length_totals(self) -> LengthTotals:
+    def _length_totals(self, documents: bool = False) -> LengthTotals:
+        key = _DOCUMENT_LENGTHS if documents else _LENGTHS
         with self._errors():
-            metas = self._docs.get(ids=[_LENGTHS], include=["metadatas"])["metadatas"] or []
+            metas = self._docs.get(ids=[key], include=["metadatas"])["metadatas"] or []
         got = metas[0] if metas else {}
         return LengthTotals(int(got.get("tokens", 0) or 0), int(got.get("chunks", 0) or 0))
 
-    def _put_length_totals(self, totals: LengthTotals) -> None:
+    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
         with self._errors():
             self._docs.upsert(
-                ids=[_LENGTHS],
+                ids=[_DOCUMENT_LENGTHS if documents else _LENGTHS],
                 embeddings=[[1.0]],
                 metadatas=[{"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}],
             )

@@ -10,6 +10,9 @@ the document records (see :mod:`_sparse_terms`).
 Hybrid retrieval re-scores its candidates here too: the same engine queries, restricted to
 the candidates' chunk ids (:meth:`EngineLexicalSearch._ids_selector`), give each its cosine
 (``similarities``) and its BM25 score (``lexical_scores``), of its committed version.
+
+Both add the document field (see :mod:`_document_field`): a chunk's score is its own BM25
+plus ``DOCUMENT_WEIGHT`` times its document's, from the engine's document statistics.
 """
 
 from __future__ import annotations
@@ -19,10 +22,21 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from pywrapai_graph.adapters.vectorstores._document_field import (
+    DOCUMENT_SHORTLIST,
+    FIELDED_SHORTLIST,
+    STRONG_DOCUMENTS,
+    Group,
+    GroupChunk,
+    WritePlan,
+    combine,
+    document_counts,
+    plan_writes,
+)
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals, weigh_batch
 from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_query
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
-from pywrapai_graph.domain import ScoredChunk
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = ["EngineLexicalSearch"]
@@ -37,11 +51,35 @@ class EngineLexicalSearch(VersionedDocuments):
         return True
 
     @abstractmethod
-    def _length_totals(self) -> LengthTotals:
-        """The running totals of chunk lengths recorded in the engine (zeros when none)."""
+    def _length_totals(self, documents: bool = False) -> LengthTotals:
+        """The running totals of chunk (or document) lengths recorded in the engine (zeros
+        when none)."""
 
     @abstractmethod
-    def _put_length_totals(self, totals: LengthTotals) -> None: ...
+    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None: ...
+
+    @abstractmethod
+    def _document_field_ready(self) -> bool:
+        """The collection holds document fields (else: chunk scores alone)."""
+
+    @abstractmethod
+    def _document_scores(
+        self, query: str, n: int, doc_ids: Sequence[str] | None, k1: float, b: float
+    ) -> dict[Group, float]:
+        """The engine's ``n`` best document BM25 scores (every version; of ``doc_ids``
+        only, unless None), keyed by (doc_id, version)."""
+
+    @abstractmethod
+    def _with_docs(self, selector: Any, doc_ids: Sequence[str]) -> Any:
+        """``selector`` narrowed to the chunks of these (non-empty) documents."""
+
+    @abstractmethod
+    def _group_chunks(self, groups: Sequence[Group]) -> dict[Group, list[GroupChunk]]:
+        """The stored chunks of these document versions."""
+
+    @abstractmethod
+    def _put_fields(self, changes: Sequence[tuple[GroupChunk, Counter[str] | None]]) -> None:
+        """Give each stored chunk these document terms (None: no document field)."""
 
     @abstractmethod
     def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
@@ -58,6 +96,62 @@ class EngineLexicalSearch(VersionedDocuments):
         """Analyse a batch about to be written; returns each text's terms and the avgdl."""
         return weigh_batch(texts, self._length_totals, self._put_length_totals)
 
+    def _weigh_documents(self, documents: Sequence[Counter[str]]) -> float:
+        """Add documents about to be written to the document length totals; the avgdl."""
+        lengths = [sum(d.values()) for d in documents]
+        totals = self._length_totals(documents=True).plus(lengths)
+        if lengths:
+            self._put_length_totals(totals, documents=True)
+        return totals.avgdl
+
+    def _plan_documents(self, chunks: Sequence[Chunk], versions: Sequence[str]) -> WritePlan:
+        """Where a batch about to be written puts its document fields (see ``plan_writes``)."""
+        groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
+        return plan_writes(chunks, versions, self._group_chunks(groups))
+
+    def _refresh_documents(self, groups: Sequence[Group]) -> None:
+        """Write the document fields of these versions again from the chunks they have."""
+        changes: list[tuple[GroupChunk, Counter[str] | None]] = []
+        for stored in self._group_chunks(groups).values():
+            if stored:
+                carrier = next((g for g in stored if g.carries), stored[0])
+                changes.append((carrier, document_counts([g.text for g in stored])))
+        if changes:
+            self._put_fields(changes)
+
+    def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """``delete``, and the document fields of the documents that lost chunks."""
+        groups = sorted({(c.doc_id, c.version) for c in self._copies(chunk_ids)})
+        deleted = super()._delete_chunks(chunk_ids)
+        if groups and self._document_field_ready():
+            self._refresh_documents(groups)
+        return deleted
+
+    def _fielded_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
+        """The ``n`` best chunks by BM25 of the chunk plus the weighted BM25 of its document:
+        among the best chunks, and the chunks (matching ``selector``) of the best documents."""
+        if not self._document_field_ready():
+            return self._lexical_query(query, n, selector, k1, b)
+        hits = self._lexical_query(query, max(n, FIELDED_SHORTLIST), selector, k1, b)
+        documents = self._document_scores(query, max(n, DOCUMENT_SHORTLIST), None, k1, b)
+        ranked = sorted(documents, key=lambda key: -documents[key])
+        best = sorted({doc for doc, _ in ranked[: max(n, STRONG_DOCUMENTS)]})
+        if best:
+            hits += self._lexical_query(
+                query, 4 * len(best), self._with_docs(selector, best), k1, b
+            )
+        return self._combined(query, hits, documents, k1, b)[:n]
+
+    def _combined(
+        self, query: str, hits: list[Hit], documents: dict[Group, float], k1: float, b: float
+    ) -> list[Hit]:
+        """``hits`` with their documents' scores added (asked for those not in ``documents``)."""
+        missing = sorted({h.chunk.doc_id for h, _ in hits} - {doc for doc, _ in documents})
+        if missing:
+            asked = self._document_scores(query, 4 * len(missing), missing, k1, b)
+            documents = {**documents, **asked}
+        return combine(hits, documents)
+
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
@@ -68,25 +162,29 @@ class EngineLexicalSearch(VersionedDocuments):
                 return []
             selector = self._selector(filter)
             return self._search_visible(
-                lambda n: self._lexical_query(query, n, selector, k1, b), k, self._available()
+                lambda n: self._fielded_query(query, n, selector, k1, b), k, self._available()
             )
 
     def _lexical_scores(
         self, query: str, ids: list[str], *, k1: float, b: float
     ) -> dict[str, float]:
-        """The BM25 score of each chunk of ``ids`` sharing a term with ``query``: the
-        engine's lexical query restricted to those ids."""
+        """The score of each chunk of ``ids`` sharing a term with ``query`` (as
+        :meth:`_fielded_query` scores it): the engine's queries restricted to those ids."""
         self._check_lexical(k1, b)
         with self._lock:
             if not ids or self._known_dim() is None:
                 return {}
             selector = self._ids_selector(ids)
             hits = self._search_visible(
-                lambda n: self._lexical_query(query, n, selector, k1, b),
-                len(ids),
-                self._available(),
+                lambda n: self._scored(query, n, selector, k1, b), len(ids), self._available()
             )
         return {h.chunk.id: h.score for h in hits}
+
+    def _scored(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
+        hits = self._lexical_query(query, n, selector, k1, b)
+        if not hits or not self._document_field_ready():
+            return hits
+        return self._combined(query, hits, {}, k1, b)
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of ``ids``: the engine's vector query restricted to those ids."""

@@ -13,6 +13,7 @@ from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports.store_inputs import canonical_json
 
 __all__ = [
+    "DOCUMENT_SPARSE",
     "FIELDS",
     "SPARSE",
     "chunk_of",
@@ -29,6 +30,8 @@ __all__ = [
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 #: the named sparse vector of each chunk's BM25 term weights (the engine applies the idf)
 SPARSE = "pywrapai_bm25"
+#: the named sparse vector of a document's BM25 term weights, on one point per document
+DOCUMENT_SPARSE = "pywrapai_bm25_doc"
 
 
 # Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,

@@ -23,6 +23,7 @@ __all__ = ["QdrantRecords"]
 
 _EMBEDDER = "e:embedder"
 _LENGTHS = "e:lengths"
+_DOCUMENT_LENGTHS = "e:document-lengths"
 
 
 def _record(payload: Any) -> DocRecord:
@@ -169,17 +170,19 @@ class QdrantRecords:
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
-    def _length_totals(self) -> LengthTotals:
+    def _length_totals(self, documents: bool = False) -> LengthTotals:
+        key = _DOCUMENT_LENGTHS if documents else _LENGTHS
         with self._errors():
             if not self._docs_exist():
                 return LengthTotals()
-            got = self._client.retrieve(self._docs, [point_id(_LENGTHS)], with_payload=True)
+            got = self._client.retrieve(self._docs, [point_id(key)], with_payload=True)
         payload = (got[0].payload or {}) if got else {}
         return LengthTotals(int(payload.get("tokens", 0)), int(payload.get("chunks", 0)))
 
-    def _put_length_totals(self, totals: LengthTotals) -> None:
+    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
         self._put_point(
-            _LENGTHS, {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks}
+            _DOCUMENT_LENGTHS if documents else _LENGTHS,
+            {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks},
         )
 
     async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:

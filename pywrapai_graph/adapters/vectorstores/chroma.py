@@ -26,18 +26,15 @@ from pywrapai_graph.adapters.vectorstores._chroma_client import (
     folder_hold,
     let_go,
 )
-from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
-from pywrapai_graph.adapters.vectorstores._chroma_lexical import (
-    LEXICAL_MARK,
-    TERMS,
-    add_missing_terms,
-    bm25_top,
-    ids_where,
+from pywrapai_graph.adapters.vectorstores._chroma_document import (
+    LEXICAL_VERSION,
+    ChromaDocumentField,
 )
+from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
+from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK, bm25_top, ids_where
 from pywrapai_graph.adapters.vectorstores._chroma_points import (
     DOC,
     HITS,
-    chunk_metadata,
     hit,
     hits_of,
     paged_chunks,
@@ -45,7 +42,6 @@ from pywrapai_graph.adapters.vectorstores._chroma_points import (
     where_filter,
 )
 from pywrapai_graph.adapters.vectorstores._chroma_records import ChromaRecords
-from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
     check_room,
@@ -59,8 +55,6 @@ from pywrapai_graph.adapters.vectorstores._vector_batches import (
     prepare_batch,
 )
 from pywrapai_graph.adapters.vectorstores._versioned import (
-    ID_KEY,
-    VERSION_KEY,
     Hit,
     StoredChunk,
     engine_id,
@@ -82,7 +76,6 @@ if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store
     from chromadb.api import ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Metadata
 
 __all__ = ["ChromaVectorStore"]
 
@@ -108,7 +101,7 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
-class ChromaVectorStore(ChromaRecords, EngineLexicalSearch):
+class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
@@ -205,7 +198,7 @@ class ChromaVectorStore(ChromaRecords, EngineLexicalSearch):
             self._dim = self._stored_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
-            add_missing_terms(self._collection, self._weigh)
+            self._upgrade_lexical()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -320,11 +313,7 @@ class ChromaVectorStore(ChromaRecords, EngineLexicalSearch):
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         if not batch.ids:
             return
-        terms, _ = self._weigh([c.text for c in batch.chunks])
-        metadatas: list[Metadata] = [
-            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v, **({TERMS: sorted(t)} if t else {})}
-            for c, v, t in zip(batch.chunks, versions, terms, strict=True)
-        ]
+        metadatas, plan = self._chunk_metadatas(batch, versions)
         ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
         self._check_room(batch)
         with self._errors():
@@ -337,6 +326,8 @@ class ChromaVectorStore(ChromaRecords, EngineLexicalSearch):
                     documents=[c.text for c in batch.chunks[start:end]],
                     metadatas=metadatas[start:end],
                 )
+        if plan.clear:
+            self._put_fields([(g, None) for g in plan.clear])
         self._dim = int(batch.vectors.shape[1])
 
     def _check_room(self, batch: PreparedBatch) -> None:
@@ -476,7 +467,7 @@ class ChromaVectorStore(ChromaRecords, EngineLexicalSearch):
             self._client.delete_collection(self._docs_name)
             self._chunks_handle.refetch()
             self._docs_handle.refetch()
-            self._collection.modify(metadata={LEXICAL_MARK: 1})
+            self._collection.modify(metadata={LEXICAL_MARK: LEXICAL_VERSION})
             self._dim = None
 
     def __len__(self) -> int:

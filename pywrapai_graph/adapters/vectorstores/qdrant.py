@@ -13,10 +13,11 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
+from pywrapai_graph.adapters.vectorstores._qdrant_document import QdrantDocumentField
 from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
 from pywrapai_graph.adapters.vectorstores._qdrant_local import SealedLocalMode, local_location
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
+    DOCUMENT_SPARSE,
     FIELDS,
     SPARSE,
     chunk_of,
@@ -30,11 +31,7 @@ from pywrapai_graph.adapters.vectorstores._qdrant_points import (
 from pywrapai_graph.adapters.vectorstores._qdrant_records import QdrantRecords
 from pywrapai_graph.adapters.vectorstores._qdrant_seal import SealedFolder
 from pywrapai_graph.adapters.vectorstores._qdrant_upgrade import UPGRADE_NEEDED, rebuild_with_sparse
-from pywrapai_graph.adapters.vectorstores._sparse_terms import (
-    check_fixed_bm25,
-    query_indices,
-    weights,
-)
+from pywrapai_graph.adapters.vectorstores._sparse_terms import check_fixed_bm25, query_indices
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
@@ -63,7 +60,7 @@ __all__ = ["QdrantVectorStore"]
 _UPSERT_BATCH = 512
 
 
-class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
+class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -89,7 +86,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
 
     Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
     terms' BM25 weights (k1 1.2, b 0.75, see ``_sparse_terms``) and the collection applies
-    its IDF modifier, so document frequencies are the engine's at query time.
+    its IDF modifier, so document frequencies are the engine's at query time. One point per
+    document also carries ``pywrapai_bm25_doc``, its document's (see ``_qdrant_document``).
 
     Raises:
         MissingExtraError: ``qdrant-client`` is not installed.
@@ -119,6 +117,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         self._docs_seen = False
         #: the collection has the sparse vector of lexical search (created by this version)
         self._sparse = False
+        #: ... and the sparse vector of the document field
+        self._doc_field = False
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         try:
@@ -153,8 +153,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
-        if self._mode == "local" and self._dim is not None and not self._sparse:
-            with self._writing():  # from before lexical search was Qdrant's: rebuild it
+        if self._mode == "local" and self._dim is not None and not self._doc_field:
+            with self._writing():  # from before lexical search (or its document field)
                 dim = self._dim
                 rebuild_with_sparse(
                     self._client, self._models, collection, lambda: self._create(dim), self._vectors
@@ -202,7 +202,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         if not self._client.collection_exists(self._collection):
             return None
         info = self._client.get_collection(self._collection)
-        self._sparse = SPARSE in (info.config.params.sparse_vectors or {})
+        sparse = info.config.params.sparse_vectors or {}
+        self._sparse, self._doc_field = SPARSE in sparse, DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -216,7 +217,10 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            sparse_vectors_config={
+                name: m.SparseVectorParams(modifier=m.Modifier.IDF)
+                for name in (SPARSE, DOCUMENT_SPARSE)
+            },
         )
         found = dim if made else self._existing_dimension()
         if found != dim:
@@ -225,7 +229,7 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
-        self._sparse = True
+        self._sparse = self._doc_field = True
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -257,19 +261,6 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         return self._dim
 
     # ------------------------------------------------------------------ engine primitives
-    def _vectors(self, texts: list[str], dense: list[list[float]]) -> list[Any]:
-        """Each point's vectors: the dense one, and the BM25 sparse one when it has terms."""
-        if not self._sparse:  # a server collection from before lexical search was Qdrant's
-            return dense
-        m = self._models
-        terms, avgdl = self._weigh(texts)
-        out: list[Any] = []
-        for vector, counts in zip(dense, terms, strict=True):
-            indices, values = weights(counts, avgdl)
-            sparse = {SPARSE: m.SparseVector(indices=indices, values=values)} if indices else {}
-            out.append({"": vector, **sparse})
-        return out
-
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
         with self._errors():
             if self._known_dim() is None:
@@ -310,7 +301,7 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
                 )
                 for c, v, version in zip(
                     batch.chunks,
-                    self._vectors([c.text for c in batch.chunks], batch.vectors.tolist()),
+                    self._vectors(batch.chunks, versions, batch.vectors.tolist()),
                     versions,
                     strict=True,
                 )
@@ -355,24 +346,14 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         check_fixed_bm25(k1, b, "Qdrant")
 
     def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
-        m = self._models
-        indices = query_indices(query)
-        if not indices:
+        if not query_indices(query):
             return []
         with self._errors():
             if not self._sparse:
                 self._dim = self._existing_dimension()  # another process may have re-created it
             if not self._sparse:
                 raise InvalidStateError(UPGRADE_NEEDED.format(name=self._collection))
-            result = self._client.query_points(
-                self._collection,
-                query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
-                using=SPARSE,
-                limit=n,
-                query_filter=selector,
-                with_payload=True,
-            )
-        return hits_of(result.points, cosine=False)
+        return hits_of(self._sparse_query(SPARSE, query, n, selector, True), cosine=False)
 
     def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
         m = self._models

@@ -1,0 +1,264 @@
+"""The document field of the engines' lexical search (Qdrant, Chroma; issue 27 item 1).
+
+A chunk of document D scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(D)``, D being the
+concatenation of its chunks, with document statistics the engine holds. Checked against the
+formula written out plainly (the contract's ``reference_bm25``): exactly after one write, closely
+(running length totals) after later ones; across processes on a Chroma server and the Qdrant
+server path, and on stores written before the field existed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
+from pywrapai_graph.adapters.vectorstores._chroma_document import DOC_LEN, DOC_TERMS, DOC_TF
+from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK
+from pywrapai_graph.adapters.vectorstores._qdrant_points import DOCUMENT_SPARSE, SPARSE
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.testing.contracts.lexical_search import (
+    QUERIES,
+    lexical_corpus,
+    reference_bm25,
+)
+from tests.integration.test_many_workers import Worker
+from tests.integration.test_server_stores import name_for
+
+Ranking = list[tuple[str, float]]
+
+
+def fielded_reference(chunks: list[Chunk], query: str, weight: float = DOCUMENT_WEIGHT) -> Ranking:
+    """Every chunk holding a query term, by chunk BM25 + weight · its document's BM25."""
+    return reference_bm25(chunks, query, len(chunks), document_weight=weight)
+
+
+def _ranking(store: BaseVectorStore, query: str, k: int = 10) -> Ranking:
+    return [(h.chunk.id, h.score) for h in store.lexical_search(query, k)]
+
+
+def _assert_exact(got: Ranking, want: Ranking) -> None:
+    assert [i for i, _ in got] == [i for i, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6)
+
+
+def _assert_close(got: Ranking, want: Ranking) -> None:
+    """Same best hit, 8 of the top 10, shared scores within 5% (avgdl: running totals)."""
+    reference = dict(want)
+    assert got[0][0] == want[0][0], (got, want)
+    assert len({i for i, _ in got} & {i for i, _ in want[:10]}) >= 8, (got, want)
+    for chunk_id, score in got:
+        if chunk_id in reference:
+            assert score == pytest.approx(reference[chunk_id], rel=0.05), (got, want)
+
+
+@pytest.fixture(params=["qdrant", "qdrant_server", "chroma"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseVectorStore]:
+    made: BaseVectorStore
+    if request.param == "qdrant":
+        made = QdrantVectorStore("fielded")
+    elif request.param == "qdrant_server":  # the server path (REST), see qdrant_rest
+        url = request.getfixturevalue("qdrant_rest_url")
+        made = QdrantVectorStore(name_for(tmp_path, "f"), url=url)
+    else:
+        made = ChromaVectorStore(path=str(tmp_path / "chroma"), collection="fielded")
+    yield made
+    made.close()
+
+
+def test_chunks_score_with_their_document_as_designed(store: BaseVectorStore) -> None:
+    corpus = lexical_corpus(dim=8)  # 60 chunks over 6 documents, written in one batch
+    store.add(corpus)
+    for query in QUERIES:
+        _assert_exact(_ranking(store, query), fielded_reference(corpus, query)[:10])
+    # hybrid re-scoring gives the same combined scores
+    want = dict(fielded_reference(corpus, QUERIES[0]))
+    got = store.lexical_scores(QUERIES[0], [c.id for c in corpus[:25]])
+    assert got == pytest.approx({i: s for i, s in want.items() if i in got}, rel=1e-6)
+    assert set(got) == {c.id for c in corpus[:25]} & set(want)
+
+
+def test_a_chunk_of_a_document_about_the_query_outranks_the_same_chunk_elsewhere(
+    store: BaseVectorStore,
+) -> None:
+    shared = "Shock waves on a cone at supersonic speed."
+    chunks = [
+        Chunk(shared, doc_id="on", id="on-1"),
+        Chunk("The shock stands off the cone; supersonic flow turns.", doc_id="on", id="on-2"),
+        Chunk(shared, doc_id="off", id="off-1"),
+        Chunk("Buckling of thin shells under pressure loads.", doc_id="off", id="off-2"),
+        Chunk("Turbulent jets from a nozzle entrain air.", doc_id="other", id="other-1"),
+    ]
+    store.add([_embedded(c, i) for i, c in enumerate(chunks)])
+    query = "supersonic shock waves on a cone"
+    got = [i for i, _ in _ranking(store, query)]
+    assert got.index("on-1") < got.index("off-1")  # the same chunk score, a better document
+    _assert_exact(_ranking(store, query), fielded_reference(chunks, query))
+
+
+def test_one_chunk_per_document_ranks_as_chunks_alone(store: BaseVectorStore) -> None:
+    corpus = [
+        Chunk(c.text, doc_id=c.id, metadata=c.metadata, id=c.id, embedding=c.embedding)
+        for c in lexical_corpus(dim=8)
+    ]
+    store.add(corpus)
+    for query in QUERIES:
+        alone = fielded_reference(corpus, query, weight=0.0)[:10]
+        _assert_exact(_ranking(store, query), [(i, (1 + DOCUMENT_WEIGHT) * s) for i, s in alone])
+
+
+def test_the_field_follows_adds_and_deletes_of_some_chunks(store: BaseVectorStore) -> None:
+    corpus = lexical_corpus(dim=8)
+    store.add(corpus)
+    # lex-000 and lex-001 are the first chunks (the carriers) of doc-0 and doc-1
+    store.delete(["lex-000", "lex-001", "lex-013"])
+    extra = _embedded(Chunk("Heat transfer in laminar layers.", doc_id="doc-1", id="x"), 9)
+    store.add([extra])
+    live = [c for c in corpus if c.id not in ("lex-000", "lex-001", "lex-013")] + [extra]
+    for query in QUERIES:
+        _assert_close(_ranking(store, query), fielded_reference(live, query))
+    assert _carriers(store) == 6  # one per document
+
+
+def _embedded(chunk: Chunk, seed: int) -> Chunk:
+    vector = [math.cos(seed + i) for i in range(8)]
+    return Chunk(
+        chunk.text, doc_id=chunk.doc_id, metadata=chunk.metadata, id=chunk.id, embedding=vector
+    )
+
+
+def _carriers(store: BaseVectorStore) -> int:
+    if isinstance(store, ChromaVectorStore):
+        carriers: Any = {DOC_LEN: {"$gt": 0}}
+        return len(store._collection.get(where=carriers, include=[])["ids"])
+    assert isinstance(store, QdrantVectorStore)
+    points, _ = store._client.scroll(store._collection, limit=1000, with_vectors=True)
+    return sum(DOCUMENT_SPARSE in (p.vector or {}) for p in points)
+
+
+# ---------------------------------------------------------------------- written before
+
+
+def test_a_local_qdrant_folder_without_the_field_is_upgraded_on_open(tmp_path: Path) -> None:
+    corpus = lexical_corpus(dim=8)
+    old = QdrantVectorStore("docs", location=str(tmp_path / "q"))
+    m = old._models
+    with old._writing():  # the collection as the previous release made it
+        old._client.create_collection(
+            "docs",
+            vectors_config=m.VectorParams(size=8, distance=m.Distance.COSINE),
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+    old._dim, old._sparse, old._doc_field = 8, True, False
+    old.add(corpus)
+    alone = fielded_reference(corpus, QUERIES[0], weight=0.0)[:10]  # chunk scores alone
+    assert [s for _, s in _ranking(old, QUERIES[0])] == pytest.approx([s for _, s in alone])
+    dense = old.search(corpus[0].embedding or [], k=5)
+    old.close()
+    store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
+    try:
+        for query in QUERIES:
+            _assert_exact(_ranking(store, query), fielded_reference(corpus, query)[:10])
+        assert store.search(corpus[0].embedding or [], k=5) == dense
+        assert len(store) == len(corpus)
+    finally:
+        store.close()
+
+
+def _strip_fields(store: ChromaVectorStore) -> None:
+    """The collection as the previous release left it: no document field, lexical mark 1."""
+    ids = store._collection.get(include=[])["ids"]
+    gone: Any = [{DOC_TERMS: None, DOC_TF: None, DOC_LEN: None} for _ in ids]
+    store._collection.update(ids=ids, metadatas=gone)
+    store._collection.modify(metadata={LEXICAL_MARK: 1})
+
+
+def test_a_chroma_collection_without_the_field_is_upgraded_on_open(tmp_path: Path) -> None:
+    corpus = lexical_corpus(dim=8)
+    old = ChromaVectorStore(path=str(tmp_path / "c"), collection="docs")
+    old.add(corpus)
+    _strip_fields(old)
+    assert _carriers(old) == 0
+    old.close()
+    store = ChromaVectorStore(path=str(tmp_path / "c"), collection="docs")
+    try:
+        assert _carriers(store) == 6
+        for query in QUERIES:
+            _assert_close(_ranking(store, query), fielded_reference(corpus, query))
+        assert len(store) == len(corpus)
+    finally:
+        store.close()
+
+
+def test_a_server_collection_without_the_field_serves_chunk_scores_and_says_so(
+    qdrant_rest_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from qdrant_client import QdrantClient, models
+
+    name = name_for(tmp_path, "old")
+    raw = QdrantClient(url=qdrant_rest_url, check_compatibility=False)
+    raw.create_collection(
+        name,
+        vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE),
+        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+    corpus = lexical_corpus(dim=8)
+    store = QdrantVectorStore(name, url=qdrant_rest_url)
+    store.add(corpus)
+    with caplog.at_level(logging.WARNING):
+        got = _ranking(store, QUERIES[0])
+    alone = fielded_reference(corpus, QUERIES[0], weight=0.0)[:10]
+    assert [s for _, s in got] == pytest.approx([s for _, s in alone])
+    assert "store clear --yes" in caplog.text
+    store.close()
+
+
+# ---------------------------------------------------------------------- other processes
+
+
+@pytest.mark.parametrize("kind", ["chroma_server", "qdrant_server"])
+def test_another_process_replacing_or_deleting_changes_document_statistics(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    name = name_for(tmp_path, "f")
+    if kind == "chroma_server":
+        url = request.getfixturevalue("chroma_url")
+        store: BaseVectorStore = ChromaVectorStore(url=url, collection=name)
+    else:
+        url = request.getfixturevalue("qdrant_rest_url")
+        store = QdrantVectorStore(name, url=url)
+    embedder = Embedder(provider="hashing")
+    corpus = lexical_corpus()
+    vectors = embedder.embed([c.text for c in corpus])
+    corpus = [
+        Chunk(c.text, doc_id=c.doc_id, metadata=c.metadata, id=c.id, embedding=v)
+        for c, v in zip(corpus, vectors, strict=True)
+    ]
+    store.add(corpus)
+    other = Worker((kind, f"{url}#{name}"))
+    try:
+        assert other.opened == ("ok", None), other.opened
+        query = QUERIES[0]
+        _assert_exact(_ranking(store, query), fielded_reference(corpus, query)[:10])
+        other.ask("delete", "doc-2")  # its terms leave the document statistics
+        live = [c for c in corpus if c.doc_id != "doc-2"]
+        _assert_close(_ranking(store, query), fielded_reference(live, query))
+        text = "Heat heat transfer: laminar boundary layers on heated plates."
+        other.ask("ingest", [("doc-3", text)], {})  # a replace: doc-3 is one chunk now
+        got = store.lexical_search(query, 10)
+        live = [c for c in live if c.doc_id != "doc-3"]
+        replaced = next(h.chunk for h in got if h.chunk.doc_id == "doc-3")
+        assert replaced.text == text
+        _assert_close(
+            [(h.chunk.id, h.score) for h in got], fielded_reference([*live, replaced], query)
+        )
+    finally:
+        other.stop()
+        store.close()
