@@ -95,6 +95,12 @@ class VersionedDocuments(BaseVectorStore):
         """The records of these documents (absent ones are left out)."""
 
     @abstractmethod
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` for a search's hits, in one request with the embedder record,
+        whose identity it tells the caller's probe (``report_identity``): every search
+        checks it at no extra round trip."""
+
+    @abstractmethod
     def _pending_records(self) -> list[DocRecord]:
         """Records whose pending version is set."""
 
@@ -182,8 +188,8 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[list[Hit]]:
         return await offload(self._query_many, queries, n, selector)
 
-    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        return await offload(self._records, doc_ids)
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return await offload(self._search_records, doc_ids)
 
     async def _aavailable(self) -> int | None:
         return None
@@ -358,7 +364,7 @@ class VersionedDocuments(BaseVectorStore):
 
     def _visible(self, hits: list[Hit]) -> list[ScoredChunk]:
         """The hits (each with its chunk version) of committed versions only."""
-        return visible_of(hits, self._records(docs_of(hits))) if hits else []
+        return visible_of(hits, self._search_records(docs_of(hits))) if hits else []
 
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
@@ -401,7 +407,7 @@ class VersionedDocuments(BaseVectorStore):
             if not queries or not asked:
                 return [[] for _ in queries]
             batches = self._query_many(queries, asked, selector)
-            known = self._records(docs_of(h for hits in batches for h in hits))
+            known = self._search_records(docs_of(h for hits in batches for h in hits))
             settled = settle(batches, known, k, asked, available)
             return [
                 self._search_visible(self._asker(q, selector), k, available)
@@ -428,7 +434,7 @@ class VersionedDocuments(BaseVectorStore):
         asked = k if available is None else min(k, available)
         while asked:
             hits = await self._aquery(query, asked, selector)
-            known = await self._arecords(docs_of(hits)) if hits else {}
+            known = await self._asearch_records(docs_of(hits)) if hits else {}
             visible = visible_of(hits, known)
             asked = next_ask(k, asked, hits, len(visible), available)
             if not asked:
@@ -449,7 +455,7 @@ class VersionedDocuments(BaseVectorStore):
             return [[] for _ in queries]
         batches = await self._aquery_many(queries, asked, selector)
         found = [h for hits in batches for h in hits]
-        known = await self._arecords(docs_of(found)) if found else {}
+        known = await self._asearch_records(docs_of(found)) if found else {}
         settled = settle(batches, known, k, asked, available)
         return [
             await self._asearch_visible(q, k, selector) if hits is None else hits
