@@ -17,6 +17,8 @@ from multiprocessing.connection import Connection
 from typing import Any, cast
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
+from tests.integration.many_workers import answer_commands
+from tests.integration.many_workers import open_store as open_worker_store
 
 DIM = 64
 
@@ -36,7 +38,6 @@ def embedder(name: str) -> FeatureHashingEmbedder:
 def open_store(kind: str, where: str) -> Any:
     """The store (``where``: a path, or ``url#name`` for a server)."""
     from pywrapai_graph import PGVectorStore
-    from tests.integration.many_workers import open_store as open_worker_store
 
     if kind == "pg":
         url, table = where.split("#")
@@ -82,13 +83,4 @@ def serve(kind: str, where: str, conn: Connection) -> None:
         return
     state: dict[str, Any] = {"use": "first"}
     conn.send(("ok", None))
-    while True:
-        command = conn.recv()
-        if command[0] == "close":
-            store.close()
-            conn.send(("ok", None))
-            return
-        try:
-            conn.send(("ok", _answer(store, state, command)))
-        except Exception as exc:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    answer_commands(store, conn, lambda command: _answer(store, state, command))
