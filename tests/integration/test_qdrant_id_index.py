@@ -13,7 +13,7 @@ import pytest
 
 from pywrapai_graph import Document, QdrantVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
-from pywrapai_graph.adapters.vectorstores._qdrant_ids import index_chunk_ids
+from pywrapai_graph.adapters.vectorstores._qdrant_index import index_chunk_ids
 from tests.integration.qdrant_rest import QdrantRest
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def test_a_server_collection_gets_the_id_index_at_creation_and_at_open(
     assert hybrid.retrieve("laminar boundary plate", k=2)[0].chunk.doc_id == "d1"
     store.close()
     # the front's engine reports no payload schema, as a collection made before the index:
-    # each open asks for it again (a server that has it lists it, and is not asked)
+    # an open asks for it again (a server that has it lists it, and is not asked)
     QdrantVectorStore(name, url=qdrant_rest.url).close()
     assert _index_requests(qdrant_rest, name) == 2
     assert not [e for e in qdrant_rest.errors if name in e]

@@ -1,5 +1,5 @@
 """The rows of PGVectorStore: chunks in (``execute_values`` or binary COPY, then their
-postings), metadata filters out (a boolean SQL expression), and search hits back."""
+postings) and metadata filters out (a boolean SQL expression)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,11 @@ import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lengths, write_postings
-from pywrapai_graph.adapters.vectorstores._pg_text import from_pg, to_pg
+from pywrapai_graph.adapters.vectorstores._pg_text import to_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
-from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.identity_probe import report_identity
 
-__all__ = ["copy_payload", "metadata_predicate", "scored_row", "search_hits", "write_chunks"]
+__all__ = ["copy_payload", "metadata_predicate", "write_chunks"]
 
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
@@ -120,21 +117,3 @@ def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, li
     if not clauses:
         return sql.SQL("true"), []
     return sql.SQL(" AND ").join(clauses), params
-
-
-def scored_row(row: Sequence[Any]) -> ScoredChunk:
-    """A hit from a row of ``id, doc_id, text, metadata, score``."""
-    chunk = Chunk(text=from_pg(row[2]), doc_id=row[1], metadata=dict(row[3]), id=row[0])
-    return ScoredChunk(chunk, min(float(row[4]), 1.0))
-
-
-def search_hits(rows: list[Any]) -> list[ScoredChunk]:
-    """The hits of a search statement, best first; each row ends with the recorded embedder
-    identity (JSON or NULL), read by the same statement and told to the caller's identity
-    probe (:mod:`...ports.identity_probe`) at no extra round trip."""
-    if rows:
-        value = rows[0][5]
-        report_identity(None if value is None else EmbedderIdentity.from_json(value))
-    hits = [scored_row(r) for r in rows]
-    hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
-    return hits

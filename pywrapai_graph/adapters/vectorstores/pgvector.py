@@ -10,6 +10,7 @@ from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
+from pywrapai_graph.adapters.vectorstores._pg_hits import scored_row, search_hits
 from pywrapai_graph.adapters.vectorstores._pg_lexical import (
     QUERY_SETTINGS,
     bm25_query,
@@ -19,8 +20,6 @@ from pywrapai_graph.adapters.vectorstores._pg_lexical import (
 )
 from pywrapai_graph.adapters.vectorstores._pg_rows import (
     metadata_predicate,
-    scored_row,
-    search_hits,
     write_chunks,
 )
 from pywrapai_graph.adapters.vectorstores._pg_schema import (

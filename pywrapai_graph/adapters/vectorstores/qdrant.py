@@ -14,7 +14,8 @@ from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
-from pywrapai_graph.adapters.vectorstores._qdrant_ids import ID_FIELD, ids_filter, index_chunk_ids
+from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
+from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, index_chunk_ids
 from pywrapai_graph.adapters.vectorstores._qdrant_local import SealedLocalMode, local_location
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     FIELDS,
@@ -119,7 +120,6 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         self._docs_seen = False
         #: the collection has the sparse vector of lexical search (created by this version)
         self._sparse = False
-        self._ids_indexed = False  # the collection has the payload index on chunk ids
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         try:
@@ -151,8 +151,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
-            if self._mode == "server" and self._dim is not None and not self._ids_indexed:
-                index_chunk_ids(self._client, collection)  # made before the index existed
+            if self._mode == "server" and self._dim is not None:
+                ensure_id_index(self._client, collection)  # made before the index existed?
         if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
@@ -206,7 +206,6 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, EngineLexicalSearch):
             return None
         info = self._client.get_collection(self._collection)
         self._sparse = SPARSE in (info.config.params.sparse_vectors or {})
-        self._ids_indexed = ID_FIELD in (info.payload_schema or {})
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
