@@ -10,7 +10,6 @@ from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
-from pywrapai_graph.adapters.vectorstores._pg_hits import scored_row, search_hits
 from pywrapai_graph.adapters.vectorstores._pg_lexical import (
     QUERY_SETTINGS,
     bm25_query,
@@ -26,6 +25,7 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
     init_schema,
 )
+from pywrapai_graph.adapters.vectorstores._pg_search_hits import scored_row, search_hits
 from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     PreparedBatch,
