@@ -43,6 +43,7 @@ from pywrapai_graph.ports import (
 )
 from pywrapai_graph.ports.embedder import aembed_one
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.identity_probe import identity_probe
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -82,6 +83,13 @@ class VectorRetriever(BaseRetriever):
     Metadata filters apply to both sides; ``min_score`` applies to cosine similarities (dense
     hits, also before fusion), never to BM25 or fused scores.
 
+    Every dense and hybrid query checks that the store holds vectors of this embedder, with
+    the identity the search itself read (so another process that cleared the store and
+    ingested with another model, of the same dimension, is noticed at the next query, with
+    no extra round trip on the built-in stores) and raises ``EmbedderMismatchError``.
+    Lexical mode does not embed and is not checked: BM25 over the text does not depend on
+    the embedder.
+
     :meth:`aretrieve` embeds with the embedder's native async client when it has one and
     searches with the store's ``asearch``, so retrieval never blocks the event loop;
     ``aadd_documents`` runs the (per-document atomic) ingest in the bounded offload pool.
@@ -112,6 +120,7 @@ class VectorRetriever(BaseRetriever):
         ValueError: k < 1, min_score outside [-1, 1], or a bad BM25/fusion setting.
         TypeError: ``reranker`` has no ``rerank``/``arerank`` methods.
         UnsupportedOperationError: a lexical or hybrid mode on a store without lexical search.
+        EmbedderMismatchError: (at retrieval) the store holds another embedder's vectors.
     """
 
     def __init__(
@@ -158,7 +167,6 @@ class VectorRetriever(BaseRetriever):
         self.weights = fusion_weights(fusion) if weights is None else weights
         self.candidates = candidates
         self.reranker, self.rerank_candidates = _check_reranker(reranker, rerank_candidates)
-        self._checked = -1  # the query dimension whose embedder was checked against the store
 
     def add_documents(
         self,
@@ -276,8 +284,6 @@ class VectorRetriever(BaseRetriever):
             )
             return found
         vector: list[float] = yield _Step("embed", query)
-        if self._checked != len(vector):
-            yield _Step("check_embedder", len(vector))
         depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
         dense = self._keep((yield from self._observed("search", depth, vector, depth, filter)))
         if self.mode == "dense":
@@ -302,8 +308,7 @@ class VectorRetriever(BaseRetriever):
         store, k1, b = self.store, self.k1, self.b
         steps: dict[str, Callable[..., Any]] = {
             "embed": self.embedder.embed_one,
-            "check_embedder": self._check_embedder,
-            "search": lambda vector, k, filter: store.search(vector, k=k, filter=filter),
+            "search": self._dense_search,
             "lexical_search": lambda *args: store.lexical_search(*args, k1=k1, b=b),
             "lexical_scores": lambda *args: store.lexical_scores(*args, k1=k1, b=b),
             "similarities": store.similarities,
@@ -314,11 +319,11 @@ class VectorRetriever(BaseRetriever):
 
     async def _ado(self, step: _Step) -> Any:
         """A step, awaited: the embedder's, the store's and the reranker's async calls, the
-        rest (lexical work, the embedder check) in a worker thread."""
+        rest (lexical work) in a worker thread."""
         store = self.store
         steps: dict[str, Callable[..., Awaitable[Any]]] = {
             "embed": lambda query: aembed_one(self.embedder, query),
-            "search": lambda vector, k, filter: store.asearch(vector, k=k, filter=filter),
+            "search": self._adense_search,
             "similarities": store.asimilarities,
         }
         if self.reranker is not None:
@@ -356,14 +361,44 @@ class VectorRetriever(BaseRetriever):
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]
 
-    def _check_embedder(self, dimension: int) -> None:
-        if self._checked == dimension:
-            return
+    # ------------------------------------------------ the embedder check, every query
+    def _dense_search(
+        self, vector: list[float], k: int, filter: MetadataFilter | None
+    ) -> list[ScoredChunk]:
+        """The store's ``search``, refused when the store holds another embedder's vectors
+        (:meth:`_check_recorded`)."""
+        with identity_probe() as probe:
+            hits = self.store.search(vector, k=k, filter=filter)
+        if hits:
+            seen = probe.identity if probe.seen else self.store.embedder_identity()
+            self._check_recorded(seen, len(vector))
+        return hits
+
+    async def _adense_search(
+        self, vector: list[float], k: int, filter: MetadataFilter | None
+    ) -> list[ScoredChunk]:
+        """Async :meth:`_dense_search`."""
+        with identity_probe() as probe:
+            hits = await self.store.asearch(vector, k=k, filter=filter)
+        if hits:
+            seen = probe.identity if probe.seen else await offload(self.store.embedder_identity)
+            self._check_recorded(seen, len(vector))
+        return hits
+
+    def _check_recorded(self, recorded: EmbedderIdentity | None, dimension: int) -> None:
+        """Compare this retriever's embedder with the identity the search itself read.
+
+        The built-in stores report it from the search (:mod:`..ports.identity_probe`): at
+        every query, fresh across processes, at no extra round trip. A store that reports
+        none is asked (``embedder_identity()``). A search without hits is not checked: it
+        returned nothing another model's vectors ranked.
+
+        Raises:
+            EmbedderMismatchError: another embedder filled the store (another process may
+                have cleared it and ingested with another model of the same dimension).
+        """
         provider, model = embedder_name(self.embedder)
-        recorded = self.store.embedder_identity()
         check_embedder(recorded, EmbedderIdentity(provider, model, dimension))
-        if recorded is not None:  # an empty store may be filled by another process later
-            self._checked = dimension
 
     def scoped(self, metadata: Mapping[str, Any]) -> ScopedRetriever:
         """A view whose reads always filter by ``metadata`` and whose writes stamp it.

@@ -17,6 +17,7 @@ Every reply is ``("ok", value)`` or ``("error", "<type>: <message>")``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -98,6 +99,12 @@ def serve(spec: StoreSpec, conn: Connection) -> None:
         mode: VectorRetriever(embedder, store, mode=mode) for mode in ("dense", "lexical", "hybrid")
     }
     conn.send(("ok", None))
+    answer_commands(store, conn, lambda command: _answer(store, retrievers, command))
+
+
+def answer_commands(store: Any, conn: Connection, answer: Callable[[tuple[Any, ...]], Any]) -> None:
+    """Reply to each command with ``("ok", answer(command))`` or the error, until ``close``
+    (which closes the store)."""
     while True:
         command = conn.recv()
         if command[0] == "close":
@@ -105,6 +112,6 @@ def serve(spec: StoreSpec, conn: Connection) -> None:
             conn.send(("ok", None))
             return
         try:
-            conn.send(("ok", _answer(store, retrievers, command)))
+            conn.send(("ok", answer(command)))
         except Exception as exc:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))

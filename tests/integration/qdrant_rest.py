@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import warnings
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -55,6 +56,13 @@ def _set_payload(engine: QdrantClient, name: str, body: Any) -> models.UpdateRes
     request = models.SetPayload.model_validate(body)
     selector: Any = request.filter if request.filter is not None else request.points
     return _update(engine.set_payload(name, request.payload, points=selector))
+
+
+def _index(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
+    request = models.CreateFieldIndex.model_validate(body)
+    with warnings.catch_warnings():  # the local engine has no payload indexes, and says so
+        warnings.simplefilter("ignore", UserWarning)
+        return _update(engine.create_payload_index(name, request.field_name, request.field_schema))
 
 
 def _retrieve(engine: QdrantClient, name: str, body: Any) -> Any:
@@ -106,6 +114,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(_C), lambda e, n, b: e.get_collection(n)),
     ("PUT", re.compile(_C), _create),
     ("DELETE", re.compile(_C), lambda e, n, b: e.delete_collection(n)),
+    ("PUT", re.compile(_C + "/index"), _index),
     ("PUT", re.compile(_C + "/points"), _upsert),
     ("POST", re.compile(_C + "/points/delete"), _delete),
     ("POST", re.compile(_C + "/points/payload"), _set_payload),

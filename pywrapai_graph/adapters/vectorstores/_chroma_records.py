@@ -15,6 +15,7 @@ from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import DocRecord
 from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.ports.identity_probe import report_identity
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -32,6 +33,15 @@ def _record(meta: Any) -> DocRecord:
     return DocRecord(
         str(meta["doc_id"]), str(meta["version"]), str(meta["manifest"]), str(meta["pending"])
     )
+
+
+def _seen_records(got: Any) -> dict[str, DocRecord]:
+    """The document records of a ``get``; the embedder record's identity (None: there is
+    none) is told to the caller's identity probe."""
+    pairs = list(zip(got["ids"], got["metadatas"] or [], strict=True))
+    embedder = [str(m["embedder"]) for i, m in pairs if i == _EMBEDDER]
+    report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
+    return {r.doc_id: r for r in (_record(m) for i, m in pairs if i != _EMBEDDER)}
 
 
 class ChromaRecords:
@@ -135,9 +145,15 @@ class ChromaRecords:
                 metadatas=[{"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}],
             )
 
-    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        if not doc_ids:
-            return {}
-        ids = [self._record_id(d) for d in doc_ids]
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` of a search's hits, with the embedder record in the same request:
+        the identity is told to the caller's probe (:mod:`...ports.identity_probe`)."""
+        ids = [_EMBEDDER, *map(self._record_id, doc_ids)]
+        with self._errors():
+            return _seen_records(self._docs.get(ids=ids, include=["metadatas"]))
+
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_search_records` on the async client."""
+        ids = [_EMBEDDER, *map(self._record_id, doc_ids)]
         got = await self._acall(lambda c: c.get(ids=ids, include=["metadatas"]), docs=True)
-        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+        return _seen_records(got)

@@ -34,8 +34,10 @@ from pywrapai_graph.adapters.vectorstores._vector_batches import (
     prepare_query,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import InvalidStateError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
 
 __all__ = ["ExactIndex", "ExactSearch", "Hits", "masked_top"]
 
@@ -387,7 +389,13 @@ class ExactSearch(BaseVectorStore):
             if len(self._index) == 0:
                 return []
             query = prepare_query(query_vector, self._index.dimension)
-            return self._scored_hits(self._index.search_rows(query, k, filter))
+            hits = self._scored_hits(self._index.search_rows(query, k, filter))
+            report_identity(self._searched_identity())
+            return hits
+
+    def _searched_identity(self) -> EmbedderIdentity | None:
+        """The recorded embedder, as of the state a search just read (its lock held)."""
+        return self.embedder_identity()
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         with self._reading_index():

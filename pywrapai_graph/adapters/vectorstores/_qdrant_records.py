@@ -15,6 +15,7 @@ from pywrapai_graph.adapters.vectorstores._qdrant_points import point_id
 from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import DocRecord
 from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.ports.identity_probe import report_identity
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -47,6 +48,15 @@ def _payload(record: DocRecord) -> dict[str, Any]:
 
 def _records_of(points: list[Any]) -> dict[str, DocRecord]:
     return {r.doc_id: r for r in (_record(p.payload) for p in points)}
+
+
+def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
+    """The document records among ``points``; the embedder record's identity (None: there
+    is none) is told to the caller's identity probe."""
+    found = [(p.payload or {}) for p in points]
+    embedder = [p["embedder"] for p in found if p.get("kind") == "embedder"]
+    report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
+    return {r.doc_id: r for r in (_record(p) for p in found if p.get("kind") == "doc")}
 
 
 class QdrantRecords:
@@ -96,15 +106,23 @@ class QdrantRecords:
                 return points
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return _records_of(self._record_points(["d:" + d for d in doc_ids]))
+
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` of a search's hits, with the embedder record in the same request:
+        the identity is told to the caller's probe (:mod:`...ports.identity_probe`)."""
+        return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
+
+    def _record_points(self, keys: Sequence[str]) -> list[Any]:
         """One ``retrieve`` by point ids once the records collection was seen to exist.
 
         Its existence is asked while it has not been seen, and again when the retrieve
         fails (another process's ``clear`` drops the collection): then the retrieve is
         repeated, so a real failure raises its own error.
         """
-        if not doc_ids:
-            return {}
-        ids = [point_id("d:" + d) for d in doc_ids]
+        if not keys:
+            return []
+        ids = [point_id(key) for key in keys]
         with self._errors():
             got = None
             if self._docs_seen:
@@ -113,9 +131,9 @@ class QdrantRecords:
             if got is None:
                 self._docs_seen = self._docs_exist()
                 if not self._docs_seen:
-                    return {}
+                    return []
                 got = self._client.retrieve(self._docs, ids, with_payload=True)
-        return _records_of(got)
+        return list(got)
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models
@@ -185,12 +203,10 @@ class QdrantRecords:
             {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks},
         )
 
-    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` on the async client."""
-        if not doc_ids:
-            return {}
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_search_records` on the async client."""
         client = self._aclient()
-        ids = [point_id("d:" + d) for d in doc_ids]
+        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
         with self._errors():
             got = None
             if self._docs_seen:
@@ -198,7 +214,6 @@ class QdrantRecords:
                     got = await client.retrieve(self._docs, ids, with_payload=True)
             if got is None:
                 self._docs_seen = bool(await client.collection_exists(self._docs))
-                if not self._docs_seen:
-                    return {}
-                got = await client.retrieve(self._docs, ids, with_payload=True)
-        return _records_of(got)
+                if self._docs_seen:
+                    got = await client.retrieve(self._docs, ids, with_payload=True)
+        return _seen_records(list(got or []))

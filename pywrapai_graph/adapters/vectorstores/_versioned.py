@@ -81,7 +81,7 @@ _RECORDS_BATCH = 500
 
 
 #: An engine read a search asks for: ``("available",)``, ``("query", query, n, selector)``,
-#: ``("query_many", queries, n, selector)`` or ``("records", doc_ids)``.
+#: ``("query_many", queries, n, selector)`` or ``("search_records", doc_ids)``.
 _Read = tuple[Any, ...]
 
 
@@ -99,6 +99,12 @@ class VersionedDocuments(BaseVectorStore):
     @abstractmethod
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """The records of these documents (absent ones are left out)."""
+
+    @abstractmethod
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` for a search's hits, in one request with the embedder record,
+        whose identity it tells the caller's probe (``report_identity``): every search
+        checks it at no extra round trip."""
 
     @abstractmethod
     def _pending_records(self) -> list[DocRecord]:
@@ -188,8 +194,8 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[list[Hit]]:
         return await offload(self._query_many, queries, n, selector)
 
-    async def _arecords(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        return await offload(self._records, doc_ids)
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return await offload(self._search_records, doc_ids)
 
     async def _aavailable(self) -> int | None:
         return None
@@ -423,7 +429,7 @@ class VersionedDocuments(BaseVectorStore):
             return [[] for _ in queries]
         batches = yield ("query_many", queries, asked, selector)
         found = [h for hits in batches for h in hits]
-        known = (yield ("records", docs_of(found))) if found else {}
+        known = (yield ("search_records", docs_of(found))) if found else {}
         out: list[list[ScoredChunk]] = []
         for q, top in zip(queries, settle(batches, known, k, asked, available), strict=True):
             alone = self._visible_top(k, available, q, selector)
@@ -438,7 +444,7 @@ class VersionedDocuments(BaseVectorStore):
         asked = k if available is None else min(k, available)
         while asked:
             hits = yield ("query", query, asked, selector)
-            known = (yield ("records", docs_of(hits))) if hits else {}
+            known = (yield ("search_records", docs_of(hits))) if hits else {}
             visible = visible_of(hits, known)
             asked = next_ask(k, asked, hits, len(visible), available)
             if not asked:

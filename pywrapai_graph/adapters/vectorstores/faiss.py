@@ -22,6 +22,7 @@ import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._faiss_files import FaissFiles, Labels
+from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
@@ -42,6 +43,7 @@ from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["FAISSVectorStore"]
@@ -106,6 +108,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         self._dim = dimension
         self._index: Any = None
         self._generation = -1
+        self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
         # What the committed files hold (set by _load and by each commit).
         self._has_base = False
         self._base_sha256: str | None = None
@@ -311,7 +314,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         with self._snapshot():
-            recorded = self._meta_value("embedder")
+            return self._identity.at(self._generation)
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        recorded = self._meta_value("embedder")
         return None if recorded is None else EmbedderIdentity.from_json(recorded)
 
     def _search(
@@ -326,6 +332,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         with self._snapshot():
             if self._index is None or self._index.ntotal == 0:
                 return []
+            report_identity(self._identity.at(self._generation))  # this snapshot's
             q = prepare_query(query_vector, self._dim)[None, :]
             if filter:
                 return self._filtered(q, k, filter)

@@ -25,6 +25,7 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
     check_schema,
     init_schema,
 )
+from pywrapai_graph.adapters.vectorstores._pg_search_hits import scored_row, search_hits
 from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     PreparedBatch,
@@ -54,12 +55,6 @@ DEFAULT_POOL_TIMEOUT_MS = 5_000
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 #: From this many rows a batch goes in with binary COPY instead of an INSERT.
 COPY_MIN_ROWS = 500
-
-
-def _scored(row: Sequence[Any]) -> ScoredChunk:
-    """A hit from a row of ``id, doc_id, text, metadata, score``."""
-    chunk = Chunk(text=from_pg(row[2]), doc_id=row[1], metadata=dict(row[3]), id=row[0])
-    return ScoredChunk(chunk, min(float(row[4]), 1.0))
 
 
 class PGVectorStore(PGConnection, BaseVectorStore):
@@ -337,15 +332,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         query = prepare_query(query_vector, self._dim)
         sql = self._sql
         where, filter_params = self._where(filter)
-        statement = sql.SQL(
-            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score FROM {t} "
+        statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
+            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, "
+            "(SELECT value FROM {i} WHERE key = 'embedder') FROM {t} "
             "{w} ORDER BY embedding <=> %s LIMIT %s"
-        ).format(t=self._ident(), w=where)
+        ).format(t=self._ident(), w=where, i=self._ident("__info"))
         params: list[Any] = [query, *filter_params, query, k]
-
-        hits = [_scored(r) for r in self._rows(statement, params)]
-        hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
-        return hits
+        return search_hits(self._rows(statement, params))
 
     def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
@@ -423,7 +416,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
         for r in self._rows(statement, params):
-            out[int(r[0]) - 1].append(_scored(r[1:]))
+            out[int(r[0]) - 1].append(scored_row(r[1:]))
         for hits in out:
             hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return out

@@ -15,6 +15,7 @@ from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores._qdrant_document import QdrantDocumentField
 from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
+from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, index_chunk_ids
 from pywrapai_graph.adapters.vectorstores._qdrant_local import SealedLocalMode, local_location
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     DOCUMENT_SPARSE,
@@ -150,6 +151,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
+            if self._mode == "server" and self._dim is not None:
+                ensure_id_index(self._client, collection)  # made before the index existed?
         if self._mode == "local" and self._pending_records():  # from before sealed writes
             with self._writing():
                 self._recover()
@@ -222,6 +225,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
                 for name in (SPARSE, DOCUMENT_SPARSE)
             },
         )
+        if made and self._mode == "server":  # (local mode has no payload indexes)
+            index_chunk_ids(self._client, self._collection)
         found = dim if made else self._existing_dimension()
         if found != dim:
             raise InvalidArgumentError(

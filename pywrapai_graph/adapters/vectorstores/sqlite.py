@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
+from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
 from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
@@ -124,6 +125,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         # rebuilt from the table when the exact index is reloaded
         self._lexical = LexicalMirror(self._all_chunks)
         self._index = ExactIndex(watcher=self._lexical)
+        self._identity = IdentityCopy(self._recorded_embedder)
         if self._path not in ("", ":memory:"):  # SQLite opens these by name, following links
             refuse_links(*sqlite_files(self._path))
         try:
@@ -302,6 +304,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 if isinstance(exc, sqlite3.Error):
                     raise sqlite_failure(self._path, exc) from exc
                 raise
+            self._identity.forget()
             for apply in after:
                 apply()
 
@@ -401,6 +404,9 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
 
     def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         return self._scored(hits)
+
+    def _searched_identity(self) -> EmbedderIdentity | None:
+        return self._identity.at(self._version)  # read again when data_version moved
 
     def _delete(self, ids: list[str]) -> int:
         with self._write() as after:

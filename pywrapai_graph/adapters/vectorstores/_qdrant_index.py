@@ -1,0 +1,47 @@
+"""The payload index of a Qdrant server collection on ``id``, the chunk id that the
+id-restricted re-scoring queries of hybrid retrieval (``similarities``, ``lexical_scores``)
+filter on (``_qdrant_ids.ids_filter``): without it a server looks through the payload of
+every point for them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pywrapai_graph.adapters._optional import require
+
+__all__ = ["ensure_id_index", "index_chunk_ids"]
+
+#: the payload field holding a point's chunk id (a point id is per version)
+_FIELD = "id"
+_log = logging.getLogger(__name__)
+
+
+def index_chunk_ids(client: Any, collection: str) -> None:
+    """Create the keyword index on ``id`` (the store asks it of a server when it creates
+    the collection). Local mode has no payload indexes: it takes the call, warns and ignores
+    it, so the store does not ask it there. A key that may not change the collection
+    (read-only) leaves it as it is, with a warning: searches stay correct, only slower."""
+    m = require("qdrant_client.models", "qdrant", "qdrant-client")
+    errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+    try:
+        client.create_payload_index(
+            collection, field_name=_FIELD, field_schema=m.PayloadSchemaType.KEYWORD, wait=True
+        )
+    except errors.UnexpectedResponse as exc:
+        if exc.status_code not in (401, 403):
+            raise
+        _log.warning(
+            "Qdrant collection %r has no payload index on %r and this key may not create it "
+            "(HTTP %s): hybrid re-scoring scans payloads until a key that may opens the store",
+            collection,
+            _FIELD,
+            exc.status_code,
+        )
+
+
+def ensure_id_index(client: Any, collection: str) -> None:
+    """At open: create the index when the collection's payload schema lacks it (a
+    collection made before the index existed); one schema request when it is there."""
+    if _FIELD not in (client.get_collection(collection).payload_schema or {}):
+        index_chunk_ids(client, collection)
