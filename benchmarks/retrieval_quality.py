@@ -3,6 +3,8 @@ against a textbook BM25.
 
 Run: .venv/bin/python -m benchmarks.retrieval_quality [FOLDER]
 (FOLDER defaults to ../shared/data/cranfield beside the repository, as CI lays it out.)
+``--rerank [--pg]`` measures instead each setting without and with the reranker port's test
+model (benchmarks/rerank_quality.py).
 
 Every document is one chunk (the baseline indexes whole abstracts too); queries rank 100
 documents. The baseline is bm25s (method "lucene", k1 1.2, b 0.75, its English stop words,
@@ -237,6 +239,11 @@ def print_row(name: str, got: dict[str, RetrievalScores], baseline: RetrievalSco
 
 
 def main(argv: list[str]) -> None:
+    if "--rerank" in argv:  # the reranker's rows: benchmarks/rerank_quality.py
+        from benchmarks import rerank_quality
+
+        rerank_quality.main([a for a in argv if a != "--rerank"])
+        return
     data = load_beir(argv[0] if argv else DEFAULT)
     texts = [d.text for d in data.corpus if d.text.strip()]
     print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} judged queries")
