@@ -1,7 +1,7 @@
 """Reranking on Cranfield: each retrieval mode and hybrid fusion, without and with the reranker
 port's test model, and what the reranking stage costs next to retrieval in the same run.
 
-Run: .venv/bin/python -m benchmarks.rerank_quality [FOLDER] [--pg] [--candidates N]
+Run: .venv/bin/python -m benchmarks.rerank_quality [FOLDER] [--pg] [--candidates N] [--deep]
      [--model-dir DIR | --write-model DIR]
 (FOLDER defaults to ../shared/data/cranfield beside the repository, as CI lays it out.)
 
@@ -21,12 +21,13 @@ checks the ONNX logits against the Python formula on sample pairs first).
 The path is ``pywrapai-graph eval``'s: the corpus (whole abstracts, one chunk each) is ingested
 once with the ``local`` embedder (all-MiniLM-L6-v2 int8) through ``compare_retrieval``, and every
 query is embedded live. Each setting (dense, lexical, hybrid ``rescored``/``rrf``/``weighted``)
-runs without the reranker and with it, at two depths:
+runs without the reranker (100 documents ranked: nDCG@10, Recall@100) and with it:
 
-- top ``--candidates`` (50): the evaluation ranks 10 documents, so the retriever fetches 50
-  candidates and the reranker re-orders them (nDCG@10 only; Recall@100 does not apply);
-- the evaluation's 300 candidates (100 documents, 3 chunks each, as ``eval --k 100`` asks:
-  the retriever hands the reranker max(asked, rerank_candidates) hits): nDCG@10 and Recall@100.
+- on the top ``--candidates`` (50): the evaluation ranks 10 documents, so the retriever fetches
+  50 candidates and the reranker re-orders them (nDCG@10; Recall@100 does not apply);
+- ``--deep`` (slow: six times the pairs): also on the evaluation's 300 candidates (100
+  documents, 3 chunks each, as ``eval --k 100`` asks; the retriever hands the reranker
+  max(asked, rerank_candidates) hits): nDCG@10 and Recall@100.
 
 The reranker is a stage after retrieval: per backend it differs only through the candidates.
 The in-memory store is measured; ``--pg`` adds PostgreSQL (the embedded server of the
@@ -50,14 +51,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Embedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import BeirCollection, load_beir
-from pywrapai_graph.application.compare_retrieval import compare_retrieval
+from pywrapai_graph.application.compare_retrieval import SettingEvaluation, compare_retrieval
 from pywrapai_graph.application.retrieval_metrics import QueryScores
 from pywrapai_graph.application.significance import paired_randomisation_test
 from pywrapai_graph.composition.reranker import RerankModel
@@ -178,25 +179,45 @@ class CorpusVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class Reranked:
+    """A setting with the reranker: nDCG@10, Recall@100 (None: fewer than 100 documents were
+    ranked), p of nDCG@10 against the setting without it, the rerank stage's ms per query."""
+
+    ndcg: float
+    recall_100: float | None
+    p: float
+    ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class Row:
-    """One setting on one backend."""
+    """One setting on one backend: without the reranker (query embedding + search + fusion
+    in ``retrieval_ms`` per query), with it on the top candidates, and (``--deep``) on the
+    evaluation's 300."""
 
     ndcg: float
     recall_100: float
-    ndcg_top: float  # reranking the top --candidates
-    p_top: float
-    ndcg_all: float  # reranking the evaluation's 300 candidates
-    recall_all: float
-    p_all: float
-    retrieval_ms: float  # per query, no reranker (query embedding + search + fusion)
-    rerank_ms_top: float  # per query, the rerank stage alone
-    rerank_ms_all: float
+    retrieval_ms: float
+    top: Reranked
+    deep: Reranked | None
 
 
-def _p(ours: dict[str, QueryScores], base: dict[str, QueryScores]) -> float:
+def _p(ours: Mapping[str, QueryScores], base: Mapping[str, QueryScores]) -> float:
     a = [ours[q].ndcg_at_10 for q in base]
     b = [base[q].ndcg_at_10 for q in base]
     return paired_randomisation_test(a, b)
+
+
+def _reranked(
+    setting: SettingEvaluation, base: SettingEvaluation, timed: TimedReranker, deep: bool
+) -> Reranked:
+    queries = len(setting.per_query)
+    return Reranked(
+        ndcg=setting.scores.ndcg_at_10,
+        recall_100=setting.scores.recall_at_100 if deep else None,
+        p=_p(setting.per_query, base.per_query),
+        ms=1000 * timed.seconds / queries,
+    )
 
 
 def measure(
@@ -204,95 +225,80 @@ def measure(
     embedder: CorpusVectors,
     store: BaseVectorStore,
     reranker: RerankModel,
-    candidates: int,
+    options: argparse.Namespace,
 ) -> dict[str, Row]:
-    """Every setting without and with the reranker, over one ingest into ``store``."""
-    deep = {name: TimedReranker(reranker) for name in SETTINGS}
-    top = {name: TimedReranker(reranker) for name in SETTINGS}
+    """Every setting without and with the reranker, over one ingest into ``store``: without
+    it (and with it on 300 candidates, ``--deep``) at k 100; with it on the top
+    ``--candidates`` at k 10 (the retriever then fetches ``--candidates``)."""
+    timers = {(name, depth): TimedReranker(reranker) for name in SETTINGS for depth in (0, 1)}
 
-    def retrievers(timed: dict[str, TimedReranker] | None) -> dict[str, VectorRetriever]:
+    def retrievers(depth: int | None) -> dict[str, VectorRetriever]:
         return {
-            name: VectorRetriever(
+            name if depth is None else f"{name}+rerank": VectorRetriever(
                 embedder,
                 store,
-                reranker=None if timed is None else timed[name],
-                rerank_candidates=candidates,
-                **options,  # type: ignore[arg-type]
+                reranker=None if depth is None else timers[name, depth],
+                rerank_candidates=options.candidates,
+                **settings,  # type: ignore[arg-type]
             )
-            for name, options in SETTINGS.items()
+            for name, settings in SETTINGS.items()
         }
 
-    plain = retrievers(None)
-    first = compare_retrieval(
-        {**plain, **{f"{n}+rerank": r for n, r in retrievers(deep).items()}},
-        data.queries,
-        data.qrels,
-        corpus=data.corpus,
-    )
-    at_10 = compare_retrieval(
-        {**plain, **{f"{n}+rerank": r for n, r in retrievers(top).items()}},
-        data.queries,
-        data.qrels,
-        k=10,
-    )
-    by_name = {s.name: s for s in first.settings}
-    by_name_10 = {s.name: s for s in at_10.settings}
-    queries = len(data.queries)
+    at_100 = {**retrievers(None), **(retrievers(1) if options.deep else {})}
+    first = compare_retrieval(at_100, data.queries, data.qrels, corpus=data.corpus)
+    at_10 = compare_retrieval(retrievers(0), data.queries, data.qrels, k=10)
+    wide = {s.name: s for s in first.settings}
+    narrow = {s.name: s for s in at_10.settings}
     rows = {}
     for name in SETTINGS:
-        base, ranked = by_name[name], by_name[f"{name}+rerank"]
-        base_10, ranked_10 = by_name_10[name], by_name_10[f"{name}+rerank"]
+        base = wide[name]
+        deep = wide.get(f"{name}+rerank")
         rows[name] = Row(
             ndcg=base.scores.ndcg_at_10,
             recall_100=base.scores.recall_at_100,
-            ndcg_top=ranked_10.scores.ndcg_at_10,
-            p_top=_p(dict(ranked_10.per_query), dict(base_10.per_query)),
-            ndcg_all=ranked.scores.ndcg_at_10,
-            recall_all=ranked.scores.recall_at_100,
-            p_all=_p(dict(ranked.per_query), dict(base.per_query)),
-            retrieval_ms=1000 * base.search.seconds / queries,
-            rerank_ms_top=1000 * top[name].seconds / queries,
-            rerank_ms_all=1000 * deep[name].seconds / queries,
+            retrieval_ms=1000 * base.search.seconds / len(base.per_query),
+            top=_reranked(narrow[f"{name}+rerank"], base, timers[name, 0], deep=False),
+            deep=None if deep is None else _reranked(deep, base, timers[name, 1], deep=True),
         )
     return rows
 
 
 # ------------------------------------------------------------------ printing
-_HEAD = (
-    "| backend | setting | nDCG@10 | Recall@100 | + rerank top {n}: nDCG@10 (p) | "
-    "+ rerank 300: nDCG@10 (p) | Recall@100 | retrieval ms/q | rerank top {n} ms/q (ratio) | "
-    "rerank 300 ms/q (ratio) |"
-)
+def header(candidates: int, deep: bool) -> str:
+    cells = [
+        "backend",
+        "setting",
+        "nDCG@10",
+        "Recall@100",
+        "retrieval ms/query",
+        f"+ rerank top {candidates}: nDCG@10",
+        "p",
+        "rerank ms/query (x retrieval)",
+    ]
+    if deep:
+        cells += ["+ rerank 300: nDCG@10", "p", "Recall@100", "rerank ms/query (x retrieval)"]
+    head = "| " + " | ".join(cells) + " |"
+    return head + "\n|" + " --- |" * len(cells)
+
+
+def _cells(r: Reranked, retrieval_ms: float) -> list[str]:
+    recall = [] if r.recall_100 is None else [f"{r.recall_100:.4f}"]
+    ratio = r.ms / retrieval_ms
+    return [f"{r.ndcg:.4f}", f"{r.p:.3f}", *recall, f"{r.ms:.1f} ({ratio:.1f}x)"]
 
 
 def markdown_row(backend: str, setting: str, r: Row) -> str:
-    top_ratio = r.rerank_ms_top / r.retrieval_ms
-    all_ratio = r.rerank_ms_all / r.retrieval_ms
-    return (
-        f"| {backend} | {setting} | {r.ndcg:.4f} | {r.recall_100:.4f} | "
-        f"{r.ndcg_top:.4f} ({r.p_top:.3f}) | {r.ndcg_all:.4f} ({r.p_all:.3f}) | "
-        f"{r.recall_all:.4f} | {r.retrieval_ms:.1f} | {r.rerank_ms_top:.1f} ({top_ratio:.1f}x) | "
-        f"{r.rerank_ms_all:.1f} ({all_ratio:.1f}x) |"
-    )
-
-
-def print_table(results: dict[str, dict[str, Row]], candidates: int) -> None:
-    head = _HEAD.format(n=candidates)
-    print(head)
-    print(_rule(head))
-    for backend, rows in results.items():
-        for setting, row in rows.items():
-            print(markdown_row(backend, setting, row), flush=True)
-
-
-def _rule(head: str) -> str:
-    return "|" + " --- |" * (head.count("|") - 1)
+    cells = [backend, setting, f"{r.ndcg:.4f}", f"{r.recall_100:.4f}", f"{r.retrieval_ms:.1f}"]
+    cells += _cells(r.top, r.retrieval_ms)
+    if r.deep is not None:
+        cells += _cells(r.deep, r.retrieval_ms)
+    return "| " + " | ".join(cells) + " |"
 
 
 # ------------------------------------------------------------------ the run
 def eval_command(folder: Path, model_dir: Path, candidates: int) -> str:
-    """The ``pywrapai-graph eval`` call giving the in-memory figures (k 100: the 300-candidate
-    columns; ``--k 10``: the top-``candidates`` column)."""
+    """The ``pywrapai-graph eval`` call giving the in-memory figures (``--k 10``: the
+    top-``candidates`` column; k 100: the columns without the reranker, and ``--deep``'s)."""
     return (
         f"PYWRAPAI_EMBEDDER__PROVIDER=local PYWRAPAI_CHUNKER__CHUNK_SIZE=100000 "
         f"PYWRAPAI_CHUNKER__OVERLAP=0 PYWRAPAI_RETRIEVER__RERANKER__PROVIDER=local "
@@ -322,16 +328,15 @@ def run(args: argparse.Namespace, pg_url: str | None) -> None:
         print(f"test model: {model_dir} (checked against the formula)")
         print(eval_command(Path(args.folder), model_dir, args.candidates))
         embedder = CorpusVectors(Embedder(provider="local"))
-        results: dict[str, dict[str, Row]] = {}
+        print(header(args.candidates, args.deep), flush=True)
         for name, build in backends(args.pg, pg_url).items():
             store = build()
             try:
-                results[name] = measure(data, embedder, store, reranker, args.candidates)
+                rows = measure(data, embedder, store, reranker, args)
             finally:
                 store.close()
-            print(f"{name}: measured", flush=True)
-        print()
-        print_table(results, args.candidates)
+            for setting, row in rows.items():
+                print(markdown_row(name, setting, row), flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -339,6 +344,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("folder", nargs="?", default=str(DEFAULT))
     parser.add_argument("--pg", action="store_true", help="also measure PostgreSQL")
     parser.add_argument("--candidates", type=int, default=50, help="rerank_candidates (50)")
+    parser.add_argument(
+        "--deep", action="store_true", help="also rerank the evaluation's 300 candidates (slow)"
+    )
     parser.add_argument("--model-dir", help="write the test model here (kept) instead of a tmp")
     parser.add_argument(
         "--write-model", metavar="DIR", help="only write the test model into DIR (for eval)"
