@@ -284,7 +284,7 @@ def header(candidates: int, deep: bool) -> str:
 def _cells(r: Reranked, retrieval_ms: float) -> list[str]:
     recall = [] if r.recall_100 is None else [f"{r.recall_100:.4f}"]
     ratio = r.ms / retrieval_ms
-    return [f"{r.ndcg:.4f}", f"{r.p:.3f}", *recall, f"{r.ms:.1f} ({ratio:.1f}x)"]
+    return [f"{r.ndcg:.4f}", f"{r.p:.4f}", *recall, f"{r.ms:.1f} ({ratio:.1f}x)"]
 
 
 def markdown_row(backend: str, setting: str, r: Row) -> str:
