@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._postgres import postgres_url
+from benchmarks.retrieval_quality import SETTINGS, Precomputed, fresh_pg
 from pywrapai_graph import Embedder, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import BeirCollection, load_beir
 from pywrapai_graph.application.compare_retrieval import SettingEvaluation, compare_retrieval
@@ -72,15 +73,6 @@ MAX_LENGTH = 1024
 #: every logit of the test model lies in [-LOGIT_SPAN, 0]: the sigmoid stays exact
 LOGIT_SPAN = 600.0
 _WORD = re.compile(r"\w+|[^\w\s]+")  # the test model's tokenizer: Whitespace pre-tokenizer
-
-#: the retrieval settings (name -> VectorRetriever options), as retrieval_quality measures them
-SETTINGS: dict[str, dict[str, str]] = {
-    "dense": {"mode": "dense"},
-    "lexical": {"mode": "lexical"},
-    "hybrid rescored": {"mode": "hybrid", "fusion": "rescored"},
-    "hybrid rrf": {"mode": "hybrid", "fusion": "rrf"},
-    "hybrid weighted": {"mode": "hybrid", "fusion": "weighted"},
-}
 
 
 # ------------------------------------------------------------------ the test model
@@ -158,21 +150,13 @@ class TimedReranker:
             self.seconds += time.perf_counter() - start
 
 
-class CorpusVectors:
-    """The local embedder, remembering the vectors of the corpus batches it embedded (so a
-    second backend ingests the same vectors without embedding again); queries
-    (``embed_one``) are embedded live every time, as a deployed retriever does."""
+class CorpusVectors(Precomputed):
+    """retrieval_quality's Precomputed, starting empty: it remembers the vectors of the corpus
+    batches it embeds (so a second backend ingests the same vectors without embedding again),
+    while queries (``embed_one``) are embedded live every time, as a deployed retriever does."""
 
     def __init__(self, embedder: Embedder) -> None:
-        self.provider, self.model = embedder.provider, embedder.model
-        self._embedder = embedder
-        self._vectors: dict[str, list[float]] = {}
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
-        return [self._vectors[t] for t in texts]
+        super().__init__(embedder, ())
 
     def embed_one(self, text: str) -> list[float]:
         return self._embedder.embed_one(text)
@@ -239,7 +223,7 @@ def measure(
                 store,
                 reranker=None if depth is None else timers[name, depth],
                 rerank_candidates=options.candidates,
-                **settings,  # type: ignore[arg-type]
+                **settings,
             )
             for name, settings in SETTINGS.items()
         }
@@ -313,8 +297,6 @@ def eval_command(folder: Path, model_dir: Path, candidates: int) -> str:
 def backends(with_pg: bool, pg_url: str | None) -> dict[str, Callable[[], BaseVectorStore]]:
     out: dict[str, Callable[[], BaseVectorStore]] = {"in-memory": InMemoryVectorStore}
     if with_pg and pg_url is not None:
-        from benchmarks.retrieval_quality import fresh_pg
-
         out["PostgreSQL"] = lambda: fresh_pg(pg_url)
     return out
 
