@@ -8,6 +8,8 @@ Run: .venv/bin/python -m benchmarks.retrieval_quality [FOLDER] [--backends N,..]
 ``postgresql``); ``--lexical-only`` measures the lexical setting alone, with no model, and
 skips the embedder's rates; ``--vectors`` keeps the one embedding pass's vectors in FILE and
 reuses them on the next run.)
+``--rerank [--pg]`` measures instead each setting without and with the reranker port's test
+model (benchmarks/rerank_quality.py).
 
 Queries rank 100 documents. The baseline is bm25s over whole abstracts (method "lucene", k1
 1.2, b 0.75, its English stop words, the Snowball stemmer of PyStemmer), run in this process
@@ -309,6 +311,11 @@ def chosen_backends(
 
 
 def main(argv: list[str]) -> None:
+    if "--rerank" in argv:  # the reranker's rows: benchmarks/rerank_quality.py
+        from benchmarks import rerank_quality
+
+        rerank_quality.main([a for a in argv if a != "--rerank"])
+        return
     argv = list(argv)
     names = _option(argv, "--backends")
     saved = _option(argv, "--vectors")
