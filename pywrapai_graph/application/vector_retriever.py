@@ -23,7 +23,6 @@ from pywrapai_graph.application.ingest_options import (
 from pywrapai_graph.application.observability.operations import observe_retrieval, observe_store
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.scoped_retriever import ScopedRetriever
-from pywrapai_graph.application.sync_async import Core, adrive, drive
 from pywrapai_graph.domain import Document, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.ingest_report import IngestReport
@@ -46,6 +45,7 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.identity_probe import identity_probe
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
