@@ -9,21 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import pywrapai_graph
 
-_NAMES = (
-    "LLM",
-    "Embedder",
-    "Message",
-    "Role",
-    "ToolCall",
-    "ToolResult",
-    "LLMResponse",
-    "TokenUsage",
-    "CallRecord",
-    "TokenTracker",
-    "PriceTable",
-    "ModelPrice",
-)
-
 __all__ = [
     "LLM",
     "CallRecord",
@@ -57,7 +42,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _NAMES:
+    if name not in __all__:
         raise AttributeError(f"module 'pywrapai' has no attribute {name!r}")
     return getattr(pywrapai_graph, name)
 

@@ -1,8 +1,8 @@
 """Which tracer, meter and hooks instrumentation uses — resolved lazily, free when unused.
 
 Nothing here imports OpenTelemetry until a tracer or meter provider exists: with the API not
-installed, or installed but no provider set, :func:`tracer` and :func:`instruments` return
-None after a dictionary look-up and instrumentation does no further work.
+installed, or installed but no provider set, :func:`listeners` returns
+None for both after a dictionary look-up and instrumentation does no further work.
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ __all__ = [
     "configure",
     "gate",
     "global_hooks",
-    "instruments",
     "listeners",
     "register_hooks",
-    "tracer",
     "unregister_hooks",
 ]
 
@@ -138,16 +136,6 @@ def gate(
     if tr is None and ins is None and not every and not log.isEnabledFor(level):
         return None
     return tr, ins, every
-
-
-def tracer() -> Tracer | None:
-    """This library's tracer, or None when no tracer provider is set."""
-    return listeners()[0]
-
-
-def instruments() -> Instruments | None:
-    """This library's metric instruments, or None when no meter provider is set."""
-    return listeners()[1]
 
 
 def _tracer_for(provider: object) -> Tracer | None:
