@@ -12,6 +12,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -59,7 +60,7 @@ if _ONE_BLAS_THREAD:  # read once, when numpy loads its BLAS during the imports 
 _COLLECTING = gc.isenabled()
 gc.disable()
 try:
-    from pywrapai_graph.composition.eval_command import add_eval_parser, run_eval
+    from pywrapai_graph.composition.eval_command import ProgressBar, add_eval_parser, run_eval
     from pywrapai_graph.composition.object_graph import ObjectGraph
     from pywrapai_graph.composition.schema_command import (
         SCHEMA_ACTIONS,
@@ -215,25 +216,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Progress:
-    """A one-line progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, stream: TextIO, label: str) -> None:
-        self.stream = stream
-        self.label = label
-        self.live = stream.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.live or total == 0:
-            return
-        width = 30
-        filled = width * done // total
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def _ingest(
     container: ObjectGraph, paths: Sequence[str], follow: bool, out: TextIO, err: TextIO
 ) -> int:
@@ -244,7 +226,6 @@ def _ingest(
     except FileNotFoundError as exc:
         raise CLIError(str(exc)) from None
     retriever = container.retriever()
-    store = retriever.store
 
     live = out.isatty()  # a terminal sees each line at once; a pipe or file gets blocks
     last_flush = time.monotonic()
@@ -260,11 +241,11 @@ def _ingest(
             out.flush()
             last_flush = time.monotonic()
 
-    try:
+    with retriever.store as store:
         result = retriever.ingest(
             files.documents(),
             container.chunker(),
-            progress=_Progress(err, "ingest"),
+            progress=functools.partial(ProgressBar(err), "ingest"),
             on_document=report,
         )
         for skip in files.skipped:
@@ -274,17 +255,13 @@ def _ingest(
             f"{len(result.replaced)} files replaced, {len(files.skipped)} files skipped; "
             f"{len(store)} chunks in the store\n"
         )
-    finally:
-        store.close()
     return EXIT_SKIPPED if files.skipped else 0
 
 
 def _ask(container: ObjectGraph, question: str, show: bool, rag: bool, out: TextIO) -> int:
     graph = container.graph()
-    try:
+    with container.vector_store():
         return _answer(graph, container.llm(), question, show, rag, out)
-    finally:
-        container.vector_store().close()
 
 
 def _answer(
@@ -322,12 +299,9 @@ def _answer(
 def _clear(container: ObjectGraph, yes: bool, out: TextIO) -> int:
     if not yes:
         raise CLIError("store clear removes everything in the store: add --yes to confirm", 2)
-    store = container.vector_store()
-    try:
+    with container.vector_store() as store:
         before = len(store)
         store.clear()
-    finally:
-        store.close()
     out.write(f"cleared: {before} chunks removed\n")
     return 0
 
@@ -335,19 +309,15 @@ def _clear(container: ObjectGraph, yes: bool, out: TextIO) -> int:
 def _repair(container: ObjectGraph, older_than_s: float, out: TextIO) -> int:
     if not older_than_s >= 0:  # also NaN
         raise CLIError("store repair --older-than takes a number of seconds >= 0", 2)
-    store = container.vector_store()
-    try:
+    with container.vector_store() as store:
         repaired = store.repair(older_than_s=older_than_s)
-    finally:
-        store.close()
     out.write(f"repaired: {repaired} document{'' if repaired == 1 else 's'}\n")
     return 0
 
 
 def _compact(container: ObjectGraph, out: TextIO) -> int:
     settings = container.settings()
-    store = container.vector_store()
-    try:
+    with container.vector_store() as store:
         compact = getattr(store, "compact", None)
         if not callable(compact):
             out.write(
@@ -356,22 +326,19 @@ def _compact(container: ObjectGraph, out: TextIO) -> int:
             )
             return 0
         compact()
-    finally:
-        store.close()
     out.write(f"compacted: {settings.store.location()}\n")
     return 0
 
 
 def _stats(container: ObjectGraph, out: TextIO) -> int:
     settings = container.settings()
-    store = container.vector_store()
-    dimension = getattr(store, "dimension", None)
-    out.write(f"backend:   {settings.store.backend}\n")
-    out.write(f"location:  {settings.store.location()}\n")
-    out.write(f"chunks:    {len(store)}\n")
-    out.write(f"dimension: {dimension if dimension is not None else '-'}\n")
-    out.write(f"embedder:  {settings.embedder.provider}\n")
-    store.close()
+    with container.vector_store() as store:
+        dimension = getattr(store, "dimension", None)
+        out.write(f"backend:   {settings.store.backend}\n")
+        out.write(f"location:  {settings.store.location()}\n")
+        out.write(f"chunks:    {len(store)}\n")
+        out.write(f"dimension: {dimension if dimension is not None else '-'}\n")
+        out.write(f"embedder:  {settings.embedder.provider}\n")
     return 0
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore
 
-__all__ = ["add_eval_parser", "run_eval"]
+__all__ = ["ProgressBar", "add_eval_parser", "run_eval"]
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,18 +64,25 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
-class _Bar:
-    """A one-line progress bar per stage on a terminal; silent otherwise."""
+class ProgressBar:
+    """A one-line progress bar per stage on a terminal; silent otherwise.
 
-    def __init__(self, stream: TextIO) -> None:
+    Args:
+        stream: where the bar is drawn (a terminal, or nothing is drawn).
+        label_width: the width the stage's name is padded to.
+    """
+
+    def __init__(self, stream: TextIO, label_width: int = 0) -> None:
         self.stream = stream
+        self.label_width = label_width
         self.live = stream.isatty()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.live or total == 0:
             return
         filled = 30 * done // total
-        self.stream.write(f"\r{stage:8} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+        label = f"{stage:{self.label_width}}"
+        self.stream.write(f"\r{label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
         if done == total:
             self.stream.write("\n")
         self.stream.flush()
@@ -213,7 +220,7 @@ def _compare(
     args: argparse.Namespace,
     collection: BeirCollection,
     settings: Sequence[EvalSetting],
-    progress: _Bar,
+    progress: ProgressBar,
 ) -> RetrievalComparison:
     """Ingest ``collection`` once (unless --reuse-store) and run each setting over it."""
     from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
@@ -270,7 +277,9 @@ def run_eval(container: ObjectGraph, args: argparse.Namespace, out: TextIO, err:
         )
     collections = [load_beir(folder) for folder in args.folder]  # all readable before any work
     embedder = container.embedder()
-    results = [(c, _compare(container, args, c, settings, _Bar(err))) for c in collections]
+    results = [
+        (c, _compare(container, args, c, settings, ProgressBar(err, 8))) for c in collections
+    ]
     if args.per_query:
         _write_per_query(args.per_query, results)
     name = f"{embedder.provider}/{embedder.model}"
