@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import time
-from collections import deque
+from collections import defaultdict, deque
 from typing import IO
 
 from pywrapai_graph.application.observability.accounting import RunningTotals
@@ -60,8 +60,9 @@ class TokenTracker:
     def _clear(self) -> None:
         self._records: deque[CallRecord] = deque(maxlen=self._max_records)
         self._total = RunningTotals()
-        self._by_model: dict[tuple[CallKind, str, str], RunningTotals] = {}
-        self._by_prompt: dict[str | None, RunningTotals] = {}
+        self._by_model: defaultdict[tuple[CallKind, str, str], RunningTotals]
+        self._by_model = defaultdict(RunningTotals)
+        self._by_prompt: defaultdict[str | None, RunningTotals] = defaultdict(RunningTotals)
 
     @property
     def prices(self) -> PriceTable:
@@ -110,15 +111,8 @@ class TokenTracker:
         with self._lock:
             self._records.append(rec)
             self._total.add(rec)
-            key = (rec.kind, rec.provider, rec.model)
-            per = self._by_model.get(key)
-            if per is None:
-                per = self._by_model[key] = RunningTotals()
-            per.add(rec)
-            prompt = self._by_prompt.get(rec.prompt_file)
-            if prompt is None:
-                prompt = self._by_prompt[rec.prompt_file] = RunningTotals()
-            prompt.add(rec)
+            self._by_model[rec.kind, rec.provider, rec.model].add(rec)
+            self._by_prompt[rec.prompt_file].add(rec)
         for scope in active_scopes():
             scope.add(rec)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from pywrapai_graph.domain.fallback import FailedAttempt
@@ -30,13 +30,7 @@ class TokenUsage:
     reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "reasoning_tokens",
-        ):
+        for name in _COUNTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidArgumentError(
@@ -51,13 +45,11 @@ class TokenUsage:
     def __add__(self, other: TokenUsage) -> TokenUsage:
         if not isinstance(other, TokenUsage):
             return NotImplemented
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
+        return TokenUsage(*(getattr(self, n) + getattr(other, n) for n in _COUNTS))
+
+
+#: TokenUsage's counts, in field order
+_COUNTS = tuple(f.name for f in fields(TokenUsage))
 
 
 @dataclass(frozen=True, slots=True)

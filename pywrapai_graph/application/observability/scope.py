@@ -8,6 +8,7 @@ worker started with ``asyncio.to_thread``), and nested scopes all see an inner c
 from __future__ import annotations
 
 import threading
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,17 +42,15 @@ class CostScope:
         self.name = name
         self._lock = threading.Lock()
         self._total = RunningTotals()
-        self._by_model: dict[tuple[str, str, str], RunningTotals] = {}
+        self._by_model: defaultdict[tuple[str, str, str], RunningTotals] = defaultdict(
+            RunningTotals
+        )
 
     def add(self, rec: CallRecord) -> None:
         """Count one recorded call (ledgers call this; users need not)."""
-        key = (rec.kind, rec.provider, rec.model)
         with self._lock:
             self._total.add(rec)
-            per = self._by_model.get(key)
-            if per is None:
-                per = self._by_model[key] = RunningTotals()
-            per.add(rec)
+            self._by_model[rec.kind, rec.provider, rec.model].add(rec)
 
     @property
     def totals(self) -> CostTotals:
