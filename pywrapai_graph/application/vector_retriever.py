@@ -285,7 +285,7 @@ class VectorRetriever(BaseRetriever):
             return found
         vector: list[float] = yield _Step("embed", query)
         depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-        dense = self._keep((yield from self._observed("search", depth, vector, depth, filter)))
+        dense = self._keep((yield from self._dense(vector, depth, filter)))
         if self.mode == "dense":
             return dense
         lexical = yield from self._observed("lexical_search", depth, query, depth, filter)
@@ -293,6 +293,20 @@ class VectorRetriever(BaseRetriever):
         cosines = yield from self._observed("similarities", len(need_cosine), vector, need_cosine)
         bm25 = yield from self._observed("lexical_scores", len(need_bm25), query, need_bm25)
         return self._fuse(dense, lexical, wanted, cosines, bm25)
+
+    def _dense(
+        self, vector: list[float], k: int, filter: MetadataFilter | None
+    ) -> Core[_Step, list[ScoredChunk]]:
+        """The store's ``search`` in its span, refused when the store holds another
+        embedder's vectors (:meth:`_check_recorded`)."""
+        with observe_store(self.store.db_system, "search", k=k) as observed:
+            with identity_probe() as probe:
+                hits: list[ScoredChunk] = yield _Step("search", vector, k, filter)
+            if hits:
+                seen = probe.identity if probe.seen else (yield _Step("embedder_identity"))
+                self._check_recorded(seen, len(vector))
+            observed.result = len(hits)
+        return hits
 
     def _observed(self, operation: str, k: int, *args: Any) -> Core[_Step, Any]:
         """The store step ``operation`` in its span (nothing asked for no ids)."""
@@ -308,7 +322,8 @@ class VectorRetriever(BaseRetriever):
         store, k1, b = self.store, self.k1, self.b
         steps: dict[str, Callable[..., Any]] = {
             "embed": self.embedder.embed_one,
-            "search": self._dense_search,
+            "search": lambda vector, k, filter: store.search(vector, k=k, filter=filter),
+            "embedder_identity": store.embedder_identity,
             "lexical_search": lambda *args: store.lexical_search(*args, k1=k1, b=b),
             "lexical_scores": lambda *args: store.lexical_scores(*args, k1=k1, b=b),
             "similarities": store.similarities,
@@ -323,7 +338,7 @@ class VectorRetriever(BaseRetriever):
         store = self.store
         steps: dict[str, Callable[..., Awaitable[Any]]] = {
             "embed": lambda query: aembed_one(self.embedder, query),
-            "search": self._adense_search,
+            "search": lambda vector, k, filter: store.asearch(vector, k=k, filter=filter),
             "similarities": store.asimilarities,
         }
         if self.reranker is not None:
@@ -362,29 +377,6 @@ class VectorRetriever(BaseRetriever):
         return [h for h in hits if h.score >= self.min_score]
 
     # ------------------------------------------------ the embedder check, every query
-    def _dense_search(
-        self, vector: list[float], k: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        """The store's ``search``, refused when the store holds another embedder's vectors
-        (:meth:`_check_recorded`)."""
-        with identity_probe() as probe:
-            hits = self.store.search(vector, k=k, filter=filter)
-        if hits:
-            seen = probe.identity if probe.seen else self.store.embedder_identity()
-            self._check_recorded(seen, len(vector))
-        return hits
-
-    async def _adense_search(
-        self, vector: list[float], k: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        """Async :meth:`_dense_search`."""
-        with identity_probe() as probe:
-            hits = await self.store.asearch(vector, k=k, filter=filter)
-        if hits:
-            seen = probe.identity if probe.seen else await offload(self.store.embedder_identity)
-            self._check_recorded(seen, len(vector))
-        return hits
-
     def _check_recorded(self, recorded: EmbedderIdentity | None, dimension: int) -> None:
         """Compare this retriever's embedder with the identity the search itself read.
 
