@@ -11,7 +11,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard, TypeVar
+from typing import TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -53,8 +53,6 @@ _log = logging.getLogger(__name__)
 
 #: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=repr)``, built once
 _METADATA_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
-#: A JSON string literal as that encoder writes it (``ensure_ascii=False``)
-_JSON_STRING = json.encoder.encode_basestring
 #: Manifests are looked up for this many documents (or this much text) at once.
 _LOOKUP_DOCS = 256
 _LOOKUP_CHARS = 8_000_000
@@ -74,7 +72,7 @@ class _Hasher:
 
     def __call__(self, doc: Document) -> str:
         try:
-            metadata = _metadata_json(doc.metadata)
+            metadata = _METADATA_JSON(doc.metadata)
         except ValueError:  # NaN and the like: repr is stable enough for a digest
             metadata = repr(sorted(doc.metadata.items(), key=lambda kv: str(kv[0])))
         digest = self._base.copy()
@@ -82,20 +80,6 @@ class _Hasher:
         digest.update(doc.text.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
         return digest.hexdigest()
-
-
-def _metadata_json(metadata: dict[str, Any]) -> str:
-    """``_METADATA_JSON(metadata)``; written directly when every key and value is a ``str``
-    (what sources such as ``TextFiles`` give), the encoder's own text, character for character."""
-    for key, value in metadata.items():
-        if type(key) is not str or type(value) is not str:
-            return _METADATA_JSON(metadata)
-    pairs = sorted(metadata.items())
-    return "{" + ", ".join([f"{_JSON_STRING(k)}: {_JSON_STRING(v)}" for k, v in pairs]) + "}"
-
-
-def _digests(hasher: _Hasher, docs: list[Document]) -> list[str]:
-    return [hasher(doc) for doc in docs]
 
 
 def _windows(docs: Iterable[Document]) -> Iterator[list[Document]]:
@@ -345,26 +329,23 @@ class IngestDocuments:
         stores that implement ``document_manifests``), never by a search.
         """
         hasher = _Hasher(self.chunker)
+        name = embedder_name(self.embedder)
         index = 0
         for window in _windows(docs):
-            digests = _digests(hasher, window)
-            first, index = index, index + len(window)
-            if not skip_unchanged:
-                for i, (doc, digest) in enumerate(zip(window, digests, strict=True)):
-                    yield _Pending(first + i, doc, digest)
-                continue
-            manifests = self.store.document_manifests([doc.id for doc in window])
-            name = embedder_name(self.embedder)
-            for i, (doc, digest) in enumerate(zip(window, digests, strict=True)):
+            ids = [doc.id for doc in window]
+            manifests = self.store.document_manifests(ids) if skip_unchanged else {}
+            for doc in window:
+                digest = hasher(doc)
                 manifest = manifests.get(doc.id)
                 if (
                     manifest is not None
                     and manifest.content_hash == digest
                     and (manifest.embedder.provider, manifest.embedder.model) == name
                 ):
-                    emit(first + i, DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0))
+                    emit(index, DocumentOutcome(doc.id, IngestStatus.UNCHANGED, 0))
                 else:
-                    yield _Pending(first + i, doc, digest)
+                    yield _Pending(index, doc, digest)
+                index += 1
 
     def _batches(self, pending: Iterator[_Pending]) -> Iterator[_Batch]:
         """The chunks of ``pending`` documents in batches of ``batch_size`` (a batch may

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,58 +72,12 @@ class DocumentManifest:
     def from_json(cls, doc_id: str, text: str) -> DocumentManifest:
         """The manifest :meth:`to_json` wrote for ``doc_id``."""
         data = json.loads(text)
-        return cls._from_dict(doc_id, data, EmbedderIdentity._from_dict(data["embedder"]))
-
-    @classmethod
-    def _from_dict(cls, doc_id: str, data: Any, embedder: EmbedderIdentity) -> DocumentManifest:
+        embedder = EmbedderIdentity._from_dict(data["embedder"])
         return cls(doc_id, str(data["content_hash"]), int(data["chunk_count"]), embedder)
 
 
-#: What :meth:`DocumentManifest.to_json` writes (sorted keys, default separators), read
-#: without a JSON parser: a content hash without escapes is its own JSON text, and the
-#: embedder's JSON (the same in nearly every row) is parsed once per distinct text.
-_WRITTEN = re.compile(
-    r'\{"chunk_count": (0|[1-9][0-9]*), "content_hash": "([^"\\\x00-\x1f]*)", '
-    r'"embedder": (\{.*\})\}',
-    re.DOTALL,
-)
-
-
 def manifests_from_json(rows: Iterable[tuple[str, str]]) -> Iterator[tuple[str, DocumentManifest]]:
-    """``(doc_id, manifest)`` for rows of ``(doc_id, DocumentManifest.to_json())``.
-
-    What a store's batch lookup uses: the embedder, the same in nearly every row, is
-    built once per distinct value; a row in :meth:`DocumentManifest.to_json`'s own form is
-    read without a JSON parser (anything else is parsed as JSON, with the same result).
-    """
-    by_text: dict[str, EmbedderIdentity] = {}
-    by_value: dict[tuple[Any, ...], EmbedderIdentity] = {}
+    """``(doc_id, manifest)`` for rows of ``(doc_id, DocumentManifest.to_json())`` (what a
+    store's batch lookup reads)."""
     for doc_id, text in rows:
-        written = _WRITTEN.fullmatch(text)
-        if written is not None:
-            count, digest, raw_embedder = written.groups()
-            embedder = by_text.get(raw_embedder)
-            if embedder is None:
-                try:
-                    parsed = json.loads(raw_embedder)
-                except ValueError:  # more keys after the embedder: not our form after all
-                    parsed = None
-                if parsed is not None:
-                    embedder = by_text[raw_embedder] = _identity(parsed, by_value)
-            if embedder is not None:
-                yield doc_id, DocumentManifest(doc_id, digest, int(count), embedder)
-                continue
-        data = json.loads(text)
-        yield (
-            doc_id,
-            DocumentManifest._from_dict(doc_id, data, _identity(data["embedder"], by_value)),
-        )
-
-
-def _identity(raw: Any, known: dict[tuple[Any, ...], EmbedderIdentity]) -> EmbedderIdentity:
-    """The identity of a parsed ``embedder`` object, built once per distinct value."""
-    key = (raw.get("provider"), raw.get("model"), raw.get("dimension"))
-    embedder = known.get(key)
-    if embedder is None:
-        embedder = known[key] = EmbedderIdentity._from_dict(raw)
-    return embedder
+        yield doc_id, DocumentManifest.from_json(doc_id, text)

@@ -2,9 +2,8 @@
 
 A re-ingest decides "unchanged" by comparing a document's digest with the one its stored
 manifest holds, so a digest that changed by one bit would re-ingest every existing store.
-These tests hold today's digest (the bytes ``TextFiles`` read, hashed as read; metadata
-JSON written directly) to the computation stores were filled with before, and the manifest
-reader's no-parser path to ``json.loads``.
+These tests hold today's digest (the bytes ``TextFiles`` read, hashed as read) to the
+computation stores were filled with before, and the manifest reader to ``json.loads``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from hypothesis import strategies as st
 
 from pywrapai_graph import Chunker, Document, SQLiteVectorStore
 from pywrapai_graph.adapters.sources.text_files import TextFiles
-from pywrapai_graph.application import ingest_documents
 from pywrapai_graph.application.ingest_documents import IngestDocuments, content_hash
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.testing.contracts.vector_store import WordEmbedder
@@ -96,7 +94,7 @@ metadata_values = st.one_of(scalars, st.lists(scalars, max_size=3))
 @given(
     text=st.text(),
     metadata=st.one_of(
-        st.dictionaries(st.text(), st.text(), max_size=4),  # the written-directly form
+        st.dictionaries(st.text(), st.text(), max_size=4),
         st.dictionaries(st.text(), metadata_values, max_size=4),
     ),
 )
@@ -106,9 +104,6 @@ def test_digest_equals_the_computation_before_for_any_document(
     doc = Document(text, metadata=metadata, id="x")
     chunker = Chunker(200, 20)
     assert content_hash(doc, chunker) == digest_before(doc, chunker)
-    if all(isinstance(v, str) for v in metadata.values()):
-        expected = json.dumps(metadata, sort_keys=True, ensure_ascii=False)
-        assert ingest_documents._metadata_json(metadata) == expected
 
 
 def test_metadata_that_is_not_json_hashes_as_before() -> None:
@@ -163,7 +158,7 @@ def test_files_hash_as_before_and_a_store_filled_before_sees_them_unchanged(
     store.close()
 
 
-# ---------------------------------------------------------------- manifests read without json
+# ---------------------------------------------------------------- manifests read back
 
 
 manifests = st.builds(
