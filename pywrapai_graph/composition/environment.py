@@ -95,18 +95,21 @@ def _sub_field(field: FieldInfo | None, key: str) -> FieldInfo | None:
     return next((f for name, f in model.model_fields.items() if name.lower() == key), None)
 
 
-def _decode(value: str, field: FieldInfo | None) -> Any:
-    if field is None or not value:
-        return value
-    decode, lenient = _json_rule(field)
-    if not decode:
-        return value
+def _loads(value: str, lenient: bool) -> Any:
+    """``value`` decoded as JSON; when it is not JSON, kept as text if ``lenient``."""
     try:
         return json.loads(value)
     except ValueError:
         if not lenient:
             raise
         return value
+
+
+def _decode(value: str, field: FieldInfo | None) -> Any:
+    if field is None or not value:
+        return value
+    decode, lenient = _json_rule(field)
+    return _loads(value, lenient) if decode else value
 
 
 def _nested(name: str, field: FieldInfo, env: Mapping[str, str]) -> dict[str, Any]:
@@ -138,12 +141,7 @@ def _field_value(name: str, field: FieldInfo, env: Mapping[str, str]) -> Any:
         return value
     if value is None:
         return _nested(name, field, env) or None
-    try:
-        decoded: Any = json.loads(value)
-    except ValueError:
-        if not lenient:
-            raise
-        decoded = value
+    decoded = _loads(value, lenient)
     if isinstance(decoded, dict):
         return deep_update(decoded, _nested(name, field, env))
     return decoded

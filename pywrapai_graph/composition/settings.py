@@ -418,11 +418,9 @@ def _merge(
     out = dict(base)
     for key, value in override.items():
         current = out.get(key)
-        if top and key == "store" and isinstance(value, Mapping) and isinstance(current, dict):
-            if "backend" in value:
+        if isinstance(value, Mapping) and isinstance(current, dict):
+            if top and key == "store" and "backend" in value:
                 current = _store_for(current, value["backend"])
-            out[key] = _merge(current, value, top=False)
-        elif isinstance(value, Mapping) and isinstance(current, dict):
             out[key] = _merge(current, value, top=False)
         else:
             out[key] = value

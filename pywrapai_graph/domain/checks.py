@@ -38,12 +38,8 @@ def check_unicode(text: str, what: str) -> None:
     HTTP body can carry it (it is not valid Unicode), so it is refused where it enters.
     ASCII answers without encoding (CPython knows it of a str without reading it), so a huge
     English text costs the local embedder its window, not a pass over the text."""
-    if text.isascii():
-        return
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not encodes_as_utf8(text):
         raise InvalidArgumentError(
             f"{what} contains a lone surrogate ({text!r:.60}); it is not valid Unicode text "
             "(decode bytes with errors='replace', not 'surrogateescape')"
-        ) from None
+        )
