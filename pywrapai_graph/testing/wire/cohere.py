@@ -44,8 +44,7 @@ class CohereWire(WireServer):
         super().__init__(**options)
         self.relevance = relevance
 
-    def route(self, method: str, path: str) -> str | None:
-        return "rerank" if method == "POST" and path.startswith("/v2/rerank") else None
+    routes: ClassVar[dict[str, str]] = {"/v2/rerank": "rerank"}
 
     def render_computed(self, kind: str, body: Any, path: str) -> WireResponse:
         if not isinstance(body, dict) or not isinstance(body.get("documents"), list):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.domain import ToolCall
@@ -57,13 +57,10 @@ class OpenAIWire(WireServer):
     """Chat Completions and Embeddings, as api.openai.com/v1 speaks them."""
 
     base_path = "/v1"
-
-    def route(self, method: str, path: str) -> str | None:
-        if method == "POST" and path.startswith("/v1/chat/completions"):
-            return "chat"
-        if method == "POST" and path.startswith("/v1/embeddings"):
-            return "embeddings"
-        return None
+    routes: ClassVar[dict[str, str]] = {
+        "/v1/chat/completions": "chat",
+        "/v1/embeddings": "embeddings",
+    }
 
     @staticmethod
     def usage(reply: ScriptedReply) -> dict[str, Any]:
@@ -145,8 +142,7 @@ class OpenAIWire(WireServer):
 class AnthropicWire(WireServer):
     """The Messages API, as api.anthropic.com speaks it."""
 
-    def route(self, method: str, path: str) -> str | None:
-        return "chat" if method == "POST" and path.startswith("/v1/messages") else None
+    routes: ClassVar[dict[str, str]] = {"/v1/messages": "chat"}
 
     @staticmethod
     def _blocks(reply: ScriptedReply) -> list[dict[str, Any]]:
@@ -304,12 +300,7 @@ class GeminiWire(WireServer):
 class OllamaWire(WireServer):
     """``/api/chat`` and ``/api/embed`` of an Ollama server."""
 
-    def route(self, method: str, path: str) -> str | None:
-        if method == "POST" and path.startswith("/api/chat"):
-            return "chat"
-        if method == "POST" and path.startswith("/api/embed"):
-            return "embeddings"
-        return None
+    routes: ClassVar[dict[str, str]] = {"/api/chat": "chat", "/api/embed": "embeddings"}
 
     def wants_stream(self, path: str, body: Any) -> bool:
         return bool(isinstance(body, dict) and body.get("stream", True))

@@ -137,9 +137,9 @@ def split_text(text: str, pieces: int = 3) -> list[str]:
 class WireServer:
     """Base class: routing, the script queue, request recording and the HTTP plumbing.
 
-    Subclasses implement :meth:`render_chat`, :meth:`render_error`, and optionally
-    :meth:`render_embeddings` (or :meth:`render_computed`), :meth:`route` and
-    :meth:`wants_stream`.
+    Subclasses implement :meth:`render_chat`, :meth:`render_error`, :attr:`routes` (or
+    :meth:`route`), and optionally :meth:`render_embeddings` (or :meth:`render_computed`)
+    and :meth:`wants_stream`.
     """
 
     #: appended to ``http://127.0.0.1:<port>`` to form :attr:`base_url`
@@ -147,6 +147,8 @@ class WireServer:
     #: the request kinds answered from the request alone, with no script (a queued failure,
     #: stall or raw body still applies first): see :meth:`render_computed`
     computed_kinds: ClassVar[tuple[str, ...]] = ("embeddings",)
+    #: POST path prefix -> the kind of request it is, for the default :meth:`route`
+    routes: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -279,8 +281,11 @@ class WireServer:
 
     # ------------------------------------------------------------------ provider hooks
     def route(self, method: str, path: str) -> str | None:
-        """ "chat", "embeddings", or None (404) for a request line."""
-        raise NotImplementedError
+        """ "chat", "embeddings", or None (404) for a request line: by default the kind of
+        the first of :attr:`routes` that begins a POST's path."""
+        if method != "POST":
+            return None
+        return next((kind for start, kind in self.routes.items() if path.startswith(start)), None)
 
     def wants_stream(self, path: str, body: Any) -> bool:
         """Whether the request asks for a streamed response."""
