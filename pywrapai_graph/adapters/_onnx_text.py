@@ -1,11 +1,12 @@
 """The kit of the local text models (the embedder and the cross-encoder): a model folder's
-files, an onnxruntime session, a Hugging Face tokenizer, and token ids padded into the
-model's inputs. Nothing is downloaded: the files are on disk."""
+files, an onnxruntime session, a Hugging Face tokenizer, token ids padded into the model's
+inputs, and :class:`OnnxTextModel`, the base holding them. Nothing is downloaded: the files
+are on disk."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = [
     "Encoding",
+    "OnnxTextModel",
     "Tokenizer",
     "cut_text",
     "load_session",
@@ -133,3 +135,38 @@ def run_session(
     except Exception as exc:  # onnxruntime raises its own untyped errors
         raise ProviderError(f"{provider}: the ONNX model failed: {exc}", provider=provider) from exc
     return np.asarray(out, dtype=np.float32)
+
+
+class OnnxTextModel:
+    """Base of the local text models: their settings, session and tokenizer, and the batches
+    they run (texts grouped by length, so that little padding is computed)."""
+
+    provider = "local"
+    max_batch = 4096
+    default_model: str
+    max_length: int
+    batch_size: int
+
+    @staticmethod
+    def _check(threads: int, max_length: int, batch_size: int, shortest: int) -> None:
+        """Raises ConfigurationError for a setting the model cannot run with."""
+        if threads < 1 or max_length < shortest or batch_size < 1:
+            raise ConfigurationError(
+                f"threads and batch_size must be >= 1 and max_length >= {shortest}, got "
+                f"threads={threads}, max_length={max_length}, batch_size={batch_size}"
+            )
+
+    def _load(self, files: tuple[Path, Path], name: str, threads: int) -> None:
+        """Open ``(model.onnx, tokenizer.json)`` as the model called ``name``."""
+        self.default_model = name
+        self._session, self._inputs = load_session(files[0], threads)
+        self._tokenizer = load_tokenizer(files[1], self.max_length)
+
+    def close(self) -> None:
+        """Nothing to release (the session is freed with the object)."""
+
+    def _batches(self, encodings: Sequence[Encoding]) -> Iterator[list[int]]:
+        """The indexes of ``encodings`` in batches of ``batch_size``, shortest first."""
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            yield order[start : start + self.batch_size]

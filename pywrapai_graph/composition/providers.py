@@ -157,15 +157,8 @@ def make_chat_model(provider: str, model: str | None, options: Mapping[str, Any]
         ConfigurationError: a ``base_url`` whose password holds an unencoded ``@:/?#[]``.
         MissingExtraError: the provider's SDK is not installed (raised by the adapter).
     """
-    entry = CHAT_PROVIDERS.get(provider)
-    if entry is None:
-        known = sorted(CHAT_PROVIDERS) or ["(none installed)"]
-        raise UnknownProviderError(
-            f"unknown LLM provider {provider!r}; known providers: {', '.join(known)}. "
-            "You can also pass a ChatModel instance as provider="
-        )
-    refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
-    return entry.build(model, options)
+    hint = ". You can also pass a ChatModel instance as provider="
+    return _entry(CHAT_PROVIDERS, "LLM", provider, options, hint).build(model, options)
 
 
 def make_embedding_provider(provider: str, options: Mapping[str, Any]) -> EmbeddingProvider:
@@ -193,12 +186,14 @@ def _entry(
     kind: str,
     provider: str,
     options: Mapping[str, Any],
+    hint: str = "",
 ) -> ProviderEntry[Factory]:
     """The table's entry for ``provider``, its ``base_url`` checked for a plain-text secret."""
     entry = table.get(provider)
     if entry is None:
+        known = ", ".join(sorted(table))
         raise UnknownProviderError(
-            f"unknown {kind} provider {provider!r}; known providers: {', '.join(sorted(table))}"
+            f"unknown {kind} provider {provider!r}; known providers: {known}{hint}"
         )
     refuse_unencoded_userinfo(options.get("base_url"), f"{provider} base_url")
     return entry

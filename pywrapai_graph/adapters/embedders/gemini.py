@@ -8,13 +8,16 @@ from typing import Any
 
 from pywrapai_graph.adapters._gemini import close_aio, gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.adapters._provider_errors import decoding, status_code_errors
+from pywrapai_graph.adapters._provider_errors import status_code_errors
+from pywrapai_graph.adapters.embedders._base import SDKEmbeddings
 from pywrapai_graph.errors import MissingExtraError
-from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch
 
 try:
+    from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types as genai_types
+    from google.genai.client import AsyncClient
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("google-genai", "gemini") from exc
 
@@ -26,7 +29,7 @@ def _contents(texts: Sequence[str]) -> list[genai_types.PartUnion]:
     return list(texts)
 
 
-class GeminiEmbeddings(AsyncEmbeddingProvider):
+class GeminiEmbeddings(SDKEmbeddings[genai.Client, AsyncClient]):
     """``client.models.embed_content`` with up to 100 texts per request (the API's limit).
 
     The API reports no token counts; the Embedder estimates 4 characters per token (D6).
@@ -35,8 +38,6 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
     provider = "gemini"
     default_model = "gemini-embedding-001"
     max_batch = 100
-    #: a server takes several requests at once (the client is thread-safe)
-    concurrent_requests = True
 
     def __init__(
         self,
@@ -52,33 +53,13 @@ class GeminiEmbeddings(AsyncEmbeddingProvider):
         )
         self._secret = api_key
 
-    def __repr__(self) -> str:
-        return "GeminiEmbeddings()"
-
     def _errors(self) -> AbstractContextManager[None]:
         return status_code_errors(genai_errors.APIError, "gemini", self._secret, "code", "message")
 
-    def close(self) -> None:
-        """Release the client's connections."""
-        self._client.close()
+    def _embed(self, client: genai.Client | AsyncClient, texts: list[str], model: str) -> Any:
+        return client.models.embed_content(model=model, contents=_contents(texts))
 
-    async def aclose(self) -> None:
-        """Release the current event loop's async client."""
-        await self._aclients.aclose()
-
-    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with decoding("gemini", lambda: None, [self._secret]), self._errors():
-            raw = self._client.models.embed_content(model=model, contents=_contents(texts))
-            return _batch(raw, model)
-
-    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with decoding("gemini", lambda: None, [self._secret]), self._errors():
-            raw = await self._aclients.get().models.embed_content(
-                model=model, contents=_contents(texts)
-            )
-            return _batch(raw, model)
-
-
-def _batch(raw: Any, model: str) -> EmbeddingBatch:
-    vectors = [list(e.values or []) for e in raw.embeddings or []]
-    return EmbeddingBatch(vectors, None, model)
+    @staticmethod
+    def _batch(raw: Any, model: str) -> EmbeddingBatch:
+        vectors = [list(e.values or []) for e in raw.embeddings or []]
+        return EmbeddingBatch(vectors, None, model)

@@ -22,14 +22,13 @@ import numpy.typing as npt
 
 from pywrapai_graph.adapters._onnx_text import (
     Encoding,
+    OnnxTextModel,
     cut_text,
-    load_session,
-    load_tokenizer,
     model_files,
     run_session,
     token_inputs,
 )
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError
+from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 
 __all__ = ["DEFAULT_MODEL", "LocalEmbeddings", "default_model_files", "default_threads"]
@@ -81,7 +80,7 @@ def default_model_files() -> tuple[Path, Path]:
     return model_pkg / "model.onnx", tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE)
 
 
-class LocalEmbeddings(EmbeddingProvider):
+class LocalEmbeddings(OnnxTextModel, EmbeddingProvider):
     """Sentence embeddings computed on this machine with onnxruntime.
 
     Args:
@@ -103,9 +102,6 @@ class LocalEmbeddings(EmbeddingProvider):
         ConfigurationError: ``model_dir`` lacks a file, or the file cannot be loaded.
     """
 
-    provider = "local"
-    max_batch = 4096
-
     def __init__(
         self,
         *,
@@ -116,35 +112,24 @@ class LocalEmbeddings(EmbeddingProvider):
         batch_size: int = 32,
     ) -> None:
         threads = default_threads() if threads is None else threads
-        if threads < 1 or max_length < 2 or batch_size < 1:
-            raise ConfigurationError(
-                "threads and batch_size must be >= 1 and max_length >= 2, got "
-                f"threads={threads}, max_length={max_length}, batch_size={batch_size}"
-            )
+        self._check(threads, max_length, batch_size, shortest=2)
         if model_dir is None:
-            model_path, tokenizer_path = default_model_files()
-            self.default_model = model_name or DEFAULT_MODEL
+            files, name = default_model_files(), model_name or DEFAULT_MODEL
         else:
-            model_path, tokenizer_path = model_files(model_dir)
-            self.default_model = model_name or Path(model_dir).resolve().name
+            files, name = model_files(model_dir), model_name or Path(model_dir).resolve().name
         self.threads = threads
         self.max_length = max_length
         self.batch_size = batch_size
         self.truncated = 0
-        self._session, self._inputs = load_session(model_path, threads)
+        self._load(files, name, threads)
         shape = self._session.get_outputs()[0].shape
         self.dimension = shape[-1] if isinstance(shape[-1], int) else 0
-        # padded per group below, to the group's longest text
-        self._tokenizer = load_tokenizer(tokenizer_path, max_length)
 
     def __repr__(self) -> str:
         return (
             f"LocalEmbeddings(model={self.default_model!r}, dimension={self.dimension}, "
             f"threads={self.threads})"
         )
-
-    def close(self) -> None:
-        """Nothing to release (the session is freed with the object)."""
 
     def _run(self, encodings: Sequence[Encoding]) -> npt.NDArray[np.float32]:
         feed = token_inputs(encodings, self._inputs)
@@ -184,9 +169,7 @@ class LocalEmbeddings(EmbeddingProvider):
                 self.max_length,
             )
         out = np.empty((len(encodings), self.dimension or 1), dtype=np.float32)
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in self._batches(encodings):
             vectors = self._run([encodings[i] for i in rows])
             if out.shape[1] != vectors.shape[1]:
                 out = np.empty((len(encodings), vectors.shape[1]), dtype=np.float32)

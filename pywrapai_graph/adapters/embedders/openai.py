@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
-from pywrapai_graph.adapters._provider_errors import decoding, stainless_errors
+from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
+from pywrapai_graph.adapters.embedders._base import SDKEmbeddings
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError
-from pywrapai_graph.ports.embedding_provider import AsyncEmbeddingProvider, EmbeddingBatch
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch
 
 try:
     import openai
@@ -20,14 +20,12 @@ except ImportError as exc:  # this module loads only when its provider is chosen
 __all__ = ["OpenAIEmbeddings"]
 
 
-class OpenAIEmbeddings(AsyncEmbeddingProvider):
+class OpenAIEmbeddings(SDKEmbeddings[openai.OpenAI, openai.AsyncOpenAI]):
     """``client.embeddings.create`` with up to 2,048 inputs per request (sync and async)."""
 
     provider = "openai"
     default_model = "text-embedding-3-small"
     max_batch = 2048
-    #: a server takes several requests at once (the client is thread-safe)
-    concurrent_requests = True
 
     def __init__(
         self,
@@ -49,32 +47,16 @@ class OpenAIEmbeddings(AsyncEmbeddingProvider):
         self._secret = self._client.api_key
         self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**options), close_async)
 
-    def __repr__(self) -> str:
-        return "OpenAIEmbeddings()"
-
     def _errors(self) -> AbstractContextManager[None]:
         return stainless_errors(openai, "openai", self._secret)
 
-    def close(self) -> None:
-        """Release the client's connections."""
-        self._client.close()
-
-    async def aclose(self) -> None:
-        """Release the current event loop's async client."""
-        await self._aclients.aclose()
-
-    def embed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with decoding("openai", lambda: None, [self._secret]), self._errors():
-            raw = self._client.embeddings.create(model=model, input=list(texts))
-            return self._batch(raw)
-
-    async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
-        with decoding("openai", lambda: None, [self._secret]), self._errors():
-            raw = await self._aclients.get().embeddings.create(model=model, input=list(texts))
-            return self._batch(raw)
+    def _embed(
+        self, client: openai.OpenAI | openai.AsyncOpenAI, texts: list[str], model: str
+    ) -> Any:
+        return client.embeddings.create(model=model, input=texts)
 
     @staticmethod
-    def _batch(raw: Any) -> EmbeddingBatch:
+    def _batch(raw: Any, model: str) -> EmbeddingBatch:
         data = sorted(raw.data, key=lambda d: d.index)
         tokens = raw.usage.prompt_tokens if raw.usage is not None else None
         return EmbeddingBatch([list(d.embedding) for d in data], tokens, raw.model)

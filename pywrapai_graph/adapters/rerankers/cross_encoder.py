@@ -19,9 +19,8 @@ import numpy.typing as npt
 
 from pywrapai_graph.adapters._onnx_text import (
     Encoding,
+    OnnxTextModel,
     cut_text,
-    load_session,
-    load_tokenizer,
     model_files,
     run_session,
     token_inputs,
@@ -50,7 +49,7 @@ def _relevance(logits: npt.NDArray[np.float32], rows: int) -> npt.NDArray[np.flo
     )
 
 
-class LocalCrossEncoder(RerankProvider):
+class LocalCrossEncoder(OnnxTextModel, RerankProvider):
     """Scores (query, passage) pairs with a cross-encoder on this machine.
 
     Args:
@@ -64,9 +63,6 @@ class LocalCrossEncoder(RerankProvider):
     Raises:
         ConfigurationError: no ``model_dir``, a missing or unloadable file, or a bad setting.
     """
-
-    provider = "local"
-    max_batch = 4096
 
     def __init__(
         self,
@@ -82,23 +78,14 @@ class LocalCrossEncoder(RerankProvider):
                 "the local reranker needs model_dir=: a folder holding a cross-encoder "
                 "exported to ONNX (model.onnx) and its tokenizer.json; nothing is downloaded"
             )
-        if threads < 1 or max_length < 4 or batch_size < 1:
-            raise ConfigurationError(
-                "threads and batch_size must be >= 1 and max_length >= 4, got "
-                f"threads={threads}, max_length={max_length}, batch_size={batch_size}"
-            )
-        model_path, tokenizer_path = model_files(model_dir)
-        self.default_model = model_name or Path(model_dir).resolve().name
+        self._check(threads, max_length, batch_size, shortest=4)
+        files = model_files(model_dir)
         self.max_length = max_length
         self.batch_size = batch_size
-        self._session, self._inputs = load_session(model_path, threads)
-        self._tokenizer = load_tokenizer(tokenizer_path, max_length)
+        self._load(files, model_name or Path(model_dir).resolve().name, threads)
 
     def __repr__(self) -> str:
         return f"LocalCrossEncoder(model={self.default_model!r})"
-
-    def close(self) -> None:
-        """Nothing to release (the session is freed with the object)."""
 
     def _run(self, encodings: Sequence[Encoding]) -> npt.NDArray[np.float64]:
         logits = run_session(self._session, token_inputs(encodings, self._inputs), "local")
@@ -111,9 +98,7 @@ class LocalCrossEncoder(RerankProvider):
         pairs = [(cut_text(query, budget), cut_text(t, budget)) for t in texts]
         encodings = self._tokenizer.encode_batch(pairs)
         scores = np.empty(len(encodings), dtype=np.float64)
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in self._batches(encodings):
             scores[rows] = self._run([encodings[i] for i in rows])
         tokens = sum(len(e.ids) for e in encodings)
         return RerankScores([float(s) for s in scores], tokens, self.default_model)
