@@ -166,13 +166,11 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
         check_value(value, f"filter value for {key!r}")
 
 
-def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
-    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted), after checking
-    ``filter`` too.
+def check_k(k: int) -> int:
+    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted).
 
     Raises:
-        InvalidArgumentError: ``k`` is not a positive integer (bools are refused), or the
-            filter breaks :func:`check_filter`.
+        InvalidArgumentError: ``k`` is not a positive integer (bools are refused).
     """
     given: object = k
     try:
@@ -181,7 +179,6 @@ def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
         value = None
     if value is None or value < 1:
         raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
-    check_filter(filter)
     return min(value, MAX_K)
 
 

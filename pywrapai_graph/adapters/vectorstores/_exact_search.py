@@ -211,6 +211,13 @@ class ExactIndex:
         self._matrix[rows] = batch.vectors
         self._columns.assign(rows, [c.metadata for c in batch.chunks])
 
+    def replace(self, before: Sequence[str], batch: PreparedBatch) -> None:
+        """A document rewritten: its ids ``before`` that ``batch`` does not hold removed,
+        then ``batch`` upserted."""
+        kept = set(batch.ids)
+        self.remove([i for i in before if i not in kept])
+        self.upsert(batch)
+
     def _append(self, batch: PreparedBatch) -> None:
         """Only new ids: one slice assignment and bulk list/dict updates."""
         start, count = self._n, len(batch.ids)
