@@ -133,11 +133,6 @@ class ExactIndex:
         """Rows allocated (grown geometrically, by an eighth)."""
         return int(self._matrix.shape[0])
 
-    @property
-    def matrix(self) -> Matrix:
-        """The used rows (a view, no copy: valid until the next write)."""
-        return self._matrix[: self._n]
-
     def __len__(self) -> int:
         return self._n
 

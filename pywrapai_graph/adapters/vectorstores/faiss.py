@@ -100,6 +100,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             self._faiss.omp_set_num_threads(threads)
         self._index_path = Path(index_path)
         self._meta_path = Path(meta_path)
+        self._where = repr(str(self._meta_path))
         self._pending = self._index_path.with_name(self._index_path.name + ".pending")
         self._log = SegmentLog(
             self._index_path.with_name(self._index_path.name + ".log"), str(self._index_path)
@@ -219,10 +220,6 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         )
         gone = rows_in(self._meta, "DELETE FROM chunks WHERE int_id IN (?) RETURNING id", int_ids)
         self._on_commit.append(partial(self._lexical.remove, [r[0] for r in gone]))
-
-    @property
-    def _where(self) -> str:
-        return repr(str(self._meta_path))
 
     def _row_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in row order (rows are in label order), for a new column."""

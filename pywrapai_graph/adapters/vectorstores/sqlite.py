@@ -126,6 +126,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self, db_path: str | os.PathLike[str] = "vector_store.db", table_name: str = "vector_chunks"
     ) -> None:
         self._table = _table_name(table_name)
+        self._docs, self._meta = f"{self._table}__docs", f"{self._table}__meta"
+        self._where = f"table {self._table!r}"
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
         # the lexical index follows the exact index's changes (it watches it), and is
@@ -168,14 +170,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         # -1: the matrix is not loaded; the first search or write loads it, so an open that
         # only looks up manifests (a re-ingest of unchanged files) never reads the vectors
         self._version = -1
-
-    @property
-    def _docs(self) -> str:
-        return f"{self._table}__docs"
-
-    @property
-    def _meta(self) -> str:
-        return f"{self._table}__meta"
 
     # ------------------------------------------------------------------ sync
     def _data_version(self) -> int:
@@ -225,10 +219,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         index.load(ids, matrix)
         return index
 
-    @property
-    def _where(self) -> str:
-        return f"table {self._table!r}"
-
     def _all_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in the index's row order (read once, when a filter needs it)."""
         by_id = {
@@ -242,7 +232,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         statement = f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN (?)'
         return {r[0]: stored_chunk(r, self._where) for r in rows_in(self._conn, statement, ids)}
 
-    def _scored(self, hits: Hits) -> list[ScoredChunk]:
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         rows, scores = hits
         ids = [self._index.id_at(int(r)) for r in rows]
         chunks = self._fetch(ids)
@@ -389,9 +379,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         with self._lock, self._reading(), self._snapshot():
             self._sync()
             yield
-
-    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
-        return self._scored(hits)
 
     def _searched_identity(self) -> EmbedderIdentity | None:
         return self._identity.at(self._version)  # read again when data_version moved
