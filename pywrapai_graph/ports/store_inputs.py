@@ -29,7 +29,6 @@ __all__ = [
     "canonical_json",
     "check_bm25",
     "check_chunk",
-    "check_chunks",
     "check_delete_ids",
     "check_doc_id",
     "check_filter",
@@ -50,12 +49,8 @@ MAX_K = 2**31 - 1
 _RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat lists of them"
 
 
-#: Raises InvalidArgumentError when a text holds a lone surrogate.
-check_text = check_unicode
-
-
 def check_name(value: str, what: str) -> None:
-    """:func:`check_text`, and no NUL character: an id, a metadata key or a string value.
+    """:func:`check_unicode`, and no NUL character: an id, a metadata key or a string value.
 
     A chunk's text may hold NUL on every store (PostgreSQL's text cannot; the pgvector store
     escapes it); the strings a store indexes, compares and filters by may not, on any store.
@@ -63,7 +58,7 @@ def check_name(value: str, what: str) -> None:
     Raises:
         InvalidArgumentError: a lone surrogate or a NUL character.
     """
-    check_text(value, what)
+    check_unicode(value, what)
     if "\x00" in value:
         raise InvalidArgumentError(
             f"{what} holds a NUL character ({value!r:.60}); ids, metadata keys and metadata "
@@ -113,7 +108,7 @@ def check_chunk(chunk: Chunk) -> None:
     text: object = chunk.text
     if not isinstance(text, str):
         raise ArgumentTypeError(f"chunk {chunk.id!r} text is a {type(text).__name__}")
-    check_text(chunk.text, f"chunk {chunk.id!r} text")
+    check_unicode(chunk.text, f"chunk {chunk.id!r} text")
     metadata: object = chunk.metadata
     if not isinstance(metadata, Mapping):
         raise ArgumentTypeError(f"chunk {chunk.id!r} metadata is a {type(metadata).__name__}")
@@ -124,19 +119,9 @@ def check_chunk(chunk: Chunk) -> None:
         check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
 
 
-def check_chunks(chunks: Sequence[Chunk], method: str = "add") -> None:
-    """Every item a :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
-    if isinstance(chunks, Chunk):
-        raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
-    for c in chunks:
-        if not isinstance(c, Chunk):
-            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
-        check_chunk(c)
-
-
 def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chunk]:
-    """``chunks`` as a sequence (a generator is read once, here) following
-    :func:`check_chunks`."""
+    """``chunks`` as a sequence (a generator is read once, here), every item a
+    :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
     given: object = chunks
     if not isinstance(given, Sequence | Chunk):
         if not isinstance(given, Iterable):
@@ -144,7 +129,12 @@ def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chu
                 f"{method}() takes a list of chunks, got {type(given).__name__}"
             )
         chunks = list(given)
-    check_chunks(chunks, method)
+    if isinstance(chunks, Chunk):
+        raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
+    for c in chunks:
+        if not isinstance(c, Chunk):
+            raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
+        check_chunk(c)
     return chunks
 
 
@@ -166,13 +156,11 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
         check_value(value, f"filter value for {key!r}")
 
 
-def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
-    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted), after checking
-    ``filter`` too.
+def check_k(k: int) -> int:
+    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted).
 
     Raises:
-        InvalidArgumentError: ``k`` is not a positive integer (bools are refused), or the
-            filter breaks :func:`check_filter`.
+        InvalidArgumentError: ``k`` is not a positive integer (bools are refused).
     """
     given: object = k
     try:
@@ -181,7 +169,6 @@ def check_k(k: int, filter: Mapping[str, Any] | None = None) -> int:
         value = None
     if value is None or value < 1:
         raise InvalidArgumentError(f"k must be a positive int, got {k!r}")
-    check_filter(filter)
     return min(value, MAX_K)
 
 

@@ -25,7 +25,7 @@ from pywrapai_graph import (
 from pywrapai_graph.application.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
-from pywrapai_graph.ports.store_inputs import check_chunks
+from pywrapai_graph.ports.store_inputs import checked_chunks
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 
 NAN = float("nan")
@@ -127,7 +127,7 @@ def test_subclasses_of_the_json_types_follow_the_same_rules() -> None:
         Chunk("t", "d", {"level": _Level.LOW, "tag": _Tag("x")}, "c1"),
         Chunk(_Tag("text"), "d", {}, "c2"),
     ]
-    check_chunks(fine)
+    checked_chunks(fine)
     bad = [Chunk("t", "d", {}, "c1"), Chunk("t", "d", {"tag": _Tag("a\ud800")}, "c2")]
     with pytest.raises(InvalidArgumentError, match="c2"):
-        check_chunks(bad)
+        checked_chunks(bad)

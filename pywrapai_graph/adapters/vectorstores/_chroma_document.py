@@ -26,8 +26,11 @@ from pywrapai_graph.adapters.vectorstores._chroma_lexical import (
     SHORTLIST,
     TERMS,
     add_missing_terms,
+    bm25,
+    shortlist,
+    term_weights,
 )
-from pywrapai_graph.adapters.vectorstores._chroma_points import DOC, chunk_metadata
+from pywrapai_graph.adapters.vectorstores._chroma_points import DOC, chunk_metadata, pages
 from pywrapai_graph.adapters.vectorstores._document_field import (
     Group,
     GroupChunk,
@@ -35,10 +38,8 @@ from pywrapai_graph.adapters.vectorstores._document_field import (
     document_counts,
 )
 from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
-from pywrapai_graph.adapters.vectorstores._sparse_terms import idf, saturated
 from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
 from pywrapai_graph.adapters.vectorstores._version_records import ID_KEY, VERSION_KEY
-from pywrapai_graph.application.text_analysis import analyze
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -71,9 +72,9 @@ def field_metadata(counts: Counter[str] | None) -> dict[str, Any]:
 _CARRIERS: Any = {DOC_LEN: {"$gt": 0}}
 
 
-def _carriers_of(collection: Collection, term: str) -> set[str]:
-    where: Any = {DOC_TERMS: {"$contains": term}}
-    return set(collection.get(where=where, include=[])["ids"])
+def _holding(term: str) -> Any:
+    """The ``where`` of the carriers whose document holds ``term``."""
+    return {DOC_TERMS: {"$contains": term}}
 
 
 def _docs_where(doc_ids: Sequence[str]) -> Any:
@@ -120,20 +121,16 @@ class ChromaDocumentField(EngineLexicalSearch):
     def _document_scores(
         self, query: str, n: int, doc_ids: Sequence[str] | None, k1: float, b: float
     ) -> dict[Group, float]:
-        terms = sorted(set(analyze(query)))
         with self._errors():
-            postings = {t: _carriers_of(self._collection, t) for t in terms}
-            present = [t for t in terms if postings[t]]
-            if not present:
+            postings, weight = term_weights(
+                query,
+                lambda t: set(self._collection.get(where=_holding(t), include=[])["ids"]),
+                lambda: len(self._collection.get(where=_CARRIERS, include=[])["ids"]),
+            )
+            if not postings:
                 return {}
-            total = len(self._collection.get(where=_CARRIERS, include=[])["ids"])
-            weight = {t: idf(len(postings[t]), total) for t in present}
             if doc_ids is None:
-                first: dict[str, float] = {}
-                for t in present:
-                    for carrier in postings[t]:
-                        first[carrier] = first.get(carrier, 0.0) + weight[t]
-                best = sorted(first, key=lambda i: (-first[i], i))[: max(n, SHORTLIST)]
+                best = shortlist(postings, weight, None, max(n, SHORTLIST))
                 got = self._collection.get(ids=best, include=["metadatas"])
             else:
                 where: Any = {"$and": [_docs_where(doc_ids), _CARRIERS]}
@@ -143,9 +140,7 @@ class ChromaDocumentField(EngineLexicalSearch):
         for meta in got["metadatas"] or []:
             tf, length = json.loads(str(meta[DOC_TF])), int(str(meta[DOC_LEN]))
             key = (str(meta[DOC]), str(meta.get(VERSION_KEY, "")))
-            scores[key] = sum(
-                weight[t] * saturated(tf[t], length, avgdl, k1, b) for t in present if t in tf
-            )
+            scores[key] = bm25(weight, tf, length, avgdl, k1, b)
         return dict(sorted(scores.items(), key=lambda kv: -kv[1])[:n])
 
     def _group_chunks(self, groups: Sequence[Group]) -> dict[Group, list[GroupChunk]]:
@@ -195,19 +190,12 @@ class ChromaDocumentField(EngineLexicalSearch):
     def _carrierless(self) -> dict[Group, list[GroupChunk]]:
         """Every document version none of whose stored chunks carries its field."""
         groups: dict[Group, list[GroupChunk]] = {}
-        offset = 0
-        while True:
-            got = self._collection.get(
-                include=["documents", "metadatas"], limit=_PAGE, offset=offset
-            )
-            if not got["ids"]:
-                break
+        for got in pages(self._collection, ["documents", "metadatas"]):
             for i, text, meta in zip(
                 got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
             ):
                 group = (str(meta.get(DOC, "")), str(meta.get(VERSION_KEY, "")))
                 groups.setdefault(group, []).append(GroupChunk(i, text or "", DOC_LEN in meta))
-            offset += len(got["ids"])
         return {g: c for g, c in groups.items() if not any(x.carries for x in c)}
 
     def _add_missing_fields(self, groups: dict[Group, list[GroupChunk]]) -> None:

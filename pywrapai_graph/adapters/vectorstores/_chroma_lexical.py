@@ -23,9 +23,10 @@ No state is kept between queries, so every process sees every other's writes at 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pywrapai_graph.adapters.vectorstores._chroma_points import pages
 from pywrapai_graph.adapters.vectorstores._sparse_terms import idf, saturated
 from pywrapai_graph.adapters.vectorstores._version_records import ID_KEY
 from pywrapai_graph.application.text_analysis import analyze
@@ -38,21 +39,17 @@ __all__ = [
     "SHORTLIST",
     "TERMS",
     "add_missing_terms",
+    "bm25",
     "bm25_top",
     "ids_where",
-    "terms_metadata",
+    "shortlist",
+    "term_weights",
 ]
 
 #: the metadata field holding a chunk's distinct analysed terms
 TERMS = "pywrapai_terms"
 #: fewest candidates scored exactly
 SHORTLIST = 100
-
-
-def terms_metadata(text: str) -> dict[str, Any]:
-    """The metadata field of a chunk's terms (absent when it has none: Chroma refuses [])."""
-    terms = sorted(set(analyze(text)))
-    return {TERMS: terms} if terms else {}
 
 
 def ids_where(ids: Sequence[str]) -> Any:
@@ -65,15 +62,34 @@ def _any_term(terms: Sequence[str]) -> Any:
     return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
 
-def _shortlist(
+def term_weights(
+    query: str, holders: Callable[[str], set[str]], count: Callable[[], int]
+) -> tuple[dict[str, set[str]], dict[str, float]]:
+    """The postings of the query's distinct terms that some record holds (``holders``: the
+    ids holding a term), in term order, and each term's idf among ``count()`` records."""
+    postings = {t: holders(t) for t in sorted(set(analyze(query)))}
+    postings = {t: ids for t, ids in postings.items() if ids}
+    total = count() if postings else 0
+    return postings, {t: idf(len(ids), total) for t, ids in postings.items()}
+
+
+def shortlist(
     postings: dict[str, set[str]], weight: dict[str, float], allowed: set[str] | None, n: int
 ) -> list[str]:
+    """The ``n`` ids (of ``allowed``, unless None) with the highest sum of their terms' idf."""
     first: dict[str, float] = {}
     for term, ids in postings.items():
         for chunk_id in ids if allowed is None else ids & allowed:
             first[chunk_id] = first.get(chunk_id, 0.0) + weight[term]
-    ranked = sorted(first, key=lambda i: (-first[i], i))
-    return ranked[: max(SHORTLIST, 2 * n)]
+    return sorted(first, key=lambda i: (-first[i], i))[:n]
+
+
+def bm25(
+    weight: dict[str, float], tf: Mapping[str, int], length: int, avgdl: float, k1: float, b: float
+) -> float:
+    """BM25 of a text with term frequencies ``tf`` and ``length``, over the query terms'
+    idf ``weight`` (summed in term order)."""
+    return sum(w * saturated(tf[t], length, avgdl, k1, b) for t, w in weight.items() if tf.get(t))
 
 
 def bm25_top(
@@ -86,30 +102,25 @@ def bm25_top(
     b: float,
 ) -> list[tuple[str, float]]:
     """The engine ids of the ``n`` best chunks by BM25 (any version), with their scores."""
-    terms = sorted(set(analyze(query)))
-    if not terms:
+    postings, weight = term_weights(
+        query,
+        lambda t: set(collection.get(where=_any_term([t]), include=[])["ids"]),
+        lambda: int(collection.count()),
+    )
+    if not postings:
         return []
-    postings = {t: set(collection.get(where=_any_term([t]), include=[])["ids"]) for t in terms}
-    present = [t for t in terms if postings[t]]
-    if not present:
-        return []
-    total = int(collection.count())
-    weight = {t: idf(len(postings[t]), total) for t in present}
     allowed = None
     if where is not None:
-        passing = collection.get(where={"$and": [where, _any_term(present)]}, include=[])
+        passing = collection.get(where={"$and": [where, _any_term(list(postings))]}, include=[])
         allowed = set(passing["ids"])
-    shortlist = _shortlist({t: postings[t] for t in present}, weight, allowed, n)
-    if not shortlist:
+    best = shortlist(postings, weight, allowed, max(SHORTLIST, 2 * n))
+    if not best:
         return []
-    got = collection.get(ids=shortlist, include=["documents"])
+    got = collection.get(ids=best, include=["documents"])
     scored = []
     for chunk_id, text in zip(got["ids"], got.get("documents") or [], strict=True):
         counts = Counter(analyze(text or ""))
-        length = sum(counts.values())
-        score = sum(
-            weight[t] * saturated(counts[t], length, avgdl, k1, b) for t in present if counts[t]
-        )
+        score = bm25(weight, counts, sum(counts.values()), avgdl, k1, b)
         if score > 0.0:
             scored.append((chunk_id, score))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
@@ -118,7 +129,6 @@ def bm25_top(
 
 #: collection metadata: every chunk carries its terms (set once older chunks got theirs)
 LEXICAL_MARK = "pywrapai_lexical"
-_BACKFILL_PAGE = 5000  # chunks per request
 
 
 def add_missing_terms(
@@ -127,15 +137,9 @@ def add_missing_terms(
     """Give chunks written before lexical search was Chroma's their terms (once)."""
     if (collection.metadata or {}).get(LEXICAL_MARK):
         return
-    offset = 0
-    while True:
-        got = collection.get(include=["documents"], limit=_BACKFILL_PAGE, offset=offset)
-        if not got["ids"]:
-            break
-        texts = [t or "" for t in got.get("documents") or []]
-        terms, _ = weigh(texts)
+    for got in pages(collection, ["documents"]):
+        terms, _ = weigh([t or "" for t in got["documents"] or []])
         collection.update(
             ids=got["ids"], metadatas=[{TERMS: sorted(t)} if t else {} for t in terms]
         )
-        offset += len(got["ids"])
     collection.modify(metadata={LEXICAL_MARK: 1})

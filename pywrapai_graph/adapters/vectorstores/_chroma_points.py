@@ -4,6 +4,7 @@ for Chroma's ``where`` filters, and the hits and stored copies read back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
@@ -14,7 +15,7 @@ from pywrapai_graph.ports.store_inputs import canonical_json
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Include, Metadata, QueryResult
+    from chromadb.api.types import GetResult, Include, Metadata, QueryResult
 
 __all__ = [
     "DOC",
@@ -24,6 +25,7 @@ __all__ = [
     "hit",
     "hits_of",
     "paged_chunks",
+    "pages",
     "stored_of",
     "where_filter",
 ]
@@ -57,17 +59,26 @@ def hit(engine_id: str, text: str | None, meta: Any, score: float) -> Hit:
     return ScoredChunk(chunk, score), version
 
 
+def pages(collection: Collection, include: Include, where: Any = None) -> Iterator[GetResult]:
+    """The records ``where`` selects, one ``get`` of :data:`_PAGE` records at a time (a page
+    that comes back short is the last; an empty one is not yielded)."""
+    offset = 0
+    while True:
+        got = collection.get(where=where, include=include, limit=_PAGE, offset=offset)
+        if got["ids"]:
+            yield got
+        if len(got["ids"]) < _PAGE:
+            return
+        offset += len(got["ids"])
+
+
 def paged_chunks(collection: Collection, where: Any) -> list[tuple[Chunk, str]]:
     """Every chunk (with its version) ``where`` selects, read a page at a time."""
-    pairs: list[tuple[Chunk, str]] = []
-    while True:
-        got = collection.get(
-            where=where, include=["documents", "metadatas"], limit=_PAGE, offset=len(pairs)
-        )
-        texts, metas = got.get("documents") or [], got.get("metadatas") or []
-        pairs += map(chunk_of, got["ids"], texts, metas)
-        if len(got["ids"]) < _PAGE:
-            return pairs
+    return [
+        pair
+        for got in pages(collection, ["documents", "metadatas"], where)
+        for pair in map(chunk_of, got["ids"], got["documents"] or [], got["metadatas"] or [])
+    ]
 
 
 def hits_of(result: QueryResult) -> list[list[Hit]]:

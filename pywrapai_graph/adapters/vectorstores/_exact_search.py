@@ -133,11 +133,6 @@ class ExactIndex:
         """Rows allocated (grown geometrically, by an eighth)."""
         return int(self._matrix.shape[0])
 
-    @property
-    def matrix(self) -> Matrix:
-        """The used rows (a view, no copy: valid until the next write)."""
-        return self._matrix[: self._n]
-
     def __len__(self) -> int:
         return self._n
 
@@ -210,6 +205,13 @@ class ExactIndex:
                 self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
         self._matrix[rows] = batch.vectors
         self._columns.assign(rows, [c.metadata for c in batch.chunks])
+
+    def replace(self, before: Sequence[str], batch: PreparedBatch) -> None:
+        """A document rewritten: its ids ``before`` that ``batch`` does not hold removed,
+        then ``batch`` upserted."""
+        kept = set(batch.ids)
+        self.remove([i for i in before if i not in kept])
+        self.upsert(batch)
 
     def _append(self, batch: PreparedBatch) -> None:
         """Only new ids: one slice assignment and bulk list/dict updates."""

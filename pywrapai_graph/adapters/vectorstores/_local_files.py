@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._no_follow import open_file
 from pywrapai_graph.domain.manifest import DocumentManifest, manifests_from_json
@@ -25,6 +26,7 @@ __all__ = [
     "fsync_dir",
     "nearly_full",
     "os_failure",
+    "rows_in",
     "sqlite_failure",
     "sqlite_manifests",
     "subfolder_bytes",
@@ -60,18 +62,23 @@ def sqlite_failure(path: str, exc: sqlite3.Error) -> VectorStoreError:
 IN_BATCH = 500
 
 
+def rows_in(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> list[Any]:
+    """The rows of ``statement`` run once per :data:`IN_BATCH` of ``values``, its one
+    ``IN (?)`` given a mark per value of the batch (a DELETE's rows: what it RETURNs)."""
+    rows: list[Any] = []
+    for start in range(0, len(values), IN_BATCH):
+        part = list(values[start : start + IN_BATCH])
+        rows += conn.execute(statement.replace("IN (?)", f"IN ({','.join('?' * len(part))})"), part)
+    return rows
+
+
 def sqlite_manifests(
     conn: sqlite3.Connection, table: str, doc_ids: Sequence[str]
 ) -> dict[str, DocumentManifest]:
     """The manifests of ``doc_ids`` kept in ``table`` (a quoted name with ``doc_id`` and
     ``manifest`` columns): one indexed ``IN`` query per :data:`IN_BATCH` ids."""
-    found: dict[str, DocumentManifest] = {}
-    for start in range(0, len(doc_ids), IN_BATCH):
-        part = list(doc_ids[start : start + IN_BATCH])
-        marks = ",".join("?" * len(part))
-        rows = conn.execute(f"SELECT doc_id, manifest FROM {table} WHERE doc_id IN ({marks})", part)
-        found.update(manifests_from_json(rows))
-    return found
+    statement = f"SELECT doc_id, manifest FROM {table} WHERE doc_id IN (?)"
+    return dict(manifests_from_json(rows_in(conn, statement, doc_ids)))
 
 
 def os_failure(path: str, exc: BaseException) -> VectorStoreError:

@@ -10,7 +10,7 @@ from typing import Any
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 
-__all__ = ["metadata_json", "metadata_jsons", "stored_metadata"]
+__all__ = ["metadata_json", "metadata_jsons", "stored_chunk", "stored_metadata"]
 
 
 #: One encoder for every chunk (``json.dumps`` with options builds a new one per call).
@@ -95,6 +95,13 @@ def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any
             "add it again"
         )
     return value
+
+
+def stored_chunk(row: Sequence[Any], where: str) -> Chunk:
+    """The chunk of a row of ``(id, doc_id, text, metadata JSON)``, its metadata as
+    :func:`stored_metadata` reads it."""
+    chunk_id, doc_id, text, metadata = row
+    return Chunk(text, doc_id, stored_metadata(metadata, chunk_id, where), chunk_id)
 
 
 def metadata_json(chunk: Chunk) -> str:

@@ -235,15 +235,15 @@ class PGConnection:
         try:
             return work()
         except self._pg.Error as exc:
-            if getattr(exc, "pgcode", None) == _NO_PRIVILEGE:
-                raise VectorStoreError(
-                    f"PostgreSQL refused {operation} on {self._table!r}: "
-                    f"{missing_right(exc, self._table, operation)}"
-                ) from scrubbed(exc, self._secrets())
-            raise VectorStoreError(
-                f"PostgreSQL error setting up table {self._table!r}: "
-                f"{self._redact(str(exc).strip())}"
-            ) from scrubbed(exc, self._secrets())
+            failure = (
+                self._failure(exc, operation)
+                if getattr(exc, "pgcode", None) == _NO_PRIVILEGE
+                else VectorStoreError(
+                    f"PostgreSQL error setting up table {self._table!r}: "
+                    f"{self._redact(str(exc).strip())}"
+                )
+            )
+            raise failure from scrubbed(exc, self._secrets())
 
     def _read(self, work: Callable[[Any], T]) -> T:
         """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and

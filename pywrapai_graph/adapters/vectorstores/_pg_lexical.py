@@ -41,10 +41,13 @@ from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 
 __all__ = [
+    "COPY_HEADER",
+    "COPY_TRAILER",
     "Analysis",
     "add_lexical_columns",
     "analyse",
     "analysed",
+    "copy_binary",
     "create_lexical",
     "lexical_tables",
     "query_terms",
@@ -56,7 +59,9 @@ STATS_SLOTS = 64
 #: From this many postings a write sends them with binary COPY instead of an INSERT.
 COPY_MIN_POSTINGS = 5_000
 _BACKFILL_BATCH = 1000
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+#: What every binary COPY payload starts and ends with.
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+COPY_TRAILER = struct.pack("!h", -1)
 
 
 def analysed(text: str) -> Counter[str]:
@@ -124,7 +129,7 @@ def analyse(chunks: Sequence[Chunk], *, parts: bool = True) -> Analysis:
 
 def _copy_postings(rows: list[tuple[str, str, str, int, int, int]]) -> bytes:
     out = io.BytesIO()
-    out.write(_COPY_HEADER)
+    out.write(COPY_HEADER)
     pack = struct.pack
     for term, doc_id, chunk_id, tf, dtf, dl in rows:
         t, d, c = term.encode(), doc_id.encode(), chunk_id.encode()
@@ -134,11 +139,18 @@ def _copy_postings(rows: list[tuple[str, str, str, int, int, int]]) -> bytes:
                 *(6, len(t), t, len(d), d, len(c), c, 4, tf, 4, dtf, 4, dl),
             )
         )
-    out.write(struct.pack("!h", -1))
+    out.write(COPY_TRAILER)
     return out.getvalue()
 
 
 _POSTING_COLUMNS = "(term, doc_id, chunk_id, tf, dtf, dl)"
+
+
+def copy_binary(cur: Any, sql: Any, target: Any, columns: str, payload: bytes) -> None:
+    """``COPY target columns FROM STDIN`` of a binary ``payload`` (:data:`COPY_HEADER`, the
+    rows, :data:`COPY_TRAILER`)."""
+    statement = sql.SQL("COPY {t} " + columns + " FROM STDIN WITH (FORMAT binary)")
+    cur.copy_expert(statement.format(t=target).as_string(cur), io.BytesIO(payload))
 
 
 def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: Analysis) -> None:
@@ -153,12 +165,7 @@ def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: A
         return
     ids = names(sql, table)
     if len(rows) >= COPY_MIN_POSTINGS:
-        cur.copy_expert(
-            sql.SQL("COPY {p} " + _POSTING_COLUMNS + " FROM STDIN WITH (FORMAT binary)")
-            .format(**ids)
-            .as_string(cur),
-            io.BytesIO(_copy_postings(rows)),
-        )
+        copy_binary(cur, sql, ids["p"], _POSTING_COLUMNS, _copy_postings(rows))
         return
     columns = list(zip(*rows, strict=True))
     cur.execute(

@@ -11,15 +11,20 @@ from typing import Any
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
-from pywrapai_graph.adapters.vectorstores._pg_lexical import Analysis, analyse, write_postings
+from pywrapai_graph.adapters.vectorstores._pg_lexical import (
+    COPY_HEADER,
+    COPY_TRAILER,
+    Analysis,
+    analyse,
+    copy_binary,
+    write_postings,
+)
 from pywrapai_graph.adapters.vectorstores._pg_text import to_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = ["copy_payload", "metadata_predicate", "write_chunks"]
 
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
-_COPY_TRAILER = struct.pack("!h", -1)
 _JSONB_VERSION = b"\x01"
 _COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
 _UPSERT = (
@@ -43,7 +48,7 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     step = 4 * dim
     vector_head = struct.pack("!ihh", 4 + step, dim, 0)
     out = io.BytesIO()
-    out.write(_COPY_HEADER)
+    out.write(COPY_HEADER)
     pack = struct.pack
     for i, chunk in enumerate(batch.chunks):
         out.write(pack("!h", 7))
@@ -58,7 +63,7 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
         out.write(vector_head)
         out.write(raw[i * step : (i + 1) * step])
         out.write(pack("!iiii", 4, analysis.lengths[i], 4, analysis.part_lengths[i]))
-    out.write(_COPY_TRAILER)
+    out.write(COPY_TRAILER)
     return out.getvalue()
 
 
@@ -77,12 +82,7 @@ def write_chunks(
                 "ON COMMIT DELETE ROWS"
             ).format(s=staging, t=t)
         )
-        cur.copy_expert(
-            sql.SQL(f"COPY {{s}} ({_COLUMNS}) FROM STDIN WITH (FORMAT binary)")
-            .format(s=staging)
-            .as_string(cur),
-            io.BytesIO(copy_payload(batch, analysis)),
-        )
+        copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(batch, analysis))
         cur.execute(
             sql.SQL(
                 f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM {{s}} {_UPSERT}"

@@ -88,17 +88,13 @@ def _creation_right(text: str, table: str) -> str | None:
     return None
 
 
-def _ident(sql: Any, name: str) -> Any:
-    return sql.Identifier(name)
-
-
 def _schema_row(cur: Any, sql: Any, table: str) -> tuple[int, int] | None:
     cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
     if cur.fetchone()[0] is None:
         return None
     cur.execute(
         sql.SQL("SELECT version, dimension FROM {s} WHERE table_name = %s").format(
-            s=_ident(sql, SCHEMA_TABLE)
+            s=sql.Identifier(SCHEMA_TABLE)
         ),
         (table,),
     )
@@ -118,7 +114,7 @@ def _table_dimension(cur: Any, sql: Any, table: str, conn: Any) -> int | None:
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
         "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
-        (_ident(sql, table).as_string(conn),),
+        (sql.Identifier(table).as_string(conn),),
     )
     row = cur.fetchone()
     return int(row[0]) if row is not None else None
@@ -217,7 +213,7 @@ def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bo
 
 
 def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
-    t = _ident(sql, table)
+    t = sql.Identifier(table)
     cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
     cur.execute(
         sql.SQL(
@@ -230,27 +226,27 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
     cur.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-        ).format(i=_ident(sql, table + "_hnsw"), t=t)
+        ).format(i=sql.Identifier(table + "_hnsw"), t=t)
     )
     cur.execute(
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
-            i=_ident(sql, table + "_doc"), t=t
+            i=sql.Identifier(table + "_doc"), t=t
         )
     )
     cur.execute(
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
-            i=_ident(sql, table + "_meta"), t=t
+            i=sql.Identifier(table + "_meta"), t=t
         )
     )
     cur.execute(
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-        ).format(d=_ident(sql, table + "__docs"))
+        ).format(d=sql.Identifier(table + "__docs"))
     )
     cur.execute(
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        ).format(i=_ident(sql, table + "__info"))
+        ).format(i=sql.Identifier(table + "__info"))
     )
     create_lexical(cur, sql, table, backfill=upgraded)
     cur.execute(
@@ -258,12 +254,12 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
             "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
             "version INT NOT NULL, dimension INT NOT NULL, "
             "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        ).format(s=_ident(sql, SCHEMA_TABLE))
+        ).format(s=sql.Identifier(SCHEMA_TABLE))
     )
     cur.execute(
         sql.SQL(
             "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
             "ON CONFLICT (table_name) DO UPDATE SET version = EXCLUDED.version"
-        ).format(s=_ident(sql, SCHEMA_TABLE)),
+        ).format(s=sql.Identifier(SCHEMA_TABLE)),
         (table, SCHEMA_VERSION, dimension),
     )

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query"]
 
@@ -43,8 +43,6 @@ def prepare_batch(
         ValueError: naming the first bad chunk: embedding missing, wrong dimension,
             NaN/inf (also after float32 conversion), or zero norm.
     """
-    if isinstance(chunks, Chunk):
-        raise ArgumentTypeError("add() takes a list of chunks, not a single Chunk")
     # An id repeated in one batch: the last one wins (upsert).
     latest = {c.id: i for i, c in enumerate(chunks)}
     if len(latest) == len(chunks):

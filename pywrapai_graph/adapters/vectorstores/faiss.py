@@ -26,12 +26,17 @@ from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
+    rows_in,
     sqlite_failure,
     sqlite_manifests,
 )
 from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
 from pywrapai_graph.adapters.vectorstores._metadata_columns import MetadataColumns
-from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_jsons, stored_metadata
+from pywrapai_graph.adapters.vectorstores._metadata_json import (
+    metadata_jsons,
+    stored_chunk,
+    stored_metadata,
+)
 from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
@@ -95,6 +100,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             self._faiss.omp_set_num_threads(threads)
         self._index_path = Path(index_path)
         self._meta_path = Path(meta_path)
+        self._where = repr(str(self._meta_path))
         self._pending = self._index_path.with_name(self._index_path.name + ".pending")
         self._log = SegmentLog(
             self._index_path.with_name(self._index_path.name + ".log"), str(self._index_path)
@@ -190,17 +196,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def _int_ids(self, column: str, values: Sequence[str]) -> list[int]:
-        found: list[int] = []
-        for start in range(0, len(values), 500):
-            part = list(values[start : start + 500])
-            marks = ",".join("?" * len(part))
-            found += [
-                r[0]
-                for r in self._meta.execute(
-                    f"SELECT int_id FROM chunks WHERE {column} IN ({marks})", part
-                )
-            ]
-        return found
+        statement = f"SELECT int_id FROM chunks WHERE {column} IN (?)"
+        return [r[0] for r in rows_in(self._meta, statement, values)]
 
     def _remove_int_ids(self, int_ids: list[int]) -> None:
         """Drop chunks from the index and the metadata, and the manifests of their documents.
@@ -216,22 +213,13 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             found[found] = labels[rows[found]] == wanted[found]
             self._columns.delete(rows[found].astype(np.intp), int(labels.size))
             self._index.remove_ids(wanted)
-        for start in range(0, len(int_ids), 500):
-            part = int_ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            self._meta.execute(
-                f"DELETE FROM documents WHERE doc_id IN "
-                f"(SELECT doc_id FROM chunks WHERE int_id IN ({marks}))",
-                part,
-            )
-            gone = self._meta.execute(
-                f"DELETE FROM chunks WHERE int_id IN ({marks}) RETURNING id", part
-            )
-            self._on_commit.append(partial(self._lexical.remove, [r[0] for r in gone]))
-
-    @property
-    def _where(self) -> str:
-        return repr(str(self._meta_path))
+        rows_in(
+            self._meta,
+            "DELETE FROM documents WHERE doc_id IN (SELECT doc_id FROM chunks WHERE int_id IN (?))",
+            int_ids,
+        )
+        gone = rows_in(self._meta, "DELETE FROM chunks WHERE int_id IN (?) RETURNING id", int_ids)
+        self._on_commit.append(partial(self._lexical.remove, [r[0] for r in gone]))
 
     def _row_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in row order (rows are in label order), for a new column."""
@@ -250,10 +238,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             ).fetchall()
         except sqlite3.Error as exc:
             raise sqlite_failure(str(self._meta_path), exc) from exc
-        return [
-            Chunk(r[2], doc_id=r[1], metadata=stored_metadata(r[3], r[0], self._where), id=r[0])
-            for r in rows
-        ]
+        return [stored_chunk(r, self._where) for r in rows]
 
     def _before_lexical(self) -> None:
         with self._snapshot():  # reloads (and so resets the lexical index) after another writer
@@ -301,11 +286,7 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             return self._transaction(work)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        with self._snapshot():
-            row = self._meta.execute(
-                "SELECT manifest FROM documents WHERE doc_id = ?", (doc_id,)
-            ).fetchone()
-        return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
@@ -361,7 +342,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             if self._index is None or self._index.ntotal == 0 or not ids:
                 return {}
             q = prepare_query(query_vector, self._dim)
-            labels = dict(self._id_labels(ids))
+            statement = "SELECT id, int_id FROM chunks WHERE id IN (?)"
+            labels = dict(rows_in(self._meta, statement, ids))
             found = [i for i in ids if i in labels]
             if not found:
                 return {}
@@ -369,15 +351,6 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             flat = self._faiss.downcast_index(self._index.index)
             scores = flat.reconstruct_batch(rows.astype(np.int64)) @ q
         return {i: min(float(x), 1.0) for i, x in zip(found, scores, strict=True)}
-
-    def _id_labels(self, ids: Sequence[str]) -> list[tuple[str, int]]:
-        found: list[tuple[str, int]] = []
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            query = f"SELECT id, int_id FROM chunks WHERE id IN ({marks})"
-            found += self._meta.execute(query, part).fetchall()
-        return found
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -398,26 +371,10 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
 
     def _hits(self, scores: np.ndarray, labels: np.ndarray) -> list[ScoredChunk]:
         found = [(int(lbl), float(s)) for lbl, s in zip(labels, scores, strict=True) if lbl >= 0]
-        if not found:
-            return []
-        marks = ",".join("?" * len(found))
-        rows = {
-            r[0]: r
-            for r in self._meta.execute(
-                f"SELECT int_id, id, doc_id, text, metadata FROM chunks WHERE int_id IN ({marks})",
-                [f[0] for f in found],
-            )
-        }
+        statement = "SELECT int_id, id, doc_id, text, metadata FROM chunks WHERE int_id IN (?)"
+        rows = {r[0]: r[1:] for r in rows_in(self._meta, statement, [f[0] for f in found])}
         return [
-            ScoredChunk(
-                Chunk(
-                    text=rows[i][3],
-                    doc_id=rows[i][2],
-                    metadata=stored_metadata(rows[i][4], rows[i][1], self._where),
-                    id=rows[i][1],
-                ),
-                min(score, 1.0),
-            )
+            ScoredChunk(stored_chunk(rows[i], self._where), min(score, 1.0))
             for i, score in found
             if i in rows
         ]

@@ -13,9 +13,7 @@ from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix, prepare
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.vector_store import (
-    check_embedder,
-)
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["InMemoryVectorStore"]
 
@@ -70,9 +68,7 @@ class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             identity = check_embedder(self._embedder, manifest.embedder)
             batch = prepare_batch(chunks, self._index.dimension, vectors)
             before = self._index.ids_of_doc(manifest.doc_id)
-            kept = set(batch.ids)
-            self._index.remove([i for i in before if i not in kept])
-            self._index.upsert(batch)
+            self._index.replace(before, batch)
             self._manifests[manifest.doc_id] = manifest
             self._embedder = identity
             return len(before)

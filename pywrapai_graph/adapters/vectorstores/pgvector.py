@@ -298,16 +298,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return None if row is None else EmbedderIdentity.from_json(row[0])
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        statement = self._sql.SQL("SELECT manifest FROM {d} WHERE doc_id = %s").format(
-            d=self._ident("__docs")
-        )
-
-        def work(cur: Any) -> DocumentManifest | None:
-            cur.execute(statement, (doc_id,))
-            row = cur.fetchone()
-            return None if row is None else DocumentManifest.from_json(doc_id, row[0])
-
-        return self._read(work)
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one query (``doc_id = ANY(...)``)."""
@@ -316,12 +307,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         statement = self._sql.SQL("SELECT doc_id, manifest FROM {d} WHERE doc_id = ANY(%s)").format(
             d=self._ident("__docs")
         )
-
-        def work(cur: Any) -> dict[str, DocumentManifest]:
-            cur.execute(statement, (list(doc_ids),))
-            return dict(manifests_from_json(cur.fetchall()))
-
-        return self._read(work)
+        return dict(manifests_from_json(self._rows(statement, [list(doc_ids)])))
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         return self._read(self._recorded)
@@ -342,11 +328,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
-        keep, params = self._predicate(filter)
+        keep, params = metadata_predicate(self._sql, filter)
         return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
-
-    def _predicate(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
-        return metadata_predicate(self._sql, filter)
 
     @property
     def lexical(self) -> bool:
@@ -361,7 +344,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         terms, counts = query_terms(query)
         if not terms:
             return []
-        keep, filter_params = self._predicate(filter)
+        keep, filter_params = metadata_predicate(self._sql, filter)
         statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
             self._sql, self._table, keep if filter_params else None
         )
@@ -424,12 +407,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _count(self, filter: MetadataFilter | None = None) -> int:
         where, params = self._where(filter)
         statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
-
-        def work(cur: Any) -> int:
-            cur.execute(statement, params)
-            return int(cur.fetchone()[0])
-
-        return self._read(work)
+        return int(self._rows(statement, params)[0][0])
 
     def _delete(self, ids: list[str]) -> int:
         if not ids:

@@ -17,9 +17,17 @@ import numpy as np
 from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
-from pywrapai_graph.adapters.vectorstores._local_files import sqlite_failure, sqlite_manifests
+from pywrapai_graph.adapters.vectorstores._local_files import (
+    rows_in,
+    sqlite_failure,
+    sqlite_manifests,
+)
 from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
-from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_jsons, stored_metadata
+from pywrapai_graph.adapters.vectorstores._metadata_json import (
+    metadata_jsons,
+    stored_chunk,
+    stored_metadata,
+)
 from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
@@ -36,7 +44,6 @@ from pywrapai_graph.ports.vector_store import check_embedder
 __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_DELETE_BATCH = 500
 
 
 def _table_name(name: str) -> str:
@@ -119,6 +126,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self, db_path: str | os.PathLike[str] = "vector_store.db", table_name: str = "vector_chunks"
     ) -> None:
         self._table = _table_name(table_name)
+        self._docs, self._meta = f"{self._table}__docs", f"{self._table}__meta"
+        self._where = f"table {self._table!r}"
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
         # the lexical index follows the exact index's changes (it watches it), and is
@@ -161,14 +170,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         # -1: the matrix is not loaded; the first search or write loads it, so an open that
         # only looks up manifests (a re-ingest of unchanged files) never reads the vectors
         self._version = -1
-
-    @property
-    def _docs(self) -> str:
-        return f"{self._table}__docs"
-
-    @property
-    def _meta(self) -> str:
-        return f"{self._table}__meta"
 
     # ------------------------------------------------------------------ sync
     def _data_version(self) -> int:
@@ -218,10 +219,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         index.load(ids, matrix)
         return index
 
-    @property
-    def _where(self) -> str:
-        return f"table {self._table!r}"
-
     def _all_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in the index's row order (read once, when a filter needs it)."""
         by_id = {
@@ -232,20 +229,10 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
 
     def _fetch(self, ids: list[str]) -> dict[str, Chunk]:
         """The stored chunks (without embedding) of ``ids``."""
-        found: dict[str, Chunk] = {}
-        for start in range(0, len(ids), _DELETE_BATCH):
-            part = ids[start : start + _DELETE_BATCH]
-            marks = ",".join("?" * len(part))
-            for chunk_id, doc_id, text, meta in self._conn.execute(
-                f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN ({marks})',
-                part,
-            ):
-                found[chunk_id] = Chunk(
-                    text, doc_id, stored_metadata(meta, chunk_id, self._where), chunk_id
-                )
-        return found
+        statement = f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN (?)'
+        return {r[0]: stored_chunk(r, self._where) for r in rows_in(self._conn, statement, ids)}
 
-    def _scored(self, hits: Hits) -> list[ScoredChunk]:
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         rows, scores = hits
         ids = [self._index.id_at(int(r)) for r in rows]
         chunks = self._fetch(ids)
@@ -365,12 +352,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                     (identity.to_json(),),
                 )
 
-            def apply() -> None:
-                kept = set(batch.ids)
-                self._index.remove([i for i in before if i not in kept])
-                self._index.upsert(batch)
-
-            after.append(apply)
+            after.append(partial(self._index.replace, before, batch))
             return len(before)
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
@@ -380,11 +362,7 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         return None if row is None else EmbedderIdentity.from_json(row[0])
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        with self._lock, self._reading():
-            row = self._conn.execute(
-                f'SELECT manifest FROM "{self._docs}" WHERE doc_id = ?', (doc_id,)
-            ).fetchone()
-            return None if row is None else DocumentManifest.from_json(doc_id, row[0])
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
@@ -402,9 +380,6 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             self._sync()
             yield
 
-    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
-        return self._scored(hits)
-
     def _searched_identity(self) -> EmbedderIdentity | None:
         return self._identity.at(self._version)  # read again when data_version moved
 
@@ -412,14 +387,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         with self._write() as after:
             conn = self._conn
             present = [i for i in ids if i in self._index]
-            docs: set[str] = set()
-            for start in range(0, len(present), _DELETE_BATCH):
-                part = present[start : start + _DELETE_BATCH]
-                marks = ",".join("?" * len(part))
-                where = f'FROM "{self._table}" WHERE id IN ({marks})'
-                docs.update(r[0] for r in conn.execute(f"SELECT DISTINCT doc_id {where}", part))
-                conn.execute(f"DELETE {where}", part)
-            self._forget_docs(conn, docs)
+            statement = f'DELETE FROM "{self._table}" WHERE id IN (?) RETURNING doc_id'
+            self._forget_docs(conn, {r[0] for r in rows_in(conn, statement, present)})
             after.append(partial(self._index.remove, present))
             return len(present)
 
@@ -439,12 +408,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             after.append(self._index.clear)
 
     def _all_chunks(self) -> list[Chunk]:
-        return [
-            Chunk(text, doc_id, stored_metadata(meta, chunk_id, self._where), chunk_id)
-            for chunk_id, doc_id, text, meta in self._conn.execute(
-                f'SELECT id, doc_id, text, metadata FROM "{self._table}"'
-            )
-        ]
+        rows = self._conn.execute(f'SELECT id, doc_id, text, metadata FROM "{self._table}"')
+        return [stored_chunk(r, self._where) for r in rows]
 
     def _before_lexical(self) -> None:
         with self._reading():
