@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.messages import Message, ToolCall, ToolResult
 from pywrapai_graph.domain.usage import TokenUsage
 from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
@@ -56,11 +57,7 @@ def check_tool_limits(
             f"{where}{names[0]} must be a positive number of seconds (math.inf: no limit), "
             f"got {timeout_s!r}"
         )
-    if max_result_bytes is not None and (
-        isinstance(max_result_bytes, bool)
-        or not isinstance(max_result_bytes, int)
-        or max_result_bytes < 1
-    ):
+    if max_result_bytes is not None and not is_positive_int(max_result_bytes):
         raise InvalidArgumentError(
             f"{where}{names[1]} must be a positive int, got {max_result_bytes!r}"
         )
@@ -180,9 +177,8 @@ class AgentConfig:
     max_tool_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
 
     def __post_init__(self) -> None:
-        turns: object = self.max_turns
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-            raise InvalidArgumentError(f"max_turns must be a positive int, got {turns!r}")
+        if not is_positive_int(self.max_turns):
+            raise InvalidArgumentError(f"max_turns must be a positive int, got {self.max_turns!r}")
         if self.tool_error_policy not in _POLICIES:
             raise InvalidArgumentError(
                 f"tool_error_policy must be one of {list(_POLICIES)}, "

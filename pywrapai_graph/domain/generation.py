@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypedDict
 
+from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.errors import ConfigurationError
 
 __all__ = ["GenerationOptions", "GenerationParams", "UnsupportedParameterWarning"]
@@ -35,7 +36,7 @@ def _number(name: str, value: Any, low: float, high: float) -> float:
 
 
 def _check_max_tokens(value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value is not None and not is_positive_int(value):
         raise ConfigurationError(f"max_tokens must be a positive int, got {value!r}")
 
 
