@@ -197,15 +197,6 @@ class CallModel:
             seed=g.seed,
         )
 
-    def _cached(self, request: ChatRequest) -> tuple[str | None, LLMResponse | None]:
-        if self._cache is None:
-            return None, None
-        key = request_key(self._model.provider, request)
-        hit = self._cache.get(key)
-        if hit is None:
-            return key, None
-        return key, dataclasses.replace(hit, cost_usd=0.0, cached=True)
-
     def _book(
         self,
         target: ModelTarget,
@@ -257,9 +248,14 @@ class CallModel:
     def _from_cache(
         self, request: ChatRequest, prompt_file: str | None
     ) -> tuple[str | None, LLMResponse | None]:
-        """The cache key of ``request`` and its cached answer (observed as a call), if any."""
-        key, hit = self._cached(request)
+        """The cache key of ``request`` and its cached answer (observed as a call, costing
+        nothing), if any."""
+        if self._cache is None:
+            return None, None
+        key = request_key(self._model.provider, request)
+        hit = self._cache.get(key)
         if hit is not None:
+            hit = dataclasses.replace(hit, cost_usd=0.0, cached=True)
             with self._observe(self._model.provider, request, prompt_file) as ob:
                 ob.result = hit
         return key, hit
@@ -360,10 +356,8 @@ class CallModel:
         if not so_far.billed(exc):
             return
         model = target.chat_model  # the model that streamed (a fallback, maybe)
-        if isinstance(model, CountsMediaTokens):
-            usage, estimated = so_far.unfinished_usage(request, exc, model.media_tokens)
-        else:
-            usage, estimated = so_far.unfinished_usage(request, exc)
+        media = model.media_tokens if isinstance(model, CountsMediaTokens) else None
+        usage, estimated = so_far.unfinished_usage(request, exc, media)
         book = functools.partial(
             self._record_stream,
             target,

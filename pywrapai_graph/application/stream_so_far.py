@@ -63,17 +63,18 @@ class StreamSoFar:
         self,
         request: ChatRequest,
         exc: BaseException,
-        media_tokens: MediaTokens = generic_media_tokens,
+        media_tokens: MediaTokens | None = None,
     ) -> tuple[TokenUsage, bool]:
         """(usage to book, whether any of it is estimated) for a stream that ended with
         ``exc``: what the provider reported, each missing count estimated at 4 characters per
         token — the input from the request's messages (images and documents at
-        ``media_tokens``, the provider's formula), the output from the text so far."""
+        ``media_tokens``, the provider's formula; None: a generic guess), the output from
+        the text so far."""
         reported = getattr(exc, "usage", None)
         usage = reported if isinstance(reported, TokenUsage) else self.usage or TokenUsage()
         estimated = False
         if not usage.input_tokens:
-            sent = estimate_input_tokens(request.messages, media_tokens)
+            sent = estimate_input_tokens(request.messages, media_tokens or generic_media_tokens)
             usage = dataclasses.replace(usage, input_tokens=sent)
             estimated = True
         if not usage.output_tokens and self.parts:
