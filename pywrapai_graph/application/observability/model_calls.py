@@ -196,8 +196,7 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
         _record_usage(ob, "chat", response.usage, response.cost_usd, output=True)
     ob.record_duration("chat")
     a = ob.attributes
-    error = type(ob.error).__qualname__ if ob.error is not None else None
-    if error is None:
+    if ob.error is None:
         _llm_log.info(
             "chat %s/%s: %s in + %s out tokens%s, $%.6f, %.3f s%s",
             a["gen_ai.provider.name"],
@@ -211,7 +210,6 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
             extra={"attributes": dict(a)},
         )
     else:
-        assert ob.error is not None
         _llm_log.log(
             failure_level(ob.error),
             "chat %s/%s failed after %.3f s: %s",
@@ -222,28 +220,34 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
             extra={"attributes": dict(a)},
         )
     if hooks:
-        fire(hooks, "on_llm_call", _llm_event(ob, response, stream, error))
+        prompt = a.get("pywrapai.prompt_file")
+        event = _call_event(
+            ob,
+            response,
+            cached=response.cached if response else False,
+            stream=stream,
+            prompt_file=str(prompt) if prompt is not None else None,
+            finish_reasons=(response.finish_reason,) if response and response.finish_reason else (),
+            estimated=bool(a.get("pywrapai.usage.estimated")),
+        )
+        fire(hooks, "on_llm_call", event)
 
 
-def _llm_event(
-    ob: Observation, response: LLMResponse | None, stream: bool, error: str | None
+def _call_event(
+    ob: Observation, result: LLMResponse | CallRecord | None, **more: Any
 ) -> LLMCallEvent:
+    """The hooks' event of a finished (or failed) model call; ``more``: chat's own fields."""
     a = ob.attributes
-    prompt = a.get("pywrapai.prompt_file")
     return LLMCallEvent(
         operation=str(a["gen_ai.operation.name"]),
         provider=str(a["gen_ai.provider.name"]),
         request_model=str(a["gen_ai.request.model"]),
-        response_model=response.model if response else "",
-        usage=response.usage if response else TokenUsage(),
-        cost_usd=response.cost_usd if response else 0.0,
-        cached=response.cached if response else False,
-        stream=stream,
-        prompt_file=str(prompt) if prompt is not None else None,
-        finish_reasons=(response.finish_reason,) if response and response.finish_reason else (),
+        response_model=result.model if result else "",
+        usage=result.usage if result else TokenUsage(),
+        cost_usd=result.cost_usd if result else 0.0,
         duration_s=ob.duration_s,
-        error=error,
-        estimated=bool(a.get("pywrapai.usage.estimated")),
+        error=type(ob.error).__qualname__ if ob.error is not None else None,
+        **more,
     )
 
 
@@ -307,7 +311,6 @@ def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) 
     elif rec is not None and ob.instruments is not None:  # billed units are not tokens
         ob.instruments.cost.add(rec.cost_usd, dict(ob.metric_attributes))
     ob.record_duration(operation)
-    error = type(ob.error).__qualname__ if ob.error is not None else None
     log.log(
         logging.INFO if ob.error is None else failure_level(ob.error),
         f"{operation} %s/%s: %s {inputs}, %s {units}, $%.6f, %.3f s%s",
@@ -321,17 +324,4 @@ def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) 
         extra={"attributes": dict(a)},
     )
     if hooks:
-        fire(
-            hooks,
-            "on_llm_call",
-            LLMCallEvent(
-                operation=operation,
-                provider=str(a["gen_ai.provider.name"]),
-                request_model=str(a["gen_ai.request.model"]),
-                response_model=rec.model if rec else "",
-                usage=rec.usage if rec else TokenUsage(),
-                cost_usd=rec.cost_usd if rec else 0.0,
-                duration_s=ob.duration_s,
-                error=error,
-            ),
-        )
+        fire(hooks, "on_llm_call", _call_event(ob, rec))
