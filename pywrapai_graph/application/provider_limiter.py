@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the event loop loads only when an async call waits (`ask` n
 from pywrapai_graph.ports.clock import Clock
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
-__all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock"]
+__all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock", "TaskWaiter"]
 
 #: the length of the "per minute" windows, in seconds
 WINDOW_S = 60.0
@@ -59,8 +59,8 @@ class LimiterStats:
     peak_in_flight: int = 0
 
 
-class _TaskWaiter:
-    """A task waiting for a slot: woken from any thread through its own loop."""
+class TaskWaiter:
+    """A task waiting (for a slot, on a clock): woken from any thread through its own loop."""
 
     __slots__ = ("future", "loop")
 
@@ -78,7 +78,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-_Waiter = threading.Event | _TaskWaiter
+_Waiter = threading.Event | TaskWaiter
 
 
 class Permit:
@@ -264,13 +264,13 @@ class ProviderLimiter:
 
         async def wait(step: tuple[_Waiter | float, float]) -> None:
             what, timeout = step
-            if isinstance(what, _TaskWaiter):
+            if isinstance(what, TaskWaiter):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(what.future, timeout)
             elif isinstance(what, float):
                 await self._clock.asleep(what)
 
-        return await adrive(self._admission(tokens, lambda: _TaskWaiter(loop)), wait)
+        return await adrive(self._admission(tokens, lambda: TaskWaiter(loop)), wait)
 
     def _admission(
         self, tokens: int, waiter: Callable[[], _Waiter]

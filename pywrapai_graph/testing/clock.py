@@ -14,36 +14,22 @@ moves the time to the earliest wake-up and wakes whoever is due::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Callable
 
+from pywrapai_graph.application.provider_limiter import TaskWaiter
 from pywrapai_graph.errors import InvalidStateError
 from pywrapai_graph.ports.clock import Clock
 
 __all__ = ["ManualClock"]
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 class _Sleeper:
-    __slots__ = ("event", "future", "loop", "wake")
+    __slots__ = ("waiter", "wake")
 
-    def __init__(self, wake: float) -> None:
+    def __init__(self, wake: float, waiter: threading.Event | TaskWaiter) -> None:
         self.wake = wake
-        self.event: threading.Event | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.future: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        if self.event is not None:
-            self.event.set()
-        elif self.loop is not None and self.future is not None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
-                self.loop.call_soon_threadsafe(_resolve, self.future)
+        self.waiter = waiter
 
 
 class ManualClock(Clock):
@@ -75,17 +61,14 @@ class ManualClock(Clock):
             self._cond.notify_all()
 
     def sleep(self, seconds: float) -> None:
-        sleeper = _Sleeper(seconds)
-        sleeper.event = threading.Event()
-        self._enter(sleeper)
-        sleeper.event.wait()
+        event = threading.Event()
+        self._enter(_Sleeper(seconds, event))
+        event.wait()
 
     async def asleep(self, seconds: float) -> None:
-        sleeper = _Sleeper(seconds)
-        sleeper.loop = asyncio.get_running_loop()
-        sleeper.future = sleeper.loop.create_future()
-        self._enter(sleeper)
-        await sleeper.future
+        waiter = TaskWaiter(asyncio.get_running_loop())
+        self._enter(_Sleeper(seconds, waiter))
+        await waiter.future
 
     def advance(self) -> float:
         """Move to the earliest wake-up and wake every sleeper due; returns the new time.
@@ -101,7 +84,7 @@ class ManualClock(Clock):
             self._sleepers = [s for s in self._sleepers if s.wake > self._now]
             now = self._now
         for sleeper in due:
-            sleeper.set()
+            sleeper.waiter.set()
         return now
 
     def wait_until(self, condition: Callable[[], bool], timeout: float = 60.0) -> None:
