@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
+from typing import Generic, TypeVar
 
 from pywrapai_graph.domain import LLMResponse
 from pywrapai_graph.errors import StreamNotFinishedError
 
 __all__ = ["AsyncChatStream", "ChatStream", "StreamEvent"]
+
+S = TypeVar("S")
 
 #: What a stream's source yields: text pieces, then one final :class:`LLMResponse`.
 StreamEvent = str | LLMResponse
@@ -19,10 +22,12 @@ _EARLY = (
 )
 
 
-class _Received:
-    """What a stream has delivered so far: its text pieces, then its final response."""
+class _Received(Generic[S]):
+    """What a stream (reading ``source``) has delivered so far: its text pieces, then its
+    final response."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: S) -> None:
+        self._source = source
         self._text: list[str] = []
         self._response: LLMResponse | None = None
 
@@ -52,7 +57,7 @@ class _Received:
         return self._response
 
 
-class ChatStream(_Received, Iterator[str]):
+class ChatStream(_Received[Iterator[StreamEvent]], Iterator[str]):
     """The text of a streamed reply, piece by piece; afterwards, the whole response.
 
     ``for piece in graph.stream(...)`` works as with a plain iterator. Once the stream is
@@ -62,13 +67,6 @@ class ChatStream(_Received, Iterator[str]):
     Args:
         source: yields text pieces, then exactly one ``LLMResponse``.
     """
-
-    def __init__(
-        self,
-        source: Iterator[StreamEvent],
-    ) -> None:
-        super().__init__()
-        self._source = source
 
     def __iter__(self) -> ChatStream:
         return self
@@ -94,19 +92,12 @@ class ChatStream(_Received, Iterator[str]):
             close()
 
 
-class AsyncChatStream(_Received, AsyncIterator[str]):
+class AsyncChatStream(_Received[AsyncIterator[StreamEvent]], AsyncIterator[str]):
     """Async :class:`ChatStream`: ``async for piece in graph.astream(...)``, then ``.response``.
 
     Nothing runs until the first ``__anext__`` (``GraphLLM`` retrieves context then, off the
     event loop).
     """
-
-    def __init__(
-        self,
-        source: AsyncIterator[StreamEvent],
-    ) -> None:
-        super().__init__()
-        self._source = source
 
     def __aiter__(self) -> AsyncChatStream:
         return self
