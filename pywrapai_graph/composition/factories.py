@@ -263,12 +263,5 @@ def make_agent(
     from pywrapai_graph.application.run_agent import Agent
     from pywrapai_graph.domain.agent import AgentConfig
 
-    s = settings.agent
-    config = AgentConfig(
-        max_turns=s.max_turns,
-        tool_error_policy=s.tool_error_policy,
-        max_cost_usd=s.max_cost_usd,
-        tool_timeout_s=s.tool_timeout_s,
-        max_tool_result_bytes=s.max_tool_result_bytes,
-    )
+    config = AgentConfig(**settings.agent.model_dump())  # the same fields, by name
     return Agent(graph=graph, registry=registry, config=config, hooks=hooks)

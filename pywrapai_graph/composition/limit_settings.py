@@ -22,12 +22,7 @@ class LimitSettings(BaseModel):
 
     def limits(self) -> Limits:
         """These settings as :class:`Limits`."""
-        return Limits(
-            requests_per_minute=self.requests_per_minute,
-            tokens_per_minute=self.tokens_per_minute,
-            max_in_flight=self.max_in_flight,
-            max_wait_s=self.max_wait_s,
-        )
+        return Limits(**self.model_dump())  # the same fields, by name
 
 
 class LimitsSection(BaseModel):

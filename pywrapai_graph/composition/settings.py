@@ -9,6 +9,7 @@ one :class:`~pywrapai_graph.errors.ConfigurationError` naming every offending ke
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -123,13 +124,8 @@ class LLMSettings(_ChatModelSection):
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""
-        return GenerationParams(
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            stop=tuple(self.stop) if self.stop is not None else None,
-            seed=self.seed,
-        )
+        names = {f.name for f in dataclasses.fields(GenerationParams)}
+        return GenerationParams(**self.model_dump(include=names))
 
 
 class EmbedderSettings(_Section):
