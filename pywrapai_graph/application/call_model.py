@@ -182,19 +182,14 @@ class CallModel:
         """
         if not messages:
             raise InvalidArgumentError("no messages to send")
-        g = generation or GenerationParams()
         return ChatRequest(
             messages=tuple(messages),
             model=model,
             tools=_validate_tools(tools, tool_choice),
             tool_choice=tool_choice,
             response_format=response_format,
-            temperature=g.temperature,
-            max_tokens=g.max_tokens,
             extra=_checked_extra(extra),
-            top_p=g.top_p,
-            stop=g.stop,
-            seed=g.seed,
+            **(generation or GenerationParams()).given(),
         )
 
     def _book(

@@ -120,7 +120,7 @@ def observe_llm(
     if prompt_file is not None:
         attrs["pywrapai.prompt_file"] = prompt_file
     if request.tools:
-        attrs["pywrapai.request.tools"] = [str(t.get("name", "")) for t in request.tools]
+        attrs["pywrapai.request.tools"] = request.tool_names
     if capture_content():
         attrs["gen_ai.input.messages"] = json.dumps(
             [_message_json(m) for m in request.messages], ensure_ascii=False
