@@ -138,21 +138,16 @@ def make_reranker(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> R
         return None
     from pywrapai_graph.composition.reranker import RerankModel
 
-    local = s.provider == "local"
+    # the section's other fields are RerankModel's options (threads: the local model's only)
+    skip = {"provider", "model", "api_key"} | ({"threads"} if s.provider != "local" else set())
+    options = s.model_dump(exclude=skip, exclude_none=True)
     return RerankModel(
         provider=s.provider,
         model=s.model,
         tracker=ledger,
         hooks=hooks,
-        **_options(
-            api_key=_secret(s.api_key),
-            base_url=s.base_url,
-            timeout=s.timeout,
-            max_retries=s.max_retries,
-            model_dir=s.model_dir,
-            threads=s.threads if local else None,
-            max_length=s.max_length,
-        ),
+        **_options(api_key=_secret(s.api_key)),
+        **options,
     )
 
 
