@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -64,13 +64,7 @@ class Spent:
     calls: int = 0
 
     def __add__(self, other: Spent) -> Spent:
-        return Spent(
-            self.seconds + other.seconds,
-            self.embedding_tokens + other.embedding_tokens,
-            self.cost_usd + other.cost_usd,
-            self.truncated_texts + other.truncated_texts,
-            self.calls + other.calls,
-        )
+        return Spent(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Spent)))
 
 
 @dataclass(frozen=True, slots=True)
