@@ -11,8 +11,6 @@ from typing import Any
 from pywrapai_graph.application.observability.observation import (
     AttrValue,
     Observation,
-    failure_level,
-    failure_text,
     fire,
     quiet,
 )
@@ -211,12 +209,12 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
         )
     else:
         _llm_log.log(
-            failure_level(ob.error),
-            "chat %s/%s failed after %.3f s: %s",
+            ob.log_level(),
+            "chat %s/%s failed after %.3f s%s",
             a["gen_ai.provider.name"],
             a["gen_ai.request.model"],
             ob.duration_s,
-            failure_text(ob.error),
+            ob.failed(": "),
             extra={"attributes": dict(a)},
         )
     if hooks:
@@ -246,7 +244,7 @@ def _call_event(
         usage=result.usage if result else TokenUsage(),
         cost_usd=result.cost_usd if result else 0.0,
         duration_s=ob.duration_s,
-        error=type(ob.error).__qualname__ if ob.error is not None else None,
+        error=ob.error_type,
         **more,
     )
 
@@ -312,7 +310,7 @@ def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) 
         ob.instruments.cost.add(rec.cost_usd, dict(ob.metric_attributes))
     ob.record_duration(operation)
     log.log(
-        logging.INFO if ob.error is None else failure_level(ob.error),
+        ob.log_level(),
         f"{operation} %s/%s: %s {inputs}, %s {units}, $%.6f, %.3f s%s",
         a["gen_ai.provider.name"],
         a.get("gen_ai.response.model") or a["gen_ai.request.model"],
@@ -320,7 +318,7 @@ def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) 
         a.get(billed, 0),
         a.get("pywrapai.cost_usd", 0.0),
         ob.duration_s,
-        f" failed: {failure_text(ob.error)}" if ob.error is not None else "",
+        ob.failed(),
         extra={"attributes": dict(a)},
     )
     if hooks:

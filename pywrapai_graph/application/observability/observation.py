@@ -215,13 +215,26 @@ class Observation:
             context.detach(self._token)  # type: ignore[arg-type]
         span.end()
 
+    @property
+    def error_type(self) -> str | None:
+        """The qualified name of the failure's type (None after a success)."""
+        return type(self.error).__qualname__ if self.error is not None else None
+
+    def log_level(self, ok: int = logging.INFO) -> int:
+        """``ok`` for a success; WARNING for a failure (INFO when an inner operation told of it)."""
+        return ok if self.error is None else failure_level(self.error)
+
+    def failed(self, prefix: str = " failed: ", detail: bool = True) -> str:
+        """What a log line adds for a failure: ``prefix`` and its text ("" after a success)."""
+        return f"{prefix}{failure_text(self.error, detail)}" if self.error is not None else ""
+
     def record_duration(self, operation: str) -> None:
         """Record ``gen_ai.client.operation.duration`` for this operation."""
         if self.instruments is None:
             return
         attrs = dict(self.metric_attributes or {})
-        if self.error is not None:
-            attrs["error.type"] = type(self.error).__qualname__
+        if self.error_type is not None:
+            attrs["error.type"] = self.error_type
         attrs.setdefault("gen_ai.operation.name", operation)
         self.instruments.duration.record(self.duration_s, attrs)
 

@@ -13,8 +13,6 @@ from pywrapai_graph.application.observability.observation import (
     NOOP,
     AttrValue,
     Observation,
-    failure_level,
-    failure_text,
     fire,
     quiet,
 )
@@ -48,19 +46,6 @@ _QUIET_TOOL = quiet("tool", _tool_log, detail=False)
 _QUIET_AGENT = quiet("agent run", _agent_log)
 
 
-def _error(ob: Observation) -> str | None:
-    return type(ob.error).__qualname__ if ob.error is not None else None
-
-
-def _level(ob: Observation, ok: int = logging.INFO) -> int:
-    """``ok`` for a success; WARNING for a failure (INFO when an inner operation told of it)."""
-    return ok if ob.error is None else failure_level(ob.error)
-
-
-def _failed(ob: Observation, prefix: str = " failed: ", detail: bool = True) -> str:
-    return f"{prefix}{failure_text(ob.error, detail)}" if ob.error is not None else ""
-
-
 # ---------------------------------------------------------------------------- retrieval
 def observe_retrieval(
     retriever: str, query: str, k: int, *, hooks: tuple[Hooks, ...] = ()
@@ -90,16 +75,16 @@ def _finish_retrieval(ob: Observation, *, k: int, hooks: tuple[Hooks, ...]) -> N
     a["pywrapai.retrieval.scores"] = [float(h.score) for h in hits]
     ob.metric_attributes = {"gen_ai.data_source.id": a["gen_ai.data_source.id"]}
     ob.record_duration("retrieval")
-    error = _error(ob)
+    error = ob.error_type
     _retrieval_log.log(
-        _level(ob),
+        ob.log_level(),
         "retrieval %s: %d hits (k=%s), top score %s, %.3f s%s",
         a["gen_ai.data_source.id"],
         len(hits),
         a["pywrapai.retrieval.k"],
         f"{hits[0].score:.3f}" if hits else "-",
         ob.duration_s,
-        _failed(ob),
+        ob.failed(),
         extra={"attributes": dict(a)},
     )
     if hooks:
@@ -130,12 +115,12 @@ def _finish_store(ob: Observation) -> None:
     if isinstance(ob.result, int):
         ob.attributes["db.response.returned_rows"] = ob.result
     _store_log.log(
-        _level(ob, logging.DEBUG),
+        ob.log_level(logging.DEBUG),
         "%s %s: %.3f s%s",
         ob.attributes["db.operation.name"],
         ob.attributes["db.system.name"],
         ob.duration_s,
-        _failed(ob),
+        ob.failed(),
         extra={"attributes": dict(ob.attributes)},
     )
 
@@ -167,14 +152,14 @@ def _finish_tool(ob: Observation, *, call: ToolCall, hooks: tuple[Hooks, ...]) -
         a["gen_ai.tool.call.result"] = ob.result
     ob.metric_attributes = {"gen_ai.tool.name": call.name}
     ob.record_duration("execute_tool")
-    error = _error(ob)
+    error = ob.error_type
     _tool_log.log(
-        _level(ob),
+        ob.log_level(),
         "tool %s (%s): %.3f s%s",
         call.name,
         call.id,
         ob.duration_s,
-        _failed(ob, detail=capture_content()),
+        ob.failed(detail=capture_content()),
         extra={"attributes": dict(a)},
     )
     if hooks:
@@ -217,13 +202,13 @@ def _finish_agent(ob: Observation) -> None:
     }
     ob.record_duration("invoke_agent")
     _agent_log.log(
-        _level(ob),
+        ob.log_level(),
         "agent run %s: %s turns, $%.6f, %.3f s%s",
         a["gen_ai.agent.id"],
         a.get("pywrapai.agent.turns", 0),
         a.get("pywrapai.cost_usd", 0.0),
         ob.duration_s,
-        _failed(ob, " stopped: "),
+        ob.failed(" stopped: "),
         extra={"attributes": dict(a)},
     )
 
