@@ -118,8 +118,7 @@ def make_embedder(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> E
             )
         except MissingExtraError as exc:
             _log.warning("%s; falling back to the lexical 'hashing' embedder", exc)
-            return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
-    if s.provider == "hashing":
+    if s.provider in ("local", "hashing"):  # local lands here only without its extra
         return Embedder(provider="hashing", dimension=s.dimension, tracker=ledger, hooks=hooks)
     return Embedder(
         provider=s.provider,
