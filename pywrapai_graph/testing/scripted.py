@@ -30,6 +30,12 @@ class ScriptedReply:
 Responder = Callable[[ChatRequest], "ScriptedReply | str"]
 
 
+def split_text(text: str, pieces: int = 3) -> list[str]:
+    """``text`` cut into about ``pieces`` parts (none for an empty text), as a stream sends it."""
+    step = max(1, -(-len(text) // pieces))
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
 class ScriptedChatModel(ChatModel):
     """Answers each request with the next scripted reply; records every request it gets.
 
@@ -125,9 +131,7 @@ class ScriptedChatModel(ChatModel):
 
     def _pieces_of(self, request: ChatRequest) -> list[StreamChunk]:
         reply = self._next(request)
-        text = reply.content
-        step = max(1, -(-len(text) // self._pieces))
-        chunks = [StreamChunk(text=text[i : i + step]) for i in range(0, len(text), step)]
+        chunks = [StreamChunk(text=piece) for piece in split_text(reply.content, self._pieces)]
         chunks.append(StreamChunk(usage=reply.usage, model=reply.model or request.model))
         return chunks
 

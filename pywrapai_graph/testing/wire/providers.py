@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.domain import ToolCall
-from pywrapai_graph.testing.scripted import ScriptedReply
-from pywrapai_graph.testing.wire.server import WireResponse, WireServer, split_text, sse
+from pywrapai_graph.testing.scripted import ScriptedReply, split_text
+from pywrapai_graph.testing.wire.server import WireResponse, WireServer, sse
 
 __all__ = ["AnthropicWire", "GeminiWire", "OllamaWire", "OpenAIWire"]
 

@@ -126,14 +126,6 @@ def sse(events: Iterable[Any], *, event_names: Iterable[str] | None = None) -> l
     return out
 
 
-def split_text(text: str, pieces: int = 3) -> list[str]:
-    """``text`` cut into about ``pieces`` parts (at least one, possibly empty)."""
-    if not text:
-        return []
-    step = max(1, -(-len(text) // pieces))
-    return [text[i : i + step] for i in range(0, len(text), step)]
-
-
 class WireServer:
     """Base class: routing, the script queue, request recording and the HTTP plumbing.
 
