@@ -20,7 +20,6 @@ import pytest
 
 from pywrapai_graph.application.fusion import rescored_fusion
 from pywrapai_graph.application.vector_retriever import VectorRetriever
-from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.lexical_search import (
@@ -28,16 +27,9 @@ from pywrapai_graph.testing.contracts.lexical_search import (
     LexicalSearchContract,
     lexical_corpus,
 )
+from pywrapai_graph.testing.contracts.store_data import exact_cosines
 
 __all__ = ["RescoringContract"]
-
-
-def _cosines(chunks: list[Chunk], query: list[float]) -> dict[str, float]:
-    m = np.array([c.embedding for c in chunks], dtype=np.float64)
-    m /= np.linalg.norm(m, axis=1, keepdims=True)
-    q = np.asarray(query, dtype=np.float64)
-    scores = m @ (q / np.linalg.norm(q))
-    return {c.id: float(s) for c, s in zip(chunks, scores, strict=True)}
 
 
 class _Fixed:
@@ -63,7 +55,7 @@ class RescoringContract(LexicalSearchContract):
         corpus = lexical_corpus(dim=self.dim)
         store.add(corpus)
         query = list(np.random.default_rng(3).standard_normal(self.dim))
-        want = _cosines(corpus, query)
+        want = exact_cosines(corpus, query)
         ids = [c.id for c in corpus[::7]]
         got = store.similarities(query, [*ids, "no-such-id"])
         assert got == pytest.approx({i: want[i] for i in ids}, abs=1e-5)
@@ -100,7 +92,7 @@ class RescoringContract(LexicalSearchContract):
             pytest.skip(f"{type(store).__name__} declares no lexical search (lexical=False)")
         vector = list(np.random.default_rng(5).standard_normal(self.dim))
         retriever = VectorRetriever(_Fixed(vector), store, k=8, mode="hybrid", candidates=8)
-        cosines = _cosines(corpus, vector)
+        cosines = exact_cosines(corpus, vector)
         for query in QUERIES[:3]:
             bm25 = {h.chunk.id: h.score for h in store.lexical_search(query, len(corpus))}
             dense = [h for h in store.search(vector, k=8) if h.score >= 0.0]

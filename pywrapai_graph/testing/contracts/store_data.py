@@ -73,11 +73,15 @@ def manifest_for(doc_id: str, chunks: list[Chunk], dim: int, model: str = "m") -
     )
 
 
-def exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The ids and cosine scores of the ``k`` chunks nearest ``query``, by numpy."""
+def exact_cosines(chunks: list[Chunk], query: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """Each chunk's cosine similarity to ``query``, by numpy."""
     m = np.array([c.embedding for c in chunks], dtype=np.float64)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
-    q = query / np.linalg.norm(query)
-    scores = m @ q
-    order = np.argsort(-scores)[:k]
-    return [(chunks[i].id, float(scores[i])) for i in order]
+    q = np.asarray(query, dtype=np.float64)
+    scores = m @ (q / np.linalg.norm(q))
+    return {c.id: float(s) for c, s in zip(chunks, scores, strict=True)}
+
+
+def exact_top(chunks: list[Chunk], query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The ids and cosine scores of the ``k`` chunks nearest ``query``, by numpy."""
+    return sorted(exact_cosines(chunks, query).items(), key=lambda pair: -pair[1])[:k]
