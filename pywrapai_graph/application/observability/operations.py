@@ -75,7 +75,6 @@ def _finish_retrieval(ob: Observation, *, k: int, hooks: tuple[Hooks, ...]) -> N
     a["pywrapai.retrieval.scores"] = [float(h.score) for h in hits]
     ob.metric_attributes = {"gen_ai.data_source.id": a["gen_ai.data_source.id"]}
     ob.record_duration("retrieval")
-    error = ob.error_type
     _retrieval_log.log(
         ob.log_level(),
         "retrieval %s: %d hits (k=%s), top score %s, %.3f s%s",
@@ -93,7 +92,7 @@ def _finish_retrieval(ob: Observation, *, k: int, hooks: tuple[Hooks, ...]) -> N
             k=k,
             hits=tuple(hits),
             duration_s=ob.duration_s,
-            error=error,
+            error=ob.error_type,
         )
         fire(hooks, "on_retrieval", event)
 
@@ -152,7 +151,6 @@ def _finish_tool(ob: Observation, *, call: ToolCall, hooks: tuple[Hooks, ...]) -
         a["gen_ai.tool.call.result"] = ob.result
     ob.metric_attributes = {"gen_ai.tool.name": call.name}
     ob.record_duration("execute_tool")
-    error = ob.error_type
     _tool_log.log(
         ob.log_level(),
         "tool %s (%s): %.3f s%s",
@@ -163,7 +161,7 @@ def _finish_tool(ob: Observation, *, call: ToolCall, hooks: tuple[Hooks, ...]) -
         extra={"attributes": dict(a)},
     )
     if hooks:
-        fire(hooks, "on_tool_call", ToolCallEvent(call, ob.duration_s, error))
+        fire(hooks, "on_tool_call", ToolCallEvent(call, ob.duration_s, ob.error_type))
 
 
 # ---------------------------------------------------------------------------- agent
