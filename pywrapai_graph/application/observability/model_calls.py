@@ -165,9 +165,7 @@ def _usage_attributes(usage: TokenUsage) -> dict[str, AttrValue]:
     return attrs
 
 
-def _record_usage(
-    ob: Observation, operation: str, usage: TokenUsage, cost: float, output: bool
-) -> None:
+def _record_usage(ob: Observation, usage: TokenUsage, cost: float, output: bool) -> None:
     ins = ob.instruments
     if ins is None:
         return
@@ -191,7 +189,7 @@ def _finish_llm(ob: Observation, *, hooks: tuple[Hooks, ...], stream: bool) -> N
         ob.attributes.update(llm_attributes(response))
     ob.metric_attributes = _metric_attributes(ob, "chat")
     if response is not None and not response.cached:
-        _record_usage(ob, "chat", response.usage, response.cost_usd, output=True)
+        _record_usage(ob, response.usage, response.cost_usd, output=True)
     ob.record_duration("chat")
     a = ob.attributes
     if ob.error is None:
@@ -305,7 +303,7 @@ def _finish_batch(ob: Observation, *, operation: str, hooks: tuple[Hooks, ...]) 
         a["pywrapai.cost_usd"] = rec.cost_usd
     ob.metric_attributes = _metric_attributes(ob, operation)
     if rec is not None and operation == "embeddings":
-        _record_usage(ob, operation, rec.usage, rec.cost_usd, output=False)
+        _record_usage(ob, rec.usage, rec.cost_usd, output=False)
     elif rec is not None and ob.instruments is not None:  # billed units are not tokens
         ob.instruments.cost.add(rec.cost_usd, dict(ob.metric_attributes))
     ob.record_duration(operation)
