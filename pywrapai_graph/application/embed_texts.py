@@ -29,12 +29,19 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
-__all__ = ["EmbedTexts", "estimate_tokens"]
+__all__ = ["EmbedTexts", "abatch", "estimate_tokens"]
 
 
 def estimate_tokens(texts: Sequence[str]) -> int:
     """The 4-characters-per-token heuristic (reference D6)."""
     return sum(max(1, len(t) // 4) for t in texts if t)
+
+
+async def abatch(provider: EmbeddingProvider, texts: Sequence[str], model: str) -> EmbeddingBatch:
+    """One batch through ``provider``'s async client, or its sync call in the offload pool."""
+    if isinstance(provider, AsyncEmbeddingProvider):
+        return await provider.aembed_batch(texts, model)
+    return await offload(provider.embed_batch, texts, model)
 
 
 def _as_lists(vectors: list[list[float]] | memoryview) -> list[list[float]]:
@@ -161,14 +168,11 @@ class EmbedTexts:
         matrix = parts[0] if len(parts) == 1 else np.concatenate(parts)
         return np.ascontiguousarray(matrix, dtype=np.float32).data
 
-    async def _abatch(self, part: list[str]) -> EmbeddingBatch:
-        if isinstance(self.provider, AsyncEmbeddingProvider):
-            return await self.provider.aembed_batch(part, self.model)
-        return await offload(self.provider.embed_batch, part, self.model)
-
     async def arun(self, texts: Sequence[str]) -> list[list[float]]:
         """Async :meth:`run`: the provider's async client, or the offload pool."""
-        return await adrive(self._vectors(texts), self._abatch)
+        return await adrive(
+            self._vectors(texts), lambda part: abatch(self.provider, part, self.model)
+        )
 
     def _vectors(self, texts: Sequence[str]) -> Core[list[str], list[list[float]]]:
         """:meth:`run` and :meth:`arun`, written once: yields each batch of texts to embed,

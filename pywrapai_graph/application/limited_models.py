@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.embed_texts import abatch, estimate_tokens
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.domain import ChatRequest, LLMResponse, StreamChunk
 from pywrapai_graph.ports import ChatModel
@@ -15,7 +15,6 @@ from pywrapai_graph.ports.embedding_provider import (
     EmbeddingBatch,
     EmbeddingProvider,
 )
-from pywrapai_graph.ports.offload import offload
 
 __all__ = ["LimitedChatModel", "LimitedEmbeddingProvider", "chat_tokens"]
 
@@ -120,11 +119,7 @@ class LimitedEmbeddingProvider(AsyncEmbeddingProvider):
 
     async def aembed_batch(self, texts: Sequence[str], model: str) -> EmbeddingBatch:
         with await self.limiter.aacquire(estimate_tokens(texts)) as permit:
-            inner = self.inner
-            if isinstance(inner, AsyncEmbeddingProvider):
-                batch = await inner.aembed_batch(texts, model)
-            else:
-                batch = await offload(inner.embed_batch, texts, model)
+            batch = await abatch(self.inner, texts, model)
             if batch.input_tokens is not None:
                 permit.settle(batch.input_tokens)
             return batch
