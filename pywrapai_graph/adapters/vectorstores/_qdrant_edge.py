@@ -36,7 +36,12 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._local_files import check_room, os_failure
 from pywrapai_graph.adapters.vectorstores._no_follow import open_file
-from pywrapai_graph.errors import PyWrapAIError, StoreBusyError, VectorStoreError
+from pywrapai_graph.errors import (
+    PyWrapAIError,
+    StorageFullError,
+    StoreBusyError,
+    VectorStoreError,
+)
 
 __all__ = ["SHARDS", "EdgeFolder", "refuse_links_in"]
 
@@ -127,13 +132,21 @@ class EdgeFolder:
 
     @contextmanager
     def _failures(self) -> Iterator[None]:
-        """The engine's errors as ours (its own exceptions carry a message alone)."""
+        """The engine's errors as ours (its exceptions carry a message alone; a panic, on a
+        damaged file, is pyo3's ``PanicException``, a ``BaseException``)."""
         try:
             yield
         except PyWrapAIError:
             raise
-        except Exception as exc:
-            raise os_failure(str(self.root), exc) from exc
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise
+            full = os_failure(str(self.root), exc)
+            if isinstance(full, StorageFullError):
+                raise full from exc
+            raise VectorStoreError(
+                f"Qdrant Edge failed on the folder {str(self.root)!r}: {exc}"
+            ) from exc
 
     def _path(self, name: str) -> Path:
         if not name or Path(name).name != name or name in (".", ".."):
