@@ -1,8 +1,10 @@
-"""QdrantVectorStore in local mode (in-process engine): the contract and Qdrant specifics."""
+"""QdrantVectorStore in process (Qdrant Edge): the contract, Qdrant specifics, and folders of
+the previous release (qdrant-client's local mode, sealed) moved onto Edge."""
 
 from __future__ import annotations
 
 import io
+import json
 import pickle
 import shutil
 import sqlite3
@@ -103,15 +105,120 @@ def _plant(folder: Path, marker: Path) -> None:
     conn.close()
 
 
-def test_a_planted_pickle_is_never_unpickled(tmp_path: Path) -> None:
-    folder, marker = tmp_path / "qdrant", tmp_path / "pwned"
+def test_nothing_in_a_folder_is_ever_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine reads its own files (binary segments, JSON): no pickle on any path."""
+    folder = tmp_path / "qdrant"
+    calls: list[str] = []
+
+    def refuse(*_: object, **__: object) -> None:
+        calls.append("unpickled")
+        raise AssertionError("a store unpickled something")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
     store = QdrantVectorStore("docs", location=str(folder))
-    store.add(make_chunks(3, 8))
+    chunks = make_chunks(6, 8)
+    store.add(chunks)
     store.close()
+    store = QdrantVectorStore("docs", location=str(folder))
+    assert store.search(chunks[0].embedding or [], k=1)[0].chunk.id == chunks[0].id
+    assert store.lexical_search(chunks[0].text, k=1)
+    store.close()
+    assert calls == []
+
+
+# ------------------------------------------------------------------ folders of earlier releases
+FIXTURE = Path(__file__).parents[1] / "fixtures"
+
+
+def _sealed_copy(tmp_path: Path) -> Path:
+    """A copy of a folder as the previous release wrote it (qdrant-client's local mode,
+    sealed; ``tests/fixtures/write_sealed_qdrant.py``)."""
+    folder = tmp_path / "qdrant"
+    shutil.copytree(FIXTURE / "sealed_qdrant", folder)
+    return folder
+
+
+def _answers(store: QdrantVectorStore) -> dict[str, Any]:
+    """What the fixture writer recorded of the old store, asked of ``store``."""
+    from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus
+    from tests.fixtures.write_sealed_qdrant import answers
+
+    corpus = lexical_corpus(n=30, dim=8)
+    for c in corpus:
+        c.metadata["doc"] = c.doc_id
+    found: dict[str, Any] = json.loads(json.dumps(answers(store, corpus)))
+    return found
+
+
+def _same(got: Any, want: Any) -> None:
+    """Equal, scores within float32 rounding."""
+    if isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        for key in want:
+            _same(got[key], want[key])
+    else:
+        assert got == want
+
+
+def test_a_folder_of_the_previous_release_moves_onto_edge_once(tmp_path: Path) -> None:
+    folder = _sealed_copy(tmp_path)
+    want = json.loads((FIXTURE / "sealed_qdrant.json").read_text())
+    store = QdrantVectorStore("docs", location=str(folder))
+    try:
+        _same(_answers(store), want)  # same ids, documents, manifests, dense and lexical hits
+    finally:
+        store.close()
+    assert sorted(p.name for p in folder.iterdir()) == [".pywrapai.lock", "edge"]
+    store = QdrantVectorStore("docs", location=str(folder))  # now an Edge folder
+    try:
+        _same(_answers(store), want)
+        store.add(make_chunks(2, 8, prefix="new-"))
+        assert len(store) == want["len"] + 2
+    finally:
+        store.close()
+
+
+def test_a_migration_cut_short_leaves_the_old_folder_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pywrapai_graph.adapters.vectorstores import _qdrant_folder
+
+    folder = _sealed_copy(tmp_path)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    def fail(*_: object) -> None:
+        raise OSError("killed mid-migration")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_qdrant_folder, "_copy", fail)
+        with pytest.raises(OSError, match="killed"):
+            QdrantVectorStore("docs", location=str(folder))
+    assert {p: p.read_bytes() for p in before} == before  # the old files untouched
+    assert not (folder / "edge").exists()
+    store = QdrantVectorStore("docs", location=str(folder))  # (a staging copy was left)
+    try:
+        assert len(store) == 30
+    finally:
+        store.close()
+
+
+def test_a_planted_pickle_in_an_old_folder_is_never_unpickled(tmp_path: Path) -> None:
+    folder, marker = _sealed_copy(tmp_path), tmp_path / "pwned"
     _plant(folder, marker)
     with pytest.raises(VectorStoreError, match="changed since pywrapai-graph last wrote it"):
         QdrantVectorStore("docs", location=str(folder))
     assert not marker.exists()
+    assert not (folder / "edge").exists()
 
 
 def test_a_folder_we_did_not_write_is_refused(tmp_path: Path) -> None:
@@ -136,7 +243,7 @@ def test_a_folder_we_did_not_write_is_refused(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_our_writes_keep_the_record_true(tmp_path: Path) -> None:
+def test_writes_survive_reopening(tmp_path: Path) -> None:
     folder = tmp_path / "qdrant"
     store = QdrantVectorStore("docs", location=str(folder), dimension=8)
     store.close()
@@ -145,7 +252,7 @@ def test_our_writes_keep_the_record_true(tmp_path: Path) -> None:
     store.add(chunks)
     assert store.delete(["c0"]) == 1
     removed = store.delete_by_doc(chunks[1].doc_id)
-    store.close()  # no explicit record step: every write above re-sealed the folder
+    store.close()
     store = QdrantVectorStore("docs", location=str(folder))
     assert len(store) == 5 - removed
     store.clear()
@@ -153,23 +260,17 @@ def test_our_writes_keep_the_record_true(tmp_path: Path) -> None:
     assert len(QdrantVectorStore("docs", location=str(folder))) == 0
 
 
-def test_an_extra_file_or_link_in_the_folder_is_refused(tmp_path: Path) -> None:
+def test_a_link_in_the_folder_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "qdrant"
     QdrantVectorStore("docs", location=str(folder), dimension=8).close()
-    (folder / "collection" / "other").mkdir(parents=True)
-    (folder / "collection" / "other" / "storage.sqlite").write_bytes(b"planted")
-    with pytest.raises(VectorStoreError, match="changed since"):
-        QdrantVectorStore("docs", location=str(folder))
-    folder2 = tmp_path / "qdrant2"
-    QdrantVectorStore("docs", location=str(folder2), dimension=8).close()
-    (folder2 / "link").symlink_to(tmp_path)
+    (folder / "edge" / "link").symlink_to(tmp_path)
     with pytest.raises(VectorStoreError, match="symbolic link"):
-        QdrantVectorStore("docs", location=str(folder2))
+        QdrantVectorStore("docs", location=str(folder))
 
 
 def _interrupted_write(folder: Path) -> Path:
-    """What a writer killed mid-write leaves: the sealed files copied aside, the live ones
-    changed, a journal and a new collection's file added."""
+    """What a writer of the previous release killed mid-write left: the sealed files copied
+    aside, the live ones changed, a journal and a new collection's file added."""
     rollback = folder / ".pywrapai-rollback"
     for name in ("meta.json", "collection/docs/storage.sqlite"):
         (rollback / name).parent.mkdir(parents=True, exist_ok=True)
@@ -183,27 +284,20 @@ def _interrupted_write(folder: Path) -> Path:
     return rollback
 
 
-def test_an_interrupted_write_is_undone_on_open(tmp_path: Path) -> None:
-    folder = tmp_path / "qdrant"
+def test_an_interrupted_write_of_the_previous_release_is_undone_first(tmp_path: Path) -> None:
+    folder = _sealed_copy(tmp_path)
+    _interrupted_write(folder)
     store = QdrantVectorStore("docs", location=str(folder))
-    store.add(make_chunks(4, 8))
-    store.close()
-    rollback = _interrupted_write(folder)
-    store = QdrantVectorStore("docs", location=str(folder))
-    assert len(store) == 4  # as the last seal left it
-    assert not rollback.exists() and not (folder / "collection" / "new").exists()
-    assert not (folder / "collection" / "docs" / "storage.sqlite-journal").exists()
-    store.add(make_chunks(2, 8, prefix="more-"))
-    store.close()
-    assert len(QdrantVectorStore("docs", location=str(folder))) == 6
+    try:
+        assert len(store) == 30  # as the last seal left it
+    finally:
+        store.close()
+    assert sorted(p.name for p in folder.iterdir()) == [".pywrapai.lock", "edge"]
 
 
 def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
     """The copy kept to undo a write is checked against the record before it is used."""
-    folder, marker = tmp_path / "qdrant", tmp_path / "pwned"
-    store = QdrantVectorStore("docs", location=str(folder))
-    store.add(make_chunks(3, 8))
-    store.close()
+    folder, marker = _sealed_copy(tmp_path), tmp_path / "pwned"
     rollback = _interrupted_write(folder)
     _plant(rollback, marker)
     with pytest.raises(VectorStoreError, match="does not match the folder's record"):
@@ -211,55 +305,22 @@ def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_the_server_batch_request_gives_the_hits_of_single_queries() -> None:
-    """``query_batch_points`` (what ``search_many`` sends a server) run on the local engine:
-    the requests it builds and the results it reads match one ``query_points`` each."""
+def test_the_batch_request_gives_the_hits_of_single_queries() -> None:
+    """``query_batch_points`` (what ``search_many`` sends): the requests it builds and the
+    results it reads match one ``query_points`` each."""
     store = QdrantVectorStore("batch", location=":memory:")
     chunks = make_chunks(30, 8, docs=3)
     store.add(chunks)
     queries = [np.asarray(c.embedding, dtype=np.float32) for c in chunks[:4]]
     for where in (None, {"parity": "odd"}, {"doc": "doc-2", "parity": "even"}):
         selector = store._selector(where)
-        batched = store._query_batch(queries, 5, selector)
+        batched = store._query_many(queries, 5, selector)
         single = [store._query(q, 5, selector) for q in queries]
         assert [[(h.chunk.id, v) for h, v in r] for r in batched] == [
             [(h.chunk.id, v) for h, v in r] for r in single
         ]
         assert all(len(r) == 5 for r in batched)
     store.close()
-
-
-def _legacy_collection(store: QdrantVectorStore, dim: int) -> None:
-    """The collection as an earlier release created it: the dense vector alone."""
-    models = store._models
-    with store._writing():
-        store._client.create_collection(
-            "docs", vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
-        )
-    store._dim, store._sparse = dim, False
-
-
-def test_a_local_collection_from_before_engine_lexical_is_upgraded_on_open(
-    tmp_path: Path,
-) -> None:
-    from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus, reference_bm25
-
-    corpus = lexical_corpus(dim=8)
-    old = QdrantVectorStore("docs", location=str(tmp_path / "q"))
-    _legacy_collection(old, 8)
-    old.add(corpus)  # written without term weights, as before
-    dense = old.search(corpus[0].embedding or [], k=5)
-    old.close()
-    store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
-    try:
-        query = "heat transfer in laminar boundary layers"
-        got = store.lexical_search(query, k=10)
-        want = reference_bm25(corpus, query, 10)  # one batch written: the exact statistics
-        assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-5)
-        assert store.search(corpus[0].embedding or [], k=5) == dense
-        assert len(store) == len(corpus)
-    finally:
-        store.close()
 
 
 class _CountedQdrant(QdrantVectorStore):

@@ -36,6 +36,7 @@ NOT_LOADED = [
     "asyncio",
     "chromadb",
     "qdrant_client",
+    "qdrant_edge",
     "psycopg2",
     "faiss",
     "pywrapai_graph.application.run_agent",

@@ -24,18 +24,36 @@ Documents = dict[str, set[str]]
 @contextmanager
 def tmpfs(mount: Path, options: str) -> Iterator[Path]:
     """A tmpfs mounted at ``mount`` with ``options`` (``size=2m``...), unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount.mkdir(exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with _mounted(mount, ["-t", "tmpfs", "-o", options, "tmpfs"]):
         yield mount
+
+
+@contextmanager
+def ext4(mount: Path, megabytes: int) -> Iterator[Path]:
+    """An ext4 filesystem of ``megabytes`` in a file, loop-mounted at ``mount``. For engines
+    that map sparse files into memory: on tmpfs, even reading a hole through a mapping takes
+    room, so a full tmpfs fails their reads where a disk would not."""
+    image = mount.with_name(mount.name + ".img")
+    with open(image, "wb") as f:
+        f.truncate(megabytes << 20)
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make an ext4 image here: {made.stderr.decode().strip()}")
+    with _mounted(mount, ["-o", "loop", str(image)]):
+        yield mount
+    image.unlink()
+
+
+@contextmanager
+def _mounted(mount: Path, how: list[str]) -> Iterator[None]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root (CI runs as root)")
+    mount.mkdir(exist_ok=True)
+    done = subprocess.run(["mount", *how, str(mount)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {done.stderr.decode().strip()}")
+    try:
+        yield
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 

@@ -146,7 +146,9 @@ def _carriers(store: BaseVectorStore) -> int:
 # ---------------------------------------------------------------------- written before
 
 
-def test_a_local_qdrant_folder_without_the_field_is_upgraded_on_open(tmp_path: Path) -> None:
+def test_a_qdrant_folder_without_the_field_serves_chunk_scores(tmp_path: Path) -> None:
+    """Qdrant cannot add a sparse vector to a collection: one made before the document field
+    keeps serving the chunks' scores, as on a server (re-created by ``store clear``)."""
     corpus = lexical_corpus(dim=8)
     old = QdrantVectorStore("docs", location=str(tmp_path / "q"))
     m = old._models
@@ -158,15 +160,12 @@ def test_a_local_qdrant_folder_without_the_field_is_upgraded_on_open(tmp_path: P
         )
     old._dim, old._sparse, old._doc_field = 8, True, False
     old.add(corpus)
-    alone = fielded_reference(corpus, QUERIES[0], weight=0.0)[:10]  # chunk scores alone
-    assert [s for _, s in _ranking(old, QUERIES[0])] == pytest.approx([s for _, s in alone])
-    dense = old.search(corpus[0].embedding or [], k=5)
     old.close()
     store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
     try:
         for query in QUERIES:
-            _assert_exact(_ranking(store, query), fielded_reference(corpus, query)[:10])
-        assert store.search(corpus[0].embedding or [], k=5) == dense
+            alone = fielded_reference(corpus, query, weight=0.0)[:10]  # chunk scores alone
+            assert [s for _, s in _ranking(store, query)] == pytest.approx([s for _, s in alone])
         assert len(store) == len(corpus)
     finally:
         store.close()

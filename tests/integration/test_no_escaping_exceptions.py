@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import sqlite3
 import threading
@@ -244,26 +245,30 @@ def test_faiss_a_sidecar_that_is_not_a_database(tmp_path: Path) -> None:
     drive(lambda: FAISSVectorStore(index, meta))
 
 
-# ---------------------------------------------------------------------------- Qdrant local
+# ---------------------------------------------------------------------------- Qdrant folder
 def _filled_qdrant(folder: Path) -> None:
     store = QdrantVectorStore("docs", location=str(folder))
     store.add(make_chunks(20, DIM, docs=4))
     store.close()
 
 
-def test_qdrant_local_a_corrupted_storage_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["page_0.dat", "segment.json", "edge_config.json"])
+def test_qdrant_folder_a_corrupted_storage_file(tmp_path: Path, name: str) -> None:
+    """Payload pages make the engine panic (pyo3's ``PanicException``, a ``BaseException``)."""
     folder = tmp_path / "qdrant"
     _filled_qdrant(folder)
-    for storage in folder.rglob("storage.sqlite"):
+    for storage in folder.rglob(name):
         data = bytearray(storage.read_bytes())
-        data[100:400] = b"\x00" * 300
+        data[20:400] = b"\x00" * len(data[20:400])
         storage.write_bytes(bytes(data))
     drive(lambda: QdrantVectorStore("docs", location=str(folder)))
 
 
-def test_qdrant_local_an_integrity_record_that_is_not_json(tmp_path: Path) -> None:
+def test_qdrant_folder_of_the_previous_release_with_a_record_that_is_not_json(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "qdrant"
-    _filled_qdrant(folder)
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
     (folder / "pywrapai-integrity.json").write_text("{ not json", encoding="utf-8")
     drive(lambda: QdrantVectorStore("docs", location=str(folder)))
 

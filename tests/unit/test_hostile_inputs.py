@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import logging
 import pickle
+import shutil
 import sqlite3
 import traceback
 from pathlib import Path
@@ -107,10 +108,10 @@ class _CreatesFile:
 
 
 def test_a_planted_pickle_in_a_qdrant_folder_never_runs(here: Path) -> None:
+    """A folder of the previous release (qdrant-client's local mode, which unpickles points)
+    is checked against its seal before anything in it is read."""
     folder, marker = here / "qdrant", here / "pwned"
-    store = QdrantVectorStore("docs", location=str(folder))
-    store.add([Chunk("t", "d", {}, id="c", embedding=[1.0, 0.0])])
-    store.close()
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
     with sqlite3.connect(folder / "collection" / "docs" / "storage.sqlite") as conn:
         conn.execute("UPDATE points SET point = ?", (pickle.dumps(_CreatesFile(marker)),))
     conn.close()

@@ -16,6 +16,7 @@ HEAVY = [
     "chromadb",
     "faiss",
     "qdrant_client",
+    "qdrant_edge",
     "psycopg2",
     "pgvector",
     "httpx",

@@ -18,11 +18,9 @@ from pathlib import Path
 
 from pywrapai_graph.errors import VectorStoreError
 
-__all__ = ["copy_file", "open_file", "refuse_links", "sqlite_files"]
+__all__ = ["open_file", "refuse_links", "sqlite_files"]
 
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a planted FIFO never hangs
-
-_COPY_BLOCK = 1 << 20
 
 
 def _link_error(path: Path | str) -> VectorStoreError:
@@ -96,31 +94,3 @@ def sqlite_files(path: Path | str) -> tuple[str, ...]:
     """A SQLite database and the side files SQLite creates beside it."""
     name = os.fspath(path)
     return (name, f"{name}-wal", f"{name}-shm", f"{name}-journal")
-
-
-def copy_file(source: Path, target: Path) -> None:
-    """Copy ``source`` to a new file ``target``, synced; neither is followed if a link.
-
-    Raises:
-        VectorStoreError: either is a link (or not a regular file), or ``target`` exists.
-        OSError: a read or write failure.
-    """
-    src = open_file(source, os.O_RDONLY)
-    try:
-        try:
-            dst = open_file(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        except FileExistsError:
-            refuse_links(target)
-            raise VectorStoreError(
-                f"{str(target)!r} already exists; refusing to overwrite it"
-            ) from None
-        try:
-            while block := os.read(src, _COPY_BLOCK):
-                view = memoryview(block)
-                while view:
-                    view = view[os.write(dst, view) :]
-            os.fsync(dst)
-        finally:
-            os.close(dst)
-    finally:
-        os.close(src)

@@ -10,8 +10,7 @@ engine holds them at query time.
 
 :class:`QdrantDocumentField` is that part of :class:`QdrantVectorStore`. A collection created
 before the document field (it lacks the second vector, which Qdrant cannot add to an existing
-collection) is rebuilt when a local-mode store opens it; a server collection keeps serving
-chunk scores alone, and says once how to re-create it.
+collection) keeps serving chunk scores alone, and says once how to re-create it.
 """
 
 from __future__ import annotations
@@ -41,18 +40,25 @@ from pywrapai_graph.domain import Chunk
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-__all__ = ["QdrantDocumentField"]
+__all__ = ["UPGRADE_NEEDED", "QdrantDocumentField"]
 
 _log = logging.getLogger(__name__)
 _PAGE = 500  # documents per lookup, points per write
 
-#: what a server collection from before the document field says (once per store)
+#: what a collection of an earlier release says when asked for lexical search
+UPGRADE_NEEDED = (
+    "Qdrant collection {name!r} was created before lexical search was served by Qdrant "
+    "(it has no sparse vector {sparse!r}, and Qdrant cannot add one to a collection); "
+    "re-create it: `pywrapai-graph store clear --yes`, then ingest again (or keep "
+    "mode='dense')."
+).replace("{sparse!r}", repr(SPARSE))
+
+#: what a collection from before the document field says (once per store)
 NO_DOCUMENT_FIELD = (
     "Qdrant collection %r was created before lexical search had a document field (it has no "
-    "sparse vector %r, and a server cannot add one while others may write): its lexical "
-    "scores are those of chunks alone. To rank chunks of long documents better, re-create it "
-    "(`pywrapai-graph store clear --yes`, then ingest again). A local-mode folder is upgraded "
-    "when a store opens it."
+    "sparse vector %r, and Qdrant cannot add one to a collection): its lexical scores are "
+    "those of chunks alone. To rank chunks of long documents better, re-create it "
+    "(`pywrapai-graph store clear --yes`, then ingest again)."
 )
 
 

@@ -1,4 +1,4 @@
-"""The payload index of a Qdrant server collection on ``id``, the chunk id that the
+"""The payload index of a Qdrant collection on ``id``, the chunk id that the
 id-restricted re-scoring queries of hybrid retrieval (``similarities``, ``lexical_scores``)
 filter on (``_qdrant_ids.ids_filter``): without it a server looks through the payload of
 every point for them."""
@@ -18,9 +18,8 @@ _log = logging.getLogger(__name__)
 
 
 def index_chunk_ids(client: Any, collection: str) -> None:
-    """Create the keyword index on ``id`` (the store asks it of a server when it creates
-    the collection). Local mode has no payload indexes: it takes the call, warns and ignores
-    it, so the store does not ask it there. A key that may not change the collection
+    """Create the keyword index on ``id`` (the store asks it when it creates the collection,
+    of a server or of Qdrant Edge in process). A key that may not change the collection
     (read-only) leaves it as it is, with a warning: searches stay correct, only slower."""
     m = require("qdrant_client.models", "qdrant", "qdrant-client")
     errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")

@@ -1,4 +1,4 @@
-"""QdrantVectorStore: Qdrant in-process (``:memory:`` or a local path) or a server/Cloud."""
+"""QdrantVectorStore: Qdrant in process (Qdrant Edge: ``:memory:``, a folder) or a server."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores._qdrant_document import QdrantDocumentField
+from pywrapai_graph.adapters.vectorstores._qdrant_document import (
+    UPGRADE_NEEDED,
+    QdrantDocumentField,
+)
+from pywrapai_graph.adapters.vectorstores._qdrant_edge import EdgeFolder
+from pywrapai_graph.adapters.vectorstores._qdrant_folder import local_location, open_folder
 from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
 from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, index_chunk_ids
-from pywrapai_graph.adapters.vectorstores._qdrant_local import SealedLocalMode, local_location
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     DOCUMENT_SPARSE,
     FIELDS,
@@ -30,8 +34,6 @@ from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     version_of,
 )
 from pywrapai_graph.adapters.vectorstores._qdrant_records import QdrantRecords
-from pywrapai_graph.adapters.vectorstores._qdrant_seal import SealedFolder
-from pywrapai_graph.adapters.vectorstores._qdrant_upgrade import UPGRADE_NEEDED, rebuild_with_sparse
 from pywrapai_graph.adapters.vectorstores._sparse_terms import check_fixed_bm25, query_indices
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
@@ -61,15 +63,16 @@ __all__ = ["QdrantVectorStore"]
 _UPSERT_BATCH = 512
 
 
-class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
+class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
     """Cosine search in a Qdrant collection.
 
     Args:
         collection: the collection name.
-        location: ":memory:" (in-process, not persistent) or a directory (local mode,
-            persistent). Local mode holds an exclusive file lock: :meth:`close` releases it.
-            Each write in local mode is all or nothing, through a failure or a crash: the
-            folder is put back as the last complete write left it (see ``_qdrant_seal``).
+        location: ":memory:" (in-process, not persistent) or a directory (persistent):
+            Qdrant's own engine in this process (Qdrant Edge, see ``_qdrant_edge``), one
+            store per folder at a time (:meth:`close` lets it go). A folder of an earlier
+            release (qdrant-client's local mode) is moved onto it once, on open
+            (``_qdrant_migrate``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
@@ -78,12 +81,9 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
 
     Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
     go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
-    that loop shuts down. Writes, and every async call in local mode, run their sync twin
-    in the bounded thread offload: a local folder can be open in one client at a time (its
-    file lock), so an async client could not share it with the sync one, and qdrant-client's
-    async local mode runs the same in-process search on the event loop, which would block it.
-    ``search_many`` is one ``query_batch_points`` request to a server (in local mode, one
-    in-process query each, with one record lookup for the batch).
+    that loop shuts down. Writes, and every async call in process, run their sync twin in
+    the bounded thread offload (the in-process engine has no async interface).
+    ``search_many`` is one batch query, with one record lookup for the batch.
 
     Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
     terms' BM25 weights (k1 1.2, b 0.75, see ``_sparse_terms``) and the collection applies
@@ -91,7 +91,8 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
     document also carries ``pywrapai_bm25_doc``, its document's (see ``_qdrant_document``).
 
     Raises:
-        MissingExtraError: ``qdrant-client`` is not installed.
+        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
+            installed.
         ConfigurationError: both or neither of a location and a url.
     """
 
@@ -122,30 +123,22 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
         self._doc_field = False
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
-        try:
-            if url is not None:
-                # no background version-check thread: failures surface on our own calls
-                self._client: QdrantClient = qc.QdrantClient(
+        if url is not None:
+            # no background version-check thread: failures surface on our own calls
+            self._client: QdrantClient = qc.QdrantClient(
+                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+            )
+            self._aclients = PerLoop(
+                lambda: qc.AsyncQdrantClient(
                     url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-                )
-                self._aclients = PerLoop(
-                    lambda: qc.AsyncQdrantClient(
-                        url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-                    ),
-                    close_async,
-                )
-            elif self._mode == "memory":
-                self._client = qc.QdrantClient(location=":memory:")
-            else:
-                # the client unpickles every point it finds: only hand it files we wrote
-                self._root = Path(os.fspath(where))  # type: ignore[arg-type]
-                self._folder = SealedFolder(self._root)
-                self._open_local()
-        except RuntimeError as exc:  # local mode: another client holds the lock
-            raise VectorStoreError(
-                f"cannot open the Qdrant storage at {os.fspath(where)!r}: {exc}. "  # type: ignore[arg-type]
-                "Close the other QdrantVectorStore first (close() releases the lock)."
-            ) from exc
+                ),
+                close_async,
+            )
+        else:  # Qdrant Edge answers the same calls (a temporary folder for ":memory:")
+            folder = None if self._mode == "memory" else Path(os.fspath(where))  # type: ignore[arg-type]
+            self._client = cast(
+                "QdrantClient", EdgeFolder(None) if folder is None else open_folder(folder)
+            )
         self._secrets = [api_key, url]
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
@@ -153,15 +146,9 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
             self._dim = self._existing_dimension()
             if self._mode == "server" and self._dim is not None:
                 ensure_id_index(self._client, collection)  # made before the index existed?
-        if self._mode == "local" and self._pending_records():  # from before sealed writes
+        if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
-        if self._mode == "local" and self._dim is not None and not self._doc_field:
-            with self._writing():  # from before lexical search (or its document field)
-                dim = self._dim
-                rebuild_with_sparse(
-                    self._client, self._models, collection, lambda: self._create(dim), self._vectors
-                )
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -171,6 +158,12 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
             )
 
     # ------------------------------------------------------------------ collection
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the store's lock, with the engine's errors translated."""
+        with self._lock, self._errors():
+            yield
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
         exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
@@ -225,7 +218,7 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
                 for name in (SPARSE, DOCUMENT_SPARSE)
             },
         )
-        if made and self._mode == "server":  # (local mode has no payload indexes)
+        if made:
             index_chunk_ids(self._client, self._collection)
         found = dim if made else self._existing_dimension()
         if found != dim:
@@ -258,7 +251,7 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
 
     @property
     def exact(self) -> bool:
-        return self._mode != "server"  # local mode searches exhaustively; servers use HNSW
+        return self._mode != "server"  # Edge searches exhaustively (no HNSW built); servers: HNSW
 
     @property
     def dimension(self) -> int | None:
@@ -379,13 +372,7 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
         return hits_of(result.points)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """A server: one ``query_batch_points`` request for every query. Local mode: one
-        ``query_points`` each (the local batch call costs more than the queries it holds)."""
-        if self._mode != "server":
-            return [self._query(q, n, selector) for q in queries]
-        return self._query_batch(queries, n, selector)
-
-    def _query_batch(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query_batch_points`` request for every query."""
         with self._errors():
             results = self._client.query_batch_points(
                 self._collection, self._requests(queries, n, selector)
@@ -461,11 +448,9 @@ class QdrantVectorStore(SealedLocalMode, QdrantRecords, QdrantDocumentField):
             return self._count_points()
 
     def close(self) -> None:
-        """Close the client (releases the local-mode file lock)."""
+        """Close the client (in process: lets the folder go; ``:memory:`` is deleted)."""
         with self._lock:
             self._client.close()
-            if self._mode == "local":
-                self._folder.close()
 
     def __repr__(self) -> str:
         return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"
