@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 __all__ = ["http_errors", "log_retries"]
@@ -38,8 +39,15 @@ def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], .
 _retry_log = logging.getLogger("pywrapai_graph.retries")
 
 
-def log_retries(client: T, provider: str, *, is_async: bool = False) -> T:
-    """Make an OpenAI/Anthropic SDK client log each retry it makes as a WARNING; returns it.
+def log_retries(
+    client: T,
+    provider: str,
+    *,
+    is_async: bool = False,
+    record: Callable[[Any], Any] | None = None,
+) -> T:
+    """Make an OpenAI/Anthropic SDK client log each retry it makes as a WARNING, and hand
+    every response to ``record`` (a response hook) when given; returns it.
 
     A request hook on the SDK's own HTTP client (``client._client``, so its defaults, its
     closing and its retry behaviour stay the SDK's) reads the SDK's retry-count header. A
@@ -64,4 +72,6 @@ def log_retries(client: T, provider: str, *, is_async: bool = False) -> T:
     hooks = getattr(getattr(client, "_client", None), "event_hooks", None)
     if isinstance(hooks, dict):
         hooks.setdefault("request", []).append(anote if is_async else note)
+        if record is not None:
+            hooks.setdefault("response", []).append(record)
     return client
