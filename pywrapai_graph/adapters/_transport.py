@@ -1,15 +1,19 @@
-"""The timeout and transport exception types of the HTTP stacks that SDKs let through raw."""
+"""The HTTP stacks under the SDKs: the timeout and transport exception types they let through
+raw, and the hooks we hang on their clients (retry logs, the last body and headers)."""
 
 from __future__ import annotations
 
 import importlib
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["http_errors", "log_retries"]
+__all__ = ["BodyRecorder", "http_errors", "log_retries"]
 
 T = TypeVar("T")
+_RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
+_STREAMED = ("text/event-stream", "ndjson")
 
 
 def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -75,3 +79,49 @@ def log_retries(
         if record is not None:
             hooks.setdefault("response", []).append(record)
     return client
+
+
+class BodyRecorder:
+    """The last non-streamed response (body, headers) seen in this context, through httpx
+    event hooks: a reply the SDK cannot decode is reported with its raw body, and a status
+    error without headers in the SDK (Ollama) still yields ``Retry-After``."""
+
+    def __init__(self) -> None:
+        self._last: ContextVar[tuple[str, Any] | None] = ContextVar(
+            f"pywrapai-body-{id(self)}", default=None
+        )
+
+    @staticmethod
+    def _streamed(response: Any) -> bool:
+        kind = str(response.headers.get("content-type", ""))
+        return any(s in kind for s in _STREAMED)
+
+    def hook(self, response: Any) -> None:
+        """httpx ``response`` event hook (sync clients)."""
+        if self._streamed(response):
+            self._last.set(("", response.headers))
+            return
+        response.read()
+        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+
+    async def ahook(self, response: Any) -> None:
+        """httpx ``response`` event hook (async clients)."""
+        if self._streamed(response):
+            self._last.set(("", response.headers))
+            return
+        await response.aread()
+        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+
+    def reset(self) -> None:
+        """Forget the previous response before a new call."""
+        self._last.set(None)
+
+    def body(self) -> str | None:
+        """The last body, or None when no response was recorded."""
+        last = self._last.get()
+        return last[0] if last is not None else None
+
+    def headers(self) -> Any:
+        """The last response headers, or None."""
+        last = self._last.get()
+        return last[1] if last is not None else None

@@ -26,9 +26,8 @@ from pywrapai_graph.adapters._per_loop import (
     SyncClient,
     close_async,
 )
-from pywrapai_graph.adapters._transport import log_retries
+from pywrapai_graph.adapters._transport import BodyRecorder, log_retries
 from pywrapai_graph.adapters.llm._replies import (
-    BodyRecorder,
     StreamTally,
     aretrying,
     decoding,

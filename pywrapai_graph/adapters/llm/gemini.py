@@ -9,6 +9,7 @@ from pywrapai_graph.adapters._gemini import close_aio, gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
+from pywrapai_graph.adapters._transport import BodyRecorder
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -19,7 +20,6 @@ from pywrapai_graph.adapters.llm._media import gemini_tokens, media_parts, refus
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    BodyRecorder,
     StreamTally,
 )
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema

@@ -10,12 +10,12 @@ from typing import Any
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
+from pywrapai_graph.adapters._transport import BodyRecorder
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.adapters.llm._media import refuse
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    BodyRecorder,
     StreamTally,
 )
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
