@@ -73,7 +73,7 @@ class StreamTally(ABC):
 
     @abstractmethod
     def feed(self, event: Any) -> str:
-        """Take one event; return its text (possibly empty)."""
+        """Take one event; return its text (possibly empty), which :meth:`step` keeps."""
 
     def text(self) -> str:
         """The text received so far."""
@@ -95,7 +95,9 @@ class StreamTally(ABC):
     def step(self, event: Any) -> StreamChunk | None:
         """:meth:`feed` one event; the chunk to hand on after it (see :meth:`chunk`)."""
         before = self.reported()
-        return self.chunk(self.feed(event), before)
+        text = self.feed(event)
+        self.parts.append(text)
+        return self.chunk(text, before)
 
     def final(self) -> StreamChunk:
         """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""

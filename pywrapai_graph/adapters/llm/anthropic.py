@@ -167,8 +167,7 @@ class _StreamTally(StreamTally):
         elif kind == "message_delta" and event.usage is not None:
             self.output_tokens = event.usage.output_tokens or self.output_tokens
         elif kind == "content_block_delta" and event.delta.type == "text_delta":
-            self.parts.append(str(event.delta.text))
-            return self.parts[-1]
+            return str(event.delta.text)
         return ""
 
     def reported(self) -> TokenUsage:

@@ -166,9 +166,7 @@ class _StreamState(StreamTally):
         self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
         self.model = raw.model_version or self.model
         self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
-        text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
-        self.parts.append(text)
-        return text
+        return "".join(p.text for p in _parts(raw) if p.text and not p.thought)
 
 
 class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):

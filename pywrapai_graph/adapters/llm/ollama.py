@@ -85,7 +85,6 @@ class _StreamState(StreamTally):
 
     def feed(self, part: Any) -> str:
         text = str(part.message.content) if part.message and part.message.content else ""
-        self.parts.append(text)
         if part.done:
             self.ended = True
             self.usage, self.model = _usage(part), part.model

@@ -114,7 +114,6 @@ class _StreamState(StreamTally):
         for choice in event.choices:
             self.ended = self.ended or choice.finish_reason is not None
             text += choice.delta.content or ""
-        self.parts.append(text)
         return text
 
 
