@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from pywrapai_graph.adapters._provider_errors import stainless_errors
@@ -171,13 +172,7 @@ class _StreamTally(StreamTally):
         return ""
 
     def reported(self) -> TokenUsage:
-        usage = _usage(self.start_usage)
-        return TokenUsage(
-            input_tokens=usage.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-        )
+        return replace(_usage(self.start_usage), output_tokens=self.output_tokens)
 
     def final(self) -> StreamChunk:
         self.usage = self.reported()
