@@ -143,18 +143,16 @@ class OnnxTextModel:
 
     provider = "local"
     max_batch = 4096
-    default_model: str
-    max_length: int
-    batch_size: int
 
-    @staticmethod
-    def _check(threads: int, max_length: int, batch_size: int, shortest: int) -> None:
-        """Raises ConfigurationError for a setting the model cannot run with."""
+    def _settle(self, threads: int, max_length: int, batch_size: int, shortest: int) -> None:
+        """Take the settings, or raise ConfigurationError for one the model cannot run with."""
         if threads < 1 or max_length < shortest or batch_size < 1:
             raise ConfigurationError(
                 f"threads and batch_size must be >= 1 and max_length >= {shortest}, got "
                 f"threads={threads}, max_length={max_length}, batch_size={batch_size}"
             )
+        self.max_length = max_length
+        self.batch_size = batch_size
 
     def _load(self, files: tuple[Path, Path], name: str, threads: int) -> None:
         """Open ``(model.onnx, tokenizer.json)`` as the model called ``name``."""

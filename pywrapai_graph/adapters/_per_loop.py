@@ -17,10 +17,12 @@ import asyncio
 import contextlib
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["PerLoop", "close_async"]
+__all__ = ["PerLoop", "SDKClients", "close_async"]
 
 T = TypeVar("T")
 
@@ -93,3 +95,40 @@ class PerLoop(Generic[T]):
             entry = self._clients.pop(loop, None)
         if entry is not None:
             await entry[1].aclose()
+
+
+class _Closable(Protocol):
+    def close(self) -> Any: ...
+
+
+SyncClient = TypeVar("SyncClient", bound=_Closable)
+AsyncClient = TypeVar("AsyncClient")
+
+
+class SDKClients(ABC, Generic[SyncClient, AsyncClient]):
+    """Base of the adapters over an SDK: one sync client, one async client per event loop.
+
+    Parameterised with the SDK's own client classes (``SDKClients[openai.OpenAI,
+    openai.AsyncOpenAI]``), so every SDK call in a subclass is type-checked.
+    """
+
+    _client: SyncClient
+    _aclients: PerLoop[AsyncClient]
+    #: the API key, masked in every error and in the scrubbed copies of SDK exceptions
+    _secret: str | None = None
+
+    @property
+    def _aclient(self) -> AsyncClient:
+        return self._aclients.get()
+
+    @abstractmethod
+    def _errors(self) -> AbstractContextManager[None]:
+        """The SDK's exceptions translated into ours."""
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self._client.close()
+
+    async def aclose(self) -> None:
+        """Release the current event loop's async client."""
+        await self._aclients.aclose()

@@ -12,19 +12,17 @@ from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition._provider_facade import ProviderFacade
 from pywrapai_graph.composition.providers import EMBEDDING_PROVIDERS, make_embedding_provider
 from pywrapai_graph.composition.shared_limits import LimitsArg, limit_embeddings
 from pywrapai_graph.ports.embedder import AsyncEmbeddingModel, MatrixEmbeddingModel
-from pywrapai_graph.ports.embedding_provider import (
-    AsyncEmbeddingProvider,
-    EmbeddingProvider,
-)
+from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
 from pywrapai_graph.ports.hooks import Hooks
 
 __all__ = ["EMBEDDING_PROVIDERS", "Embedder"]
 
 
-class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
+class Embedder(ProviderFacade, AsyncEmbeddingModel, MatrixEmbeddingModel):
     """Turns texts into vectors through a provider, splitting large inputs into batches.
 
     ``aembed``/``aembed_one`` use the provider's native async client (one per event loop);
@@ -51,6 +49,9 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         MissingExtraError: when the provider's SDK is not installed.
     """
 
+    _adapter: EmbeddingProvider
+    _use_case: EmbedTexts
+
     def __init__(
         self,
         provider: str | EmbeddingProvider = "openai",
@@ -67,7 +68,7 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
             make_embedding_provider(provider, options) if isinstance(provider, str) else provider
         )
         self._adapter = limit_embeddings(adapter, options, limits)
-        self._embed = EmbedTexts(
+        self._use_case = EmbedTexts(
             self._adapter,
             model or self._adapter.default_model,
             tracker if tracker is not None else TokenTracker(prices),
@@ -76,21 +77,11 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
         )
 
     @property
-    def provider(self) -> str:
-        """The provider name."""
-        return self._adapter.provider
-
-    @property
     def limiter(self) -> ProviderLimiter | None:
         """The client-side limiter this embedder's requests take their turn from (None: no
         limits)."""
         adapter = self._adapter
         return adapter.limiter if isinstance(adapter, LimitedEmbeddingProvider) else None
-
-    @property
-    def model(self) -> str:
-        """The embedding model."""
-        return self._embed.model
 
     @property
     def dimension(self) -> int | None:
@@ -113,12 +104,7 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
     @property
     def truncated_texts(self) -> int:
         """How many texts the model truncated so far (reported by local models)."""
-        return self._embed.truncated
-
-    @property
-    def tokens(self) -> TokenTracker:
-        """Usage and cost of every embedding request."""
-        return self._embed.tracker
+        return self._use_case.truncated
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; large inputs are split into provider-sized batches.
@@ -127,7 +113,7 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
             TypeError: when given a single string.
             ProviderError: when the provider fails or returns the wrong number of vectors.
         """
-        return self._embed.run(texts)
+        return self._use_case.run(texts)
 
     def embed_matrix(self, texts: Sequence[str]) -> memoryview:
         """The vectors as one (len(texts), dimension) float32 matrix, in a ``memoryview``.
@@ -138,7 +124,7 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
             TypeError: when given a single string.
             ProviderError: when the provider fails or returns vectors of different sizes.
         """
-        return self._embed.run_matrix(texts)
+        return self._use_case.run_matrix(texts)
 
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""
@@ -146,26 +132,8 @@ class Embedder(AsyncEmbeddingModel, MatrixEmbeddingModel):
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """Async :meth:`embed`, on the provider's async client; never blocks the loop."""
-        return await self._embed.arun(texts)
+        return await self._use_case.arun(texts)
 
     async def aembed_one(self, text: str) -> list[float]:
         """Async :meth:`embed_one`."""
         return (await self.aembed([text]))[0]
-
-    def close(self) -> None:
-        """Release the provider client's connections."""
-        self._adapter.close()
-
-    async def aclose(self) -> None:
-        """Release the provider's async client of the running loop."""
-        if isinstance(self._adapter, AsyncEmbeddingProvider):
-            await self._adapter.aclose()
-
-    def __enter__(self) -> Embedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Embedder(provider={self.provider!r}, model={self.model!r})"

@@ -10,16 +10,17 @@ from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.rerank_hits import RerankHits
 from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition._provider_facade import ProviderFacade
 from pywrapai_graph.composition.providers import RERANK_PROVIDERS, make_rerank_provider
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.ports.hooks import Hooks
-from pywrapai_graph.ports.rerank_provider import AsyncRerankProvider, RerankProvider
+from pywrapai_graph.ports.rerank_provider import RerankProvider
 from pywrapai_graph.ports.reranker import Reranker
 
 __all__ = ["RERANK_PROVIDERS", "RerankModel"]
 
 
-class RerankModel(Reranker):
+class RerankModel(ProviderFacade, Reranker):
     """Re-orders retrieved hits by relevance with a rerank model: a hosted API or a local
     cross-encoder. Give it to ``VectorRetriever(..., reranker=...)``.
 
@@ -47,6 +48,9 @@ class RerankModel(Reranker):
         >>> retriever = VectorRetriever(embedder, store, reranker=reranker)  # doctest: +SKIP
     """
 
+    _adapter: RerankProvider
+    _use_case: RerankHits
+
     def __init__(
         self,
         provider: str | RerankProvider = "cohere",
@@ -60,27 +64,12 @@ class RerankModel(Reranker):
         self._adapter = (
             make_rerank_provider(provider, options) if isinstance(provider, str) else provider
         )
-        self._rerank = RerankHits(
+        self._use_case = RerankHits(
             self._adapter,
             model or self._adapter.default_model,
             tracker if tracker is not None else TokenTracker(prices),
             hooks=check_hooks(hooks),
         )
-
-    @property
-    def provider(self) -> str:
-        """The provider name."""
-        return self._adapter.provider
-
-    @property
-    def model(self) -> str:
-        """The rerank model."""
-        return self._rerank.model
-
-    @property
-    def tokens(self) -> TokenTracker:
-        """Usage and cost of every rerank request."""
-        return self._rerank.tracker
 
     def rerank(
         self, query: str, hits: Sequence[ScoredChunk], k: int | None = None
@@ -93,28 +82,10 @@ class RerankModel(Reranker):
             ProviderError: the provider failed or did not score every hit.
             ResponseFormatError: the provider's reply could not be decoded.
         """
-        return self._rerank.rerank(query, hits, k)
+        return self._use_case.rerank(query, hits, k)
 
     async def arerank(
         self, query: str, hits: Sequence[ScoredChunk], k: int | None = None
     ) -> list[ScoredChunk]:
         """Async :meth:`rerank`, on the provider's async client; never blocks the loop."""
-        return await self._rerank.arerank(query, hits, k)
-
-    def close(self) -> None:
-        """Release the provider client's connections."""
-        self._adapter.close()
-
-    async def aclose(self) -> None:
-        """Release the provider's async client of the running loop."""
-        if isinstance(self._adapter, AsyncRerankProvider):
-            await self._adapter.aclose()
-
-    def __enter__(self) -> RerankModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"RerankModel(provider={self.provider!r}, model={self.model!r})"
+        return await self._use_case.arerank(query, hits, k)

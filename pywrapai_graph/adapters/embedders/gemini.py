@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -16,17 +15,12 @@ from pywrapai_graph.ports.embedding_provider import EmbeddingBatch
 try:
     from google import genai
     from google.genai import errors as genai_errors
-    from google.genai import types as genai_types
     from google.genai.client import AsyncClient
+    from google.genai.types import PartUnion
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("google-genai", "gemini") from exc
 
 __all__ = ["GeminiEmbeddings"]
-
-
-def _contents(texts: Sequence[str]) -> list[genai_types.PartUnion]:
-    """One part per text (``list`` is invariant: a ``list[str]`` is not accepted as is)."""
-    return list(texts)
 
 
 class GeminiEmbeddings(SDKEmbeddings[genai.Client, AsyncClient]):
@@ -57,7 +51,8 @@ class GeminiEmbeddings(SDKEmbeddings[genai.Client, AsyncClient]):
         return status_code_errors(genai_errors.APIError, "gemini", self._secret, "code", "message")
 
     def _embed(self, client: genai.Client | AsyncClient, texts: list[str], model: str) -> Any:
-        return client.models.embed_content(model=model, contents=_contents(texts))
+        # one part per text (``list`` is invariant: a ``list[str]`` is not accepted as is)
+        return client.models.embed_content(model=model, contents=list[PartUnion](texts))
 
     @staticmethod
     def _batch(raw: Any, model: str) -> EmbeddingBatch:

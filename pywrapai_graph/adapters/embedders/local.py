@@ -112,14 +112,12 @@ class LocalEmbeddings(OnnxTextModel, EmbeddingProvider):
         batch_size: int = 32,
     ) -> None:
         threads = default_threads() if threads is None else threads
-        self._check(threads, max_length, batch_size, shortest=2)
+        self._settle(threads, max_length, batch_size, shortest=2)
         if model_dir is None:
             files, name = default_model_files(), model_name or DEFAULT_MODEL
         else:
             files, name = model_files(model_dir), model_name or Path(model_dir).resolve().name
         self.threads = threads
-        self.max_length = max_length
-        self.batch_size = batch_size
         self.truncated = 0
         self._load(files, name, threads)
         shape = self._session.get_outputs()[0].shape

@@ -1,4 +1,6 @@
-"""What every SDK chat adapter shares: its name, default model, clients and their closing."""
+"""What every SDK chat adapter shares: its name, default model, clients and their closing, and
+the path of a call and of a stream (errors translated, bad replies reported, retries where the
+SDK does none)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,18 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from contextlib import contextmanager
+from typing import Any, ClassVar
 
-from pywrapai_graph.adapters._per_loop import PerLoop
+from pywrapai_graph.adapters._per_loop import (
+    AsyncClient,
+    PerLoop,
+    SDKClients,
+    SyncClient,
+    close_async,
+)
+from pywrapai_graph.adapters._transport import BodyRecorder, log_retries
 from pywrapai_graph.adapters.llm._replies import (
-    BodyRecorder,
     StreamTally,
     aretrying,
     decoding,
@@ -27,6 +35,8 @@ from pywrapai_graph.adapters.llm._replies import (
 )
 from pywrapai_graph.application.input_tokens import generic_media_tokens
 from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
     Message,
     Role,
     StreamChunk,
@@ -97,19 +107,14 @@ def warn_unsupported(provider: str, **values: object) -> None:
         )
 
 
-class _Closable(Protocol):
-    def close(self) -> Any: ...
-
-
-SyncClient = TypeVar("SyncClient", bound=_Closable)
-AsyncClient = TypeVar("AsyncClient")
-
-
-class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
+class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
     """Base of the provider adapters; subclasses set ``provider_name`` and the clients.
 
     Parameterised with the SDK's own client classes (``SDKChatModel[openai.OpenAI,
-    openai.AsyncOpenAI]``), so every SDK call in a subclass is type-checked.
+    openai.AsyncOpenAI]``), so every SDK call in a subclass is type-checked: a subclass
+    writes its request (:meth:`_params`), its two SDK calls on either client (:meth:`_create`,
+    :meth:`_open`) and its reply (:meth:`_response`, :attr:`_tally`); the port's methods
+    here run them.
 
     The async client is built per event loop (``_aclients``), so repeated ``asyncio.run``
     and loops in several threads each get a client bound to their own loop.
@@ -120,34 +125,58 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     #: a call's usage never arrived); subclasses set their provider's published formula
     media_tokens = staticmethod(generic_media_tokens)
     _model: str
-    _client: SyncClient
-    _aclients: PerLoop[AsyncClient]
 
-    #: the last non-streamed body, for replies the SDK cannot decode (set by subclasses that
-    #: can hook their HTTP client; others report the JSON error's document or nothing)
-    _bodies: BodyRecorder | None = None
-    #: the API key, masked in every error and in the scrubbed copies of SDK exceptions
-    _secret: str | None = None
+    #: the last non-streamed body and headers, for replies the SDK cannot decode (set by
+    #: subclasses on their SDK's HTTP client)
+    _bodies: BodyRecorder
+    #: retries of a call (or of a stream's opening) made here, for SDKs that make none
+    #: with ``Retry-After`` themselves; 0 where the SDK retries
+    _retries = 0
+    #: follows one stream of this provider
+    _tally: ClassVar[type[StreamTally]]
 
-    @property
-    def _aclient(self) -> AsyncClient:
-        return self._aclients.get()
+    def _stainless_clients(
+        self,
+        sync: Callable[..., SyncClient],
+        asynchronous: Callable[..., AsyncClient],
+        options: dict[str, Any],
+    ) -> None:
+        """The clients of an OpenAI-style SDK (OpenAI, Anthropic: one generator): each logs
+        the retries the SDK makes and records its bodies."""
+        bodies = self._bodies = BodyRecorder()
+        name = self.provider_name
+        self._client = log_retries(sync(**options), name, record=bodies.hook)
+        self._aclients = PerLoop(
+            lambda: log_retries(asynchronous(**options), name, is_async=True, record=bodies.ahook),
+            close_async,
+        )
 
     @abstractmethod
-    def _errors(self) -> AbstractContextManager[None]:
-        """The SDK's exceptions translated into ours."""
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for ``request``."""
+
+    @abstractmethod
+    def _create(self, client: SyncClient | AsyncClient, params: dict[str, Any]) -> Any:
+        """The SDK's chat call on ``client``: its reply (an awaitable of it on the async
+        client)."""
+
+    @abstractmethod
+    def _open(self, client: SyncClient | AsyncClient, params: dict[str, Any]) -> Any:
+        """The SDK's streaming call on ``client``: its events (an awaitable of them on the
+        async client)."""
+
+    @staticmethod
+    @abstractmethod
+    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+        """The response a decoded reply carries."""
 
     @contextmanager
-    def _replying(self, raw: Callable[[], str | None] | None = None) -> Iterator[None]:
+    def _replying(self) -> Iterator[None]:
         """Around one call and the decoding of its reply: SDK errors translated, and any
         failure to decode the reply raised as ResponseFormatError with the raw body (from
-        ``raw()``, else from the body recorder)."""
-        bodies = self._bodies
-        if bodies is not None:
-            bodies.reset()
-        if raw is None:
-            raw = bodies.body if bodies is not None else lambda: None
-        with decoding(self.provider_name, raw, [self._secret]), self._errors():
+        the body recorder)."""
+        self._bodies.reset()
+        with decoding(self.provider_name, self._bodies.body, [self._secret]), self._errors():
             yield
 
     def _follow(
@@ -200,6 +229,34 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
                         yield chunk
         yield tally.final()
 
+    def chat(self, request: ChatRequest) -> LLMResponse:
+        params = self._params(request)
+
+        def once() -> LLMResponse:
+            with self._replying():
+                return self._response(self._create(self._client, params), request)
+
+        return retrying(once, self._retries)
+
+    async def achat(self, request: ChatRequest) -> LLMResponse:
+        params = self._params(request)
+
+        async def once() -> LLMResponse:
+            with self._replying():
+                return self._response(await self._create(self._aclient, params), request)
+
+        return await aretrying(once, self._retries)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        params = self._params(request)
+        return self._follow(lambda: self._open(self._client, params), self._tally(), self._retries)
+
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        params = self._params(request)
+        return self._afollow(
+            lambda: self._open(self._aclient, params), self._tally(), self._retries
+        )
+
     @property
     def provider(self) -> str:
         return self.provider_name
@@ -207,12 +264,6 @@ class SDKChatModel(ChatModel, Generic[SyncClient, AsyncClient]):
     @property
     def default_model(self) -> str:
         return self._model
-
-    def close(self) -> None:
-        self._client.close()
-
-    async def aclose(self) -> None:
-        await self._aclients.aclose()
 
     def __repr__(self) -> str:  # no key, no URL: only what identifies the model
         return f"{type(self).__name__}(model={self._model!r})"

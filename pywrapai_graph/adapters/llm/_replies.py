@@ -1,8 +1,7 @@
 """What every chat adapter does with a reply it cannot trust: garbage, a cut stream, a 429.
 
-* :class:`BodyRecorder` keeps the last non-streamed HTTP body and headers of the current
-  context (httpx event hooks), so a reply the SDK cannot decode is reported with its raw body
-  and a status error without headers in the SDK (Ollama) still yields ``Retry-After``.
+* :class:`~pywrapai_graph.adapters._transport.BodyRecorder` (beside the HTTP-stack kit)
+  keeps the last body, so a reply the SDK cannot decode is reported with it.
 * :func:`decoding` turns the decoding failures of an SDK or of our translation into one
   :class:`~pywrapai_graph.errors.ResponseFormatError` carrying that body.
 * :func:`retrying` / :func:`aretrying` retry rate limits, timeouts and 5xx for SDKs that do
@@ -16,7 +15,6 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
 from pywrapai_graph.adapters._provider_errors import decoding
@@ -31,7 +29,6 @@ from pywrapai_graph.errors import (
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
-    "BodyRecorder",
     "StreamTally",
     "aretrying",
     "decoding",
@@ -44,54 +41,8 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 600.0
 #: the OpenAI and Anthropic SDKs' own default, applied to every provider
 DEFAULT_MAX_RETRIES = 2
-_RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
 _retry_log = logging.getLogger("pywrapai_graph.retries")
 _MAX_WAIT = 60.0  # never sleep longer than this, whatever Retry-After says
-_STREAMED = ("text/event-stream", "ndjson")
-
-
-class BodyRecorder:
-    """The last non-streamed response (body, headers) seen in this context."""
-
-    def __init__(self) -> None:
-        self._last: ContextVar[tuple[str, Any] | None] = ContextVar(
-            f"pywrapai-body-{id(self)}", default=None
-        )
-
-    @staticmethod
-    def _streamed(response: Any) -> bool:
-        kind = str(response.headers.get("content-type", ""))
-        return any(s in kind for s in _STREAMED)
-
-    def hook(self, response: Any) -> None:
-        """httpx ``response`` event hook (sync clients)."""
-        if self._streamed(response):
-            self._last.set(("", response.headers))
-            return
-        response.read()
-        self._last.set((response.text[:_RAW_LIMIT], response.headers))
-
-    async def ahook(self, response: Any) -> None:
-        """httpx ``response`` event hook (async clients)."""
-        if self._streamed(response):
-            self._last.set(("", response.headers))
-            return
-        await response.aread()
-        self._last.set((response.text[:_RAW_LIMIT], response.headers))
-
-    def reset(self) -> None:
-        """Forget the previous response before a new call."""
-        self._last.set(None)
-
-    def body(self) -> str | None:
-        """The last body, or None when no response was recorded."""
-        last = self._last.get()
-        return last[0] if last is not None else None
-
-    def headers(self) -> Any:
-        """The last response headers, or None."""
-        last = self._last.get()
-        return last[1] if last is not None else None
 
 
 def incomplete(provider: str, marker: str, partial: str) -> IncompleteStreamError:
@@ -122,7 +73,7 @@ class StreamTally(ABC):
 
     @abstractmethod
     def feed(self, event: Any) -> str:
-        """Take one event; return its text (possibly empty)."""
+        """Take one event; return its text (possibly empty), which :meth:`step` keeps."""
 
     def text(self) -> str:
         """The text received so far."""
@@ -144,7 +95,9 @@ class StreamTally(ABC):
     def step(self, event: Any) -> StreamChunk | None:
         """:meth:`feed` one event; the chunk to hand on after it (see :meth:`chunk`)."""
         before = self.reported()
-        return self.chunk(self.feed(event), before)
+        text = self.feed(event)
+        self.parts.append(text)
+        return self.chunk(text, before)
 
     def final(self) -> StreamChunk:
         """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""

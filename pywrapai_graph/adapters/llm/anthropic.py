@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
-from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
-from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._anthropic_cache import (
     PromptCache,
     checked_mode,
@@ -149,6 +147,38 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
+class _StreamTally(StreamTally):
+    """Follows a Messages stream: text deltas out; usage from message_start + message_delta."""
+
+    provider = _PROVIDER
+    marker = "message_stop"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.start_usage: Any = None
+        self.output_tokens = 0
+
+    def feed(self, event: Any) -> str:
+        kind = event.type
+        if kind == "message_stop":
+            self.ended = True
+        elif kind == "message_start":
+            self.start_usage = event.message.usage
+            self.model = event.message.model
+        elif kind == "message_delta" and event.usage is not None:
+            self.output_tokens = event.usage.output_tokens or self.output_tokens
+        elif kind == "content_block_delta" and event.delta.type == "text_delta":
+            return str(event.delta.text)
+        return ""
+
+    def reported(self) -> TokenUsage:
+        return replace(_usage(self.start_usage), output_tokens=self.output_tokens)
+
+    def final(self) -> StreamChunk:
+        self.usage = self.reported()
+        return super().final()
+
+
 class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthropic]):
     """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
 
@@ -169,6 +199,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
 
     provider_name = _PROVIDER
     media_tokens = staticmethod(anthropic_tokens)
+    _tally = _StreamTally
 
     def __init__(
         self,
@@ -187,12 +218,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         options = drop_none(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
-        self._client = log_retries(anthropic.Anthropic(**options), _PROVIDER)
-        self._aclients = PerLoop(
-            lambda: log_retries(anthropic.AsyncAnthropic(**options), _PROVIDER, is_async=True),
-            close_async,
-        )
-        self._secret: str | None = self._client.api_key
+        self._stainless_clients(anthropic.Anthropic, anthropic.AsyncAnthropic, options)
+        self._secret = self._client.api_key
         # Recent SDKs dropped temperature/top_p from messages.create (newer models fix them):
         # send what the installed SDK takes, warn about the rest.
         accepted = inspect.signature(self._client.messages.create).parameters
@@ -270,35 +297,15 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
     def _errors(self) -> AbstractContextManager[None]:
         return stainless_errors(anthropic, _PROVIDER, self._secret)
 
-    def chat(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        body: list[str] = []  # the raw reply, for ResponseFormatError
-        with self._replying(lambda: body[0] if body else None):
-            reply = self._client.messages.with_raw_response.create(**params)
-            body.append(reply.http_response.text)
-            raw = reply.parse()
-            return self._response(raw, request)
+    def _create(
+        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
+    ) -> Any:
+        return client.messages.create(**params)
 
-    async def achat(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        body: list[str] = []  # the raw reply, for ResponseFormatError
-        with self._replying(lambda: body[0] if body else None):
-            reply = await self._aclient.messages.with_raw_response.create(**params)
-            body.append(reply.http_response.text)
-            raw = await reply.parse()  # the async SDK parses asynchronously
-            return self._response(raw, request)
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        params = self._params(request)
-        return self._follow(
-            lambda: self._client.messages.create(**params, stream=True), _StreamTally()
-        )
-
-    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        params = self._params(request)
-        return self._afollow(
-            lambda: self._aclient.messages.create(**params, stream=True), _StreamTally()
-        )
+    def _open(
+        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
+    ) -> Any:
+        return client.messages.create(**params, stream=True)
 
 
 def _structured(payload: str | None, name: str, raw: Any) -> str:
@@ -314,42 +321,3 @@ def _structured(payload: str | None, name: str, raw: Any) -> str:
         error.usage = _usage(raw.usage)  # billed all the same
         raise error
     return payload
-
-
-class _StreamTally(StreamTally):
-    """Follows a Messages stream: text deltas out; usage from message_start + message_delta."""
-
-    provider = _PROVIDER
-    marker = "message_stop"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.start_usage: Any = None
-        self.output_tokens = 0
-
-    def feed(self, event: Any) -> str:
-        kind = event.type
-        if kind == "message_stop":
-            self.ended = True
-        elif kind == "message_start":
-            self.start_usage = event.message.usage
-            self.model = event.message.model
-        elif kind == "message_delta" and event.usage is not None:
-            self.output_tokens = event.usage.output_tokens or self.output_tokens
-        elif kind == "content_block_delta" and event.delta.type == "text_delta":
-            self.parts.append(str(event.delta.text))
-            return self.parts[-1]
-        return ""
-
-    def reported(self) -> TokenUsage:
-        usage = _usage(self.start_usage)
-        return TokenUsage(
-            input_tokens=usage.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-        )
-
-    def final(self) -> StreamChunk:
-        self.usage = self.reported()
-        return super().final()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -10,6 +9,7 @@ from pywrapai_graph.adapters._gemini import close_aio, gemini_client
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
+from pywrapai_graph.adapters._transport import BodyRecorder
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
     add_tool_result,
@@ -20,10 +20,7 @@ from pywrapai_graph.adapters.llm._media import gemini_tokens, media_parts, refus
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    BodyRecorder,
     StreamTally,
-    aretrying,
-    retrying,
 )
 from pywrapai_graph.application.tools.provider_schemas import gemini_declarations, gemini_schema
 from pywrapai_graph.domain import (
@@ -34,7 +31,6 @@ from pywrapai_graph.domain import (
     Message,
     Part,
     Role,
-    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -160,6 +156,19 @@ def _finish_reason(raw: Any) -> str | None:
     return None if reason is None else str(getattr(reason, "value", reason))
 
 
+class _StreamState(StreamTally):
+    """Follows a streamGenerateContent stream: a candidate's finish reason ends it."""
+
+    provider = _PROVIDER
+    marker = "a finish reason"
+
+    def feed(self, raw: Any) -> str:
+        self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
+        self.model = raw.model_version or self.model
+        self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
+        return "".join(p.text for p in _parts(raw) if p.text and not p.thought)
+
+
 class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     """Gemini through ``google.genai.Client`` (sync and ``client.aio``).
 
@@ -173,6 +182,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     """
 
     provider_name = _PROVIDER
+    _tally = _StreamState
     media_tokens = staticmethod(gemini_tokens)
 
     def __init__(
@@ -252,7 +262,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
             config["http_options"] = t.HttpOptions(extra_body=body)
         return t.GenerateContentConfig(**config)
 
-    def _call(self, request: ChatRequest) -> dict[str, Any]:
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
         refuse(_PROVIDER, request.messages, _refusal)
         _refuse_too_large(request.messages)
         _, contents = _contents(request.messages)
@@ -291,51 +301,8 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
             headers=lambda exc: getattr(getattr(exc, "response", None), "headers", None),
         )
 
-    def _chat_once(self, request: ChatRequest) -> LLMResponse:
-        params = self._call(request)
-        with self._replying():
-            raw = self._client.models.generate_content(**params)
-            return self._response(raw, request)
+    def _create(self, client: genai.Client | AsyncClient, params: dict[str, Any]) -> Any:
+        return client.models.generate_content(**params)
 
-    async def _achat_once(self, request: ChatRequest) -> LLMResponse:
-        params = self._call(request)
-        with self._replying():
-            raw = await self._aclient.models.generate_content(**params)
-            return self._response(raw, request)
-
-    def chat(self, request: ChatRequest) -> LLMResponse:
-        return retrying(lambda: self._chat_once(request), self._retries)
-
-    async def achat(self, request: ChatRequest) -> LLMResponse:
-        return await aretrying(lambda: self._achat_once(request), self._retries)
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        params = self._call(request)
-        return self._follow(
-            lambda: self._client.models.generate_content_stream(**params),
-            _StreamState(),
-            self._retries,
-        )
-
-    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        params = self._call(request)
-        return self._afollow(
-            lambda: self._aclient.models.generate_content_stream(**params),
-            _StreamState(),
-            self._retries,
-        )
-
-
-class _StreamState(StreamTally):
-    """Follows a streamGenerateContent stream: a candidate's finish reason ends it."""
-
-    provider = _PROVIDER
-    marker = "a finish reason"
-
-    def feed(self, raw: Any) -> str:
-        self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
-        self.model = raw.model_version or self.model
-        self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
-        text = "".join(p.text for p in _parts(raw) if p.text and not p.thought)
-        self.parts.append(text)
-        return text
+    def _open(self, client: genai.Client | AsyncClient, params: dict[str, Any]) -> Any:
+        return client.models.generate_content_stream(**params)

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import status_code_errors
 from pywrapai_graph.adapters._provider_payload import drop_none, owned_fields, split_extra
+from pywrapai_graph.adapters._transport import BodyRecorder
 from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.adapters.llm._media import refuse
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    BodyRecorder,
     StreamTally,
-    aretrying,
-    retrying,
 )
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
@@ -29,7 +26,6 @@ from pywrapai_graph.domain import (
     LLMResponse,
     Message,
     Role,
-    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -81,6 +77,20 @@ def _usage(raw: Any) -> TokenUsage:
     )
 
 
+class _StreamState(StreamTally):
+    """Follows an NDJSON chat stream: the ``done: true`` line ends it and carries usage."""
+
+    provider = _PROVIDER
+    marker = "done: true"
+
+    def feed(self, part: Any) -> str:
+        text = str(part.message.content) if part.message and part.message.content else ""
+        if part.done:
+            self.ended = True
+            self.usage, self.model = _usage(part), part.model
+        return text
+
+
 class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
     """A local Ollama server through ``ollama.Client`` / ``ollama.AsyncClient``.
 
@@ -93,6 +103,7 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
     """
 
     provider_name = _PROVIDER
+    _tally = _StreamState
 
     def __init__(
         self,
@@ -176,57 +187,17 @@ class OllamaChatModel(SDKChatModel[ollama.Client, ollama.AsyncClient]):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        bodies = self._bodies
         return status_code_errors(
             ollama.ResponseError,
             _PROVIDER,
             self._secret,
             "status_code",
             "error",
-            headers=lambda _exc: bodies.headers() if bodies is not None else None,
+            headers=lambda _exc: self._bodies.headers(),
         )
 
-    def _chat_once(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        with self._replying():
-            raw = self._client.chat(**params)
-            return self._response(raw, request)
+    def _create(self, client: ollama.Client | ollama.AsyncClient, params: dict[str, Any]) -> Any:
+        return client.chat(**params)
 
-    async def _achat_once(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        with self._replying():
-            raw = await self._aclient.chat(**params)
-            return self._response(raw, request)
-
-    def chat(self, request: ChatRequest) -> LLMResponse:
-        return retrying(lambda: self._chat_once(request), self._retries)
-
-    async def achat(self, request: ChatRequest) -> LLMResponse:
-        return await aretrying(lambda: self._achat_once(request), self._retries)
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        params = self._params(request)
-        return self._follow(
-            lambda: self._client.chat(**params, stream=True), _StreamState(), self._retries
-        )
-
-    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        params = self._params(request)
-        return self._afollow(
-            lambda: self._aclient.chat(**params, stream=True), _StreamState(), self._retries
-        )
-
-
-class _StreamState(StreamTally):
-    """Follows an NDJSON chat stream: the ``done: true`` line ends it and carries usage."""
-
-    provider = _PROVIDER
-    marker = "done: true"
-
-    def feed(self, part: Any) -> str:
-        text = str(part.message.content) if part.message and part.message.content else ""
-        self.parts.append(text)
-        if part.done:
-            self.ended = True
-            self.usage, self.model = _usage(part), part.model
-        return text
+    def _open(self, client: ollama.Client | ollama.AsyncClient, params: dict[str, Any]) -> Any:
+        return client.chat(**params, stream=True)

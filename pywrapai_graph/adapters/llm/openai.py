@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import (
     add_extra_body,
@@ -16,7 +14,6 @@ from pywrapai_graph.adapters._provider_payload import (
     owned_fields,
     parse_arguments,
 )
-from pywrapai_graph.adapters._transport import log_retries
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
 from pywrapai_graph.adapters.llm._media import data_url, openai_tokens
 from pywrapai_graph.adapters.llm._replies import StreamTally
@@ -28,7 +25,6 @@ from pywrapai_graph.domain import (
     Message,
     Part,
     Role,
-    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -104,6 +100,23 @@ def _usage(usage: Any) -> TokenUsage:
     )
 
 
+class _StreamState(StreamTally):
+    """Follows a Chat Completions stream: a finish_reason is its end marker."""
+
+    provider = _PROVIDER
+    marker = "a finish_reason and [DONE]"
+
+    def feed(self, event: Any) -> str:
+        self.model = event.model or self.model
+        if event.usage is not None:
+            self.usage = _usage(event.usage)
+        text = ""
+        for choice in event.choices:
+            self.ended = self.ended or choice.finish_reason is not None
+            text += choice.delta.content or ""
+        return text
+
+
 class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
     """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
 
@@ -121,6 +134,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
 
     provider_name = _PROVIDER
     media_tokens = staticmethod(openai_tokens)
+    _tally = _StreamState
 
     def __init__(
         self,
@@ -139,11 +153,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         try:
-            self._client = log_retries(openai.OpenAI(**options), _PROVIDER)
-            self._aclients = PerLoop(
-                lambda: log_retries(openai.AsyncOpenAI(**options), _PROVIDER, is_async=True),
-                close_async,
-            )
+            self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
         except openai.OpenAIError as exc:
             raise ConfigurationError(
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
@@ -188,7 +198,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         return params
 
     @staticmethod
-    def _response(raw: Any) -> LLMResponse:
+    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
         if not raw.choices:
             raise ResponseFormatError("openai: the reply has no choices", raw="")
         message = raw.choices[0].message
@@ -216,49 +226,10 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         return stainless_errors(openai, _PROVIDER, self._secret)
 
     # ------------------------------------------------------------------ port
-    def chat(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        body: list[str] = []  # the raw reply, for ResponseFormatError
-        with self._replying(lambda: body[0] if body else None):
-            reply = self._client.chat.completions.with_raw_response.create(**params)
-            body.append(reply.http_response.text)
-            return self._response(reply.parse())
+    def _create(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+        return client.chat.completions.create(**params)
 
-    async def achat(self, request: ChatRequest) -> LLMResponse:
-        params = self._params(request)
-        body: list[str] = []  # the raw reply, for ResponseFormatError
-        with self._replying(lambda: body[0] if body else None):
-            reply = await self._aclient.chat.completions.with_raw_response.create(**params)
-            body.append(reply.http_response.text)
-            return self._response(reply.parse())
-
-    def _stream_params(self, request: ChatRequest) -> dict[str, Any]:
-        return {**self._params(request), "stream": True, "stream_options": {"include_usage": True}}
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        params = self._stream_params(request)
-        return self._follow(lambda: self._client.chat.completions.create(**params), _StreamState())
-
-    def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        params = self._stream_params(request)
-        return self._afollow(
-            lambda: self._aclient.chat.completions.create(**params), _StreamState()
+    def _open(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+        return client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}
         )
-
-
-class _StreamState(StreamTally):
-    """Follows a Chat Completions stream: a finish_reason is its end marker."""
-
-    provider = _PROVIDER
-    marker = "a finish_reason and [DONE]"
-
-    def feed(self, event: Any) -> str:
-        self.model = event.model or self.model
-        if event.usage is not None:
-            self.usage = _usage(event.usage)
-        text = ""
-        for choice in event.choices:
-            self.ended = self.ended or choice.finish_reason is not None
-            text += choice.delta.content or ""
-        self.parts.append(text)
-        return text

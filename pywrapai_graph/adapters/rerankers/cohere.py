@@ -14,11 +14,11 @@ import os
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from contextvars import ContextVar
 from typing import Any, TypeGuard
 
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._provider_errors import decoding, status_code_errors
+from pywrapai_graph.adapters._transport import BodyRecorder
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ResponseFormatError
 from pywrapai_graph.ports.rerank_provider import AsyncRerankProvider, RerankScores
 from pywrapai_graph.redaction import scrubbed
@@ -116,13 +116,13 @@ class CohereRerank(AsyncRerankProvider):
         if base_url is not None:
             options["base_url"] = base_url
         # the last reply's body, kept for an error that cannot decode it
-        self._body: ContextVar[str | None] = ContextVar(f"cohere-body-{id(self)}", default=None)
-        self._http = httpx.Client(timeout=deadline, event_hooks={"response": [self._keep]})
+        bodies = self._bodies = BodyRecorder()
+        self._http = httpx.Client(timeout=deadline, event_hooks={"response": [bodies.hook]})
         weakref.finalize(self, self._http.close)  # its sockets close with the adapter
         self._client = cohere.ClientV2(**options, httpx_client=self._http)
 
         def build() -> tuple[Any, httpx.AsyncClient]:
-            hooks = {"response": [self._akeep]}
+            hooks = {"response": [bodies.ahook]}
             http = httpx.AsyncClient(timeout=deadline, event_hooks=hooks)
             return cohere.AsyncClientV2(**options, httpx_client=http), http
 
@@ -131,16 +131,8 @@ class CohereRerank(AsyncRerankProvider):
     def __repr__(self) -> str:
         return "CohereRerank()"
 
-    def _keep(self, response: httpx.Response) -> None:
-        response.read()
-        self._body.set(response.text)
-
-    async def _akeep(self, response: httpx.Response) -> None:
-        await response.aread()
-        self._body.set(response.text)
-
     def _decoding(self) -> AbstractContextManager[None]:
-        return decoding("cohere", self._body.get, [self._secret])
+        return decoding("cohere", self._bodies.body, [self._secret])
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

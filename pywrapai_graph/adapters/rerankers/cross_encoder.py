@@ -78,10 +78,8 @@ class LocalCrossEncoder(OnnxTextModel, RerankProvider):
                 "the local reranker needs model_dir=: a folder holding a cross-encoder "
                 "exported to ONNX (model.onnx) and its tokenizer.json; nothing is downloaded"
             )
-        self._check(threads, max_length, batch_size, shortest=4)
+        self._settle(threads, max_length, batch_size, shortest=4)
         files = model_files(model_dir)
-        self.max_length = max_length
-        self.batch_size = batch_size
         self._load(files, model_name or Path(model_dir).resolve().name, threads)
 
     def __repr__(self) -> str:
