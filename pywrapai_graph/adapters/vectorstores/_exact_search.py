@@ -324,12 +324,6 @@ class ExactIndex:
             return _top(self._matrix[:n] @ query, k)
         return masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
 
-    def search(
-        self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None
-    ) -> list[ScoredChunk]:
-        """:meth:`search_rows` as :class:`ScoredChunk` objects (records mode)."""
-        return self.scored(self.search_rows(query, k, filter))
-
     def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
         """Top ``k`` for each row of the normalised ``queries`` matrix.
 
