@@ -97,16 +97,18 @@ class EngineLexicalSearch(VersionedDocuments):
         """Analyse a batch about to be written and add its lengths to the chunk length
         totals; returns each text's terms and the avgdl."""
         terms = [Counter(analyze(text)) for text in texts]
-        totals = self._length_totals().plus([sum(t.values()) for t in terms])
-        self._put_length_totals(totals)
-        return terms, totals.avgdl
+        return terms, self._add_lengths([sum(t.values()) for t in terms])
 
     def _weigh_documents(self, documents: Sequence[Counter[str]]) -> float:
         """Add documents about to be written to the document length totals; the avgdl."""
-        lengths = [sum(d.values()) for d in documents]
-        totals = self._length_totals(documents=True).plus(lengths)
+        return self._add_lengths([sum(d.values()) for d in documents], documents=True)
+
+    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
+        """The length totals (of chunks, or documents) with ``lengths`` added, recorded when
+        there are any; returns their avgdl."""
+        totals = self._length_totals(documents).plus(lengths)
         if lengths:
-            self._put_length_totals(totals, documents=True)
+            self._put_length_totals(totals, documents)
         return totals.avgdl
 
     def _plan_documents(self, chunks: Sequence[Chunk], versions: Sequence[str]) -> WritePlan:
