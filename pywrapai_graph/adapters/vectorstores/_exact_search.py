@@ -327,20 +327,13 @@ class ExactIndex:
     def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
         """Top ``k`` for each row of the normalised ``queries`` matrix.
 
-        One matrix product and one row-wise ``argpartition`` for the whole batch.
+        One matrix product for the whole batch, then each row's top ``k`` (one
+        ``argpartition`` per row measured faster than one over the whole score matrix).
         """
         n = self._n
         if n == 0:
             return [_NO_HITS for _ in range(queries.shape[0])]
-        all_scores = queries @ self._matrix[:n].T
-        if k >= n:
-            return [_top(row, k) for row in all_scores]
-        parts = np.argpartition(all_scores, n - k, axis=1)[:, n - k :]
-        out = []
-        for row, part in zip(all_scores, parts, strict=True):
-            order = part[np.argsort(row[part])[::-1]]
-            out.append((order, row[order]))
-        return out
+        return [_top(row, k) for row in queries @ self._matrix[:n].T]
 
     def similarities(self, query: Matrix, ids: Sequence[str]) -> dict[str, float]:
         """The cosine similarity of the normalised ``query`` to each stored row of ``ids``."""
