@@ -89,7 +89,8 @@ class SegmentLog:
             VectorStoreError: another write failure.
         """
         self._write(offset, data, os.O_CREAT)
-        return Segment(offset, len(data), _rows_of(data), hashlib.sha256(data).hexdigest())
+        rows = int(_HEADER.unpack_from(data)[1])
+        return Segment(offset, len(data), rows, hashlib.sha256(data).hexdigest())
 
     def truncate(self, length: int) -> None:
         """Cut the file to ``length`` bytes (an uncommitted tail); a no-op when shorter."""
@@ -153,7 +154,3 @@ class SegmentLog:
             start += 8 * rows
             vectors.append(np.frombuffer(part, "<f4", rows * dim, start).reshape(rows, dim))
         return np.concatenate(labels), np.concatenate(vectors).astype(np.float32, copy=False)
-
-
-def _rows_of(data: bytes) -> int:
-    return int(_HEADER.unpack_from(data)[1])
