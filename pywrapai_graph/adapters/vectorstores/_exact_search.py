@@ -230,8 +230,9 @@ class ExactIndex:
         self._n += count
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
-    def load(self, ids: list[str], vectors: Matrix, records: list[Record] | None = None) -> None:
-        """Fill an empty index in one step (vectors already normalised, ids unique).
+    def load(self, ids: list[str], vectors: Matrix) -> None:
+        """Fill an empty index without records in one step (vectors already normalised, ids
+        unique).
 
         The matrix and the id list are adopted as they are (no copy): the caller must not
         keep using them. The id -> row map is built when a write or lookup first needs it.
@@ -243,10 +244,6 @@ class ExactIndex:
         self._n = len(ids)
         self._ids = ids
         self._row_map = None
-        if records is not None and self._keeps_records:
-            self._records = records
-            for chunk_id, (_, doc_id, _) in zip(ids, records, strict=True):
-                self._by_doc.setdefault(doc_id, set()).add(chunk_id)
 
     def _forget_doc(self, row: int) -> None:
         doc_id = self._records[row][1]
