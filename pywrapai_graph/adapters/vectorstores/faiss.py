@@ -266,11 +266,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             batch = prepare_batch(chunks, self._dim, vectors)
 
             def work() -> int:
-                recorded = self._meta_value("embedder")
-                identity = check_embedder(
-                    None if recorded is None else EmbedderIdentity.from_json(recorded),
-                    manifest.embedder,
-                )
+                recorded = self._recorded_embedder()
+                identity = check_embedder(recorded, manifest.embedder)
                 old = self._int_ids("doc_id", [manifest.doc_id])
                 if old:
                     self._remove_int_ids(old)
