@@ -83,12 +83,13 @@ class FaissFiles:
     _dim: int | None
     _index: Any
     _generation: int
+    # what the committed files hold (set by _load and by each commit)
     _has_base: bool
     _base_sha256: str | None
     _segments_read: list[Segment]
     _base_bytes: int
     _log_end: int
-    _file_rows: int
+    _file_rows: int  # rows in the base and the log, deleted ones included
     _next_label: int
     _added: list[tuple[Labels, Matrix]]
     _compact_now: bool

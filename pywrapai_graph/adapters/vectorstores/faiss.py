@@ -37,7 +37,7 @@ from pywrapai_graph.adapters.vectorstores._metadata_json import (
     stored_chunk,
     stored_metadata,
 )
-from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog
+from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
@@ -115,20 +115,12 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         self._index: Any = None
         self._generation = -1
         self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
-        # What the committed files hold (set by _load and by each commit).
-        self._has_base = False
-        self._base_sha256: str | None = None
-        self._segments_read: list[Segment] = []
-        self._base_bytes = 0
-        self._log_end = 0
-        self._file_rows = 0  # rows in the base and the log, deleted ones included
-        self._next_label = 0
+        # (what the committed files hold is set by _load, below, and by each commit)
         # The write in progress: rows added (for its segment), and whether it compacts.
         self._added: list[tuple[Labels, Matrix]] = []
         self._compact_now = False
         # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
-        self._capacity = 0
         # the lexical index watches the writes: each primitive change below tells it, once
         # its transaction commits (see FaissFiles._transaction)
         self._lexical = LexicalMirror(self._all_chunks)
