@@ -140,7 +140,8 @@ def test_in_memory_growth_is_amortised() -> None:
     assert len(capacities) <= 31
     first = make_chunks(1, 4, seed=999, prefix="probe-")
     index.upsert(prepare_batch(first, index.dimension))
-    assert index.search(np.asarray(first[0].embedding, np.float32), 1)[0].chunk.id == "probe-0"
+    hits = index.scored(index.search_rows(np.asarray(first[0].embedding, np.float32), 1))
+    assert hits[0].chunk.id == "probe-0"
 
 
 def test_in_memory_search_many_matches_single_searches() -> None:

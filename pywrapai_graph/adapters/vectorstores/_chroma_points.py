@@ -99,10 +99,8 @@ def hits_of(result: QueryResult) -> list[list[Hit]]:
     ]
 
 
-def where_filter(filter: MetadataFilter | None, doc_id: str | None = None) -> Any:
+def where_filter(filter: MetadataFilter | None) -> Any:
     clauses: list[dict[str, Any]] = []
-    if doc_id is not None:
-        clauses.append({DOC: doc_id})
     for key, value in (filter or {}).items():
         if isinstance(value, SCALARS):
             clauses.append({FIELD + key: value})

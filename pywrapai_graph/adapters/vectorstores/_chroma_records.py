@@ -97,20 +97,21 @@ class ChromaRecords:
         with self._errors():
             return int(self._client.heartbeat())
 
-    def _put_record(self, record: DocRecord) -> None:
+    def _put(self, record_id: str, metadata: dict[str, Any]) -> None:
+        """Write one record (with the one-value vector every record of the collection has)."""
         with self._errors():
-            self._docs.upsert(
-                ids=[self._record_id(record.doc_id)],
-                embeddings=[[1.0]],
-                metadatas=[
-                    {
-                        "doc_id": record.doc_id,
-                        "version": record.version,
-                        "manifest": record.manifest,
-                        "pending": record.pending,
-                    }
-                ],
-            )
+            self._docs.upsert(ids=[record_id], embeddings=[[1.0]], metadatas=[metadata])
+
+    def _put_record(self, record: DocRecord) -> None:
+        self._put(
+            self._record_id(record.doc_id),
+            {
+                "doc_id": record.doc_id,
+                "version": record.version,
+                "manifest": record.manifest,
+                "pending": record.pending,
+            },
+        )
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
         with self._errors():
@@ -123,12 +124,7 @@ class ChromaRecords:
         return EmbedderIdentity.from_json(str(metas[0]["embedder"])) if metas else None
 
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
-        with self._errors():
-            self._docs.upsert(
-                ids=[_EMBEDDER],
-                embeddings=[[1.0]],
-                metadatas=[{"embedder": identity.to_json(), "pending": ""}],
-            )
+        self._put(_EMBEDDER, {"embedder": identity.to_json(), "pending": ""})
 
     def _length_totals(self, documents: bool = False) -> LengthTotals:
         key = _DOCUMENT_LENGTHS if documents else _LENGTHS
@@ -138,12 +134,8 @@ class ChromaRecords:
         return LengthTotals(int(got.get("tokens", 0) or 0), int(got.get("chunks", 0) or 0))
 
     def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
-        with self._errors():
-            self._docs.upsert(
-                ids=[_DOCUMENT_LENGTHS if documents else _LENGTHS],
-                embeddings=[[1.0]],
-                metadatas=[{"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}],
-            )
+        metadata = {"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}
+        self._put(_DOCUMENT_LENGTHS if documents else _LENGTHS, metadata)
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """:meth:`_records` of a search's hits, with the embedder record in the same request:

@@ -79,22 +79,17 @@ def document_counts(texts: Sequence[str]) -> Counter[str]:
     return counts
 
 
-def groups_of(chunks: Sequence[Chunk], versions: Sequence[str]) -> dict[Group, list[int]]:
-    """The batch indices of each document version in a batch."""
-    groups: dict[Group, list[int]] = {}
-    for i, (chunk, version) in enumerate(zip(chunks, versions, strict=True)):
-        groups.setdefault((chunk.doc_id, version), []).append(i)
-    return groups
-
-
 def plan_writes(
     chunks: Sequence[Chunk], versions: Sequence[str], stored: dict[Group, list[GroupChunk]]
 ) -> WritePlan:
     """The document fields of a batch: each document version's first chunk in the batch
     carries the terms of its stored chunks the batch leaves, then of the batch's chunks."""
     written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
+    groups: dict[Group, list[int]] = {}  # the batch indices of each document version
+    for i, (chunk, version) in enumerate(zip(chunks, versions, strict=True)):
+        groups.setdefault((chunk.doc_id, version), []).append(i)
     plan = WritePlan()
-    for group, indices in groups_of(chunks, versions).items():
+    for group, indices in groups.items():
         kept = [g for g in stored.get(group, []) if g.engine_id not in written]
         texts = [g.text for g in kept] + [chunks[i].text for i in indices]
         plan.carriers[indices[0]] = document_counts(texts)

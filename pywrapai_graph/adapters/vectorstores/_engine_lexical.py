@@ -33,9 +33,10 @@ from pywrapai_graph.adapters.vectorstores._document_field import (
     document_counts,
     plan_writes,
 )
-from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals, weigh_batch
+from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_query
 from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
+from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
 
@@ -93,15 +94,21 @@ class EngineLexicalSearch(VersionedDocuments):
         """Refuse BM25 parameters the engine cannot apply (all are accepted by default)."""
 
     def _weigh(self, texts: Sequence[str]) -> tuple[list[Counter[str]], float]:
-        """Analyse a batch about to be written; returns each text's terms and the avgdl."""
-        return weigh_batch(texts, self._length_totals, self._put_length_totals)
+        """Analyse a batch about to be written and add its lengths to the chunk length
+        totals; returns each text's terms and the avgdl."""
+        terms = [Counter(analyze(text)) for text in texts]
+        return terms, self._add_lengths([sum(t.values()) for t in terms])
 
     def _weigh_documents(self, documents: Sequence[Counter[str]]) -> float:
         """Add documents about to be written to the document length totals; the avgdl."""
-        lengths = [sum(d.values()) for d in documents]
-        totals = self._length_totals(documents=True).plus(lengths)
+        return self._add_lengths([sum(d.values()) for d in documents], documents=True)
+
+    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
+        """The length totals (of chunks, or documents) with ``lengths`` added, recorded when
+        there are any; returns their avgdl."""
+        totals = self._length_totals(documents).plus(lengths)
         if lengths:
-            self._put_length_totals(totals, documents=True)
+            self._put_length_totals(totals, documents)
         return totals.avgdl
 
     def _plan_documents(self, chunks: Sequence[Chunk], versions: Sequence[str]) -> WritePlan:

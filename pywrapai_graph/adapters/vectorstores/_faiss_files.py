@@ -83,12 +83,13 @@ class FaissFiles:
     _dim: int | None
     _index: Any
     _generation: int
+    # what the committed files hold (set by _load and by each commit)
     _has_base: bool
     _base_sha256: str | None
     _segments_read: list[Segment]
     _base_bytes: int
     _log_end: int
-    _file_rows: int
+    _file_rows: int  # rows in the base and the log, deleted ones included
     _next_label: int
     _added: list[tuple[Labels, Matrix]]
     _compact_now: bool
@@ -121,10 +122,13 @@ class FaissFiles:
         except sqlite3.Error as exc:
             raise sqlite_failure(str(self._meta_path), exc) from exc
         try:
-            if existed and not self._never_created(conn):
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            if existed and not self._never_created(conn, tables):
                 fmt = conn.execute(
                     "SELECT value FROM meta WHERE key = 'format'"
-                    if self._has_meta_table(conn)
+                    if "meta" in tables
                     else "SELECT NULL"
                 ).fetchone()
                 if not fmt or fmt[0] != _FORMAT:
@@ -146,20 +150,13 @@ class FaissFiles:
         return conn
 
     @staticmethod
-    def _never_created(conn: sqlite3.Connection) -> bool:
-        """Whether the file is what a process killed while creating the store left: empty,
-        or (written by a version that created it in steps) only our empty tables."""
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    def _never_created(conn: sqlite3.Connection, tables: list[str]) -> bool:
+        """Whether the file (with these ``tables``) is what a process killed while creating
+        the store left: empty, or (written by a version that created it in steps) only our
+        empty tables."""
         if not set(tables) <= {"meta", "chunks", "documents", "segments"}:
             return False
         return not any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in tables)
-
-    @staticmethod
-    def _has_meta_table(conn: sqlite3.Connection) -> bool:
-        row = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        return row is not None
 
     def _meta_value(self, key: str) -> str | None:
         row = self._meta.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -301,22 +301,13 @@ class LexicalMirror:
         """Forget the index: the next search rebuilds it from the store."""
         self._index = None
 
-    def _built(self) -> LexicalIndex:
+    def index(self) -> LexicalIndex:
+        """The index, built from the store's chunks if it is not."""
         if self._index is None:
             index = LexicalIndex()
             index.upsert(self._load())
             self._index = index
         return self._index
-
-    def search(
-        self, query: str, k: int, filter: Mapping[str, Any] | None, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        """BM25 top ``k`` (see the module docstring)."""
-        return self._built().search(query, k, filter, k1=k1, b=b)
-
-    def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
-        """:meth:`LexicalIndex.scores_of` (a store's ``_lexical_scores``)."""
-        return self._built().scores_of(query, ids, k1, b)
 
 
 class LexicalSearch:
@@ -343,7 +334,7 @@ class LexicalSearch:
         """The ``k`` chunks whose text best matches ``query`` by BM25, best first."""
         with self._lock:
             self._before_lexical()
-            return self._lexical.search(query, k, filter, k1, b)
+            return self._lexical.index().search(query, k, filter, k1=k1, b=b)
 
     def _lexical_scores(
         self, query: str, ids: list[str], *, k1: float, b: float
@@ -351,4 +342,4 @@ class LexicalSearch:
         """The BM25 score of each chunk of ``ids`` sharing a term with ``query``."""
         with self._lock:
             self._before_lexical()
-            return self._lexical.scores_of(query, ids, k1, b)
+            return self._lexical.index().scores_of(query, ids, k1, b)

@@ -151,10 +151,6 @@ class PGConnection:
             f"{self._redact(str(exc).strip())}"
         )
 
-    def _call_deadline(self) -> float | None:
-        """Seconds the client waits for one unit of work (None: no deadline)."""
-        return None if self._timeout_ms is None else self._timeout_ms / 1000 + CLIENT_GRACE_S
-
     @contextlib.contextmanager
     def _connection(self, *, deadline: bool = True) -> Iterator[Any]:
         """A pooled connection for one unit of work, under the client-side deadline.
@@ -165,8 +161,13 @@ class PGConnection:
         """
         if not self._slots.acquire(timeout=self._pool_timeout):
             raise self._busy()
+        seconds = (  # None: the client waits for ever
+            None
+            if not deadline or self._timeout_ms is None
+            else self._timeout_ms / 1000 + CLIENT_GRACE_S
+        )
         try:
-            with self._session(self._call_deadline() if deadline else None) as conn:
+            with self._session(seconds) as conn:
                 yield conn
         finally:
             self._slots.release()

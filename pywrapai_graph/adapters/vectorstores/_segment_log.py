@@ -88,29 +88,25 @@ class SegmentLog:
             StorageFullError: the disk is full.
             VectorStoreError: another write failure.
         """
+        self._write(offset, data, os.O_CREAT)
+        rows = int(_HEADER.unpack_from(data)[1])
+        return Segment(offset, len(data), rows, hashlib.sha256(data).hexdigest())
+
+    def truncate(self, length: int) -> None:
+        """Cut the file to ``length`` bytes (an uncommitted tail); a no-op when shorter."""
+        if self.size() > length:
+            self._write(length, b"", 0)  # (not created: it holds more than length)
+
+    def _write(self, offset: int, data: bytes, create: int) -> None:
+        """Cut the file at ``offset``, write ``data`` there and sync it."""
         try:
-            fd = open_file(self.path, os.O_WRONLY | os.O_CREAT)
+            fd = open_file(self.path, os.O_WRONLY | create)
             try:
                 os.ftruncate(fd, offset)
                 view = memoryview(data)
                 written = 0
                 while written < len(view):
                     written += os.pwrite(fd, view[written:], offset + written)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise os_failure(self._store_path, exc) from exc
-        return Segment(offset, len(data), _rows_of(data), hashlib.sha256(data).hexdigest())
-
-    def truncate(self, length: int) -> None:
-        """Cut the file to ``length`` bytes (an uncommitted tail); a no-op when shorter."""
-        if self.size() <= length:
-            return
-        try:
-            fd = open_file(self.path, os.O_WRONLY)
-            try:
-                os.ftruncate(fd, length)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -158,7 +154,3 @@ class SegmentLog:
             start += 8 * rows
             vectors.append(np.frombuffer(part, "<f4", rows * dim, start).reshape(rows, dim))
         return np.concatenate(labels), np.concatenate(vectors).astype(np.float32, copy=False)
-
-
-def _rows_of(data: bytes) -> int:
-    return int(_HEADER.unpack_from(data)[1])

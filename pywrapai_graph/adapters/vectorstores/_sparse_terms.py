@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pywrapai_graph.application.text_analysis import analyze
@@ -39,7 +39,6 @@ __all__ = [
     "query_indices",
     "saturated",
     "term_index",
-    "weigh_batch",
     "weights",
 ]
 
@@ -107,15 +106,3 @@ class LengthTotals:
 
     def plus(self, lengths: Sequence[int]) -> LengthTotals:
         return LengthTotals(self.tokens + sum(lengths), self.chunks + len(lengths))
-
-
-def weigh_batch(
-    texts: Sequence[str],
-    read: Callable[[], LengthTotals],
-    write: Callable[[LengthTotals], None],
-) -> tuple[list[Counter[str]], float]:
-    """Analyse a batch, add its lengths to the store's totals; returns the terms and avgdl."""
-    terms = [Counter(analyze(text)) for text in texts]
-    totals = read().plus([sum(t.values()) for t in terms])
-    write(totals)
-    return terms, totals.avgdl

@@ -56,20 +56,17 @@ def docs_of(pairs: Iterable[tuple[Any, str]]) -> list[str]:
     return sorted({(p.chunk if isinstance(p, ScoredChunk) else p).doc_id for p, _ in pairs})
 
 
+def _committed(doc_id: str, version: str, known: dict[str, DocRecord]) -> bool:
+    """Whether ``version`` is the committed one of ``doc_id`` (``""`` without a record)."""
+    return version == (known[doc_id].version if doc_id in known else "")
+
+
 def committed_of(pairs: list[tuple[Chunk, str]], known: dict[str, DocRecord]) -> list[Chunk]:
-    return [
-        c
-        for c, version in pairs
-        if version == (known[c.doc_id].version if c.doc_id in known else "")
-    ]
+    return [c for c, version in pairs if _committed(c.doc_id, version, known)]
 
 
 def visible_of(hits: list[Hit], known: dict[str, DocRecord]) -> list[ScoredChunk]:
-    return [
-        h
-        for h, version in hits
-        if version == (known[h.chunk.doc_id].version if h.chunk.doc_id in known else "")
-    ]
+    return [h for h, version in hits if _committed(h.chunk.doc_id, version, known)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,7 +195,7 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
             gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
             self._chunks_handle = FollowingHandle(self._open_collection, gone, self._forget_dim)
             self._docs_handle = FollowingHandle(self._open_docs, gone)
-            self._dim = self._stored_dimension()
+            self._dim = self._engine_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
             self._upgrade_lexical()
@@ -259,21 +259,19 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
         self._dim = None
 
     def _engine_dimension(self) -> int | None:
-        with self._errors():
-            return self._stored_dimension()
-
-    def _stored_dimension(self) -> int | None:
         errors = require("chromadb.errors", "chroma", "chromadb")
-        for pause in (0.05, 0.2, 0.5, None):
-            try:
-                got = self._collection.get(limit=1, include=["embeddings"])
-                break
-            except errors.InternalError:
-                # a Chroma server answers "Error creating hnsw segment reader: Nothing found
-                # on disk" for a moment while another process writes a collection it just made
-                if pause is None:
-                    raise
-                time.sleep(pause)
+        with self._errors():
+            for pause in (0.05, 0.2, 0.5, None):
+                try:
+                    got = self._collection.get(limit=1, include=["embeddings"])
+                    break
+                except errors.InternalError:
+                    # a Chroma server answers "Error creating hnsw segment reader: Nothing
+                    # found on disk" for a moment while another process writes a collection
+                    # it just made
+                    if pause is None:
+                        raise
+                    time.sleep(pause)
         embeddings = got.get("embeddings")
         if embeddings is None or len(embeddings) == 0:
             return None

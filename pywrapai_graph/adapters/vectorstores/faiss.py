@@ -37,7 +37,7 @@ from pywrapai_graph.adapters.vectorstores._metadata_json import (
     stored_chunk,
     stored_metadata,
 )
-from pywrapai_graph.adapters.vectorstores._segment_log import Segment, SegmentLog
+from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
@@ -115,20 +115,12 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
         self._index: Any = None
         self._generation = -1
         self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
-        # What the committed files hold (set by _load and by each commit).
-        self._has_base = False
-        self._base_sha256: str | None = None
-        self._segments_read: list[Segment] = []
-        self._base_bytes = 0
-        self._log_end = 0
-        self._file_rows = 0  # rows in the base and the log, deleted ones included
-        self._next_label = 0
+        # (what the committed files hold is set by _load, below, and by each commit)
         # The write in progress: rows added (for its segment), and whether it compacts.
         self._added: list[tuple[Labels, Matrix]] = []
         self._compact_now = False
         # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
-        self._capacity = 0
         # the lexical index watches the writes: each primitive change below tells it, once
         # its transaction commits (see FaissFiles._transaction)
         self._lexical = LexicalMirror(self._all_chunks)
@@ -266,11 +258,8 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
             batch = prepare_batch(chunks, self._dim, vectors)
 
             def work() -> int:
-                recorded = self._meta_value("embedder")
-                identity = check_embedder(
-                    None if recorded is None else EmbedderIdentity.from_json(recorded),
-                    manifest.embedder,
-                )
+                recorded = self._recorded_embedder()
+                identity = check_embedder(recorded, manifest.embedder)
                 old = self._int_ids("doc_id", [manifest.doc_id])
                 if old:
                     self._remove_int_ids(old)

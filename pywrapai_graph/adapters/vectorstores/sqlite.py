@@ -172,16 +172,13 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self._version = -1
 
     # ------------------------------------------------------------------ sync
-    def _data_version(self) -> int:
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
     def _sync(self) -> None:
         """Reload the matrix when another connection has committed since we last looked.
 
         Only ids and vectors are read, in one pass into a preallocated matrix; texts and
         metadata stay in the file until a search returns them (or a filter needs a key).
         """
-        version = self._data_version()
+        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version == self._version:
             return
         with self._snapshot():  # one snapshot for the count and the rows
