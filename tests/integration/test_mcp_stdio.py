@@ -7,14 +7,17 @@ is reaped (not a zombie), no child process is left and the session's thread has 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +41,7 @@ EXPECTED_NAMES = [
     "crash",
     "pid",
     "die",
+    "hangup",
     "hang",
     "pause",
     "counters",
@@ -289,6 +293,35 @@ def test_a_server_killed_from_outside_mid_call() -> None:
         assert "went away while calling 'hang'" in str(error)
     assert reaped(pid)
     assert children() == before
+
+
+def test_closing_while_a_lost_session_winds_down_still_stops_and_reaps_its_server(
+    tmp_path: Path,
+) -> None:
+    """close() during the SDK's shutdown of a server that went away (its stdout closed,
+    SIGTERM ignored: SIGKILL ends it) waits for every step of that shutdown."""
+    before = children()
+    marker = tmp_path / "stdin-closed"
+    stubborn = MCPToolServer(
+        "hangup", command=sys.executable, args=[SERVER, "--stubborn", str(marker)]
+    )
+    stubborn.open()
+    registry = ToolRegistry()
+    stubborn.register(registry)
+    pid = int(call(registry, "pid"))
+    try:
+        with pytest.raises(ToolServerError, match="went away while calling 'hangup'"):
+            registry.get("hangup").invoke({})
+        for _ in range(3000):  # the shutdown closes the server's stdin, then waits for it
+            if marker.exists():
+                break
+            time.sleep(0.01)
+        stubborn.close()  # while that shutdown runs
+        assert reaped(pid)
+        assert children() == before
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_server_that_cannot_start_is_typed() -> None:

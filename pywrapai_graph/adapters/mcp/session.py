@@ -76,6 +76,7 @@ class MCPSession(ToolServer):
         self._client: Client | None = None  # read and written on the runner's loop only
         self._stop: asyncio.Event | None = None  # set: the serving task leaves the session
         self._serving: asyncio.Task[None] | None = None
+        self._giving_up: anyio.CancelScope | None = None  # cancelled: the serving task gives up
         self._tools: list[RemoteToolSpec] | None = None
         self._gone = ""  # why the session ended by itself ("" while it has not)
         self._restart: asyncio.Lock | None = None  # one reconnection at a time (runner's loop)
@@ -183,8 +184,8 @@ class MCPSession(ToolServer):
         task = self._serving
         if task is None:
             return
-        if self._client is None:  # still connecting: give up on it
-            task.cancel()
+        if self._client is None and self._giving_up is not None:  # connecting: give up on it
+            self._giving_up.cancel()
         elif self._stop is not None:
             self._stop.set()
         await asyncio.wait({task})
@@ -193,22 +194,28 @@ class MCPSession(ToolServer):
     async def _serve(self, ready: concurrent.futures.Future[list[RemoteToolSpec]]) -> None:
         self._stop = asyncio.Event()
         self._serving = asyncio.current_task()
-        try:
-            async with connected(self._target) as client:
-                tools = await self._list(client)
-                self._client = client
-                _settle(ready, tools)
-                await self._stop.wait()
-        except BaseException as exc:  # an exception group, a cancellation...
-            if not ready.done():
-                _fail(ready, self._connect_error(exc))
-            elif not self._gone:
-                self._gone = "its connection failed"
-                _log.info("MCP server %r: session ended: %s", self._name, self._text(_leaf(exc)))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        finally:
-            self._client = None
+        # Giving up cancels this scope, never the task: the SDK's shutdown (stdin closed, the
+        # process stopped, its exit awaited, its transport closed) is shielded from anyio's
+        # cancellation only; a Task.cancel() would cut it short and leave the child unreaped.
+        with anyio.CancelScope() as self._giving_up:
+            try:
+                async with connected(self._target) as client:
+                    tools = await self._list(client)
+                    self._client = client
+                    _settle(ready, tools)
+                    await self._stop.wait()
+            except BaseException as exc:  # an exception group, a cancellation...
+                if not ready.done():
+                    _fail(ready, self._connect_error(exc))
+                elif not self._gone:
+                    self._gone = "its connection failed"
+                    _log.info(
+                        "MCP server %r: session ended: %s", self._name, self._text(_leaf(exc))
+                    )
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+            finally:
+                self._client = None
 
     async def _list(self, client: Client) -> list[RemoteToolSpec]:
         tools: list[RemoteToolSpec] = []
@@ -309,12 +316,13 @@ class MCPSession(ToolServer):
             if self._serving is not None:
                 await asyncio.wait({self._serving})
             ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
-            task = asyncio.get_running_loop().create_task(self._serve(ready))
+            self._serving = asyncio.get_running_loop().create_task(self._serve(ready))
             try:
                 async with asyncio.timeout(self._connect_timeout_s):
                     await asyncio.wrap_future(ready)
             except TimeoutError:
-                task.cancel()
+                if self._giving_up is not None:  # the new task's: it started before this timeout
+                    self._giving_up.cancel()
                 raise self._timed_out() from None
             _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
             self._gone = ""
