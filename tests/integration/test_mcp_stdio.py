@@ -344,7 +344,10 @@ def test_a_server_that_never_answers_the_handshake_times_out() -> None:
     )
     with pytest.raises(ToolServerError, match="within 1 s"):
         silent.open()
-    assert children() == before  # the silent process was stopped and reaped
+    with pytest.raises(ToolServerError, match="within 1 s"):  # the same, async
+        asyncio.run(silent.aopen())
+    assert not silent.is_open
+    assert children() == before  # the silent processes were stopped and reaped
 
 
 def test_secrets_in_env_stay_out_of_reprs_and_errors() -> None:
