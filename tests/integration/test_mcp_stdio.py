@@ -375,6 +375,30 @@ async def test_async_context_manager_opens_and_closes() -> None:
     assert children() == before
 
 
+def test_a_cancelled_aclose_still_stops_the_session_and_reaps_the_server() -> None:
+    before = children()
+    server = stdio("cancelled-close").open()
+    registry = ToolRegistry()
+    server.register(registry)
+    pid = int(call(registry, "pid"))
+    thread = server.session.thread
+    assert thread is not None
+
+    async def cancel_while_closing() -> None:
+        closing = asyncio.ensure_future(server.aclose())
+        while server.is_open:  # the close has begun
+            await asyncio.sleep(0.01)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+
+    asyncio.run(cancel_while_closing())
+    thread.join(30)  # the close goes on after its caller was cancelled
+    assert not thread.is_alive()
+    assert reaped(pid)
+    assert children() == before
+
+
 def test_calls_are_traced_as_tool_executions(registry: ToolRegistry) -> None:
     from opentelemetry.trace import StatusCode
 

@@ -173,13 +173,9 @@ class MCPSession(ToolServer):
             runner.stop(_CLOSE_TIMEOUT_S)
 
     async def aclose(self) -> None:
-        """:meth:`close` without blocking the running loop."""
-        runner = self._take_runner()
-        if runner is not None:
-            with contextlib.suppress(Exception):  # a stopped loop, too slow: stop it anyway
-                async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-                    await asyncio.wrap_future(runner.submit(self._release()))
-            await asyncio.to_thread(runner.stop, _CLOSE_TIMEOUT_S)
+        """:meth:`close` in a worker thread: the running loop is not blocked, and a cancelled
+        caller does not cut the shutdown short."""
+        await asyncio.to_thread(self.close)
 
     def _shut(self, runner: LoopThread) -> None:
         """Let the serving task leave the SDK's contexts in order (before the loop stops)."""
