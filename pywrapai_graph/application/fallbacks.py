@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import (
     AsyncGenerator,
@@ -26,7 +27,7 @@ from pywrapai_graph.errors import (
     RateLimitError,
 )
 from pywrapai_graph.ports import ChatModel
-from pywrapai_graph.ports.sync_async import Core
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["FALLBACK_ERRORS", "FallbackChain", "ModelTarget"]
 
@@ -43,6 +44,8 @@ _log = logging.getLogger("pywrapai_graph.llm")
 
 S = TypeVar("S")
 T = TypeVar("T")
+C = TypeVar("C")
+E = TypeVar("E")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,41 +156,35 @@ class FallbackChain:
     ) -> Iterator[StreamEvent]:
         """The events of the first stream that produces text; ``first`` is the primary
         model's stream (already translated, so a misuse raised before any iteration)."""
-        failed: list[FailedAttempt] = []
-        index, chunks = 0, first
-        while True:
-            target, sent = self._targets[index], self.request_for(index, request)
-            produced = False
-            try:
-                with contextlib.closing(attempt(target, sent, chunks, tuple(failed))) as events:
-                    for event in events:
-                        produced = produced or isinstance(event, str)
-                        yield event
-                return
-            except FALLBACK_ERRORS as exc:
-                if produced or not self._moved_on(index, request, exc, failed):
-                    raise
-            index += 1
-            chunks = self._targets[index].chat_model.stream(self.request_for(index, request))
+        opening = functools.partial(_opening, first, lambda m, sent: m.stream(sent), attempt)
+        events, head = drive(self.attempts(request, opening), lambda events: next(events, None))
+        with contextlib.closing(events):
+            yield from head
+            yield from events
 
     async def astream(
         self, request: ChatRequest, first: AsyncIterator[StreamChunk], attempt: AsyncStreamAttempt
     ) -> AsyncIterator[StreamEvent]:
         """Async :meth:`stream`."""
-        failed: list[FailedAttempt] = []
-        index, chunks = 0, first
-        while True:
-            target, sent = self._targets[index], self.request_for(index, request)
-            produced = False
-            try:
-                events = attempt(target, sent, chunks, tuple(failed))
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        produced = produced or isinstance(event, str)
-                        yield event
-                return
-            except FALLBACK_ERRORS as exc:
-                if produced or not self._moved_on(index, request, exc, failed):
-                    raise
-            index += 1
-            chunks = self._targets[index].chat_model.astream(self.request_for(index, request))
+        opening = functools.partial(_opening, first, lambda m, sent: m.astream(sent), attempt)
+        events, head = await adrive(self.attempts(request, opening), lambda e: anext(e, None))
+        async with contextlib.aclosing(events):
+            for event in head:
+                yield event
+            async for event in events:
+                yield event
+
+
+def _opening(
+    first: C,
+    open: Callable[[ChatModel, ChatRequest], C],
+    attempt: Callable[[ModelTarget, ChatRequest, C, tuple[FailedAttempt, ...]], E],
+    target: ModelTarget,
+    sent: ChatRequest,
+    failed: tuple[FailedAttempt, ...],
+) -> Core[E, tuple[E, list[StreamEvent]]]:
+    """A model's stream as an attempt of :meth:`FallbackChain.attempts`: its events and the
+    first one (text, or the response of a stream without text), read by the caller's step."""
+    events = attempt(target, sent, open(target.chat_model, sent) if failed else first, failed)
+    head: StreamEvent | None = yield events
+    return events, [head] if head is not None else []

@@ -119,11 +119,11 @@ class MCPToolServer:
             target = HttpTarget(self._url, self._headers)
         return MCPSession(self.name, target, connect_timeout_s=self._connect_timeout_s)
 
-    def _claim(self) -> MCPSession:
+    def _connection(self) -> MCPSession:
+        """The session, made at the first open (it opens again after a close)."""
         with self._lock:
-            if self._session is not None:
-                raise InvalidStateError(f"MCP server {self.name!r} is already open")
-            self._session = self._new_session()
+            if self._session is None:
+                self._session = self._new_session()
             return self._session
 
     # ------------------------------------------------------------------ lifecycle
@@ -133,46 +133,25 @@ class MCPToolServer:
         Raises:
             ToolServerError: the server could not be started or reached in time.
             MissingExtraError: the ``mcp`` package is not installed (extra ``[mcp]``).
+            InvalidStateError: the server is already open.
         """
-        session = self._claim()
-        try:
-            session.open()
-        except BaseException:
-            self._forget(session)
-            raise
+        self._connection().open()
         return self
 
     async def aopen(self) -> MCPToolServer:
         """:meth:`open` without blocking the running event loop."""
-        session = self._claim()
-        try:
-            await session.aopen()
-        except BaseException:
-            self._forget(session)
-            raise
+        await self._connection().aopen()
         return self
-
-    def _forget(self, session: MCPSession) -> None:
-        with self._lock:
-            if self._session is session:
-                self._session = None
-
-    def _release(self) -> MCPSession | None:
-        with self._lock:
-            session, self._session = self._session, None
-            return session
 
     def close(self) -> None:
         """End the session (a stdio server's process is stopped and reaped); idempotent."""
-        session = self._release()
-        if session is not None:
-            session.close()
+        if self._session is not None:
+            self._session.close()
 
     async def aclose(self) -> None:
         """:meth:`close` without blocking the running event loop."""
-        session = self._release()
-        if session is not None:
-            await session.aclose()
+        if self._session is not None:
+            await self._session.aclose()
 
     def __enter__(self) -> MCPToolServer:
         return self.open()
@@ -205,7 +184,7 @@ class MCPToolServer:
             InvalidStateError: the server is not open.
         """
         session = self._session
-        if session is None:
+        if session is None or session.thread is None:
             raise InvalidStateError(
                 f"MCP server {self.name!r} is not open: use `with server:` or server.open()"
             )

@@ -9,10 +9,14 @@ Over HTTP it prints ``PORT <n>`` once listening and answers only requests that c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -23,6 +27,10 @@ from pydantic import BaseModel
 app = MCPServer("pywrapai-test")
 #: calls of ``hang`` and ``pause`` running now, and the most ``pause`` calls at once
 _state = {"hanging": 0, "pausing": 0, "peak": 0}
+#: the pipe to the client: stdout as the server started
+_WIRE = os.fstat(1).st_ino
+#: with ``--stubborn MARKER``: MARKER
+_stubborn: list[str] = []
 
 
 class Point(BaseModel):
@@ -65,6 +73,26 @@ def die() -> str:
     """Kill this server's process (SIGKILL) in the middle of the call."""
     os.kill(os.getpid(), signal.SIGKILL)
     return "unreachable"
+
+
+@app.tool()
+def hangup() -> str:
+    """Close this server's stdout (its client sees the connection end) and stay alive; with
+    ``--stubborn MARKER`` (SIGTERM ignored) MARKER is created once the client closed stdin."""
+    threading.Thread(target=_outlive_the_client).start()  # not a daemon: outlives main
+    for name in os.listdir("/proc/self/fd"):  # the SDK writes to a duplicate of stdout
+        with contextlib.suppress(OSError):
+            if os.fstat(int(name)).st_ino == _WIRE:
+                os.close(int(name))
+    return "unreachable"
+
+
+def _outlive_the_client() -> None:
+    while os.read(0, 65536):  # until the client closes our stdin: its shutdown has begun
+        pass
+    if _stubborn:
+        Path(_stubborn[0]).touch()
+    time.sleep(60)
 
 
 @app.tool()
@@ -129,4 +157,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         _serve_http(sys.argv[2])
     else:
+        if len(sys.argv) == 3 and sys.argv[1] == "--stubborn":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            _stubborn.append(sys.argv[2])
         app.run()

@@ -7,14 +7,17 @@ is reaped (not a zombie), no child process is left and the session's thread has 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +41,7 @@ EXPECTED_NAMES = [
     "crash",
     "pid",
     "die",
+    "hangup",
     "hang",
     "pause",
     "counters",
@@ -291,6 +295,35 @@ def test_a_server_killed_from_outside_mid_call() -> None:
     assert children() == before
 
 
+def test_closing_while_a_lost_session_winds_down_still_stops_and_reaps_its_server(
+    tmp_path: Path,
+) -> None:
+    """close() during the SDK's shutdown of a server that went away (its stdout closed,
+    SIGTERM ignored: SIGKILL ends it) waits for every step of that shutdown."""
+    before = children()
+    marker = tmp_path / "stdin-closed"
+    stubborn = MCPToolServer(
+        "hangup", command=sys.executable, args=[SERVER, "--stubborn", str(marker)]
+    )
+    stubborn.open()
+    registry = ToolRegistry()
+    stubborn.register(registry)
+    pid = int(call(registry, "pid"))
+    try:
+        with pytest.raises(ToolServerError, match="went away while calling 'hangup'"):
+            registry.get("hangup").invoke({})
+        for _ in range(3000):  # the shutdown closes the server's stdin, then waits for it
+            if marker.exists():
+                break
+            time.sleep(0.01)
+        stubborn.close()  # while that shutdown runs
+        assert reaped(pid)
+        assert children() == before
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_server_that_cannot_start_is_typed() -> None:
     missing = MCPToolServer("ghost", command="/nonexistent/mcp-server-binary")
     with pytest.raises(ToolServerError, match="could not start command 'mcp-server-binary'"):
@@ -311,7 +344,10 @@ def test_a_server_that_never_answers_the_handshake_times_out() -> None:
     )
     with pytest.raises(ToolServerError, match="within 1 s"):
         silent.open()
-    assert children() == before  # the silent process was stopped and reaped
+    with pytest.raises(ToolServerError, match="within 1 s"):  # the same, async
+        asyncio.run(silent.aopen())
+    assert not silent.is_open
+    assert children() == before  # the silent processes were stopped and reaped
 
 
 def test_secrets_in_env_stay_out_of_reprs_and_errors() -> None:
@@ -335,6 +371,30 @@ async def test_async_context_manager_opens_and_closes() -> None:
         server.register(registry)
         assert (await registry.aexecute(ToolCall("c", "add", {"a": 5}))).content == "7"
         pid = int((await registry.aexecute(ToolCall("c", "pid", {}))).content)
+    assert reaped(pid)
+    assert children() == before
+
+
+def test_a_cancelled_aclose_still_stops_the_session_and_reaps_the_server() -> None:
+    before = children()
+    server = stdio("cancelled-close").open()
+    registry = ToolRegistry()
+    server.register(registry)
+    pid = int(call(registry, "pid"))
+    thread = server.session.thread
+    assert thread is not None
+
+    async def cancel_while_closing() -> None:
+        closing = asyncio.ensure_future(server.aclose())
+        while server.is_open:  # the close has begun
+            await asyncio.sleep(0.01)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+
+    asyncio.run(cancel_while_closing())
+    thread.join(30)  # the close goes on after its caller was cancelled
+    assert not thread.is_alive()
     assert reaped(pid)
     assert children() == before
 

@@ -34,6 +34,7 @@ from pywrapai_graph.errors import (
     RemoteToolError,
     ToolServerError,
 )
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.tool_server import ToolServer
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -49,6 +50,8 @@ except ImportError as exc:  # this module loads only when an MCP server is confi
 __all__ = ["HttpTarget", "MCPSession", "StdioTarget"]
 
 _log = logging.getLogger(__name__)
+#: what an opening waits for: the server's tool listing
+Ready = concurrent.futures.Future[list[RemoteToolSpec]]
 #: pages of a tool listing read at most (a server that pages forever cannot hang an open)
 _MAX_PAGES = 100
 #: seconds :meth:`MCPSession.close` waits for the SDK's shutdown (stdin closed, then
@@ -76,6 +79,7 @@ class MCPSession(ToolServer):
         self._client: Client | None = None  # read and written on the runner's loop only
         self._stop: asyncio.Event | None = None  # set: the serving task leaves the session
         self._serving: asyncio.Task[None] | None = None
+        self._giving_up: anyio.CancelScope | None = None  # cancelled: the serving task gives up
         self._tools: list[RemoteToolSpec] | None = None
         self._gone = ""  # why the session ended by itself ("" while it has not)
         self._restart: asyncio.Lock | None = None  # one reconnection at a time (runner's loop)
@@ -101,12 +105,12 @@ class MCPSession(ToolServer):
         return f"MCPSession({self._name!r}, {self._target.describe()}, {state})"
 
     # ------------------------------------------------------------------ open and close
-    def _start(self) -> concurrent.futures.Future[list[RemoteToolSpec]]:
+    def _start(self) -> Ready:
         with self._lock:
             if self._runner is not None:
                 raise InvalidStateError(f"MCP server {self._name!r} is already open")
             runner = LoopThread(f"pywrapai-mcp-{self._name}")
-            ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
+            ready: Ready = concurrent.futures.Future()
             runner.submit(self._serve(ready))
             self._runner, self._gone = runner, ""
             return ready
@@ -127,28 +131,34 @@ class MCPSession(ToolServer):
                 handshake, or took longer than ``connect_timeout_s``.
             InvalidStateError: the session is already open.
         """
-        ready = self._start()
-        try:
-            self._tools = ready.result(timeout=self._connect_timeout_s)
-        except concurrent.futures.TimeoutError:
-            self.close()
-            raise self._timed_out() from None
-        except BaseException:
-            self.close()
-            raise
+        timeout = self._connect_timeout_s
+        drive(
+            self._opening(),
+            lambda ready: ready.result(timeout) if ready is not None else self.close(),
+        )
 
     async def aopen(self) -> None:
         """:meth:`open` without blocking the running loop."""
+        await adrive(self._opening(), self._await_or_close)
+
+    def _opening(self) -> Core[Ready | None, None]:
+        """:meth:`open` and :meth:`aopen`, written once: yields the listing to wait for
+        (up to ``connect_timeout_s``), or None to close the session after a failure."""
         ready = self._start()
         try:
-            async with asyncio.timeout(self._connect_timeout_s):
-                self._tools = await asyncio.wrap_future(ready)
-        except TimeoutError:
-            await self.aclose()
-            raise self._timed_out() from None
-        except BaseException:
-            await self.aclose()
+            self._tools = yield ready
+        except BaseException as exc:
+            yield None
+            if isinstance(exc, TimeoutError):
+                raise self._timed_out() from None
             raise
+
+    async def _await_or_close(self, ready: Ready | None) -> list[RemoteToolSpec] | None:
+        if ready is None:
+            await self.aclose()
+            return None
+        async with asyncio.timeout(self._connect_timeout_s):
+            return await asyncio.wrap_future(ready)
 
     def _take_runner(self) -> LoopThread | None:
         with self._lock:
@@ -163,13 +173,9 @@ class MCPSession(ToolServer):
             runner.stop(_CLOSE_TIMEOUT_S)
 
     async def aclose(self) -> None:
-        """:meth:`close` without blocking the running loop."""
-        runner = self._take_runner()
-        if runner is not None:
-            with contextlib.suppress(Exception):  # a stopped loop, too slow: stop it anyway
-                async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-                    await asyncio.wrap_future(runner.submit(self._release()))
-            await asyncio.to_thread(runner.stop, _CLOSE_TIMEOUT_S)
+        """:meth:`close` in a worker thread: the running loop is not blocked, and a cancelled
+        caller does not cut the shutdown short."""
+        await asyncio.to_thread(self.close)
 
     def _shut(self, runner: LoopThread) -> None:
         """Let the serving task leave the SDK's contexts in order (before the loop stops)."""
@@ -183,32 +189,38 @@ class MCPSession(ToolServer):
         task = self._serving
         if task is None:
             return
-        if self._client is None:  # still connecting: give up on it
-            task.cancel()
+        if self._client is None and self._giving_up is not None:  # connecting: give up on it
+            self._giving_up.cancel()
         elif self._stop is not None:
             self._stop.set()
         await asyncio.wait({task})
 
     # ------------------------------------------------------------------ the serving task
-    async def _serve(self, ready: concurrent.futures.Future[list[RemoteToolSpec]]) -> None:
+    async def _serve(self, ready: Ready) -> None:
         self._stop = asyncio.Event()
         self._serving = asyncio.current_task()
-        try:
-            async with connected(self._target) as client:
-                tools = await self._list(client)
-                self._client = client
-                _settle(ready, tools)
-                await self._stop.wait()
-        except BaseException as exc:  # an exception group, a cancellation...
-            if not ready.done():
-                _fail(ready, self._connect_error(exc))
-            elif not self._gone:
-                self._gone = "its connection failed"
-                _log.info("MCP server %r: session ended: %s", self._name, self._text(_leaf(exc)))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        finally:
-            self._client = None
+        # Giving up cancels this scope, never the task: the SDK's shutdown (stdin closed, the
+        # process stopped, its exit awaited, its transport closed) is shielded from anyio's
+        # cancellation only; a Task.cancel() would cut it short and leave the child unreaped.
+        with anyio.CancelScope() as self._giving_up:
+            try:
+                async with connected(self._target) as client:
+                    tools = await self._list(client)
+                    self._client = client
+                    _settle(ready, tools)
+                    await self._stop.wait()
+            except BaseException as exc:  # an exception group, a cancellation...
+                if not ready.done():
+                    _fail(ready, self._connect_error(exc))
+                elif not self._gone:
+                    self._gone = "its connection failed"
+                    _log.info(
+                        "MCP server %r: session ended: %s", self._name, self._text(_leaf(exc))
+                    )
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+            finally:
+                self._client = None
 
     async def _list(self, client: Client) -> list[RemoteToolSpec]:
         tools: list[RemoteToolSpec] = []
@@ -308,13 +320,13 @@ class MCPSession(ToolServer):
                 return self._client
             if self._serving is not None:
                 await asyncio.wait({self._serving})
-            ready: concurrent.futures.Future[list[RemoteToolSpec]] = concurrent.futures.Future()
-            task = asyncio.get_running_loop().create_task(self._serve(ready))
+            ready: Ready = concurrent.futures.Future()
+            self._serving = asyncio.get_running_loop().create_task(self._serve(ready))
             try:
-                async with asyncio.timeout(self._connect_timeout_s):
-                    await asyncio.wrap_future(ready)
+                await self._await_or_close(ready)
             except TimeoutError:
-                task.cancel()
+                if self._giving_up is not None:  # the new task's: it started before this timeout
+                    self._giving_up.cancel()
                 raise self._timed_out() from None
             _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
             self._gone = ""
@@ -372,14 +384,12 @@ def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
     return RemoteToolSpec(tool.name, tool.description or "", dict(tool.input_schema))
 
 
-def _settle(
-    future: concurrent.futures.Future[list[RemoteToolSpec]], tools: list[RemoteToolSpec]
-) -> None:
+def _settle(future: Ready, tools: list[RemoteToolSpec]) -> None:
     with contextlib.suppress(concurrent.futures.InvalidStateError):  # the opener gave up
         future.set_result(tools)
 
 
-def _fail(future: concurrent.futures.Future[list[RemoteToolSpec]], error: BaseException) -> None:
+def _fail(future: Ready, error: BaseException) -> None:
     with contextlib.suppress(concurrent.futures.InvalidStateError):
         future.set_exception(error)
 
