@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from pywrapai_graph.application.fusion import (
     DEFAULT_RRF_K,
@@ -45,16 +45,11 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.identity_probe import identity_probe
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
+from pywrapai_graph.ports.store_query import Fusion, RetrievalMode, StoreQuery
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
-
-#: dense: cosine over embeddings; lexical: BM25 over text; hybrid: both, fused.
-RetrievalMode = Literal["dense", "lexical", "hybrid"]
-#: rescored: every candidate gets both scores, min-max scaled over the candidates, weighted
-#: sum; rrf: reciprocal-rank fusion; weighted: each list's own scores min-max scaled, summed.
-Fusion = Literal["rescored", "rrf", "weighted"]
 
 
 class _Step:
@@ -278,11 +273,14 @@ class VectorRetriever(BaseRetriever):
     def _candidates(
         self, query: str, wanted: int, filter: MetadataFilter | None
     ) -> Core[_Step, list[ScoredChunk]]:
+        if self.store.native_retrieval:
+            found: list[ScoredChunk] = yield from self._one_request(query, wanted, filter)
+            return found
         if self.mode == "lexical":
-            found: list[ScoredChunk] = yield from self._observed(
+            lexical: list[ScoredChunk] = yield from self._observed(
                 "lexical_search", wanted, query, wanted, filter
             )
-            return found
+            return lexical
         vector: list[float] = yield _Step("embed", query)
         depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
         dense = self._keep((yield from self._dense(vector, depth, filter)))
@@ -293,6 +291,32 @@ class VectorRetriever(BaseRetriever):
         cosines = yield from self._observed("similarities", len(need_cosine), vector, need_cosine)
         bm25 = yield from self._observed("lexical_scores", len(need_bm25), query, need_bm25)
         return self._fuse(dense, lexical, wanted, cosines, bm25)
+
+    def _one_request(
+        self, query: str, wanted: int, filter: MetadataFilter | None
+    ) -> Core[_Step, list[ScoredChunk]]:
+        """The whole retrieval as one :class:`StoreQuery`, one engine request; the store
+        reports the embedder identity it read in that request (:func:`identity_probe`)."""
+        vector: list[float] | None = None
+        if self.mode != "lexical":
+            vector = yield _Step("embed", query)
+        asked = StoreQuery(
+            self.mode,
+            wanted,
+            vector,
+            None if self.mode == "dense" else query,
+            filter,
+            *(self.candidates, self.fusion, self.weights, self.rrf_k),
+            *(self.k1, self.b, self.min_score),
+        )
+        with observe_store(self.store.db_system, "retrieve", k=wanted) as observed:
+            with identity_probe() as probe:
+                hits: list[ScoredChunk] = yield _Step("retrieve", asked)
+            if hits and vector is not None:
+                seen = probe.identity if probe.seen else (yield _Step("embedder_identity"))
+                self._check_recorded(seen, len(vector))
+            observed.result = len(hits)
+        return hits
 
     def _dense(
         self, vector: list[float], k: int, filter: MetadataFilter | None
@@ -327,6 +351,7 @@ class VectorRetriever(BaseRetriever):
             "lexical_search": lambda *args: store.lexical_search(*args, k1=k1, b=b),
             "lexical_scores": lambda *args: store.lexical_scores(*args, k1=k1, b=b),
             "similarities": store.similarities,
+            "retrieve": store.retrieve,
         }
         if self.reranker is not None:
             steps["rerank"] = self.reranker.rerank
@@ -340,6 +365,7 @@ class VectorRetriever(BaseRetriever):
             "embed": lambda query: aembed_one(self.embedder, query),
             "search": lambda vector, k, filter: store.asearch(vector, k=k, filter=filter),
             "similarities": store.asimilarities,
+            "retrieve": store.aretrieve,
         }
         if self.reranker is not None:
             steps["rerank"] = self.reranker.arerank

@@ -27,6 +27,7 @@ from pywrapai_graph.ports.store_inputs import (
     check_query_vector,
     checked_chunks,
 )
+from pywrapai_graph.ports.store_query import StoreRetrieval
 from pywrapai_graph.ports.store_rescoring import StoreRescoring
 from pywrapai_graph.ports.sync_async import adrive, drive
 
@@ -54,7 +55,7 @@ TEMPLATE_METHODS = (
 )
 
 
-class BaseVectorStore(StoreRescoring, ABC):
+class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector.
 
     Every backend behaves the same (docs/writing-a-store.md has the details): ``add``

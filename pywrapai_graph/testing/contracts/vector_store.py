@@ -55,6 +55,7 @@ from pywrapai_graph.testing.contracts.deletion import DeletionContract
 from pywrapai_graph.testing.contracts.documents import DocumentContract
 from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.lexical_quality import LexicalQualityContract
+from pywrapai_graph.testing.contracts.one_request import OneRequestContract
 from pywrapai_graph.testing.contracts.rescoring import RescoringContract
 from pywrapai_graph.testing.contracts.scoped_views import ScopedViewContract
 from pywrapai_graph.testing.contracts.store_data import (
@@ -73,6 +74,7 @@ class VectorStoreContract(
     DocumentContract,
     AsyncTwinsContract,
     RescoringContract,
+    OneRequestContract,
     LexicalQualityContract,
     HostileInputContract,
     ScopedViewContract,
