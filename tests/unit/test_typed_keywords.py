@@ -77,16 +77,16 @@ def test_a_misspelt_keyword_fails_type_checking(tmp_path: Path) -> None:
 
 
 def test_a_misspelt_keyword_is_a_type_error_naming_it_at_run_time() -> None:
-    with build_container({"embedder": {"provider": "hashing"}, "store": {"backend": "memory"}}) as c:
-        wrong: dict[str, object] = {"scopes": {"tenant": "acme"}}
-        for provider in (c.scoped_graph, c.scoped_retriever):
-            with pytest.raises(TypeError, match="'scopes'"):
-                provider(**wrong)  # type: ignore[arg-type]
-        view = c.scoped_retriever(scope={"tenant": "acme"})
-        assert dict(view.scope) == {"tenant": "acme"}
+    config = {"embedder": {"provider": "hashing"}, "store": {"backend": "memory"}}
+    with build_container(config) as container:
+        with pytest.raises(TypeError, match="'scopes'"):
+            container.scoped_graph(scopes={"tenant": "acme"})  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="'scopes'"):
+            container.scoped_retriever(scopes={"tenant": "acme"})  # type: ignore[call-arg]
+        assert container.scoped_retriever(scope={"tenant": "acme"}).scope == {"tenant": "acme"}
     with pytest.raises(TypeError, match="'api_kye'"):
-        LLM(provider="openai", **{"api_kye": "sk-test"})  # type: ignore[arg-type]
+        LLM(provider="openai", api_kye="sk-test")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="'dimensions'"):
-        Embedder(provider="hashing", **{"dimensions": 64})  # type: ignore[arg-type]
+        Embedder(provider="hashing", dimensions=64)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="'max_retry'"):
-        RerankModel(provider="cohere", **{"max_retry": 2})  # type: ignore[arg-type]
+        RerankModel(provider="cohere", max_retry=2)  # type: ignore[call-arg]
