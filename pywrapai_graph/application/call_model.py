@@ -222,7 +222,11 @@ class CallModel:
 
     @contextmanager
     def _billed(
-        self, target: ModelTarget, request: ChatRequest, prompt_file: str | None
+        self,
+        target: ModelTarget,
+        request: ChatRequest,
+        prompt_file: str | None,
+        failed: tuple[FailedAttempt, ...],
     ) -> Iterator[None]:
         """A reply that arrived but could not be decoded was still billed: record it (with
         its usage when the adapter could read it) before the error propagates."""
@@ -230,7 +234,7 @@ class CallModel:
             yield
         except (ResponseFormatError, IncompleteStreamError) as exc:
             usage = exc.usage if isinstance(exc, ResponseFormatError) else None
-            self._record_stream(target, request, usage, None, prompt_file)
+            self._record_stream(target, request, usage, None, prompt_file, failed=failed)
             raise
 
     def _observe(
@@ -283,7 +287,7 @@ class CallModel:
         """One model's call, observed and booked (written once for :meth:`chat` and
         :meth:`achat`): yields the model and the request to send it, is sent the response."""
         with self._observe(target.provider, sent, prompt_file) as ob:
-            with self._billed(target, sent, prompt_file):
+            with self._billed(target, sent, prompt_file, failed):
                 response: LLMResponse = yield target, sent
             ob.result = booked = self._book(target, sent, response, key, prompt_file, failed)
         return booked
@@ -325,15 +329,17 @@ class CallModel:
         request: ChatRequest,
         prompt_file: str | None,
         so_far: StreamSoFar,
+        failed: tuple[FailedAttempt, ...],
     ) -> Iterator[Observation]:
         """Around a stream's reading: its observation, and the booking of a stream that ends
-        early (closed, cancelled, cut off) — it still cost what the provider produced."""
+        early (closed, cancelled, cut off) — it still cost what the provider produced, and
+        names the models that failed before it as a finished one does."""
         so_far.start()
         with self._observe(target.provider, request, prompt_file, stream=True) as ob:
             try:
                 yield ob
             except BaseException as exc:
-                self._book_unfinished(ob, target, request, so_far, exc, prompt_file)
+                self._book_unfinished(ob, target, request, so_far, exc, prompt_file, failed)
                 raise
 
     def _book_unfinished(
@@ -344,6 +350,7 @@ class CallModel:
         so_far: StreamSoFar,
         exc: BaseException,
         prompt_file: str | None,
+        failed: tuple[FailedAttempt, ...],
     ) -> None:
         """Book an unfinished stream once — in the ledger, the cost scopes open while it was
         read and the span — with the usage the provider reported, or an estimate marked as
@@ -362,6 +369,7 @@ class CallModel:
             prompt_file,
             content=so_far.text,
             estimated=estimated,
+            failed=failed,
         )
         context = so_far.context
         ob.result = context.run(book) if context is not None else book()
@@ -389,7 +397,7 @@ class CallModel:
         prompt_file: str | None,
     ) -> AsyncGenerator[StreamEvent, None]:
         so_far = StreamSoFar()
-        with self._streaming(target, request, prompt_file, so_far) as ob:
+        with self._streaming(target, request, prompt_file, so_far, failed) as ob:
             async for chunk in chunks:
                 so_far.add(chunk)
                 if chunk.text:
@@ -409,7 +417,7 @@ class CallModel:
         prompt_file: str | None,
     ) -> Generator[StreamEvent, None, None]:
         so_far = StreamSoFar()
-        with self._streaming(target, request, prompt_file, so_far) as ob:
+        with self._streaming(target, request, prompt_file, so_far, failed) as ob:
             for chunk in chunks:
                 so_far.add(chunk)
                 if chunk.text:

@@ -54,8 +54,9 @@ class ScopedRetriever(BaseRetriever):
 
     A document stored by an earlier version under the first id scheme
     (``tenant=acme/handbook``) is still read (reads filter by metadata); writing (or
-    :meth:`delete_document`) it again through the view removes that old copy, unless another
-    scope could own the old id (:class:`~pywrapai_graph.application.scoped_ids.LegacyIds`).
+    :meth:`delete_document` / :meth:`adelete_document`) it again through the view removes
+    that old copy, unless another scope could own the old id
+    (:class:`~pywrapai_graph.application.scoped_ids.LegacyIds`).
 
     Args:
         inner: a retriever that can filter by metadata (``VectorRetriever``).
@@ -148,21 +149,38 @@ class ScopedRetriever(BaseRetriever):
         await offload(self._retire_legacy, [doc.id for doc in docs])
         return written
 
-    def delete_document(self, doc_id: str) -> int:
-        """Delete this view's document ``doc_id`` (and its copy under the first id scheme);
-        returns how many chunks were deleted.
-
-        Raises:
-            UnsupportedOperationError: the view's retriever has no vector store.
-        """
+    def _deletable(self, doc_id: str) -> BaseVectorStore:
+        """The store to delete this view's ``doc_id`` from (``doc_id`` checked first)."""
         check_doc_id(doc_id)
         store = self._store()
         if store is None:
             raise UnsupportedOperationError(
                 f"{type(self._inner).__name__} has no vector store to delete from"
             )
+        return store
+
+    def delete_document(self, doc_id: str) -> int:
+        """Delete this view's document ``doc_id`` (and its copy under the first id scheme);
+        returns how many chunks were deleted. Another scope's document of the same id is
+        another stored id, and stays.
+
+        Raises:
+            UnsupportedOperationError: the view's retriever has no vector store.
+        """
+        store = self._deletable(doc_id)
         deleted = store.delete_by_doc(self.stored_id(doc_id))
         return deleted + self._retire_legacy([doc_id], always=True)
+
+    async def adelete_document(self, doc_id: str) -> int:
+        """Async :meth:`delete_document`: the store's async delete, then the first scheme's
+        copy in the offload pool (never on the event loop).
+
+        Raises:
+            UnsupportedOperationError: the view's retriever has no vector store.
+        """
+        store = self._deletable(doc_id)
+        deleted = await store.adelete_by_doc(self.stored_id(doc_id))
+        return deleted + await offload(self._retire_legacy, [doc_id], always=True)
 
     def __repr__(self) -> str:
         return f"ScopedRetriever({self._inner!r}, scope={self._scope!r})"

@@ -18,7 +18,7 @@ way before it closes what was built.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dependency_injector import containers, providers
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["Container", "LifecycleContainer", "SharedOnce", "build_container"]
+__all__ = ["Container", "LifecycleContainer", "PerRequest", "SharedOnce", "build_container"]
 
 
 class SharedOnce(providers.ThreadSafeSingleton[T]):
@@ -57,6 +57,19 @@ class SharedOnce(providers.ThreadSafeSingleton[T]):
     """
 
     storage_lock = threading.RLock()
+
+
+class PerRequest(providers.Factory[T]):
+    """A per-request provider: ``container.scoped_graph(scope={"tenant": "acme"})``.
+
+    ``providers.Factory`` takes ``**kwargs: Any``, so a misspelt ``scopes=`` passed
+    ``mypy --strict`` and failed only at run time inside the factory. This call names its
+    one argument: a misspelling is a type error, and a ``TypeError`` naming it at run time.
+    """
+
+    # narrower than Factory's (*args, **kwargs) on purpose: that is the point of the class
+    def __call__(self, scope: Mapping[str, Any]) -> T:  # type: ignore[override]
+        return super().__call__(scope)
 
 
 # ---------------------------------------------------------------------------- lifecycle
@@ -165,8 +178,8 @@ class Container(containers.DeclarativeContainer):
         tools: SharedOnce[ToolRegistry]
         agent: providers.Factory[Agent]
         # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
-        scoped_retriever: providers.Factory[ScopedRetriever]
-        scoped_graph: providers.Factory[GraphLLM]
+        scoped_retriever: PerRequest[ScopedRetriever]
+        scoped_graph: PerRequest[GraphLLM]
 
         # the instance is a LifecycleContainer
         def shutdown(self) -> None: ...
@@ -181,6 +194,8 @@ def _provider(node: Node) -> providers.Provider[Any]:
     needs = [getattr(Container, need) for need in node.needs]
     if node.tracks:  # the factory hands what it opens to the container's list of built things
         needs.insert(0, Container._built.provided.add)
+    if node.scoped:
+        return PerRequest(node.factory, *needs)
     if node.per_call:
         return providers.Factory(node.factory, *needs)
     if node.closes:

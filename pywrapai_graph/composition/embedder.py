@@ -4,7 +4,7 @@ behind it (batching, count check, usage records), its own TokenTracker (D7)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Unpack
 
 from pywrapai_graph.application.embed_texts import EmbedTexts
 from pywrapai_graph.application.limited_models import LimitedEmbeddingProvider
@@ -13,7 +13,11 @@ from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition._provider_facade import ProviderFacade
-from pywrapai_graph.composition.providers import EMBEDDING_PROVIDERS, make_embedding_provider
+from pywrapai_graph.composition.providers import (
+    EMBEDDING_PROVIDERS,
+    EmbedderOptions,
+    make_embedding_provider,
+)
 from pywrapai_graph.composition.shared_limits import LimitsArg, limit_embeddings
 from pywrapai_graph.ports.embedder import AsyncEmbeddingModel, MatrixEmbeddingModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
@@ -62,7 +66,7 @@ class Embedder(ProviderFacade, AsyncEmbeddingModel, MatrixEmbeddingModel):
         prices: PriceTable | None = None,
         hooks: Sequence[Hooks] | None = None,
         limits: LimitsArg = None,
-        **options: Any,
+        **options: Unpack[EmbedderOptions],
     ) -> None:
         adapter = (
             make_embedding_provider(provider, options) if isinstance(provider, str) else provider

@@ -15,7 +15,7 @@ from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.fallback_models import fallback_targets
-from pywrapai_graph.composition.providers import make_chat_model
+from pywrapai_graph.composition.providers import ChatOptions, make_chat_model
 from pywrapai_graph.composition.shared_limits import LimitsArg, limit_chat_model
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -89,7 +89,7 @@ class LLM:
         generation: GenerationParams | None = None,
         fallbacks: Sequence[LLM | ChatModel | Mapping[str, Any]] | None = None,
         limits: LimitsArg = None,
-        **options: Any,
+        **options: Unpack[ChatOptions],
     ) -> None:
         if isinstance(provider, str):
             chat_model = make_chat_model(provider, model, options)

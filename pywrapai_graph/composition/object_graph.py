@@ -65,6 +65,8 @@ class Node:
         needs: the roots and other nodes it is built from (each listed before it).
         closes: it holds connections; the container closes it on shutdown.
         per_call: built anew on every call (with the caller's extra arguments) instead of once.
+        scoped: per call, built for the one argument ``scope`` (the container's provider
+            names it, so a misspelt keyword is a type error).
         tracks: the factory opens things of its own (MCP sessions): its first argument is a
             ``track`` callable that hands each to the owner, who closes them on shutdown.
     """
@@ -73,6 +75,7 @@ class Node:
     needs: tuple[str, ...] = ()
     closes: bool = False
     per_call: bool = False
+    scoped: bool = False
     tracks: bool = False
 
 
@@ -95,8 +98,8 @@ NODES: Mapping[str, Node] = {
     "tools": Node(make_tools, ("settings", "hooks"), tracks=True),
     "agent": Node(make_agent, ("settings", "graph", "tools", "hooks"), per_call=True),
     # per request: scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
-    "scoped_retriever": Node(make_scoped_retriever, ("retriever",), per_call=True),
-    "scoped_graph": Node(make_scoped_graph, ("graph", "retriever"), per_call=True),
+    "scoped_retriever": Node(make_scoped_retriever, ("retriever",), per_call=True, scoped=True),
+    "scoped_graph": Node(make_scoped_graph, ("graph", "retriever"), per_call=True, scoped=True),
 }
 
 

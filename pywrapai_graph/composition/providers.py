@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.errors import UnknownProviderError
@@ -19,17 +19,68 @@ from pywrapai_graph.ports import ChatModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
 from pywrapai_graph.ports.rerank_provider import RerankProvider
 
+if TYPE_CHECKING:
+    import os
+
+    from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
+
 __all__ = [
     "CHAT_PROVIDERS",
     "EMBEDDING_PROVIDERS",
     "RERANK_PROVIDERS",
     "ChatFactory",
+    "ChatOptions",
+    "EmbedderOptions",
     "EmbeddingFactory",
     "ProviderEntry",
+    "RerankOptions",
     "make_chat_model",
     "make_embedding_provider",
     "make_rerank_provider",
 ]
+
+
+class _ServerOptions(TypedDict, total=False):
+    """The options of every provider reached over HTTP."""
+
+    api_key: str | None
+    base_url: str | None
+    timeout: float | None
+    max_retries: int | None
+
+
+class ChatOptions(_ServerOptions, total=False):
+    """The adapter options ``LLM(provider=..., **options)`` accepts: typed, so a misspelt
+    name is a type error (a provider without the option raises ``TypeError``)."""
+
+    default_max_tokens: int | None  # OpenAI, Anthropic
+    prompt_cache: PromptCache  # Anthropic
+
+
+class _LocalModelOptions(TypedDict, total=False):
+    """The options of a model run in-process from its files."""
+
+    model_dir: str | os.PathLike[str] | None
+    model_name: str | None
+    max_length: int
+
+
+class EmbedderOptions(_ServerOptions, _LocalModelOptions, total=False):
+    """The adapter options ``Embedder(provider=..., **options)`` accepts (typed as
+    :class:`ChatOptions`)."""
+
+    dimension: int  # hashing
+    ngram: int  # hashing
+    threads: int | None  # local
+
+
+class RerankOptions(_ServerOptions, _LocalModelOptions, total=False):
+    """The adapter options ``RerankModel(provider=..., **options)`` accepts (typed as
+    :class:`ChatOptions`)."""
+
+    threads: int  # local
+    batch_size: int  # local
+
 
 #: ``(model, adapter options) -> ChatModel``; model None means the adapter's default.
 ChatFactory = Callable[[str | None, Mapping[str, Any]], ChatModel]

@@ -4,14 +4,18 @@ case behind it (batching, score checks, usage records), its own TokenTracker."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Unpack
 
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.rerank_hits import RerankHits
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition._provider_facade import ProviderFacade
-from pywrapai_graph.composition.providers import RERANK_PROVIDERS, make_rerank_provider
+from pywrapai_graph.composition.providers import (
+    RERANK_PROVIDERS,
+    RerankOptions,
+    make_rerank_provider,
+)
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.rerank_provider import RerankProvider
@@ -59,7 +63,7 @@ class RerankModel(ProviderFacade, Reranker):
         tracker: TokenTracker | None = None,
         prices: PriceTable | None = None,
         hooks: Sequence[Hooks] | None = None,
-        **options: Any,
+        **options: Unpack[RerankOptions],
     ) -> None:
         self._adapter = (
             make_rerank_provider(provider, options) if isinstance(provider, str) else provider

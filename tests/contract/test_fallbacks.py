@@ -32,6 +32,7 @@ from pywrapai_graph.errors import (
     ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
+    ResponseFormatError,
 )
 from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedChatModel, ScriptedReply
@@ -240,6 +241,21 @@ def test_a_refusal_is_an_answer_not_a_failure() -> None:
         assert response.finish_reason == "content_filter"
         assert (response.provider, response.fallback_from) == ("openai", ())
         assert list(backup.chat_requests()) == []
+
+
+def test_a_garbage_reply_from_the_backup_is_booked_with_its_fallback_attribution() -> None:
+    """A 200 that cannot be decoded was still billed: its record names the model that failed."""
+    with OpenAIWire() as wire, AnthropicWire() as backup:
+        wire.fail(503, "overloaded")
+        backup.raw("not json at all")
+        llm = chain("openai", wire, backup)
+        with pytest.raises(ResponseFormatError):
+            llm.chat("Hi")
+        [record] = llm.tokens.records
+        assert record.provider == "anthropic"
+        assert record.fallback_from == (
+            FailedAttempt("openai", MODELS["openai"], "ProviderUnavailableError", 503),
+        )
 
 
 class City(BaseModel):

@@ -1,7 +1,8 @@
 """A stream that ends early still books what the provider produced — once — in the ledger, the
 request's cost scope and the span: closed by the consumer (``break``, ``close()``, garbage
-collection), its task cancelled mid-stream, or cut off by the server. Each provider's official
-SDK over real HTTP to its local wire server."""
+collection), its task cancelled mid-stream, or cut off by the server; a stream that had fallen
+back to a second model still names the model that failed. Each provider's official SDK over
+real HTTP to its local wire server."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pywrapai import LLM, TokenUsage
 from pywrapai_graph import GraphLLM
 from pywrapai_graph.application.embed_texts import estimate_tokens
-from pywrapai_graph.domain import CallRecord
+from pywrapai_graph.domain import CallRecord, FailedAttempt
 from pywrapai_graph.errors import IncompleteStreamError
 from pywrapai_graph.observability import CostScope, configure, cost_scope
 from pywrapai_graph.testing import ScriptedReply
@@ -290,3 +291,68 @@ def test_async_server_cut(provider: Provider) -> None:
         return scope
 
     _one_estimated_record(provider, asyncio.run(run()), FIRST)
+
+
+# ---------------------------------------------------------------------------- fallbacks
+
+
+async def _drop_async(llm: LLM, drop: str, backup: _Holding) -> None:
+    """Read the first piece of an async stream, then drop it as ``drop`` says."""
+    if drop == "aclose":
+        stream = llm.astream(PROMPT)
+        assert await anext(stream) == FIRST
+        await stream.aclose()
+    else:  # the client disconnects: the task reading the stream is cancelled
+
+        async def consume() -> None:
+            async for _ in llm.astream(PROMPT):
+                started.set()
+
+        started = asyncio.Event()
+        task = asyncio.create_task(consume())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    backup.release.set()
+    await llm.aclose()
+
+
+@pytest.mark.parametrize("drop", ["close", "collected", "aclose", "cancelled"])
+def test_a_dropped_stream_keeps_its_fallback_attribution(drop: str) -> None:
+    spans = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(spans))
+    configure(tracer_provider=tracing)
+    try:
+        with OpenAIWire() as primary, HoldingAnthropic() as backup:
+            primary.fail(429, "slow down")
+            backup.reply(REPLY)
+            fallback = {"provider": "anthropic", "model": "claude-haiku-4-5-20251001"}
+            fallback.update(base_url=backup.url, api_key=SECRET)
+            llm = LLM(
+                provider="openai",
+                model="gpt-4o-mini",
+                base_url=primary.base_url,
+                api_key=SECRET,
+                max_retries=0,
+                fallbacks=[{**fallback, "max_retries": 0}],
+            )
+            if drop in ("aclose", "cancelled"):
+                asyncio.run(_drop_async(llm, drop, backup))
+            else:
+                stream = llm.stream(PROMPT)
+                assert next(stream) == FIRST
+                if drop == "close":
+                    stream.close()
+                del stream
+                gc.collect()
+                backup.release.set()
+                llm.close()
+    finally:
+        configure()
+    failed = (FailedAttempt("openai", "gpt-4o-mini", "RateLimitError", 429),)
+    [record] = llm.tokens.records
+    assert (record.provider, record.estimated, record.fallback_from) == ("anthropic", True, failed)
+    answered = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")][-1]
+    assert (answered.attributes or {})["pywrapai.fallback.from"] == (str(failed[0]),)

@@ -7,7 +7,8 @@ all different documents. A store written by an earlier version holds ids of the 
 scheme (``tenant=a/x``); a view that writes the same document again removes that copy when
 no other scope can own the old id, on a store that keeps document manifests (every
 built-in store); elsewhere the old copy stays. ``delete_document`` deletes both copies on
-any store that can count by a filter.
+any store that can count by a filter; it and ``adelete_document`` delete only the view's own
+document, never another scope's of the same id.
 """
 
 from __future__ import annotations
@@ -102,3 +103,23 @@ class ScopedViewContract:
         assert [h.chunk.text for h in retriever.scoped({"tenant": "a/b"}).retrieve("x")] == [
             "slashed tenant's"
         ]
+
+    def test_a_scoped_delete_sync_or_async_deletes_only_its_own_scope(
+        self, store: BaseVectorStore
+    ) -> None:
+        retriever = self._retriever(store)
+        views = {t: retriever.scoped({"tenant": t}) for t in ("acme", "globex", "initech")}
+        for tenant, view in views.items():
+            view.add_documents([Document(f"handbook of {tenant}", {}, id="handbook")])
+        write_first_scheme(retriever, {"tenant": "a/b"}, "x", "slashed tenant's")
+        if not store.supports_delete:
+            with pytest.raises(UnsupportedOperationError):
+                asyncio.run(views["acme"].adelete_document("handbook"))
+            return
+        assert views["acme"].delete_document("handbook") == 1
+        assert asyncio.run(views["globex"].adelete_document("handbook")) == 1
+        assert asyncio.run(views["globex"].adelete_document("handbook")) == 0
+        # the first scheme's "tenant=a/b/x" reads as tenant "a"'s "b/x" too: a/b's, it stays
+        assert asyncio.run(retriever.scoped({"tenant": "a"}).adelete_document("b/x")) == 0
+        texts = sorted(h.chunk.text for h in retriever.retrieve("handbook slashed", k=20))
+        assert texts == ["handbook of initech", "slashed tenant's"]
