@@ -166,10 +166,10 @@ def _stop_watchdog() -> None:
             _watchdog[1].wait(timeout=_GRACE * 3)
 
 
-def _watch() -> None:
-    """Start this process's watchdog, once (after sweeping what dead owners left)."""
+def _watch(*, replace: bool = False) -> tuple[int, subprocess.Popen[bytes], IO[str]]:
+    """This process's watchdog, started on first use (after sweeping what dead owners left)."""
     global _watchdog  # noqa: PLW0603
-    if _watchdog is None or _watchdog[0] != os.getpid():
+    if replace or _watchdog is None or _watchdog[0] != os.getpid():
         sweep()  # what a killed session left behind
         read, write = os.pipe()
         proc = subprocess.Popen(
@@ -181,6 +181,7 @@ def _watch() -> None:
         )
         os.close(read)
         _watchdog = (os.getpid(), proc, os.fdopen(write, "w", buffering=1))
+    return _watchdog
 
 
 def guard(folder: Path, kind: str) -> None:
@@ -190,9 +191,14 @@ def guard(folder: Path, kind: str) -> None:
     marker = {"kind": kind, "pid": os.getpid(), "started": started[2] if started else 0}
     (folder / MARKER).write_text(json.dumps(marker))
     with _lock:
-        _watch()
-        assert _watchdog is not None
-        _watchdog[2].write(f"{folder}\n")
+        watchdog = _watch()
+        try:
+            watchdog[2].write(f"{folder}\n")
+        except BrokenPipeError:  # someone killed the watchdog: start another
+            with contextlib.suppress(OSError):
+                watchdog[2].close()
+            watchdog[1].wait()
+            _watch(replace=True)[2].write(f"{folder}\n")
 
 
 os.register_at_fork(after_in_child=_close_pipe_in_child)

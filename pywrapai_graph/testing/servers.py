@@ -193,7 +193,8 @@ class ChromaServer:
         """Stop the server and remove its files."""
         reaper.reap(self.dir)
         if self._proc is not None:
-            self._proc.wait()  # collect the exit status (reap ended the process)
+            self._proc.kill()  # a no-op once reaped: only a process reap could not see
+            self._proc.wait()
 
 
 class _Server(Protocol):
