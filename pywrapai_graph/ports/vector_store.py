@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import UnsupportedOperationError
+from pywrapai_graph.ports.call_clock import timed
 from pywrapai_graph.ports.document_checks import check_document, check_embedder, check_vectors
 from pywrapai_graph.ports.filtered_search import (
     FilteredPages,
@@ -139,6 +140,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         return None
 
     # ------------------------------------------------------------------ writes
+    @timed
     def add(self, chunks: Sequence[Chunk]) -> None:
         """Insert or replace ``chunks`` (each must have ``embedding`` set).
 
@@ -160,6 +162,7 @@ class BaseVectorStore(StoreRescoring, ABC):
     def __len__(self) -> int:
         """Number of stored chunks."""
 
+    @timed
     def delete(self, ids: Sequence[str]) -> int:
         """Remove chunks by id (unknown ids are ignored); returns how many were removed.
 
@@ -175,6 +178,7 @@ class BaseVectorStore(StoreRescoring, ABC):
             "use clear() and add() again, or a store that supports delete"
         )
 
+    @timed
     def delete_by_doc(self, doc_id: str) -> int:
         """Remove every chunk of one document; returns how many were removed.
 
@@ -192,6 +196,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         )
 
     # ------------------------------------------------------------------ searches
+    @timed
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
@@ -228,6 +233,7 @@ class BaseVectorStore(StoreRescoring, ABC):
             return self._search(query_vector, k, filter)
         return self._search(query_vector, k)
 
+    @timed
     def search_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -254,6 +260,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         override it with one engine call for the whole batch)."""
         return [self._search_page(q, k, filter) for q in query_vectors]
 
+    @timed
     def lexical_search(
         self,
         query: str,
@@ -294,6 +301,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         is True."""
         raise NotImplementedError
 
+    @timed
     def count(self, filter: MetadataFilter | None = None) -> int:
         """How many chunks match ``filter`` (all of them without one).
 
@@ -311,6 +319,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         )
 
     # ------------------------------------------------------------------ documents
+    @timed
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         """Make ``chunks`` (all of ``manifest.doc_id``, embedded) the whole document.
 
@@ -336,6 +345,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         self._add(chunks)
         return removed
 
+    @timed
     def replace_document_vectors(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
     ) -> int:
@@ -405,10 +415,12 @@ class BaseVectorStore(StoreRescoring, ABC):
         """Release connections and file locks (no-op for stores that hold none)."""
 
     # ------------------------------------------------------------------ async twins
+    @timed
     async def aadd(self, chunks: Sequence[Chunk]) -> None:
         """Async :meth:`add`."""
         await offload(self.add, chunks)
 
+    @timed
     async def asearch(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
@@ -425,6 +437,7 @@ class BaseVectorStore(StoreRescoring, ABC):
         """:meth:`asearch`'s work; this default runs :meth:`_search` in the thread pool."""
         return await offload(self._search_page, query_vector, k, filter)
 
+    @timed
     async def asearch_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -446,22 +459,27 @@ class BaseVectorStore(StoreRescoring, ABC):
         """:meth:`asearch_many`'s work; this default runs :meth:`_search_many` in the pool."""
         return await offload(self._search_many, query_vectors, k, filter)
 
+    @timed
     async def adelete(self, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
         return await offload(self.delete, ids)
 
+    @timed
     async def adelete_by_doc(self, doc_id: str) -> int:
         """Async :meth:`delete_by_doc`."""
         return await offload(self.delete_by_doc, doc_id)
 
+    @timed
     async def areplace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         """Async :meth:`replace_document`."""
         return await offload(self.replace_document, manifest, chunks)
 
+    @timed
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
         await offload(self.clear)
 
+    @timed
     async def acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count` (``len(store)`` without a filter)."""
         return await self._acount(checked_filter(filter))

@@ -118,7 +118,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._bulk = 0
         self._owns_schema = create_schema
         dim = dimension
-        with self._connection(deadline=False) as conn:  # DDL may wait for another's lock
+        with self._connection() as conn:  # no deadline: DDL may wait for another's lock
             if create_schema:
                 self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
