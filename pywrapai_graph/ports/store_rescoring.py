@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pywrapai_graph.domain import ScoredChunk
-from pywrapai_graph.ports.call_clock import timed
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import check_query_vector, check_score_ids
 
@@ -40,7 +39,6 @@ class StoreRescoring:
 
         def _check_lexical_query(self, query: str, k1: float, b: float, method: str) -> None: ...
 
-    @timed
     def similarities(self, query_vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
         """The cosine similarity of ``query_vector`` to each stored chunk of ``ids`` (ids
         not stored are left out).
@@ -58,7 +56,6 @@ class StoreRescoring:
         hits = self._search_page(query_vector, len(self), None)
         return {h.chunk.id: h.score for h in hits if h.chunk.id in wanted}
 
-    @timed
     def lexical_scores(
         self, query: str, ids: Sequence[str], *, k1: float = 1.2, b: float = 0.75
     ) -> dict[str, float]:
@@ -82,7 +79,6 @@ class StoreRescoring:
         hits = self._lexical_search(query, len(self), None, k1=k1, b=b)
         return {h.chunk.id: h.score for h in hits if h.chunk.id in wanted}
 
-    @timed
     async def asimilarities(
         self, query_vector: Sequence[float], ids: Sequence[str]
     ) -> dict[str, float]:

@@ -140,7 +140,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         return None
 
     # ------------------------------------------------------------------ writes
-    @timed
     def add(self, chunks: Sequence[Chunk]) -> None:
         """Insert or replace ``chunks`` (each must have ``embedding`` set).
 
@@ -162,7 +161,6 @@ class BaseVectorStore(StoreRescoring, ABC):
     def __len__(self) -> int:
         """Number of stored chunks."""
 
-    @timed
     def delete(self, ids: Sequence[str]) -> int:
         """Remove chunks by id (unknown ids are ignored); returns how many were removed.
 
@@ -178,7 +176,6 @@ class BaseVectorStore(StoreRescoring, ABC):
             "use clear() and add() again, or a store that supports delete"
         )
 
-    @timed
     def delete_by_doc(self, doc_id: str) -> int:
         """Remove every chunk of one document; returns how many were removed.
 
@@ -196,7 +193,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         )
 
     # ------------------------------------------------------------------ searches
-    @timed
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
@@ -233,7 +229,6 @@ class BaseVectorStore(StoreRescoring, ABC):
             return self._search(query_vector, k, filter)
         return self._search(query_vector, k)
 
-    @timed
     def search_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -260,7 +255,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         override it with one engine call for the whole batch)."""
         return [self._search_page(q, k, filter) for q in query_vectors]
 
-    @timed
     def lexical_search(
         self,
         query: str,
@@ -301,7 +295,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         is True."""
         raise NotImplementedError
 
-    @timed
     def count(self, filter: MetadataFilter | None = None) -> int:
         """How many chunks match ``filter`` (all of them without one).
 
@@ -319,7 +312,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         )
 
     # ------------------------------------------------------------------ documents
-    @timed
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         """Make ``chunks`` (all of ``manifest.doc_id``, embedded) the whole document.
 
@@ -345,7 +337,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         self._add(chunks)
         return removed
 
-    @timed
     def replace_document_vectors(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
     ) -> int:
@@ -415,12 +406,10 @@ class BaseVectorStore(StoreRescoring, ABC):
         """Release connections and file locks (no-op for stores that hold none)."""
 
     # ------------------------------------------------------------------ async twins
-    @timed
     async def aadd(self, chunks: Sequence[Chunk]) -> None:
         """Async :meth:`add`."""
         await offload(self.add, chunks)
 
-    @timed
     async def asearch(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
@@ -437,7 +426,6 @@ class BaseVectorStore(StoreRescoring, ABC):
         """:meth:`asearch`'s work; this default runs :meth:`_search` in the thread pool."""
         return await offload(self._search_page, query_vector, k, filter)
 
-    @timed
     async def asearch_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -459,27 +447,22 @@ class BaseVectorStore(StoreRescoring, ABC):
         """:meth:`asearch_many`'s work; this default runs :meth:`_search_many` in the pool."""
         return await offload(self._search_many, query_vectors, k, filter)
 
-    @timed
     async def adelete(self, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
         return await offload(self.delete, ids)
 
-    @timed
     async def adelete_by_doc(self, doc_id: str) -> int:
         """Async :meth:`delete_by_doc`."""
         return await offload(self.delete_by_doc, doc_id)
 
-    @timed
     async def areplace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         """Async :meth:`replace_document`."""
         return await offload(self.replace_document, manifest, chunks)
 
-    @timed
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
         await offload(self.clear)
 
-    @timed
     async def acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count` (``len(store)`` without a filter)."""
         return await self._acount(checked_filter(filter))
@@ -503,3 +486,14 @@ class BaseVectorStore(StoreRescoring, ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+#: Every public call notes the moment it was made, where its one deadline starts
+#: (:mod:`~pywrapai_graph.ports.call_clock`): the template methods (sync and async, but not
+#: the maintenance ``repair``) and the async twins that run a sync method in the offload pool.
+TIMED = (
+    *(name for name in TEMPLATE_METHODS if name != "repair"),
+    *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),
+)
+for _name in TIMED:
+    setattr(BaseVectorStore, _name, timed(getattr(BaseVectorStore, _name)))
