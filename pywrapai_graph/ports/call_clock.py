@@ -5,7 +5,7 @@ queued for an offload thread, waiting behind the store's own locks, waiting for 
 connection and running the statement all count against it. The port's public methods are
 wrapped in :func:`timed`, which notes that moment in a context variable; the offload pool
 copies the caller's context into its thread, so an async twin's sync work sees the moment
-the twin was awaited. A store reads it with :func:`call_clock` to place its deadline. A call
+the twin was awaited. A store reads it with :func:`call_made` to place its deadline. A call
 made inside another (``search_many`` searching one query again, an async twin running its
 sync method) keeps the outer call's moment.
 """
@@ -20,13 +20,20 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, ParamSpec, TypeVar, cast
 
-__all__ = ["call_clock", "timed"]
+__all__ = ["call_clock", "call_made", "timed"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 #: time.monotonic() when the store call this context serves was made (None: no call)
 _made: ContextVar[float | None] = ContextVar("pywrapai_call_made", default=None)
+
+
+def call_made() -> float:
+    """The moment (``time.monotonic()``) the store call being served was made; now when no
+    :func:`timed` method or :func:`call_clock` block noted one."""
+    made = _made.get()
+    return time.monotonic() if made is None else made
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import pytest
 from pywrapai_graph import InMemoryVectorStore
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.ports import offload as offload_module
-from pywrapai_graph.ports.call_clock import call_clock
+from pywrapai_graph.ports.call_clock import call_clock, call_made
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.vector_store import MetadataFilter
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
@@ -29,8 +29,7 @@ class ClockedStore(InMemoryVectorStore):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        with call_clock() as made:
-            self.seen.append((made, time.monotonic()))
+        self.seen.append((call_made(), time.monotonic()))
         return super()._search(query_vector, k, filter)
 
 

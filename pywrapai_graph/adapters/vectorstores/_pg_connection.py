@@ -6,7 +6,7 @@ missing right, a timeout, an unreachable server), never showing the DSN's passwo
 load the driver, open the pool), :meth:`_run` (one transaction, a dropped connection
 replaced once) and :meth:`_read` (one statement in autocommit).
 
-A call's deadline starts when the call was made (:func:`call_clock`): the wait for a thread,
+A call's deadline starts when the call was made (:func:`call_made`): the wait for a thread,
 behind the store's lock and for a connection (first come, first served: ``_pg_pool``), the
 connect and the statement all count; the statement gets what is left, as the server's
 ``statement_timeout`` and the client watchdog's (``_pg_deadline``), and a call whose time
@@ -40,7 +40,7 @@ from pywrapai_graph.errors import (
     StoreTimeoutError,
     VectorStoreError,
 )
-from pywrapai_graph.ports.call_clock import call_clock
+from pywrapai_graph.ports.call_clock import call_made
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["CLIENT_GRACE_S", "DEFAULT_EF_SEARCH", "PGConnection", "T"]
@@ -326,24 +326,29 @@ class PGConnection:
         transaction: bool = True,
         deadline: bool = True,
     ) -> T:
-        """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
+        """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
+        one deadline (:meth:`_deadline`); a dropped connection
         is replaced once before an error is raised. ``deadline=False``: maintenance (an index
         build) that may outlast the client deadline; its work lifts statement_timeout."""
-        with call_clock() as made:
-            timeout = self._timeout_ms if deadline else None
-            due = UNBOUNDED if timeout is None else Deadline(made, timeout / 1000)
-            for attempt in (1, 2):
-                try:
-                    with self._connection(due) as conn, conn.cursor() as cur:
-                        if not transaction:
-                            return work(cur)
-                        return in_transaction(conn, cur, lambda: work(cur))
-                except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                    if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
-                        raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
-                except self._pg.Error as exc:
+        due = self._deadline() if deadline else UNBOUNDED
+        for attempt in (1, 2):
+            try:
+                with self._connection(due) as conn, conn.cursor() as cur:
+                    if not transaction:
+                        return work(cur)
+                    return in_transaction(conn, cur, lambda: work(cur))
+            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
                     raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+            except self._pg.Error as exc:
+                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _deadline(self) -> Deadline:
+        """The current call's: ``statement_timeout_ms`` from the moment it was made."""
+        if self._timeout_ms is None:
+            return UNBOUNDED
+        return Deadline(call_made(), self._timeout_ms / 1000)
 
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
         code = getattr(exc, "pgcode", None)
