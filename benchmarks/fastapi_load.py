@@ -18,6 +18,13 @@ For each number of concurrent clients (httpx async clients in this process, each
 its share of a fixed number of requests one after another) the table gives throughput, p50
 and p99 latency and the server's CPU time per request, ours as a ratio of the floor's.
 Bounded: it stops by itself. Not part of the test suite.
+
+``--freeze SECONDS``: the freeze scenario instead. Ours alone, 4 uvicorn workers, over a
+PostgreSQL of its own (embedded: it must be frozen); ``--clients`` clients send ``/ask`` for
+5 s, then the server is frozen (SIGSTOP on the postmaster and every backend) for SECONDS,
+then thawed for 10 s more. The table gives, for each second in which requests were sent,
+how many, their p50 and p99 latency and how many failed (by status), so the answers during
+the freeze (a 503 within the store's deadline) and the recovery after show.
 """
 
 from __future__ import annotations
@@ -25,11 +32,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,7 +130,14 @@ def floor_app(config: dict[str, Any]) -> Any:
     return app
 
 
-def serve(kind: str, port: int, config: dict[str, Any]) -> None:
+def ours_app() -> Any:
+    """The example's app from ``BENCH_CONFIG``: uvicorn's factory in each worker process."""
+    from examples.fastapi_service import create_app
+
+    return create_app(json.loads(os.environ["BENCH_CONFIG"]))
+
+
+def serve(kind: str, port: int, config: dict[str, Any], workers: int = 1) -> None:
     """Run one service with uvicorn, or the LLM's wire server, until terminated (a child)."""
     if kind == "wire":
         from pywrapai_graph.testing.wire import OpenAIWire
@@ -131,11 +147,11 @@ def serve(kind: str, port: int, config: dict[str, Any]) -> None:
             threading.Event().wait()
     import uvicorn
 
-    from examples.fastapi_service import create_app
-
-    app = create_app(config) if kind == "ours" else floor_app(config)
+    app: Any = floor_app(config) if kind == "floor" else "benchmarks.fastapi_load:ours_app"
     uvicorn.run(
         app,
+        factory=kind == "ours",
+        workers=workers,
         host="127.0.0.1",
         port=port,
         log_level="warning",
@@ -153,14 +169,15 @@ class Service:
     url: str
 
     @classmethod
-    def start(cls, kind: str, config: dict[str, Any]) -> Service:
+    def start(cls, kind: str, config: dict[str, Any], workers: int = 1) -> Service:
         from pywrapai_graph.testing.servers import free_port
 
         port = free_port()
         env = {**os.environ, "BENCH_CONFIG": json.dumps(config)}
         command = [sys.executable, "-m", "benchmarks.fastapi_load", "--serve", kind]
+        command += ["--port", str(port), "--workers", str(workers)]
         out = subprocess.PIPE if kind == "wire" else None
-        proc = subprocess.Popen([*command, "--port", str(port)], env=env, stdout=out)
+        proc = subprocess.Popen(command, env=env, stdout=out)
         if proc.stdout is not None:  # the wire server says where it listens
             return cls(kind, proc, proc.stdout.readline().decode().strip())
         service = cls(kind, proc, f"http://127.0.0.1:{port}")
@@ -294,17 +311,112 @@ def report(results: dict[tuple[str, int], Run], levels: list[int], total: int, e
     print(" the clients, not the services, set the pace)")
 
 
+#: seconds of load before the freeze and after the thaw
+BEFORE_S, AFTER_S = 5, 10
+
+
+async def _timeline(url: str, clients: int, seconds: float) -> list[tuple[float, float, int]]:
+    """``(sent at, latency, HTTP status or 0 for no answer)`` of every request that
+    ``clients`` clients sent, one after another each, for ``seconds``."""
+    records: list[tuple[float, float, int]] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    begin = time.monotonic()
+
+    async def client(n: int, http: httpx.AsyncClient) -> None:
+        i = n
+        while (sent := time.monotonic()) - begin < seconds:
+            body, tenant = {"question": QUESTIONS[i % len(QUESTIONS)]}, TENANTS[i % 4]
+            try:
+                status = (
+                    await http.post("/ask", json=body, headers={"X-Tenant": tenant})
+                ).status_code
+            except httpx.TransportError:
+                status = 0
+            records.append((sent - begin, time.monotonic() - sent, status))
+            i += clients
+
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
+        await asyncio.gather(*(client(n, http) for n in range(clients)))
+    return records
+
+
+def freeze(clients: int, seconds: float, statement_ms: int) -> None:
+    """The freeze scenario (see the module docstring)."""
+    from tests.integration.servers import EmbeddedPostgres
+    from tests.integration.test_pg_frozen import frozen
+
+    pg = EmbeddedPostgres()
+    dsn = pg.start()
+    wire = Service.start("wire", {})
+    config = service_config(dsn, wire.url, "hashing")
+    config["store"]["statement_timeout_ms"] = statement_ms
+    service = Service.start("ours", config, workers=4)
+    try:
+        ingest(service.url)
+        asyncio.run(_timeline(service.url, clients, 1))  # every worker warm
+
+        def freezer() -> None:
+            time.sleep(BEFORE_S)
+            with frozen(pg):
+                time.sleep(seconds)
+
+        thread = threading.Thread(target=freezer)
+        thread.start()
+        records = asyncio.run(_timeline(service.url, clients, BEFORE_S + seconds + AFTER_S))
+        thread.join()
+    finally:
+        for s in (service, wire):
+            s.stop()
+        pg.stop()
+    report_freeze(records, seconds, clients, statement_ms)
+
+
+def report_freeze(
+    records: list[tuple[float, float, int]], seconds: float, clients: int, statement_ms: int
+) -> None:
+    print(f"\nFastAPI example, 4 workers, {clients} clients; PostgreSQL frozen for {seconds:g} s")
+    print(f"from second 0 (store.statement_timeout_ms = {statement_ms}, pool 4 per worker)")
+    print(
+        f"{'second':>6} {'phase':>6} {'sent':>5} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}  status"
+    )
+    rows: dict[int, list[tuple[float, int]]] = {}
+    for sent, latency, status in records:  # by the second the request was sent in
+        rows.setdefault(math.floor(sent - BEFORE_S), []).append((latency, status))
+    for second, row in sorted(rows.items()):
+        latencies = sorted(latency for latency, _ in row)
+        failed = Counter(status for _, status in row if status != 200)
+        phase = "before" if second < 0 else "frozen" if second < seconds else "after"
+        p50 = latencies[len(latencies) // 2] * 1e3
+        p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1e3
+        statuses = " ".join(f"{code or 'none'}:{n}" for code, n in sorted(failed.items()))
+        print(
+            f"{second:>6} {phase:>6} {len(row):>5} {p50:>8.0f} {p99:>8.0f}"
+            f" {failed.total():>7}  {statuses}"
+        )
+    print("(second: when the requests were sent, from the freeze; latency: until their answer)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", default="50,100,200", help="concurrent clients per run")
     parser.add_argument("--requests", type=int, default=600, help="requests per run")
     parser.add_argument("--embedder", choices=["hashing", "local"], default="hashing")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each service per level")
+    parser.add_argument(
+        "--freeze", type=float, metavar="SECONDS", help="the freeze scenario instead (10)"
+    )
+    parser.add_argument(
+        "--statement-timeout-ms", type=int, default=3000, help="the store's, in --freeze"
+    )
     parser.add_argument("--serve", choices=["ours", "floor", "wire"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.port, json.loads(os.environ["BENCH_CONFIG"]))
+        serve(args.serve, args.port, json.loads(os.environ["BENCH_CONFIG"]), args.workers)
+        return
+    if args.freeze:
+        freeze(int(args.clients.split(",")[0]), args.freeze, args.statement_timeout_ms)
         return
     from pywrapai_graph.testing.servers import server_url
 

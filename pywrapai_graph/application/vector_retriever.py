@@ -40,6 +40,7 @@ from pywrapai_graph.ports import (
     MetadataFilter,
     TextSplitter,
 )
+from pywrapai_graph.ports.call_clock import call_clock
 from pywrapai_graph.ports.embedder import aembed_one
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.identity_probe import identity_probe
@@ -370,7 +371,10 @@ class VectorRetriever(BaseRetriever):
         if self.reranker is not None:
             steps["rerank"] = self.reranker.arerank
         run = steps.get(step.kind)
-        return await (offload(self._do, step) if run is None else run(*step.args))
+        if run is not None:
+            return await run(*step.args)
+        with call_clock():  # a store call: its deadline counts from here, queue included
+            return await offload(self._do, step)
 
     def _fuse(
         self,

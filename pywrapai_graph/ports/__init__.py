@@ -16,6 +16,7 @@ Map (one port per module)::
     conversation        Conversation         a message history
     hooks               Hooks                observability callbacks
     offload             offload()            the bounded thread pool behind default async twins
+    call_clock          call_clock()         when a store call was made: its deadline's start
 
 Ports import ``domain`` (and ``errors``) only, and the standard library.
 """

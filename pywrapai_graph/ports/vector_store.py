@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import UnsupportedOperationError
+from pywrapai_graph.ports.call_clock import timed
 from pywrapai_graph.ports.document_checks import check_document, check_embedder, check_vectors
 from pywrapai_graph.ports.filtered_search import (
     FilteredPages,
@@ -486,3 +487,14 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+#: Every public call notes the moment it was made, where its one deadline starts
+#: (:mod:`~pywrapai_graph.ports.call_clock`): the template methods (sync and async, but not
+#: the maintenance ``repair``) and the async twins that run a sync method in the offload pool.
+TIMED = (
+    *(name for name in TEMPLATE_METHODS if name != "repair"),
+    *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),
+)
+for _name in TIMED:
+    setattr(BaseVectorStore, _name, timed(getattr(BaseVectorStore, _name)))

@@ -91,8 +91,8 @@ def test_a_frozen_server_gives_typed_errors_within_the_deadlines(
         table_name=f"frozen_{uuid.uuid4().hex[:8]}",
         dimension=DIM,
         pool_size=2,
-        pool_timeout_ms=500,
-        statement_timeout_ms=300,
+        pool_timeout_ms=300,  # before the calls' deadline: the third call finds the pool busy
+        statement_timeout_ms=800,
     )
     chunks = make_chunks(4, DIM)
     store.add(chunks)

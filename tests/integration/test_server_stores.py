@@ -99,9 +99,9 @@ def test_pg_creates_extension_table_and_hnsw_index(pg_url: str, pg_store: PGVect
 
 def idle_connection(store: PGVectorStore) -> Any:
     """The one idle pooled connection of a store made with pool_size=1."""
-    store.count()  # the pool opens its connection on first use
-    [conn] = store._pool._pool
-    return conn
+    store.count()
+    [slot] = store._pool.slots
+    return slot.conn
 
 
 @pytest.fixture

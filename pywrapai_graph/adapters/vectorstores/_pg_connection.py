@@ -1,24 +1,36 @@
-"""The PostgreSQL connections of :class:`PGVectorStore`: a bounded pool, a deadline on every
-unit of work, session settings, and the driver's errors turned into ours (a disk full, a
+"""The PostgreSQL connections of :class:`PGVectorStore`: a bounded, fair pool, one deadline
+per call, session settings, and the driver's errors turned into ours (a disk full, a
 missing right, a timeout, an unreachable server), never showing the DSN's password.
 
 :class:`PGConnection` is that half of the store: :meth:`_prepare` (validate the arguments,
 load the driver, open the pool), :meth:`_run` (one transaction, a dropped connection
 replaced once) and :meth:`_read` (one statement in autocommit).
+
+A call's deadline starts when the call was made (:func:`call_made`): the wait for a thread,
+behind the store's lock and for a connection (first come, first served: ``_pg_pool``), the
+connect and the statement all count; the statement gets what is left, as the server's
+``statement_timeout`` and the client watchdog's (``_pg_deadline``), and a call whose time
+ran out before it got a connection fails without running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import re
-import threading
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
-from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
+from pywrapai_graph.adapters.vectorstores._pg_deadline import (
+    NEVER,
+    UNBOUNDED,
+    Deadline,
+    Watch,
+    watch,
+)
+from pywrapai_graph.adapters.vectorstores._pg_pool import FairPool, Slot
 from pywrapai_graph.adapters.vectorstores._pg_schema import in_transaction, missing_right
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import (
@@ -28,6 +40,7 @@ from pywrapai_graph.errors import (
     StoreTimeoutError,
     VectorStoreError,
 )
+from pywrapai_graph.ports.call_clock import call_made
 from pywrapai_graph.redaction import redact, scrubbed
 
 __all__ = ["CLIENT_GRACE_S", "DEFAULT_EF_SEARCH", "PGConnection", "T"]
@@ -47,6 +60,11 @@ _CONNECT_OPTIONS = {
     "keepalives_interval": 10,
     "keepalives_count": 3,
 }
+
+#: A call's remaining time is SET as the session's statement_timeout only when it differs
+#: from the value the session has by more than this (ms): a call that did not wait costs
+#: no extra round trip.
+_TIMEOUT_SLACK_MS = 50
 
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
@@ -82,7 +100,6 @@ class PGConnection:
                 f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
             )
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
-        self._pool_mod = require("psycopg2.pool", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
         self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
         self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
@@ -95,9 +112,6 @@ class PGConnection:
         self._pool_timeout: float | None = (
             None  # init_schema's one connection waits as long as it takes
         )
-        # the pool never blocks: the semaphore makes a thread wait for a free connection
-        self._slots = threading.BoundedSemaphore(pool_size)
-        self._configured: weakref.WeakSet[Any] = weakref.WeakSet()
         self._pool = self._open_pool()
 
     def _secrets(self) -> list[str]:
@@ -130,15 +144,36 @@ class PGConnection:
             options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
         return where, options
 
-    def _open_pool(self) -> Any:
+    def _open_pool(self) -> FairPool:
+        """Every connection, now: a first burst of calls finds them open."""
+        pool = FairPool(self._pool_size)
+        try:
+            for slot in pool.slots:
+                self._connect(slot, UNBOUNDED)
+        except BaseException:
+            pool.closeall()
+            raise
+        return pool
+
+    def _connect(self, slot: Slot, due: Deadline) -> None:
+        """A new connection for ``slot``, given up with the call (a whole second at least:
+        libpq counts in seconds)."""
         _, options = self._server()
         options["application_name"] = f"pywrapai-graph:{self._table}"
-        try:  # psycopg2 keeps at most minconn idle connections: keep them all
-            return self._pool_mod.ThreadedConnectionPool(
-                self._pool_size, self._pool_size, self._dsn, **options
-            )
+        if due.bounded:
+            limit = options.get("connect_timeout") or self._dsn_connect_timeout()
+            seconds = int(due.remaining() + CLIENT_GRACE_S)
+            options["connect_timeout"] = max(1, seconds if limit <= 0 else min(limit, seconds))
+        try:
+            slot.conn = self._pg.connect(self._dsn, **options)
         except self._pg.Error as exc:
             raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+        slot.statement_ms = self._timeout_ms
+
+    def _dsn_connect_timeout(self) -> int:
+        with contextlib.suppress(Exception):  # a value libpq refuses fails in connect
+            return int(self._pg.extensions.parse_dsn(self._dsn)["connect_timeout"])
+        return 0
 
     def _unreachable(self, exc: BaseException) -> VectorStoreError:
         if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
@@ -152,38 +187,46 @@ class PGConnection:
         )
 
     @contextlib.contextmanager
-    def _connection(self, *, deadline: bool = True) -> Iterator[Any]:
-        """A pooled connection for one unit of work, under the client-side deadline.
+    def _connection(self, due: Deadline = UNBOUNDED) -> Iterator[Any]:
+        """A pooled connection for one unit of work, until ``due``.
 
         Raises:
             StoreBusyError: every connection stayed in use past the pool timeout.
-            StoreTimeoutError: the server did not answer within the deadline.
+            StoreTimeoutError: the deadline passed before a connection was free, or the
+                server did not answer within it.
         """
-        if not self._slots.acquire(timeout=self._pool_timeout):
-            raise self._busy()
-        seconds = (  # None: the client waits for ever
-            None
-            if not deadline or self._timeout_ms is None
-            else self._timeout_ms / 1000 + CLIENT_GRACE_S
-        )
+        slot = self._slot(due)
         try:
-            with self._session(seconds) as conn:
+            with self._session(slot, due) as conn:
                 yield conn
         finally:
-            self._slots.release()
+            self._pool.release(slot)
+
+    def _slot(self, due: Deadline) -> Slot:
+        """A slot of the pool, first come first served, before the pool timeout and ``due``."""
+        left = due.remaining()
+        if left <= 0:
+            raise self._expired(due, "before it could run")
+        wait = min(left, math.inf if self._pool_timeout is None else self._pool_timeout)
+        slot = self._pool.acquire(None if wait == math.inf else wait)
+        if slot is not None:
+            return slot
+        if wait < left:
+            raise self._busy()
+        raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
 
     @contextlib.contextmanager
-    def _session(self, seconds: float | None) -> Iterator[Any]:
+    def _session(self, slot: Slot, due: Deadline) -> Iterator[Any]:
         armed: Watch = NEVER
-        try:
-            conn = self._pool.getconn()
-        except self._pg.Error as exc:
-            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+        if slot.conn is None:
+            self._connect(slot, due)
+        conn = slot.conn
         broken = False
+        seconds = round(due.remaining() + CLIENT_GRACE_S, 2) if due.bounded else None
         try:
             with watch(conn, seconds) as armed:
                 try:
-                    self._configure(conn)
+                    self._configure(slot, due)
                 except self._pg.Error as exc:
                     broken = True
                     failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
@@ -195,21 +238,27 @@ class PGConnection:
                 raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
             raise
         finally:
-            self._pool.putconn(conn, close=broken or bool(conn.closed))
+            if broken or conn.closed:
+                slot.discard()
 
-    def _configure(self, conn: Any) -> None:
-        """Session settings, once per pooled connection."""
-        if conn in self._configured:
-            return
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
-            with contextlib.suppress(self._pg.Error):
-                # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
-                cur.execute("SET hnsw.iterative_scan = relaxed_order")
-        with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
-            self._register(conn)
-        self._configured.add(conn)
+    def _configure(self, slot: Slot, due: Deadline) -> None:
+        """Session settings once per connection, and the statement_timeout of this call."""
+        conn = slot.conn
+        if not slot.configured:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+                with contextlib.suppress(self._pg.Error):
+                    # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                    cur.execute("SET hnsw.iterative_scan = relaxed_order")
+            with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
+                self._register(conn)
+            slot.configured = True
+        wanted = max(1, int(due.remaining() * 1000)) if due.bounded else self._timeout_ms
+        if wanted is not None and abs(wanted - (slot.statement_ms or 0)) > _TIMEOUT_SLACK_MS:
+            with conn.cursor() as cur:
+                cur.execute("SET statement_timeout = %s", (wanted,))
+            slot.statement_ms = wanted
 
     def _busy(self) -> StoreBusyError:
         return StoreBusyError(
@@ -218,6 +267,15 @@ class PGConnection:
             "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
             "pg_stat_activity), or the load is more than store.pool_size connections serve; "
             "nothing was done, retry later"
+        )
+
+    def _expired(self, due: Deadline, where: str) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"a call on table {self._table!r} to PostgreSQL at {self._server()[0]} reached "
+            f"its deadline {where}, {due.waited():.2f} s after it was made "
+            f"(store.statement_timeout_ms = {self._timeout_ms} ms counts from the call): "
+            "nothing was done. This process has more calls than store.pool_size connections "
+            "serve in time, or the server is slow or stuck; retry later"
         )
 
     def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
@@ -268,12 +326,14 @@ class PGConnection:
         transaction: bool = True,
         deadline: bool = True,
     ) -> T:
-        """Run ``work(cursor)`` in a transaction on a pooled connection; a dropped connection
+        """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
+        one deadline (:meth:`_deadline`); a dropped connection
         is replaced once before an error is raised. ``deadline=False``: maintenance (an index
         build) that may outlast the client deadline; its work lifts statement_timeout."""
+        due = self._deadline() if deadline else UNBOUNDED
         for attempt in (1, 2):
             try:
-                with self._connection(deadline=deadline) as conn, conn.cursor() as cur:
+                with self._connection(due) as conn, conn.cursor() as cur:
                     if not transaction:
                         return work(cur)
                     return in_transaction(conn, cur, lambda: work(cur))
@@ -283,6 +343,12 @@ class PGConnection:
             except self._pg.Error as exc:
                 raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _deadline(self) -> Deadline:
+        """The current call's: ``statement_timeout_ms`` from the moment it was made."""
+        if self._timeout_ms is None:
+            return UNBOUNDED
+        return Deadline(call_made(), self._timeout_ms / 1000)
 
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
         code = getattr(exc, "pgcode", None)
@@ -329,7 +395,7 @@ class PGConnection:
         store = cls.__new__(cls)
         store._prepare(connection_string, table_name, dimension, 1, None)
         try:
-            with store._connection(deadline=False) as conn:  # an owner's one-off command
+            with store._connection() as conn:  # an owner's one-off command, no deadline
                 return store._guarded(lambda: work(conn, store._sql), operation)
         finally:
             store._pool.closeall()

@@ -9,6 +9,10 @@ connection's socket down (``shutdown(2)`` on a duplicate descriptor: the descrip
 libpq's, so it cannot be reused under it). The waiting libpq call then returns at once with a
 connection error, the caller sees :attr:`Watch.fired` and reports a timeout, and the pool
 discards the connection.
+
+A :class:`Deadline` is one call's: it starts when the call was made (the port's call clock),
+so time queued for a thread and for a pooled connection counts, and whatever is left goes to
+the statement (the server's ``statement_timeout`` and this watchdog, a grace later).
 """
 
 from __future__ import annotations
@@ -16,14 +20,40 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Watch", "watch"]
+__all__ = ["UNBOUNDED", "Deadline", "Watch", "watch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A call made at ``made`` (``time.monotonic()``) that has ``seconds`` (inf: no limit)."""
+
+    made: float
+    seconds: float
+
+    @property
+    def bounded(self) -> bool:
+        return self.seconds != math.inf
+
+    def remaining(self) -> float:
+        """Seconds left (negative once passed; inf without a limit)."""
+        return self.made + self.seconds - time.monotonic()
+
+    def waited(self) -> float:
+        """Seconds since the call was made."""
+        return time.monotonic() - self.made
+
+
+#: A call without a deadline (maintenance: a schema change, an index build).
+UNBOUNDED = Deadline(0.0, math.inf)
 
 
 class Watch:

@@ -74,14 +74,15 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         table_name: a plain identifier (letters, digits, underscores).
         dimension: must match the embedding model, and an existing table.
         ef_search: HNSW search breadth for this store's session.
-        pool_size: server connections (a ``psycopg2.pool`` pool) shared by threads and by the
-            async offload; a caller waits while all are in use.
+        pool_size: server connections shared by threads and by the async offload; while all
+            are in use, callers wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
-            :class:`StoreBusyError` (None: as long as it takes).
-        statement_timeout_ms: the server cancels a statement running longer, and the client
-            closes a connection whose server has not answered 2 s after that (a stopped or
-            unreachable server): both raise :class:`StoreTimeoutError` naming the setting.
-            None leaves the server's default and sets no client deadline.
+            :class:`StoreBusyError` (None: as long as its deadline allows).
+        statement_timeout_ms: each call's deadline, from the moment it is made: queueing for
+            a thread and a connection count, the statement gets what is left (the server
+            cancels it then), and the client closes a connection whose server has not
+            answered 2 s after the deadline (a stopped or unreachable server): all raise
+            :class:`StoreTimeoutError`. None leaves the server's default and sets no deadline.
         create_schema: create the extension, table and indexes when missing (needs DDL
             rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
             exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
@@ -118,7 +119,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._bulk = 0
         self._owns_schema = create_schema
         dim = dimension
-        with self._connection(deadline=False) as conn:  # DDL may wait for another's lock
+        with self._connection() as conn:  # no deadline: DDL may wait for another's lock
             if create_schema:
                 self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
