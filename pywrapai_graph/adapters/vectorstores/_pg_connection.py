@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import WORK_MEM
 from pywrapai_graph.adapters.vectorstores._pg_deadline import NEVER, Watch, watch
 from pywrapai_graph.adapters.vectorstores._pg_schema import in_transaction, missing_right
 from pywrapai_graph.domain.checks import is_positive_int, is_text
@@ -203,7 +204,8 @@ class PGConnection:
             return
         conn.autocommit = True
         with conn.cursor() as cur:
-            cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+            # per connection, not per statement: a retrieval is one statement (_pg_bm25)
+            cur.execute("SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM))
             with contextlib.suppress(self._pg.Error):
                 # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
                 cur.execute("SET hnsw.iterative_scan = relaxed_order")

@@ -8,12 +8,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
-    QUERY_SETTINGS,
-    bm25_params,
-    bm25_query,
-    bm25_scores_query,
-)
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import bm25_params, bm25_query, hybrid_query
 from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
@@ -41,6 +36,7 @@ from pywrapai_graph.domain.manifest import (
 )
 from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["PGVectorStore"]
@@ -345,9 +341,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         if not terms:
             return []
         keep, filter_params = metadata_predicate(self._sql, filter)
-        statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
-            self._sql, self._table, keep if filter_params else None
-        )
+        statement = bm25_query(self._sql, self._table, keep if filter_params else None)
         params = bm25_params(terms, counts, k1, b, filter_params, k)
 
         return [
@@ -357,17 +351,21 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             for r in self._rows(statement, params)
         ]
 
-    def _lexical_scores(
-        self, query: str, ids: list[str], *, k1: float, b: float
-    ) -> dict[str, float]:
-        """BM25 scores of the chunks ``ids`` that hold a query term: one statement reading
-        the postings of the query's terms only (``_pg_lexical.bm25_scores_query``)."""
-        terms, counts = query_terms(query)
-        if not terms or not ids:
-            return {}
-        statement = bm25_scores_query(self._sql, self._table)
-        params = bm25_params(terms, counts, k1, b, [list(ids)])
-        return {str(i): float(score) for i, score in self._rows(statement, params)}
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
+        or lexical search, or for hybrid both candidate lists, both scores of their union,
+        the fusion, the filter and the recorded embedder (``_pg_bm25.hybrid_query``)."""
+        if query.mode == "lexical":
+            return self._lexical_search(
+                query.text or "", query.k, query.filter, k1=query.k1, b=query.b
+            )
+        if query.mode == "dense":
+            hits = self._search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        vector = prepare_query(query.vector or [], self._dim)
+        keep = metadata_predicate(self._sql, query.filter)
+        statement, params = hybrid_query(self._sql, self._table, query, keep, vector)
+        return search_hits(self._rows(statement, params), clamp=False)
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of the stored vectors of ``ids``: one statement by primary key."""
