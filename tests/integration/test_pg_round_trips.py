@@ -119,8 +119,8 @@ def test_each_retrieval_is_one_statement_in_one_message(
     query = "how many days do refunds take"
     for runs in ("sync", "async"):
         for how, filter in (("all", None), ("filter", {"tenant": "acme"}), ("scope", None)):
-            retriever = ours.scoped({"tenant": "acme"}) if how == "scope" else ours
-            hits = _retrieval(retriever, runs, query, filter)
+            asked = ours.scoped({"tenant": "acme"}) if how == "scope" else ours
+            hits = _retrieval(asked, runs, query, filter)
             sent, messages = counter.take(), counter.take_messages()
             assert messages == ["Q"], (runs, how, messages)
             assert len(sent) == 1 and ";" not in sent[0], sent

@@ -187,10 +187,9 @@ def hybrid_query(
     sql: Any, table: str, query: StoreQuery, keep: tuple[Any, list[Any]], vector: Any
 ) -> tuple[Any, list[Any]]:
     """One statement answering a hybrid ``query``: both candidate lists (a text without terms:
-    the dense one alone),
-    the fusion and the recorded embedder, ``(id, doc_id, text, metadata, score, embedder)``
-    best first, ties by id; and its parameters. ``keep`` is the filter's predicate and its
-    parameters (none: no filter), ``vector`` the query's, adapted.
+    the dense one alone), the fusion and the recorded embedder, ``(id, doc_id, text,
+    metadata, score, embedder)`` best first, ties by id; and its parameters. ``keep`` is the
+    filter's predicate and its parameters (none: no filter), ``vector`` the query's, adapted.
     """
     predicate, chosen = keep
     fused, wanted = _FUSIONS[query.fusion]
