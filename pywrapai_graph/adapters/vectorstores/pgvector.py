@@ -21,7 +21,6 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
     init_schema,
 )
 from pywrapai_graph.adapters.vectorstores._pg_search_hits import scored_row, search_hits
-from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     PreparedBatch,
     prepare_batch,
@@ -343,13 +342,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         keep, filter_params = metadata_predicate(self._sql, filter)
         statement = bm25_query(self._sql, self._table, keep if filter_params else None)
         params = bm25_params(terms, counts, k1, b, filter_params, k)
-
-        return [
-            ScoredChunk(
-                Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]), float(r[4])
-            )
-            for r in self._rows(statement, params)
-        ]
+        return [scored_row(r, clamp=False) for r in self._rows(statement, params)]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
