@@ -134,16 +134,17 @@ def _min_max(x: str) -> str:
     return f"CASE WHEN {span} > 0 THEN ({x} - {low}) / {span} ELSE 1 END"
 
 
+_RANK = "row_number() OVER (ORDER BY score DESC, id)"
 #: Each fusion's fused scores ``sc(id, score)`` of the candidates, with its parameters:
 #: ``v`` the query vector, ``w``/``wl`` the dense/lexical weights, ``r`` rrf_k.
 _FUSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     # every candidate of either side gets both scores: a lexical-only one its cosine, read
     # by id, a dense-only one its BM25 (0 when it holds no query term)
     "rescored": (
-        "u AS (SELECT id FROM dt UNION SELECT id FROM lt), "
-        "us AS (SELECT id, coalesce(dt.score, least(1 - (t.embedding <=> %s), 1)) AS cs, "
-        "coalesce(lex.score, 0) AS bs FROM u LEFT JOIN dt USING (id) LEFT JOIN lex USING (id) "
-        "JOIN {t} t USING (id)), "
+        "u AS (SELECT id, dt.score AS cs, lt.score AS bs FROM dt FULL JOIN lt USING (id)), "
+        "us AS (SELECT id, coalesce(u.cs, least(1 - (t.embedding <=> %s), 1)) AS cs, "
+        "coalesce(u.bs, lex.score, 0) AS bs FROM u JOIN {t} t USING (id) "
+        "LEFT JOIN lex USING (id)), "
         f"sc AS (SELECT id, %s::float8 * {_min_max('cs')} + %s::float8 * {_min_max('bs')} "
         "AS score FROM us)",
         ("v", "w", "wl"),
@@ -156,24 +157,21 @@ _FUSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "rrf": (
         "sc AS (SELECT id, sum(s) AS score FROM ("
-        "SELECT id, %s::float8 / (%s::float8 + r) AS s FROM dt UNION ALL "
-        "SELECT id, %s::float8 / (%s::float8 + r) FROM lt) x GROUP BY id)",
+        f"SELECT id, %s::float8 / (%s::float8 + {_RANK}) AS s FROM dt UNION ALL "
+        f"SELECT id, %s::float8 / (%s::float8 + {_RANK}) FROM lt) x GROUP BY id)",
         ("w", "r", "wl", "r"),
     ),
 }
 
 #: The two candidate lists of a hybrid retrieval after the lexical scores ``c``, ``d``:
 #: ``lt`` the ``depth`` best by BM25 (``lex``: every candidate's), ``dt`` the ``depth``
-#: nearest by the HNSW index, cosines below ``min_score`` dropped; each with its rank ``r``.
+#: nearest by the HNSW index, cosines below ``min_score`` dropped.
 _SIDES = (
     f", lex AS (SELECT c.id, {_COMBINED} AS score FROM c JOIN d USING (doc_id) CROSS JOIN prm), "
-    "lt AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS r FROM lex "
-    "ORDER BY score DESC, id LIMIT %s), "
+    "lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT %s), "
     "dn AS MATERIALIZED (SELECT id, embedding <=> %s AS dist FROM {t} {dw} "
     "ORDER BY dist LIMIT %s), "
-    "dc AS (SELECT id, least(1 - dist, 1) AS score FROM dn), "
-    "dt AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS r FROM dc "
-    "WHERE score >= %s), "
+    "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %s), "
 )
 _TOP = (
     ", top AS (SELECT id, score FROM sc ORDER BY score DESC, id LIMIT %s) "
