@@ -22,7 +22,7 @@ a document another process replaced or deleted is scored as it is now. Every sum
 runs in term order, so chunks that tie score the same to the last bit, and their order is the
 chunk ids'.
 
-A hybrid retrieval (:func:`hybrid_query`) adds to the lexical side the dense one (the HNSW
+A hybrid retrieval (:func:`hybrid_statement`) adds to the lexical side the dense one (the HNSW
 index, with the session's ``hnsw.ef_search``) in the same statement, gives the union of
 the two candidate lists both scores when the fusion asks for them, fuses them as
 :mod:`~pywrapai_graph.application.fusion` does (the same float operations, so the scores
@@ -31,6 +31,7 @@ are the composed retrieval's) and reads the ``k`` hits' rows and the recorded em
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ from pywrapai_graph.adapters.vectorstores._pg_lexical import names, query_terms
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["WORK_MEM", "bm25_params", "bm25_query", "hybrid_query"]
+__all__ = ["WORK_MEM", "bm25_params", "bm25_query", "hybrid_params", "hybrid_statement"]
 
 #: Set once per pooled connection: memory for the statements' hash aggregates (one group per
 #: candidate chunk); with the default 4MB they spilled to disk at 100,000 chunks (226 ms vs
@@ -181,30 +182,33 @@ _TOP = (
 )
 
 
-def hybrid_query(
-    sql: Any, table: str, query: StoreQuery, keep: tuple[Any, list[Any]], vector: Any
-) -> tuple[Any, list[Any]]:
-    """One statement answering a hybrid ``query``: both candidate lists (a text without terms:
+@functools.lru_cache(maxsize=256)
+def hybrid_statement(sql: Any, table: str, fusion: str, keep: str | None) -> Any:
+    """One statement answering a hybrid query: both candidate lists (a text without terms:
     the dense one alone), the fusion and the recorded embedder, ``(id, doc_id, text,
-    metadata, score, embedder)`` best first, ties by id; and its parameters. ``keep`` is the
-    filter's predicate and its parameters (none: no filter), ``vector`` the query's, adapted.
+    metadata, score, embedder)`` best first, ties by id. ``keep`` is the filter's predicate
+    (None: no filter). Built once per table, fusion and filter shape. Parameters:
+    :func:`hybrid_params`.
     """
-    predicate, chosen = keep
-    fused, wanted = _FUSIONS[query.fusion]
-    statement = _scored(
+    predicate = None if keep is None else sql.SQL(keep)
+    return _scored(
         sql,
         table,
-        _candidates_of(sql, table, predicate if chosen else None),
-        _SIDES + fused + _TOP,
-        dw=sql.SQL("WHERE ") + predicate if chosen else sql.SQL(""),
+        _candidates_of(sql, table, predicate),
+        _SIDES + _FUSIONS[fusion][0] + _TOP,
+        dw=sql.SQL("") if predicate is None else sql.SQL("WHERE ") + predicate,
         i=sql.Identifier(table + "__info"),
     )
+
+
+def hybrid_params(query: StoreQuery, chosen: list[Any], vector: Any) -> list[Any]:
+    """The parameters of :func:`hybrid_statement` for ``query``, the filter's parameters
+    ``chosen`` and the query's ``vector`` (adapted)."""
     terms, counts = query_terms(query.text or "")
     given = {"v": vector, "w": query.weights[0], "wl": query.weights[1], "r": query.rrf_k}
-    params = [
+    return [
         *bm25_params(terms, counts, query.k1, query.b, chosen, query.depth),
         *(vector, *chosen, query.depth, query.min_score),
-        *(given[name] for name in wanted),
+        *(given[name] for name in _FUSIONS[query.fusion][1]),
         query.k,
     ]
-    return statement, params

@@ -8,7 +8,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._pg_bm25 import bm25_params, bm25_query, hybrid_query
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
+    bm25_params,
+    bm25_query,
+    hybrid_params,
+    hybrid_statement,
+)
 from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
@@ -310,7 +315,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        query = prepare_query(query_vector, self._dim)
+        query = self._literal(query_vector)
         sql = self._sql
         where, filter_params = self._where(filter)
         statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
@@ -320,6 +325,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         ).format(t=self._ident(), w=where, i=self._ident("__info"))
         params: list[Any] = [query, *filter_params, query, k]
         return search_hits(self._rows(statement, params))
+
+    def _literal(self, query_vector: Sequence[float]) -> Any:
+        """The query vector as one SQL literal, adapted once however often a statement names
+        it (the text of a 384-dimension vector costs the client about 0.2 ms each time)."""
+        extensions = self._pg.extensions
+        quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
+        return extensions.AsIs(quoted.decode())
 
     def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
@@ -347,7 +359,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
         or lexical search, or for hybrid both candidate lists, both scores of their union,
-        the fusion, the filter and the recorded embedder (``_pg_bm25.hybrid_query``)."""
+        the fusion, the filter and the recorded embedder (``_pg_bm25.hybrid_statement``)."""
         if query.mode == "lexical":
             return self._lexical_search(
                 query.text or "", query.k, query.filter, k1=query.k1, b=query.b
@@ -355,9 +367,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         if query.mode == "dense":
             hits = self._search(query.vector or [], query.k, query.filter)
             return [h for h in hits if h.score >= query.min_score]
-        vector = prepare_query(query.vector or [], self._dim)
-        keep = metadata_predicate(self._sql, query.filter)
-        statement, params = hybrid_query(self._sql, self._table, query, keep, vector)
+        keep, chosen = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        statement = hybrid_statement(self._sql, self._table, query.fusion, shape)
+        params = hybrid_params(query, chosen, self._literal(query.vector or []))
         return search_hits(self._rows(statement, params), clamp=False)
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
