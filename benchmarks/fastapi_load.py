@@ -1,7 +1,7 @@
 """The FastAPI example under load, against a floor written with the raw SDK and driver.
 
 Run: .venv/bin/python -m benchmarks.fastapi_load [--clients 50,100,200] [--requests 600]
-     [--embedder hashing|local]
+     [--embedder hashing|local] [--modes dense,hybrid]
 (starts the embedded PostgreSQL of the integration tests, or uses PYWRAPAI_TEST_PG_URL; the
 LLM is the OpenAI wire server, answering every call at once.)
 
@@ -11,7 +11,8 @@ Two services, each run by uvicorn in its own process on 127.0.0.1, one after the
   with the offline hashing embedder (or ``local``) and the OpenAI provider;
 * the floor: a FastAPI app doing the same work by hand — embed the question with the same
   embedder, one ``psycopg2`` query (pool of 4, the same HNSW session settings and tenant
-  filter) in the thread pool, one ``AsyncOpenAI`` call — and returning the same JSON.
+  filter; in hybrid mode :data:`HYBRID_FLOOR`, the same retrieval in one hand-written
+  statement) in the thread pool, one ``AsyncOpenAI`` call — and returning the same JSON.
 
 Both answer ``POST /ask`` for four tenants over the same table (ingested once, through ours).
 For each number of concurrent clients (httpx async clients in this process, each sending
@@ -50,8 +51,54 @@ QUESTIONS = ("How long do refunds take?", "Where do parcels ship from?", "Who an
 _WORDS = ("refunds", "take", "days", "parcels", "ship", "from", "where", "calls", "answers")
 
 
-def service_config(dsn: str, llm_url: str, embedder: str) -> dict[str, Any]:
-    """The example's configuration: PostgreSQL, the chosen embedder, OpenAI at the wire."""
+#: The floor's hybrid retrieval by hand, one statement over the store's tables: the 100
+#: nearest tenant chunks by the HNSW index (cosine >= 0, the retriever's min_score) and the
+#: 100 best by BM25 with the document field (postings ``__terms``, document lengths
+#: ``__doclen``, statistics ``__bm25``), both scores for their union, each min-max scaled,
+#: 0.6 / 0.4, the 3 best with their rows.
+HYBRID_FLOOR = """
+WITH q AS (SELECT %(terms)s::text[] AS terms, %(qtf)s::int[] AS qtf),
+st AS (SELECT greatest(sum(n), 1)::float8 AS n, greatest(sum(docs), 1)::float8 AS nd,
+       sum(total)::float8 / greatest(sum(n), 1) AS avg, sum(dtotal)::float8 / greatest(sum(docs), 1)
+       AS davg FROM bench_service__bm25),
+c AS (SELECT p.chunk_id AS id, p.doc_id, sum(q.qtf[array_position(q.terms, p.term)]
+        * ln(1 + (st.n - p.df + 0.5) / (p.df + 0.5)) * p.tf * 2.2
+        / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avg))) AS score
+      FROM (SELECT term, doc_id, chunk_id, tf::float8 AS tf, dl,
+              count(*) OVER (PARTITION BY term)::float8 AS df
+            FROM bench_service__terms WHERE term = ANY (%(terms)s) AND tf > 0) p, st, q
+      WHERE p.chunk_id IN (SELECT id FROM bench_service WHERE metadata @> %(tenant)s::jsonb)
+      GROUP BY p.chunk_id, p.doc_id),
+d AS (SELECT p.doc_id, sum(q.qtf[array_position(q.terms, p.term)]
+        * ln(1 + (st.nd - p.df + 0.5) / (p.df + 0.5)) * p.tf * 2.2
+        / (p.tf + 1.2 * (0.25 + 0.75 * l.len / st.davg))) AS score
+      FROM (SELECT term, doc_id, sum(dtf)::float8 AS tf,
+              count(*) OVER (PARTITION BY term)::float8 AS df
+            FROM bench_service__terms WHERE term = ANY (%(terms)s) AND dtf > 0
+            GROUP BY term, doc_id) p
+      JOIN bench_service__doclen l USING (doc_id), st, q
+      WHERE p.doc_id IN (SELECT doc_id FROM c) GROUP BY p.doc_id),
+lex AS (SELECT c.id, c.score + 2 * d.score AS score FROM c JOIN d USING (doc_id)),
+lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT 100),
+dt AS (SELECT id, 1 - dist AS score FROM (
+        SELECT id, embedding <=> %(v)s AS dist FROM bench_service
+        WHERE metadata @> %(tenant)s::jsonb ORDER BY dist LIMIT 100) n WHERE 1 - dist >= 0),
+u AS (SELECT id, dt.score AS cs, lt.score AS bs FROM dt FULL JOIN lt USING (id)),
+us AS (SELECT id, coalesce(u.cs, 1 - (t.embedding <=> %(v)s)) AS cs,
+         coalesce(u.bs, lex.score, 0) AS bs
+       FROM u JOIN bench_service t USING (id) LEFT JOIN lex USING (id)),
+sc AS (SELECT id,
+  0.6 * coalesce((cs - min(cs) OVER ()) / nullif(max(cs) OVER () - min(cs) OVER (), 0), 1)
+  + 0.4 * coalesce((bs - min(bs) OVER ()) / nullif(max(bs) OVER () - min(bs) OVER (), 0), 1)
+  AS score FROM us ORDER BY score DESC, id LIMIT 3)
+SELECT t.id, t.doc_id, t.text, t.metadata, sc.score FROM sc JOIN bench_service t USING (id)
+ORDER BY sc.score DESC, t.id
+"""
+
+
+def service_config(dsn: str, llm_url: str, embedder: str, mode: str = "dense") -> dict[str, Any]:
+    """The example's configuration: PostgreSQL, the chosen embedder, OpenAI at the wire,
+    retrieval in ``mode`` (dense, or hybrid with the default re-scored fusion)."""
     embed: dict[str, Any] = {"provider": embedder}
     if embedder == "hashing":
         embed["dimension"] = DIM
@@ -59,6 +106,7 @@ def service_config(dsn: str, llm_url: str, embedder: str) -> dict[str, Any]:
         "store": {"backend": "pgvector", "dsn": dsn, "table": TABLE, "dimension": DIM},
         "embedder": embed,
         "llm": {"provider": "openai", "api_key": "sk-bench", "base_url": llm_url},
+        "retriever": {"mode": mode},
         "rag_k": 3,
     }
 
@@ -73,8 +121,10 @@ def floor_app(config: dict[str, Any]) -> Any:
     from starlette.concurrency import run_in_threadpool
 
     from pywrapai_graph import Embedder
+    from pywrapai_graph.application.text_analysis import analyze
 
     embedder = Embedder(**config["embedder"])
+    hybrid = config["retriever"]["mode"] == "hybrid"
     pool = psycopg2.pool.ThreadedConnectionPool(4, 4, config["store"]["dsn"])
     slots, ready = threading.BoundedSemaphore(4), set()
     llm = AsyncOpenAI(api_key="sk-bench", base_url=config["llm"]["base_url"], max_retries=0)
@@ -83,7 +133,7 @@ def floor_app(config: dict[str, Any]) -> Any:
         "WHERE metadata @> %s::jsonb ORDER BY embedding <=> %s LIMIT 3"
     )
 
-    def search(vector: Any, tenant: str) -> list[Any]:
+    def search(vector: Any, tenant: str, question: str) -> list[Any]:
         with slots:
             conn = pool.getconn()
             try:
@@ -93,9 +143,16 @@ def floor_app(config: dict[str, Any]) -> Any:
                     with conn.cursor() as cur:
                         cur.execute("SET hnsw.ef_search = 200")
                         cur.execute("SET hnsw.iterative_scan = relaxed_order")
+                        cur.execute("SET work_mem = '32MB'")  # as the store sets it
                     ready.add(id(conn))
                 with conn.cursor() as cur:
-                    cur.execute(query, (vector, json.dumps({"tenant": tenant}), vector))
+                    scope = json.dumps({"tenant": tenant})
+                    if hybrid:
+                        terms = Counter(analyze(question))
+                        given = {"terms": list(terms), "qtf": list(terms.values())}
+                        cur.execute(HYBRID_FLOOR, {**given, "v": vector, "tenant": scope})
+                    else:
+                        cur.execute(query, (vector, scope, vector))
                     return list(cur.fetchall())
             finally:
                 pool.putconn(conn)
@@ -106,7 +163,7 @@ def floor_app(config: dict[str, Any]) -> Any:
     async def ask(body: dict[str, Any], x_tenant: str = Header()) -> dict[str, Any]:
         question = str(body["question"])
         vector = np.asarray(await embedder.aembed_one(question), dtype=np.float32)
-        rows = await run_in_threadpool(search, vector, x_tenant)
+        rows = await run_in_threadpool(search, vector, x_tenant, question)
         context = "\n\n".join(r[2] for r in rows)
         reply = await llm.chat.completions.create(
             model="gpt-4o-mini",
@@ -269,9 +326,9 @@ def ingest(url: str) -> None:
         r.raise_for_status()
 
 
-def run(dsn: str, levels: list[int], total: int, embedder: str, rounds: int) -> None:
+def run(dsn: str, levels: list[int], total: int, embedder: str, rounds: int, mode: str) -> None:
     wire = Service.start("wire", {})
-    config = service_config(dsn, wire.url, embedder)
+    config = service_config(dsn, wire.url, embedder, mode)
     services = [Service.start(kind, config) for kind in ("floor", "ours")]
     results: dict[tuple[str, int], Run] = {}
     try:
@@ -286,7 +343,7 @@ def run(dsn: str, levels: list[int], total: int, embedder: str, rounds: int) -> 
     finally:
         for service in [*services, wire]:
             service.stop()
-    report(results, levels, total, embedder)
+    report(results, levels, total, f"{mode} retrieval, {embedder}")
 
 
 def report(results: dict[tuple[str, int], Run], levels: list[int], total: int, emb: str) -> None:
@@ -401,6 +458,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", default="50,100,200", help="concurrent clients per run")
     parser.add_argument("--requests", type=int, default=600, help="requests per run")
     parser.add_argument("--embedder", choices=["hashing", "local"], default="hashing")
+    parser.add_argument("--modes", default="dense,hybrid", help="retrieval modes, in turn")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each service per level")
     parser.add_argument(
         "--freeze", type=float, metavar="SECONDS", help="the freeze scenario instead (10)"
@@ -422,7 +480,8 @@ def main(argv: list[str] | None = None) -> None:
 
     levels = [int(c) for c in args.clients.split(",")]
     with server_url("postgres") as dsn:
-        run(dsn, levels, args.requests, args.embedder, args.rounds)
+        for mode in args.modes.split(","):
+            run(dsn, levels, args.requests, args.embedder, args.rounds, mode)
 
 
 if __name__ == "__main__":

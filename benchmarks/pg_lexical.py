@@ -1,6 +1,6 @@
 """PostgreSQL-served BM25 at scale: worker memory, query latency, ingest cost.
 
-Run: .venv/bin/python -m benchmarks.pg_lexical [FOLDER]
+Run: .venv/bin/python -m benchmarks.pg_lexical [--latency 100000,1000000] [FOLDER]
 (starts the embedded PostgreSQL of the integration tests, or uses PYWRAPAI_TEST_PG_URL;
 FOLDER is a BEIR collection whose texts are recombined into chunks, ../shared/data/cranfield
 by default.)
@@ -82,7 +82,8 @@ def load(url: str, table: str, chunks: list[Chunk]) -> None:
     postings' index-only scans need the visibility map)."""
     import psycopg2
 
-    store = PGVectorStore(url, table_name=table, dimension=DIM)
+    # a bulk load on a loaded machine may outlast the 30 s default statement timeout
+    store = PGVectorStore(url, table_name=table, dimension=DIM, statement_timeout_ms=None)
     store.clear()
     with store.bulk_load():
         for start in range(0, len(chunks), 5_000):
@@ -160,8 +161,31 @@ def latency(url: str, table: str, queries: list[str]) -> list[tuple[str, float]]
         (f"VectorRetriever {m} (query embedded)", median_ms(retrievers[m].retrieve, queries))
         for m in ("dense", "lexical", "hybrid")
     ]
+    for fusion in ("rrf", "weighted"):  # hybrid above: the default, rescored
+        hybrid = VectorRetriever(embedder, store, mode="hybrid", k=10, fusion=fusion)
+        rows.append((f"VectorRetriever hybrid, {fusion}", median_ms(hybrid.retrieve, queries)))
     store.close()
     return rows
+
+
+def latency_only(url: str, folder: Path, sizes: list[int]) -> None:
+    """Load each size (a table already holding it is kept) and print the query latencies."""
+    pool, queries = sentences(folder)
+    for n in sizes:
+        table = f"bench_lex_{n}"
+        store = PGVectorStore(url, table_name=table, dimension=DIM)
+        loaded = store.count() == n
+        store.close()
+        if not loaded:
+            start = time.perf_counter()
+            load(url, table, make_chunks(pool, n, seed=n, prefix=f"s{n}-"))
+            print(f"loaded {n:,} chunks in {time.perf_counter() - start:.0f} s")
+        print(
+            f"\nquery latency at {n:,} chunks (median of {len(queries)} queries, k=10), "
+            f"load average {os.getloadavg()}"
+        )
+        for label, ms in latency(url, table, queries):
+            print(f"{label:<52} {ms:>8.2f} ms")
 
 
 def without_lexical(url: str, table: str) -> None:
@@ -293,8 +317,15 @@ def run(url: str, folder: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
+    latency_sizes = None
+    if argv[:1] == ["--latency"]:  # --latency 100000[,1000000]: the query latencies alone
+        latency_sizes, argv = [int(n) for n in argv[1].split(",")], argv[2:]
     with postgres_url() as url:
-        run(url, Path(argv[0]) if argv else DEFAULT)
+        folder = Path(argv[0]) if argv else DEFAULT
+        if latency_sizes:
+            latency_only(url, folder, latency_sizes)
+        else:
+            run(url, folder)
 
 
 if __name__ == "__main__":

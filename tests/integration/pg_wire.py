@@ -16,13 +16,16 @@ _SSL_OR_GSS = (80877103, 80877104)  # SSLRequest / GSSENCRequest: another untype
 
 
 class StatementCounter:
-    """Listens on 127.0.0.1; :attr:`statements` holds each ``Q`` message's SQL text."""
+    """Listens on 127.0.0.1; :attr:`statements` holds each ``Q`` message's SQL text and
+    :attr:`messages` the type byte of every typed frontend message (``Q``, and ``P``/``B``/
+    ``E``/``S`` of the extended protocol, ``X``...)."""
 
     def __init__(self, upstream_url: str) -> None:
         target = urlparse(upstream_url)
         self._upstream = (target.hostname or "127.0.0.1", target.port or 5432)
         self._url = upstream_url
         self.statements: list[str] = []
+        self.messages: list[str] = []
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._thread = threading.Thread(target=self._accept, daemon=True)
@@ -39,6 +42,12 @@ class StatementCounter:
         """The statements seen since the last call."""
         with self._lock:
             seen, self.statements = self.statements, []
+        return seen
+
+    def take_messages(self) -> list[str]:
+        """The type bytes of the messages seen since the last call."""
+        with self._lock:
+            seen, self.messages = self.messages, []
         return seen
 
     def stop(self) -> None:
@@ -96,7 +105,8 @@ class StatementCounter:
             (length,) = struct.unpack("!i", buffer[1:5])
             if len(buffer) < 1 + length:
                 return buffer, False
-            if kind == b"Q":
-                with self._lock:
+            with self._lock:
+                self.messages.append(kind.decode())
+                if kind == b"Q":
                     self.statements.append(buffer[5 : 1 + length].rstrip(b"\0").decode())
             buffer = buffer[1 + length :]

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
+from pywrapai_graph.adapters.vectorstores._pg_bm25 import WORK_MEM
 from pywrapai_graph.adapters.vectorstores._pg_deadline import (
     NEVER,
     UNBOUNDED,
@@ -247,7 +248,10 @@ class PGConnection:
         if not slot.configured:
             conn.autocommit = True
             with conn.cursor() as cur:
-                cur.execute("SET hnsw.ef_search = %s", (self._ef_search,))
+                # per connection, not per statement: a retrieval is one statement (_pg_bm25)
+                cur.execute(
+                    "SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM)
+                )
                 with contextlib.suppress(self._pg.Error):
                     # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
                     cur.execute("SET hnsw.iterative_scan = relaxed_order")

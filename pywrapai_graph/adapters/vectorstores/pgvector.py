@@ -9,10 +9,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
-    QUERY_SETTINGS,
     bm25_params,
     bm25_query,
-    bm25_scores_query,
+    hybrid_params,
+    hybrid_statement,
 )
 from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
@@ -26,7 +26,6 @@ from pywrapai_graph.adapters.vectorstores._pg_schema import (
     init_schema,
 )
 from pywrapai_graph.adapters.vectorstores._pg_search_hits import scored_row, search_hits
-from pywrapai_graph.adapters.vectorstores._pg_text import from_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     PreparedBatch,
     prepare_batch,
@@ -41,6 +40,7 @@ from pywrapai_graph.domain.manifest import (
 )
 from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["PGVectorStore"]
@@ -316,7 +316,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        query = prepare_query(query_vector, self._dim)
+        query = self._literal(query_vector)
         sql = self._sql
         where, filter_params = self._where(filter)
         statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
@@ -326,6 +326,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         ).format(t=self._ident(), w=where, i=self._ident("__info"))
         params: list[Any] = [query, *filter_params, query, k]
         return search_hits(self._rows(statement, params))
+
+    def _literal(self, query_vector: Sequence[float]) -> Any:
+        """The query vector as one SQL literal, adapted once however often a statement names
+        it (the text of a 384-dimension vector costs the client about 0.2 ms each time)."""
+        extensions = self._pg.extensions
+        quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
+        return extensions.AsIs(quoted.decode())
 
     def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
@@ -346,29 +353,26 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         if not terms:
             return []
         keep, filter_params = metadata_predicate(self._sql, filter)
-        statement = self._sql.SQL(QUERY_SETTINGS) + bm25_query(
-            self._sql, self._table, keep if filter_params else None
-        )
+        statement = bm25_query(self._sql, self._table, keep if filter_params else None)
         params = bm25_params(terms, counts, k1, b, filter_params, k)
+        return [scored_row(r, clamp=False) for r in self._rows(statement, params)]
 
-        return [
-            ScoredChunk(
-                Chunk(from_pg(r[2]), doc_id=r[1], metadata=dict(r[3]), id=r[0]), float(r[4])
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
+        or lexical search, or for hybrid both candidate lists, both scores of their union,
+        the fusion, the filter and the recorded embedder (``_pg_bm25.hybrid_statement``)."""
+        if query.mode == "lexical":
+            return self._lexical_search(
+                query.text or "", query.k, query.filter, k1=query.k1, b=query.b
             )
-            for r in self._rows(statement, params)
-        ]
-
-    def _lexical_scores(
-        self, query: str, ids: list[str], *, k1: float, b: float
-    ) -> dict[str, float]:
-        """BM25 scores of the chunks ``ids`` that hold a query term: one statement reading
-        the postings of the query's terms only (``_pg_lexical.bm25_scores_query``)."""
-        terms, counts = query_terms(query)
-        if not terms or not ids:
-            return {}
-        statement = bm25_scores_query(self._sql, self._table)
-        params = bm25_params(terms, counts, k1, b, [list(ids)])
-        return {str(i): float(score) for i, score in self._rows(statement, params)}
+        if query.mode == "dense":
+            hits = self._search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        keep, chosen = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        statement = hybrid_statement(self._sql, self._table, query.fusion, shape)
+        params = hybrid_params(query, chosen, self._literal(query.vector or []))
+        return search_hits(self._rows(statement, params), clamp=False)
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of the stored vectors of ``ids``: one statement by primary key."""
