@@ -14,10 +14,16 @@ from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
     bm25_query,
     bm25_scores_query,
 )
-from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
+from pywrapai_graph.adapters.vectorstores._pg_connection import (
+    CLIENT_GRACE_S,
+    DEFAULT_EF_SEARCH,
+    PGConnection,
+)
+from pywrapai_graph.adapters.vectorstores._pg_deadline import renew
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
 from pywrapai_graph.adapters.vectorstores._pg_rows import (
+    Pacer,
     metadata_predicate,
     write_chunks,
 )
@@ -191,10 +197,18 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def atomic_documents(self) -> bool:
         return True
 
-    def _insert(self, cur: Any, batch: PreparedBatch) -> None:
+    def _insert(self, cur: Any, batch: PreparedBatch, pace: Pacer) -> None:
         if batch.ids:
             copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
-            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy)
+            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy, pace=pace)
+
+    def _pacer(self, cur: Any) -> Pacer:
+        """Slices for a write on ``cur``'s transaction, each statement under a fresh client
+        deadline (the server's statement_timeout applies to each statement already)."""
+        if self._timeout_ms is None:
+            return Pacer(None, lambda: None)
+        seconds = self._timeout_ms / 1000
+        return Pacer(seconds, lambda: renew(cur.connection, seconds + CLIENT_GRACE_S))
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -247,7 +261,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             return
 
         def work(cur: Any) -> None:
-            self._insert(cur, batch)
+            pace = self._pacer(cur)
+            self._insert(cur, batch, pace)
+            pace.statement()  # the COMMIT's too
             self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
         with self._lock:
@@ -275,7 +291,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 (manifest.doc_id,),
             )
             removed = int(cur.rowcount)
-            self._insert(cur, batch)
+            pace = self._pacer(cur)
+            self._insert(cur, batch, pace)
+            pace.statement()  # the COMMIT's too
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
