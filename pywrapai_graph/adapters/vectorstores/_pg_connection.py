@@ -229,8 +229,7 @@ class PGConnection:
         """Raised while handling the driver's error: its COMMIT note says what became of the
         transaction (closed before COMMIT: the server can only roll it back)."""
         outcome = (
-            "it timed out committing, so the write may have been applied (check before "
-            "retrying it)"
+            "it timed out committing, so the write may have been applied (check before retrying it)"
             if committing(sys.exception())
             else "the transaction was rolled back: nothing of this call was applied (retry it)"
         )

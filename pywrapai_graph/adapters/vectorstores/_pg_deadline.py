@@ -156,7 +156,6 @@ def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
             _armed.pop(conn, None)
 
 
-
 def renew(conn: Any, seconds: float) -> None:
     """Give the call running on ``conn`` a fresh deadline, ``seconds`` from now: a write of
     many bounded statements arms each one (nothing happens when the call has none)."""

@@ -41,7 +41,7 @@ _UPSERT = (
 #: :data:`SLICE_SECONDS`): the margin absorbs a slice slower than the one it was sized on.
 SLICE_SHARE = 0.25
 SLICE_SECONDS = 1.0
-FIRST_SLICE_ROWS = 128
+FIRST_SLICE_ROWS = 32
 MIN_SLICE_ROWS = 8
 MAX_SLICE_ROWS = 8192
 
@@ -67,7 +67,8 @@ class Pacer:
             began = time.monotonic()
             yield rows
             took = max(time.monotonic() - began, 1e-3)
-            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, int(rows * self._target / took)))
+            fits = int(rows * self._target / took)
+            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
 
     def slices(self, n: int) -> Iterator[slice]:
         """``0..n`` in consecutive slices (:meth:`sizes`)."""
