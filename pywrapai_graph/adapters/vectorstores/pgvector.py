@@ -286,12 +286,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                     (manifest.embedder.to_json(),),
                 )
             check_embedder(self._recorded(cur), manifest.embedder)
-            cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident()),
-                (manifest.doc_id,),
-            )
-            removed = int(cur.rowcount)
             pace = self._pacer(cur)
+            removed = self._delete_document(cur, manifest.doc_id, pace)
             self._insert(cur, batch, pace)
             pace.statement()  # the COMMIT's too
             cur.execute(
@@ -435,21 +431,39 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         )
 
         def work(cur: Any) -> int:
-            cur.execute(statement, (ids,))
-            docs = [r[0] for r in cur.fetchall()]
+            pace = self._pacer(cur)
+            docs: list[str] = []
+            for part in pace.slices(len(ids)):
+                pace.statement()
+                cur.execute(statement, (ids[part],))
+                docs += [r[0] for r in cur.fetchall()]
+            pace.statement()
             self._forget(cur, sorted(set(docs)))
             return len(docs)
 
         with self._lock:
             return self._run(work, "DELETE")
 
-    def _delete_by_doc(self, doc_id: str) -> int:
-        statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
+    def _delete_document(self, cur: Any, doc_id: str, pace: Pacer) -> int:
+        """Delete a document's chunks in slices (:class:`Pacer`); how many there were."""
+        statement = self._sql.SQL(
+            "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
+        ).format(t=self._ident())
+        removed = 0
+        for size in pace.sizes():
+            pace.statement()
+            cur.execute(statement, (doc_id, size))
+            removed += int(cur.rowcount)
+            if cur.rowcount < size:
+                return removed
+        raise AssertionError("unreachable")  # pragma: no cover
 
+    def _delete_by_doc(self, doc_id: str) -> int:
         def work(cur: Any) -> int:
             self._lock_document(cur, doc_id)
-            cur.execute(statement, (doc_id,))
-            removed = int(cur.rowcount)
+            pace = self._pacer(cur)
+            removed = self._delete_document(cur, doc_id, pace)
+            pace.statement()
             self._forget(cur, [doc_id])
             return removed
 
