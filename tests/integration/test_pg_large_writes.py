@@ -122,7 +122,11 @@ def test_a_write_of_several_statement_timeouts_succeeds_in_bounded_statements(
     assert rows(admin, f"SELECT sum(n), sum(docs) FROM {table}__bm25") == [(3000, 75)]
     hit = store.lexical_search(chunks[1234].text, k=1)[0]
     assert hit.chunk.id == "c1234"
-    store.clear()
+
+    assert store.delete_by_doc("d0") == 40  # deletes go in slices too
+    assert store.delete([c.id for c in chunks]) == 2960
+    assert rows(admin, f"SELECT count(*) FROM {table}__terms") == [(0,)]
+    assert rows(admin, f"SELECT sum(n), sum(docs) FROM {table}__bm25") == [(0, 0)]
     store.close()
 
 

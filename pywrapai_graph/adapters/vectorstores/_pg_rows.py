@@ -1,5 +1,5 @@
 """The rows of PGVectorStore: chunks in (``execute_values`` or binary COPY, then their
-postings, in slices a :class:`Pacer` sizes) and metadata filters out (a boolean SQL
+postings) and out, in slices a :class:`Pacer` sizes, and metadata filters (a boolean SQL
 expression)."""
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ from pywrapai_graph.adapters.vectorstores._pg_text import to_pg
 from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
 from pywrapai_graph.ports import MetadataFilter
 
-__all__ = ["Pacer", "copy_payload", "metadata_predicate", "write_chunks"]
+__all__ = [
+    "Pacer",
+    "copy_payload",
+    "delete_document",
+    "delete_rows",
+    "metadata_predicate",
+    "write_chunks",
+]
 
 _JSONB_VERSION = b"\x01"
 _COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
@@ -41,7 +48,9 @@ _UPSERT = (
 #: :data:`SLICE_SECONDS`): the margin absorbs a slice slower than the one it was sized on.
 SLICE_SHARE = 0.25
 SLICE_SECONDS = 1.0
-FIRST_SLICE_ROWS = 32
+#: What the first slice assumes a row costs (HNSW insertion and postings on a loaded
+#: machine): 250 rows under the default timeout, a few under a tiny one.
+ROW_SECONDS = 0.004
 MIN_SLICE_ROWS = 8
 MAX_SLICE_ROWS = 8192
 
@@ -62,7 +71,7 @@ class Pacer:
 
     def sizes(self) -> Iterator[int]:
         """Rows for each next slice; the time until the next one is asked measures the last."""
-        rows = FIRST_SLICE_ROWS
+        rows = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS))
         while True:
             began = time.monotonic()
             yield rows
@@ -122,6 +131,7 @@ def write_chunks(
     analysis = analyse(batch.chunks)  # whole: a chunk's share follows the chunk before it
     staging = sql.Identifier(f"{table}__load")
     if copy:
+        pace.statement()
         cur.execute(
             sql.SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
@@ -130,7 +140,8 @@ def write_chunks(
         )
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
-        lex = Analysis(*(field[part] for field in analysis))
+        a = analysis
+        lex = Analysis(a.terms[part], a.lengths[part], a.part_terms[part], a.part_lengths[part])
         pace.statement()
         if copy:
             copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
@@ -163,6 +174,34 @@ def _insert_rows(
     extras.execute_values(
         cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s, %s, %s)", page_size=len(rows)
     )
+
+
+def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> list[str]:
+    """Delete the chunks ``ids`` in slices; the document of each chunk deleted."""
+    statement = sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
+        t=sql.Identifier(table)
+    )
+    docs: list[str] = []
+    for part in pace.slices(len(ids)):
+        pace.statement()
+        cur.execute(statement, (ids[part],))
+        docs += [r[0] for r in cur.fetchall()]
+    return docs
+
+
+def delete_document(cur: Any, sql: Any, table: str, doc_id: str, pace: Pacer) -> int:
+    """Delete a document's chunks in slices; how many there were."""
+    statement = sql.SQL(
+        "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
+    ).format(t=sql.Identifier(table))
+    removed = 0
+    for size in pace.sizes():
+        pace.statement()
+        cur.execute(statement, (doc_id, size))
+        removed += int(cur.rowcount)
+        if cur.rowcount < size:
+            break
+    return removed
 
 
 def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, list[str]]:

@@ -24,6 +24,8 @@ from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
 from pywrapai_graph.adapters.vectorstores._pg_rows import (
     Pacer,
+    delete_document,
+    delete_rows,
     metadata_predicate,
     write_chunks,
 )
@@ -72,8 +74,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     terms and statistics written in the chunk's own transaction (``_pg_lexical``); a table
     written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
     The table name is validated and always passed as an identifier, never formatted into SQL.
-    Each batch is one statement for its chunks (``execute_values``, or binary COPY) and one
-    for their postings. A dropped connection is re-established once before an error is raised.
+    A write is one transaction of slices, each one statement for its chunks
+    (``execute_values``, or binary COPY) and one for their postings, sized so that each
+    statement stays well within ``statement_timeout_ms`` (``_pg_rows.Pacer``): a write of any
+    size fits. A dropped connection is re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -86,7 +90,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             :class:`StoreBusyError` (None: as long as it takes).
         statement_timeout_ms: the server cancels a statement running longer, and the client
             closes a connection whose server has not answered 2 s after that (a stopped or
-            unreachable server): both raise :class:`StoreTimeoutError` naming the setting.
+            unreachable server): both raise :class:`StoreTimeoutError` naming the setting and
+            saying whether the write was rolled back. Each statement of a large write has
+            its own deadline.
             None leaves the server's default and sets no client deadline.
         create_schema: create the extension, table and indexes when missing (needs DDL
             rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
@@ -287,7 +293,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 )
             check_embedder(self._recorded(cur), manifest.embedder)
             pace = self._pacer(cur)
-            removed = self._delete_document(cur, manifest.doc_id, pace)
+            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
             self._insert(cur, batch, pace)
             pace.statement()  # the COMMIT's too
             cur.execute(
@@ -426,17 +432,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _delete(self, ids: list[str]) -> int:
         if not ids:
             return 0
-        statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
-            t=self._ident()
-        )
 
         def work(cur: Any) -> int:
             pace = self._pacer(cur)
-            docs: list[str] = []
-            for part in pace.slices(len(ids)):
-                pace.statement()
-                cur.execute(statement, (ids[part],))
-                docs += [r[0] for r in cur.fetchall()]
+            docs = delete_rows(cur, self._sql, self._table, ids, pace)
             pace.statement()
             self._forget(cur, sorted(set(docs)))
             return len(docs)
@@ -444,25 +443,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         with self._lock:
             return self._run(work, "DELETE")
 
-    def _delete_document(self, cur: Any, doc_id: str, pace: Pacer) -> int:
-        """Delete a document's chunks in slices (:class:`Pacer`); how many there were."""
-        statement = self._sql.SQL(
-            "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
-        ).format(t=self._ident())
-        removed = 0
-        for size in pace.sizes():
-            pace.statement()
-            cur.execute(statement, (doc_id, size))
-            removed += int(cur.rowcount)
-            if cur.rowcount < size:
-                return removed
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def _delete_by_doc(self, doc_id: str) -> int:
         def work(cur: Any) -> int:
             self._lock_document(cur, doc_id)
             pace = self._pacer(cur)
-            removed = self._delete_document(cur, doc_id, pace)
+            removed = delete_document(cur, self._sql, self._table, doc_id, pace)
             pace.statement()
             self._forget(cur, [doc_id])
             return removed
