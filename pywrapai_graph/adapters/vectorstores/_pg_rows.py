@@ -48,9 +48,9 @@ _UPSERT = (
 #: :data:`SLICE_SECONDS`): the margin absorbs a slice slower than the one it was sized on.
 SLICE_SHARE = 0.25
 SLICE_SECONDS = 1.0
-#: What the first slice assumes a row costs (HNSW insertion and postings on a loaded
-#: machine): 250 rows under the default timeout, a few under a tiny one.
-ROW_SECONDS = 0.004
+#: What the first slice assumes a row costs (HNSW insertion and postings, 384 dimensions):
+#: 500 rows under the default timeout, a few dozen under a tiny one.
+ROW_SECONDS = 0.002
 MIN_SLICE_ROWS = 8
 MAX_SLICE_ROWS = 8192
 
