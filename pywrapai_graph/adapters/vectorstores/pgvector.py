@@ -269,7 +269,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         def work(cur: Any) -> None:
             pace = self._pacer(cur)
             self._insert(cur, batch, pace)
-            pace.statement()  # the COMMIT's too
+            pace.statement()  # for the statements left and the COMMIT
             self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
         with self._lock:
@@ -295,7 +295,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             pace = self._pacer(cur)
             removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
             self._insert(cur, batch, pace)
-            pace.statement()  # the COMMIT's too
+            pace.statement()  # for the statements left and the COMMIT
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
