@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -32,7 +33,11 @@ from pywrapai_graph.adapters.vectorstores._pg_deadline import (
     watch,
 )
 from pywrapai_graph.adapters.vectorstores._pg_pool import FairPool, Slot
-from pywrapai_graph.adapters.vectorstores._pg_schema import in_transaction, missing_right
+from pywrapai_graph.adapters.vectorstores._pg_schema import (
+    committing,
+    in_transaction,
+    missing_right,
+)
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -283,11 +288,18 @@ class PGConnection:
         )
 
     def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+        """Raised while handling the driver's error: its COMMIT note says what became of the
+        transaction (closed before COMMIT: the server can only roll it back)."""
+        outcome = (
+            "it timed out committing, so the write may have been applied (check before retrying it)"
+            if committing(sys.exception())
+            else "the transaction was rolled back: nothing of this call was applied (retry it)"
+        )
         return StoreTimeoutError(
             f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
             f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
             "the connection was closed. Check that the server is up, reachable and not "
-            "overloaded; a write that timed out may have been applied (retry it)"
+            f"overloaded; {outcome}"
         )
 
     def _ident(self, suffix: str = "") -> Any:
@@ -374,8 +386,9 @@ class PGConnection:
         if code == _CANCELED and self._timeout_ms is not None:
             return StoreTimeoutError(
                 f"a statement on table {self._table!r} ran longer than statement_timeout "
-                f"({self._timeout_ms} ms) and was cancelled; raise store.statement_timeout_ms "
-                "or narrow the query"
+                f"({self._timeout_ms} ms) and was cancelled; the transaction was rolled back: "
+                "nothing of this call was applied. Raise store.statement_timeout_ms or narrow "
+                "the query"
             )
         if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
             return VectorStoreError(

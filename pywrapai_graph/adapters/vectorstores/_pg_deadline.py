@@ -12,7 +12,8 @@ discards the connection.
 
 A :class:`Deadline` is one call's: it starts when the call was made (the port's call clock),
 so time queued for a thread and for a pooled connection counts, and whatever is left goes to
-the statement (the server's ``statement_timeout`` and this watchdog, a grace later).
+the statement (the server's ``statement_timeout`` and this watchdog, a grace later). A long
+write gives each of its statements a fresh deadline with :func:`renew`.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["UNBOUNDED", "Deadline", "Watch", "watch"]
+__all__ = ["UNBOUNDED", "Deadline", "Watch", "renew", "watch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,17 @@ class _Watchdog:
                 self._wake.notify()
         return armed
 
+    def renew(self, armed: Watch, seconds: float) -> None:
+        """Move ``armed``'s deadline to ``seconds`` from now; its older heap entry is then
+        passed over when it reaches the top."""
+        with self._wake:
+            if armed.done:
+                return
+            armed.deadline = time.monotonic() + seconds
+            heapq.heappush(self._heap, (armed.deadline, next(self._order), armed))
+            if armed.deadline < self._wakes_at:
+                self._wake.notify()
+
     def _run(self) -> None:
         with self._wake:
             while True:
@@ -134,7 +147,9 @@ class _Watchdog:
                     heapq.heappop(heap)
                 now = time.monotonic()
                 if heap and heap[0][0] <= now:
-                    heapq.heappop(heap)[2].fire()
+                    armed = heapq.heappop(heap)[2]
+                    if armed.deadline <= now:  # not renewed since this entry was pushed
+                        armed.fire()
                     continue
                 self._wakes_at = min(heap[0][0] if heap else now + _TICK, now + _TICK)
                 self._wake.wait(self._wakes_at - now)
@@ -142,6 +157,8 @@ class _Watchdog:
 
 _watchdogs: dict[str, _Watchdog] = {}  # explicit cache: one watchdog thread per process
 _watchdogs_lock = threading.Lock()
+#: The deadline armed over each connection's call, for :func:`renew`.
+_armed: weakref.WeakKeyDictionary[Any, Watch] = weakref.WeakKeyDictionary()
 
 
 def _watchdog() -> _Watchdog:
@@ -159,7 +176,20 @@ def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
         yield NEVER
         return
     armed = _watchdog().arm(seconds, conn.fileno())
+    with _watchdogs_lock:
+        _armed[conn] = armed
     try:
         yield armed
     finally:
         armed.disarm()
+        with _watchdogs_lock:
+            _armed.pop(conn, None)
+
+
+def renew(conn: Any, seconds: float) -> None:
+    """Give the call running on ``conn`` a fresh deadline, ``seconds`` from now: a write of
+    many bounded statements arms each one (nothing happens when the call has none)."""
+    with _watchdogs_lock:
+        armed = _armed.get(conn)
+    if armed is not None:
+        _watchdog().renew(armed, seconds)

@@ -163,6 +163,7 @@ def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: A
     ]
     if not rows:
         return
+    rows.sort()  # in key order: each index page is visited once, not once per chunk
     ids = names(sql, table)
     if len(rows) >= COPY_MIN_POSTINGS:
         copy_binary(cur, sql, ids["p"], _POSTING_COLUMNS, _copy_postings(rows))

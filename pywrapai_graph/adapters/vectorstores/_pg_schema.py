@@ -24,6 +24,7 @@ __all__ = [
     "SCHEMA_TABLE",
     "SCHEMA_VERSION",
     "check_schema",
+    "committing",
     "in_transaction",
     "init_schema",
     "missing_right",
@@ -192,16 +193,34 @@ def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
 
 def in_transaction(conn: Any, cur: Any, work: Callable[[], T]) -> T:
     """``work()`` between BEGIN and COMMIT on an autocommit connection (ROLLBACK if it
-    raises and the connection still stands)."""
+    raises and the connection still stands). An error of the COMMIT itself carries the
+    note :data:`_COMMITTING` (:func:`committing`): the server may have applied it."""
     cur.execute("BEGIN")
+    sent = False
     try:
         result = work()
+        sent = True
         cur.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
+        if sent:
+            exc.add_note(_COMMITTING)
         if not conn.closed:
             cur.execute("ROLLBACK")
         raise
     return result
+
+
+_COMMITTING = "raised by COMMIT: the transaction may have been applied"
+
+
+def committing(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or the error it was raised in, e.g. a failed ROLLBACK's) was raised
+    by the COMMIT of :func:`in_transaction`."""
+    while exc is not None:
+        if _COMMITTING in getattr(exc, "__notes__", ()):
+            return True
+        exc = exc.__context__
+    return False
 
 
 def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bool:

@@ -14,10 +14,18 @@ from pywrapai_graph.adapters.vectorstores._pg_bm25 import (
     hybrid_params,
     hybrid_statement,
 )
-from pywrapai_graph.adapters.vectorstores._pg_connection import DEFAULT_EF_SEARCH, PGConnection
+from pywrapai_graph.adapters.vectorstores._pg_connection import (
+    CLIENT_GRACE_S,
+    DEFAULT_EF_SEARCH,
+    PGConnection,
+)
+from pywrapai_graph.adapters.vectorstores._pg_deadline import renew
 from pywrapai_graph.adapters.vectorstores._pg_grants import grant_statements
 from pywrapai_graph.adapters.vectorstores._pg_lexical import lexical_tables, query_terms
 from pywrapai_graph.adapters.vectorstores._pg_rows import (
+    Pacer,
+    delete_document,
+    delete_rows,
     metadata_predicate,
     write_chunks,
 )
@@ -66,8 +74,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     terms and statistics written in the chunk's own transaction (``_pg_lexical``); a table
     written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
     The table name is validated and always passed as an identifier, never formatted into SQL.
-    Each batch is one statement for its chunks (``execute_values``, or binary COPY) and one
-    for their postings. A dropped connection is re-established once before an error is raised.
+    A write is one transaction of slices, each one statement for its chunks
+    (``execute_values``, or binary COPY) and one for their postings, sized so that each
+    statement stays well within ``statement_timeout_ms`` (``_pg_rows.Pacer``): a write of any
+    size fits. A dropped connection is re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -82,7 +92,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             a thread and a connection count, the statement gets what is left (the server
             cancels it then), and the client closes a connection whose server has not
             answered 2 s after the deadline (a stopped or unreachable server): all raise
-            :class:`StoreTimeoutError`. None leaves the server's default and sets no deadline.
+            :class:`StoreTimeoutError` naming the setting and saying whether the write was
+            rolled back. A large write runs as bounded statements in one transaction, each
+            with its own deadline. None leaves the server's default and sets no deadline.
         create_schema: create the extension, table and indexes when missing (needs DDL
             rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
             exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
@@ -192,10 +204,18 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def atomic_documents(self) -> bool:
         return True
 
-    def _insert(self, cur: Any, batch: PreparedBatch) -> None:
+    def _insert(self, cur: Any, batch: PreparedBatch, pace: Pacer) -> None:
         if batch.ids:
             copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
-            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy)
+            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy, pace=pace)
+
+    def _pacer(self, cur: Any) -> Pacer:
+        """Slices for a write on ``cur``'s transaction, each statement under a fresh client
+        deadline (the server's statement_timeout applies to each statement already)."""
+        if self._timeout_ms is None:
+            return Pacer(None, lambda: None)
+        seconds = self._timeout_ms / 1000
+        return Pacer(seconds, lambda: renew(cur.connection, seconds + CLIENT_GRACE_S))
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -248,7 +268,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             return
 
         def work(cur: Any) -> None:
-            self._insert(cur, batch)
+            pace = self._pacer(cur)
+            self._insert(cur, batch, pace)
+            pace.statement()  # for the statements left and the COMMIT
             self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
 
         with self._lock:
@@ -271,12 +293,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                     (manifest.embedder.to_json(),),
                 )
             check_embedder(self._recorded(cur), manifest.embedder)
-            cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident()),
-                (manifest.doc_id,),
-            )
-            removed = int(cur.rowcount)
-            self._insert(cur, batch)
+            pace = self._pacer(cur)
+            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            self._insert(cur, batch, pace)
+            pace.statement()  # for the statements left and the COMMIT
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
@@ -417,13 +437,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _delete(self, ids: list[str]) -> int:
         if not ids:
             return 0
-        statement = self._sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
-            t=self._ident()
-        )
 
         def work(cur: Any) -> int:
-            cur.execute(statement, (ids,))
-            docs = [r[0] for r in cur.fetchall()]
+            pace = self._pacer(cur)
+            docs = delete_rows(cur, self._sql, self._table, ids, pace)
+            pace.statement()
             self._forget(cur, sorted(set(docs)))
             return len(docs)
 
@@ -431,12 +449,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             return self._run(work, "DELETE")
 
     def _delete_by_doc(self, doc_id: str) -> int:
-        statement = self._sql.SQL("DELETE FROM {t} WHERE doc_id = %s").format(t=self._ident())
-
         def work(cur: Any) -> int:
             self._lock_document(cur, doc_id)
-            cur.execute(statement, (doc_id,))
-            removed = int(cur.rowcount)
+            pace = self._pacer(cur)
+            removed = delete_document(cur, self._sql, self._table, doc_id, pace)
+            pace.statement()
             self._forget(cur, [doc_id])
             return removed
 
