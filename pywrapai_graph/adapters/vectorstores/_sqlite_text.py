@@ -36,10 +36,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pywrapai_graph.adapters.vectorstores._metadata_json import stored_chunk
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
 
 __all__ = ["FTS5_B", "FTS5_K1", "TextTables", "check_fts5_bm25", "filter_sql", "query_terms"]
+
+#: lexical hits best first, the scores of other chunks asked for, every chunk read by id
+Found = tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]
 
 #: FTS5's bm25() constants (fts5_aux.c), the only ones this store serves.
 FTS5_K1, FTS5_B = 1.2, 0.75
@@ -99,7 +104,8 @@ def filter_sql(filter: Mapping[str, Any] | None, column: str) -> tuple[str, dict
                 for j, v in enumerate(value)
             )
             counted = f"(SELECT count(*) FROM json_each(j.value) e WHERE {items})" if value else 0
-            same = f"j.type = 'array' AND json_array_length(j.value) = {len(value)} AND {counted} = {len(value)}"
+            n = len(value)
+            same = f"j.type = 'array' AND json_array_length(j.value) = {n} AND {counted} = {n}"
         else:
             same = _same_sql("j.type", "j.atom", value, f"f{i}", params)
         conditions.append(
@@ -111,12 +117,18 @@ def filter_sql(filter: Mapping[str, Any] | None, column: str) -> tuple[str, dict
 class TextTables:
     """The full-text tables of one chunk table ``T`` (module docstring)."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, where: str) -> None:
+        self._where = where
         self._t = f'"{table}"'
         self._terms = f'"{table}__terms"'
         self._docs = f'"{table}__doc_terms"'
         self._keys = f'"{table}__doc_keys"'
         self._name = f"{table}__terms"
+        #: :meth:`query` for a text without terms: the chunks of ``ids``, unscored
+        self._by_ids = (
+            f"SELECT id, doc_id, text, metadata, NULL, 0 FROM {self._t} "
+            "WHERE id IN (SELECT value FROM json_each(:ids))"
+        )
         self._vocab = f'"{table}__terms_vocab"'
         self._doc_vocab = f'"{table}__doc_terms_vocab"'
 
@@ -134,15 +146,16 @@ class TextTables:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if not self._exist(conn):
-                tokenize = "tokenize='ascii'"
+                fts5 = "USING fts5(terms, {}tokenize='ascii')"
                 conn.execute(
-                    f"CREATE VIRTUAL TABLE {self._terms} USING fts5(terms, part UNINDEXED, {tokenize})"
+                    f"CREATE VIRTUAL TABLE {self._terms} {fts5.format('part UNINDEXED, ')}"
                 )
-                conn.execute(f"CREATE VIRTUAL TABLE {self._docs} USING fts5(terms, {tokenize})")
+                conn.execute(f"CREATE VIRTUAL TABLE {self._docs} {fts5.format('')}")
                 for vocab, fts in ((self._vocab, self._terms), (self._doc_vocab, self._docs)):
                     conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab({fts}, 'row')")
                 conn.execute(
-                    f"CREATE TABLE {self._keys} (key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
+                    f"CREATE TABLE {self._keys} "
+                    "(key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
                 )
                 rows = conn.execute(f"SELECT rowid, doc_id, text FROM {self._t} ORDER BY rowid")
                 self._put(conn, rows.fetchall())
@@ -217,8 +230,9 @@ class TextTables:
             docs,
         )
         conn.execute(
-            f"INSERT INTO {self._docs} (rowid, terms) SELECT k.key, (SELECT group_concat(f.part, ' ') "
-            f"FROM {self._t} t JOIN {self._terms} f ON f.rowid = t.rowid WHERE t.doc_id = k.doc_id) "
+            f"INSERT INTO {self._docs} (rowid, terms) SELECT k.key, "
+            f"(SELECT group_concat(f.part, ' ') FROM {self._t} t JOIN {self._terms} f "
+            f"ON f.rowid = t.rowid WHERE t.doc_id = k.doc_id) "
             f"FROM {self._keys} k WHERE k.doc_id IN {which}",
             docs,
         )
@@ -232,17 +246,27 @@ class TextTables:
     def query(
         self,
         conn: sqlite3.Connection,
-        terms: str,
+        text: str,
         k: int,
         filter: Mapping[str, Any] | None,
         ids: Sequence[str] = (),
-    ) -> list[tuple[str, str, str, str, float | None, int]]:
-        """One statement: the ``k`` best chunks for ``terms`` (:func:`query_terms`) among those ``filter`` keeps
-        (flag 1), then the chunks of ``ids`` not among them with their scores (flag 0;
-        None when they hold no query term), as rows ``(id, doc_id, text, metadata, score,
-        flag)``."""
+    ) -> Found:
+        """One statement: the ``k`` best chunks by BM25 for ``text`` among those ``filter``
+        keeps, best first; the scores of the chunks of ``ids`` not among them (those holding
+        a query term); and the chunks of both, by id."""
+        terms = query_terms(text)
         where, params = filter_sql(filter, "s.metadata")
-        statement = f"""
+        statement = self._statement(where) if terms else self._by_ids
+        params.update(terms=terms, weight=DOCUMENT_WEIGHT, k=k, ids=json.dumps(list(ids)))
+        rows = conn.execute(statement, params).fetchall()
+        chunks = {r[0]: stored_chunk(r[:4], self._where) for r in rows}
+        top = sorted((r for r in rows if r[5]), key=lambda r: (-r[4], r[0]))
+        scores = {r[0]: r[4] for r in rows if not r[5] and r[4] is not None}
+        return [ScoredChunk(chunks[r[0]], r[4]) for r in top], scores, chunks
+
+    def _statement(self, where: str) -> str:
+        """:meth:`query`'s statement, with the filter condition ``where`` on ``s``."""
+        return f"""
 WITH q(term, n) AS (SELECT key, value FROM json_each(:terms)),
 {self._field("c", "r", self._terms, self._vocab, self._t)},
 {self._field("d", "key", self._docs, self._doc_vocab, self._keys)},
@@ -259,8 +283,6 @@ UNION ALL
 SELECT t.id, t.doc_id, t.text, t.metadata, s.score, 0 FROM {self._t} t
     LEFT JOIN scored s ON s.r = t.rowid
     WHERE t.id IN (SELECT value FROM json_each(:ids)) AND t.rowid NOT IN (SELECT r FROM top)"""
-        params.update(terms=terms, weight=DOCUMENT_WEIGHT, k=k, ids=json.dumps(list(ids)))
-        return conn.execute(statement, params).fetchall()
 
     @staticmethod
     def _field(name: str, key: str, fts: str, vocab: str, units: str) -> str:

@@ -28,22 +28,14 @@ from pywrapai_graph.adapters.vectorstores._metadata_json import (
     stored_metadata,
 )
 from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
-from pywrapai_graph.adapters.vectorstores._sqlite_text import (
-    TextTables,
-    check_fts5_bm25,
-    query_terms,
-)
+from pywrapai_graph.adapters.vectorstores._sqlite_text import TextTables, check_fts5_bm25
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
     prepare_batch,
     prepare_query,
 )
-from pywrapai_graph.application.fusion import (
-    reciprocal_rank_fusion,
-    rescored_fusion,
-    weighted_score_fusion,
-)
+from pywrapai_graph.application.fusion import fuse
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
@@ -147,7 +139,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
         self._index = ExactIndex()
-        self._text = TextTables(self._table)
+        self._text = TextTables(self._table, self._where)
         self._identity = IdentityCopy(self._recorded_embedder)
         if self._path not in ("", ":memory:"):  # SQLite opens these by name, following links
             refuse_links(*sqlite_files(self._path))
@@ -443,35 +435,19 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         """Lexical (BM25) search is available (FTS5's ``bm25()``, k1 1.2 and b 0.75)."""
         return True
 
-    def _text_query(
-        self, text: str, k: int, filter: MetadataFilter | None, ids: Sequence[str] = ()
-    ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]:
-        """One statement: the ``k`` best chunks by BM25 among those ``filter`` keeps, best
-        first; the scores of the chunks of ``ids`` not among them (those holding a query
-        term); and the chunks of both, by id. Called under the lock."""
-        terms = query_terms(text)
-        if terms is None:
-            return [], {}, self._fetch(list(ids))
-        with self._reading():
-            rows = self._text.query(self._conn, terms, k, filter, ids)
-        chunks = {r[0]: stored_chunk(r[:4], self._where) for r in rows}
-        top = sorted((r for r in rows if r[5]), key=lambda r: (-r[4], r[0]))
-        scores = {r[0]: r[4] for r in rows if not r[5] and r[4] is not None}
-        return [ScoredChunk(chunks[r[0]], r[4]) for r in top], scores, chunks
-
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
         check_fts5_bm25(k1, b)
-        with self._lock:
-            return self._text_query(query, k, filter)[0]
+        with self._lock, self._reading():
+            return self._text.query(self._conn, query, k, filter)[0]
 
     def _lexical_scores(
         self, query: str, ids: list[str], *, k1: float, b: float
     ) -> dict[str, float]:
         check_fts5_bm25(k1, b)
-        with self._lock:
-            return self._text_query(query, 0, None, ids)[1]
+        with self._lock, self._reading():
+            return self._text.query(self._conn, query, 0, None, ids)[1]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
@@ -490,23 +466,18 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             report_identity(self._searched_identity())
             if query.mode == "dense":
                 return self._scored_hits((rows[kept], cosines[kept]))
-            dense = [
-                (self._index.id_at(int(r)), min(float(s), 1.0))
-                for r, s in zip(rows[kept], cosines[kept], strict=True)
-            ]
-            lexical, bm25, chunks = self._text_query(
-                query.text or "", query.depth, query.filter, [i for i, _ in dense]
+            ids = [self._index.id_at(r) for r in rows[kept].tolist()]
+            dense = dict(zip(ids, cosines[kept].tolist(), strict=True))
+            lexical, bm25, chunks = self._text.query(
+                self._conn, query.text or "", query.depth, query.filter, list(dense)
             )
-            hits = [ScoredChunk(chunks[i], s) for i, s in dense if i in chunks]
-            if query.fusion == "weighted":
-                return weighted_score_fusion([hits, lexical], weights=query.weights, k=query.k)
-            if query.fusion == "rrf":
-                return reciprocal_rank_fusion(
-                    [hits, lexical], rrf_k=query.rrf_k, weights=query.weights, k=query.k
-                )
-            missing = [h.chunk.id for h in lexical if h.chunk.id not in dict(dense)]
-            cos = self._index.similarities(vector, missing)
-            return rescored_fusion(hits, lexical, cos, bm25, weights=query.weights, k=query.k)
+            hits = [ScoredChunk(chunks[i], min(s, 1.0)) for i, s in dense.items() if i in chunks]
+            one_sided = [h.chunk.id for h in lexical if h.chunk.id not in dense]
+            cos = self._index.similarities(vector, one_sided) if query.fusion == "rescored" else {}
+            weights, rrf_k = query.weights, query.rrf_k
+            return fuse(
+                query.fusion, hits, lexical, cos, bm25, weights=weights, rrf_k=rrf_k, k=query.k
+            )
 
     def __len__(self) -> int:
         with self._lock, self._reading():
