@@ -23,6 +23,7 @@ from pywrapai_graph.errors import InvalidArgumentError
 __all__ = [
     "DEFAULT_RESCORED_WEIGHTS",
     "DEFAULT_RRF_K",
+    "fuse",
     "fusion_problem",
     "fusion_weights",
     "reciprocal_rank_fusion",
@@ -162,6 +163,26 @@ def rescored_fusion(
         for cid in ids
     }
     return _ranked(scores, chunks, k)
+
+
+def fuse(
+    fusion: str,
+    dense: Sequence[ScoredChunk],
+    lexical: Sequence[ScoredChunk],
+    cosines: Mapping[str, float],
+    bm25: Mapping[str, float],
+    *,
+    weights: Sequence[float],
+    rrf_k: int,
+    k: int,
+) -> list[ScoredChunk]:
+    """Hybrid retrieval's two candidate lists fused by ``fusion`` (``rescored``, ``rrf``
+    or ``weighted``); ``cosines`` and ``bm25`` are read by ``rescored`` only."""
+    if fusion == "rescored":
+        return rescored_fusion(dense, lexical, cosines, bm25, weights=weights, k=k)
+    if fusion == "weighted":
+        return weighted_score_fusion([dense, lexical], weights=weights, k=k)
+    return reciprocal_rank_fusion([dense, lexical], rrf_k=rrf_k, weights=weights, k=k)
 
 
 def _finite(x: object, low: float = 0.0) -> bool:

@@ -7,11 +7,9 @@ from typing import Any, get_args
 
 from pywrapai_graph.application.fusion import (
     DEFAULT_RRF_K,
+    fuse,
     fusion_problem,
     fusion_weights,
-    reciprocal_rank_fusion,
-    rescored_fusion,
-    weighted_score_fusion,
 )
 from pywrapai_graph.application.ingest_options import (
     DEFAULT_EMBED_CONCURRENCY,
@@ -384,11 +382,9 @@ class VectorRetriever(BaseRetriever):
         cosines: dict[str, float],
         bm25: dict[str, float],
     ) -> list[ScoredChunk]:
-        if self.fusion == "rescored":
-            return rescored_fusion(dense, lexical, cosines, bm25, weights=self.weights, k=k)
-        if self.fusion == "weighted":
-            return weighted_score_fusion([dense, lexical], weights=self.weights, k=k)
-        return reciprocal_rank_fusion([dense, lexical], rrf_k=self.rrf_k, weights=self.weights, k=k)
+        return fuse(
+            self.fusion, dense, lexical, cosines, bm25, weights=self.weights, rrf_k=self.rrf_k, k=k
+        )
 
     def _one_sided(
         self, dense: list[ScoredChunk], lexical: list[ScoredChunk]

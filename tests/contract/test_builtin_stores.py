@@ -19,6 +19,8 @@ class TestInMemoryVectorStore(VectorStoreContract):
 
 
 class TestSQLiteVectorStore(VectorStoreContract):
+    lexical_fixed_bm25 = True  # FTS5's bm25(): k1 1.2, b 0.75
+
     def new_store(self, location: Path) -> BaseVectorStore:
         return SQLiteVectorStore(location / "store.db", table_name="contract_chunks")
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
 from pywrapai_graph.adapters.vectorstores._local_files import (
     rows_in,
     sqlite_failure,
@@ -29,16 +28,21 @@ from pywrapai_graph.adapters.vectorstores._metadata_json import (
     stored_metadata,
 )
 from pywrapai_graph.adapters.vectorstores._no_follow import refuse_links, sqlite_files
+from pywrapai_graph.adapters.vectorstores._sqlite_text import TextTables, check_fts5_bm25
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
     prepare_batch,
+    prepare_query,
 )
+from pywrapai_graph.application.fusion import fuse
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["SQLiteVectorStore"]
@@ -89,13 +93,17 @@ def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
         pause = min(pause * 2, 0.25)
 
 
-class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
-    """Chunks and float32 vectors in a SQLite table; searches served from memory.
+class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
+    """Chunks and float32 vectors in a SQLite table; dense search served from memory,
+    lexical search by SQLite's full-text index (FTS5, see ``_sqlite_text``).
 
-    The table is loaded into an in-memory matrix at the first search or write (opening
-    reads no vectors, so manifest lookups and ``len`` stay cheap) and kept in step
+    The table is loaded into an in-memory matrix at the first dense search or write
+    (opening reads no vectors, so manifest lookups and ``len`` stay cheap) and kept in step
     with every write; a write by another process (or another connection) is detected
     through ``PRAGMA data_version`` and the matrix is reloaded before the next operation.
+    Lexical search reads the file's full-text tables, written with the chunks in each
+    write's transaction: nothing to load, fresh across processes. A whole retrieval
+    (``retrieve``) is the in-memory dense search and one SQL statement.
     Vectors are stored L2-normalised as float32 BLOBs; the file uses WAL journaling.
     ``replace_document`` is one transaction (chunks, then the manifest in
     ``<table>__docs``); the in-memory matrix changes only after the commit succeeded.
@@ -130,10 +138,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         self._where = f"table {self._table!r}"
         self._path = os.fspath(db_path)
         self._lock = threading.RLock()
-        # the lexical index follows the exact index's changes (it watches it), and is
-        # rebuilt from the table when the exact index is reloaded
-        self._lexical = LexicalMirror(self._all_chunks)
-        self._index = ExactIndex(watcher=self._lexical)
+        self._index = ExactIndex()
+        self._text = TextTables(self._table, self._where)
         self._identity = IdentityCopy(self._recorded_embedder)
         if self._path not in ("", ":memory:"):  # SQLite opens these by name, following links
             refuse_links(*sqlite_files(self._path))
@@ -159,6 +165,8 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                 f'CREATE TABLE IF NOT EXISTS "{self._meta}" '
                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
+            self._text.connect(self._conn)
+            self._text.ensure(self._conn)
         except sqlite3.Error as exc:
             with suppress(sqlite3.Error, AttributeError):
                 self._conn.close()
@@ -183,11 +191,10 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             return
         with self._snapshot():  # one snapshot for the count and the rows
             self._index = self._load()
-        self._lexical.reset()
         self._version = version
 
     def _load(self) -> ExactIndex:
-        index = ExactIndex(metadata_source=self._all_metadata, watcher=self._lexical)
+        index = ExactIndex(metadata_source=self._all_metadata)
         # count(*) walks the small doc_id index; the one table scan is the copy below.
         count = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()[0]
         first = self._conn.execute(f'SELECT dim FROM "{self._table}" LIMIT 1').fetchone()
@@ -302,10 +309,18 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             return self._index.dimension
 
     def _insert(
-        self, conn: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Matrix | None = None
+        self,
+        conn: sqlite3.Connection,
+        chunks: Sequence[Chunk],
+        vectors: Matrix | None = None,
+        touched: frozenset[str] = frozenset(),
     ) -> PreparedBatch:
+        """Write a batch (an id already stored is replaced) with its terms, then rebuild the
+        full-text rows of its documents, those its ids left, and ``touched``."""
         batch = prepare_batch(chunks, self._index.dimension, vectors)
+        docs = set(touched)
         if batch.ids:
+            docs |= self._text.drop_ids(conn, batch.ids)
             dim = int(batch.vectors.shape[1])
             conn.executemany(
                 f'INSERT OR REPLACE INTO "{self._table}" '
@@ -317,6 +332,9 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
                     )
                 ],
             )
+            self._text.index(conn, batch.chunks)
+            docs |= {c.doc_id for c in batch.chunks}
+        self._text.refresh(conn, docs)
         return batch
 
     def _forget_docs(self, conn: sqlite3.Connection, doc_ids: set[str]) -> None:
@@ -337,8 +355,9 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
             before = self._doc_ids(manifest.doc_id)
+            self._text.drop(conn, "doc_id = ?", manifest.doc_id)
             conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (manifest.doc_id,))
-            batch = self._insert(conn, chunks, vectors)
+            batch = self._insert(conn, chunks, vectors, frozenset([manifest.doc_id]))
             conn.execute(
                 f'INSERT OR REPLACE INTO "{self._docs}" (doc_id, manifest) VALUES (?, ?)',
                 (manifest.doc_id, manifest.to_json()),
@@ -384,15 +403,20 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         with self._write() as after:
             conn = self._conn
             present = [i for i in ids if i in self._index]
-            statement = f'DELETE FROM "{self._table}" WHERE id IN (?) RETURNING doc_id'
-            self._forget_docs(conn, {r[0] for r in rows_in(conn, statement, present)})
+            docs = self._text.drop_ids(conn, present)
+            statement = f'DELETE FROM "{self._table}" WHERE id IN (?)'
+            rows_in(conn, statement, present)
+            self._text.refresh(conn, docs)
+            self._forget_docs(conn, docs)
             after.append(partial(self._index.remove, present))
             return len(present)
 
     def _delete_by_doc(self, doc_id: str) -> int:
         with self._write() as after:
             ids = self._doc_ids(doc_id)
+            self._text.drop(self._conn, "doc_id = ?", doc_id)
             self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
+            self._text.refresh(self._conn, {doc_id})
             self._forget_docs(self._conn, {doc_id})
             after.append(partial(self._index.remove, ids))
             return len(ids)
@@ -402,15 +426,58 @@ class SQLiteVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
         with self._write() as after:
             for table in (self._table, self._docs, self._meta):
                 self._conn.execute(f'DELETE FROM "{table}"')
+            self._text.clear(self._conn)
             after.append(self._index.clear)
 
-    def _all_chunks(self) -> list[Chunk]:
-        rows = self._conn.execute(f'SELECT id, doc_id, text, metadata FROM "{self._table}"')
-        return [stored_chunk(r, self._where) for r in rows]
+    # ------------------------------------------------------------------ lexical, retrieve
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available (FTS5's ``bm25()``, k1 1.2 and b 0.75)."""
+        return True
 
-    def _before_lexical(self) -> None:
-        with self._reading():
-            self._sync()
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        check_fts5_bm25(k1, b)
+        with self._lock, self._reading():
+            return self._text.query(self._conn, query, k, filter)[0]
+
+    def _lexical_scores(
+        self, query: str, ids: list[str], *, k1: float, b: float
+    ) -> dict[str, float]:
+        check_fts5_bm25(k1, b)
+        with self._lock, self._reading():
+            return self._text.query(self._conn, query, 0, None, ids)[1]
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
+        candidates, then one statement for the lexical ones, the BM25 scores of the dense
+        ones and every candidate's chunk, fused here."""
+        if query.mode != "dense":
+            check_fts5_bm25(query.k1, query.b)
+        if query.mode == "lexical":
+            return self._lexical_search(query.text or "", query.k, query.filter, k1=1.2, b=0.75)
+        with self._reading_index():
+            if len(self._index) == 0:
+                return []
+            vector = prepare_query(query.vector or [], self._index.dimension)
+            rows, cosines = self._index.search_rows(vector, query.depth, query.filter)
+            kept = np.minimum(cosines, 1.0) >= query.min_score
+            report_identity(self._searched_identity())
+            if query.mode == "dense":
+                return self._scored_hits((rows[kept], cosines[kept]))
+            ids = [self._index.id_at(r) for r in rows[kept].tolist()]
+            dense = dict(zip(ids, cosines[kept].tolist(), strict=True))
+            lexical, bm25, chunks = self._text.query(
+                self._conn, query.text or "", query.depth, query.filter, list(dense)
+            )
+            hits = [ScoredChunk(chunks[i], min(s, 1.0)) for i, s in dense.items() if i in chunks]
+            one_sided = [h.chunk.id for h in lexical if h.chunk.id not in dense]
+            cos = self._index.similarities(vector, one_sided) if query.fusion == "rescored" else {}
+            weights, rrf_k = query.weights, query.rrf_k
+            return fuse(
+                query.fusion, hits, lexical, cos, bm25, weights=weights, rrf_k=rrf_k, k=query.k
+            )
 
     def __len__(self) -> int:
         with self._lock, self._reading():

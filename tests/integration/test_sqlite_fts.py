@@ -1,0 +1,216 @@
+"""SQLite's lexical search is the file's full-text index (FTS5), read by one statement.
+
+- Another process's write is what this process's next lexical query ranks, and that query is
+  one statement on this store's connection: nothing is reloaded or rebuilt in the process.
+- A hybrid retrieval is one statement too (the dense side is the in-memory matrix).
+- A file of the previous release (no full-text tables) opened by several processes at once
+  gets its tables built once, and serves lexical search at once.
+- The metadata filter, applied in SQL, keeps exactly what ``matches_filter`` keeps.
+
+The other processes are real (``spawn``) and have exited, or met at a barrier, before this
+one reads: the order is structural, never timed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pywrapai_graph import SQLiteVectorStore
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.ports.store_inputs import matches_filter
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus, reference_bm25
+from pywrapai_graph.testing.contracts.store_data import manifest_for
+
+DIM = 8
+OPENERS = 3
+
+
+def _statements(store: SQLiteVectorStore) -> list[str]:
+    """The statements the store's connection runs from now on (SQLite's trace hook; the
+    engine's own statements inside one, which it reports prefixed by ``--``, left out)."""
+    seen: list[str] = []
+    store._conn.set_trace_callback(lambda s: None if s.startswith("--") else seen.append(s))
+    return seen
+
+
+def _reads(seen: list[str]) -> list[str]:
+    return [s for s in seen if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+
+
+def _replacement() -> list[Chunk]:
+    return [
+        Chunk(
+            f"Heat transfer heat shield ablation, part {i}.",
+            doc_id="doc-2",
+            metadata={"part": "new", "doc": "doc-2"},
+            id=f"doc-2-new-{i}",
+            embedding=[1.0] + [0.0] * (DIM - 1),
+        )
+        for i in range(3)
+    ]
+
+
+def _replace_doc_2(folder: str) -> None:
+    store = SQLiteVectorStore(Path(folder) / "store.db")
+    try:
+        store.delete_by_doc("doc-1")
+        new = _replacement()
+        store.replace_document(manifest_for("doc-2", new, DIM), new)
+    finally:
+        store.close()
+
+
+def test_another_process_write_is_read_by_one_statement(tmp_path: Path) -> None:
+    corpus = lexical_corpus(dim=DIM)
+    store = SQLiteVectorStore(tmp_path / "store.db")
+    try:
+        store.add(corpus)
+        store.search([1.0] * DIM, k=3)  # the dense matrix is loaded: it must not be reloaded
+        store.lexical_search(QUERIES[0], k=10)
+        writer = mp.get_context("spawn").Process(target=_replace_doc_2, args=(str(tmp_path),))
+        writer.start()
+        writer.join(timeout=120)
+        assert writer.exitcode == 0
+
+        seen = _statements(store)
+        got = store.lexical_search("heat transfer ablation", k=10)
+        assert len(seen) == 1, seen  # one statement: no data_version check, no reload
+        assert "__terms" in seen[0]
+        live = [c for c in corpus if c.doc_id not in ("doc-1", "doc-2")] + _replacement()
+        want = reference_bm25(live, "heat transfer ablation", 10)
+        assert [h.chunk.id for h in got] == [i for i, _ in want]
+        assert got[0].chunk.doc_id == "doc-2"
+        assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-9)
+    finally:
+        store.close()
+
+
+def test_hybrid_retrieval_is_one_statement(tmp_path: Path) -> None:
+    corpus = lexical_corpus(dim=DIM)
+    store = SQLiteVectorStore(tmp_path / "store.db")
+    try:
+        store.add(corpus)
+        vector = list(np.random.default_rng(2).standard_normal(DIM))
+        store.search(vector, k=3, filter={"part": "even"})  # loads the matrix and the column
+        for fusion in ("rescored", "rrf", "weighted"):
+            seen = _statements(store)
+            asked = StoreQuery("hybrid", 5, vector, QUERIES[1], {"part": "even"}, fusion=fusion)
+            hits = store.retrieve(asked)
+            assert len(hits) == 5
+            assert all(h.chunk.metadata["part"] == "even" for h in hits)
+            assert len(_reads(seen)) == 1, seen
+    finally:
+        store.close()
+
+
+def _old_release_file(path: Path, corpus: list[Chunk]) -> None:
+    """A store file as the previous release left it: the chunk, manifest and embedder
+    tables, no full-text tables."""
+    store = SQLiteVectorStore(path)
+    store.add(corpus)
+    store.close()
+    conn = sqlite3.connect(path)
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%terms%' "
+            "AND sql LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
+    for name in sorted(names, key=lambda n: "vocab" not in n):  # vocabularies first
+        conn.execute(f'DROP TABLE "{name}"')
+    conn.execute('DROP TABLE "vector_chunks__doc_keys"')
+    conn.commit()
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert tables == {"vector_chunks", "vector_chunks__docs", "vector_chunks__meta"}
+
+
+def _open_and_search(path: str, start: Barrier, results: Any) -> None:
+    start.wait()
+    try:
+        store = SQLiteVectorStore(path)
+        hits = store.lexical_search(QUERIES[2], k=10)
+        results.put([(h.chunk.id, h.score) for h in hits])
+        store.close()
+    except Exception as exc:  # reported to the parent, which asserts on it
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_old_release_file_is_indexed_once_by_processes_opening_it_at_once(
+    tmp_path: Path,
+) -> None:
+    corpus = lexical_corpus(dim=DIM)
+    path = tmp_path / "store.db"
+    _old_release_file(path, corpus)
+    ctx = mp.get_context("spawn")
+    start = ctx.Barrier(OPENERS)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_open_and_search, args=(str(path), start, results))
+        for _ in range(OPENERS)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    want = reference_bm25(corpus, QUERIES[2], 10)
+    for got in outcomes:
+        assert not isinstance(got, str), got
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
+    conn = sqlite3.connect(path)  # built once: one row per chunk, one per document
+    assert conn.execute('SELECT count(*) FROM "vector_chunks__terms"').fetchone()[0] == 60
+    assert conn.execute('SELECT count(*) FROM "vector_chunks__doc_terms"').fetchone()[0] == 6
+    conn.close()
+
+
+FILTER_VALUES: list[dict[str, Any]] = [
+    {"flag": True},
+    {"flag": 1},
+    {"flag": 1.0},
+    {"flag": False},
+    {"flag": None},
+    {"flag": "1"},
+    {"tags": ["a", 1]},
+    {"tags": ["a", True]},
+    {"tags": []},
+    {'odd "key".x': "é\\n"},
+    {"flag": 1, "tags": ["a", 1]},
+    {"missing": None},
+]
+
+
+def test_lexical_filter_keeps_what_matches_filter_keeps(tmp_path: Path) -> None:
+    stored: list[dict[str, Any]] = [
+        {"flag": True},
+        {"flag": 1},
+        {"flag": 1.0, "tags": ["a", 1]},
+        {"flag": False, "tags": ["a", True]},
+        {"flag": None, "tags": []},
+        {"flag": "1", "tags": ["a", 1.0]},
+        {"flag": 1, "tags": ["a", 1], 'odd "key".x': "é\\n"},
+        {"tags": ["a", 1, 2]},
+    ]
+    chunks = [
+        Chunk(f"Shock wave number {i}.", f"d{i}", meta, f"c{i}", [1.0] * DIM)
+        for i, meta in enumerate(stored)
+    ]
+    store = SQLiteVectorStore(tmp_path / "store.db")
+    try:
+        store.add(chunks)
+        for wanted in FILTER_VALUES:
+            got = {h.chunk.id for h in store.lexical_search("shock wave", 20, wanted)}
+            assert got == {c.id for c in chunks if matches_filter(c.metadata, wanted)}, wanted
+    finally:
+        store.close()
