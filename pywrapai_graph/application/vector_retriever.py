@@ -7,11 +7,10 @@ from typing import Any, get_args
 
 from pywrapai_graph.application.fusion import (
     DEFAULT_RRF_K,
+    fuse,
     fusion_problem,
     fusion_weights,
-    reciprocal_rank_fusion,
-    rescored_fusion,
-    weighted_score_fusion,
+    one_sided,
 )
 from pywrapai_graph.application.ingest_options import (
     DEFAULT_EMBED_CONCURRENCY,
@@ -31,7 +30,6 @@ from pywrapai_graph.errors import (
     ArgumentTypeError,
     ConfigurationError,
     InvalidArgumentError,
-    UnsupportedOperationError,
 )
 from pywrapai_graph.ports import (
     BaseRetriever,
@@ -47,7 +45,7 @@ from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
 from pywrapai_graph.ports.store_query import Fusion, RetrievalMode, StoreQuery
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
-from pywrapai_graph.ports.vector_store import check_embedder
+from pywrapai_graph.ports.vector_store import check_embedder, lexical_refusal
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
 
@@ -235,10 +233,7 @@ class VectorRetriever(BaseRetriever):
                 f"weights={weights!r}"
             )
         if mode != "dense" and not store.lexical:
-            raise UnsupportedOperationError(
-                f"mode={mode!r} needs lexical search, which {type(store).__name__} lacks; "
-                "use a built-in store or mode='dense'"
-            )
+            raise lexical_refusal(type(store).__name__, f"mode={mode!r}")
 
     def retrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
@@ -380,24 +375,16 @@ class VectorRetriever(BaseRetriever):
         cosines: dict[str, float],
         bm25: dict[str, float],
     ) -> list[ScoredChunk]:
-        if self.fusion == "rescored":
-            return rescored_fusion(dense, lexical, cosines, bm25, weights=self.weights, k=k)
-        if self.fusion == "weighted":
-            return weighted_score_fusion([dense, lexical], weights=self.weights, k=k)
-        return reciprocal_rank_fusion([dense, lexical], rrf_k=self.rrf_k, weights=self.weights, k=k)
+        return fuse(
+            self.fusion, dense, lexical, cosines, bm25, weights=self.weights, rrf_k=self.rrf_k, k=k
+        )
 
     def _one_sided(
         self, dense: list[ScoredChunk], lexical: list[ScoredChunk]
     ) -> tuple[list[str], list[str]]:
         """The lexical hits dense search missed, and the dense hits lexical search missed
         (none unless the fusion is ``rescored``)."""
-        if self.fusion != "rescored":
-            return [], []
-        in_dense, in_lexical = {h.chunk.id for h in dense}, {h.chunk.id for h in lexical}
-        return (
-            [h.chunk.id for h in lexical if h.chunk.id not in in_dense],
-            [h.chunk.id for h in dense if h.chunk.id not in in_lexical],
-        )
+        return one_sided(dense, lexical) if self.fusion == "rescored" else ([], [])
 
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]
