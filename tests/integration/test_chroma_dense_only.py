@@ -78,7 +78,10 @@ def test_settings_refuse_a_lexical_mode_on_chroma_before_building_anything(
     assert "store.backend 'chroma'" in str(caught.value)
     assert not where.exists()
     assert load_settings({**config, "retriever": {"mode": "dense"}}).retriever.mode == "dense"
-    assert load_settings({"store": {"backend": "memory"}, "retriever": {"mode": mode}})
+    assert (
+        load_settings({"store": {"backend": "memory"}, "retriever": {"mode": mode}}).retriever.mode
+        == mode
+    )
 
 
 def test_a_collection_written_with_the_old_lexical_postings_still_serves_dense(

@@ -369,8 +369,8 @@ class InProcessRetrieval(LexicalSearch):
 
     if TYPE_CHECKING:  # the store's
 
-        def _search(
-            self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+        def search(
+            self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
         ) -> list[ScoredChunk]: ...
 
         def _similarities(
@@ -383,11 +383,11 @@ class InProcessRetrieval(LexicalSearch):
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         where = checked_filter(query.filter)
-        vector = list(query.vector or [])
+        vector = [] if query.vector is None else list(query.vector)
         with self._reading():
             dense: list[ScoredChunk] = []
             if query.mode != "lexical":
-                found = self._search(vector, query.depth, where)
+                found = self.search(vector, query.depth, where)  # type-exact filter
                 dense = [h for h in found if h.score >= query.min_score]
                 if query.mode == "dense":
                     return dense

@@ -68,7 +68,6 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.filtered_search import checked_filter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import lexical_refusal
@@ -375,14 +374,12 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
         return self._query_many([query], n, selector)[0]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """Dense retrieval: the ``query`` and the records read of :meth:`search`."""
-        _dense_only(query)
-        hits = self._search(query.vector or [], query.k, checked_filter(query.filter))
+        """Dense retrieval: :meth:`search` (the ``query`` and one records read)."""
+        hits = self.search(_vector(query), query.k, query.filter)
         return [h for h in hits if h.score >= query.min_score]
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        _dense_only(query)
-        hits = await self._asearch(query.vector or [], query.k, checked_filter(query.filter))
+        hits = await self.asearch(_vector(query), query.k, query.filter)
         return [h for h in hits if h.score >= query.min_score]
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
@@ -474,6 +471,8 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
 
 
-def _dense_only(query: StoreQuery) -> None:
-    if query.mode != "dense":
+def _vector(query: StoreQuery) -> Sequence[float]:
+    """The query vector of a dense retrieval (lexical and hybrid are refused)."""
+    if query.mode != "dense" or query.vector is None:
         raise lexical_refusal("ChromaVectorStore", f"{query.mode} retrieval")
+    return query.vector
