@@ -256,14 +256,15 @@ class LexicalIndex:
         return self.scores_in(*self.scored(query, k1, b), ids) if ids else {}
 
     def scores_in(self, slots: Slots, scores: Floats, ids: Sequence[str]) -> dict[str, float]:
-        """:meth:`scores_of` from :meth:`scored`'s chunks and scores."""
-        wanted = {self._field.slots[i]: i for i in ids if i in self._field.slots}
-        if not wanted:
+        """:meth:`scores_of` from :meth:`scored`'s chunks (ascending slots) and scores."""
+        wanted = [(i, self._field.slots[i]) for i in ids if i in self._field.slots]
+        if not wanted or not slots.shape[0]:
             return {}
+        at = np.minimum(np.searchsorted(slots, [s for _, s in wanted]), slots.shape[0] - 1)
         return {
-            wanted[s]: score
-            for s, score in zip(slots.tolist(), scores.tolist(), strict=True)
-            if s in wanted
+            chunk_id: float(scores[pos])
+            for (chunk_id, slot), pos in zip(wanted, at.tolist(), strict=True)
+            if slots[pos] == slot
         }
 
     def _chunk(self, slot: int) -> Chunk:
