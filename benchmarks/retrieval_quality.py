@@ -282,7 +282,8 @@ def print_row(
 ) -> None:
     delta, chunks, beats = _checks(got, whole, baseline)
     columns = "".join(f" {s.ndcg_at_10:>9.4f}" for s in got.values())
-    print(f"{name:<44}{columns} {delta:>+8.4f} {_flag(chunks):>13} {_flag(beats):>13}", flush=True)
+    lexical = f"{delta:>+8.4f}" if "lexical" in got else f"{'-':>8}"  # a dense-only backend
+    print(f"{name:<44}{columns} {lexical} {_flag(chunks):>13} {_flag(beats):>13}", flush=True)
 
 
 def _flag(value: bool | None) -> str:
