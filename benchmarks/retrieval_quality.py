@@ -176,7 +176,7 @@ BACKENDS: dict[str, Callable[[Path], BaseVectorStore]] = {
     "SQLite": lambda tmp: SQLiteVectorStore(tmp / "store.db"),
     "FAISS": lambda tmp: FAISSVectorStore(tmp / "store.faiss", tmp / "store.json"),
     "Qdrant local (sparse + IDF)": lambda tmp: QdrantVectorStore("bench", location=tmp / "q"),
-    "Chroma embedded (terms + BM25)": lambda tmp: ChromaVectorStore(tmp / "c", collection="bench"),
+    "Chroma embedded (dense only)": lambda tmp: ChromaVectorStore(tmp / "c", collection="bench"),
 }
 
 
@@ -228,6 +228,8 @@ def _measure(
 ) -> dict[str, RetrievalScores]:
     got = {}
     for i, (setting, options) in enumerate(settings.items()):
+        if options["mode"] != "dense" and not store.lexical:  # Chroma: dense only
+            continue
         retriever = VectorRetriever(embedder, store, **options)
         corpus = data.corpus if i == 0 else None
         got[setting] = evaluate_retrieval(
@@ -251,6 +253,8 @@ def _checks(
     """Lexical minus the baseline, lexical at least whole documents' (chunked rows), hybrid
     (default fusion) above both of its sides (None: not measured)."""
     n = {setting: s.ndcg_at_10 for setting, s in got.items()}
+    if "lexical" not in n:  # a dense-only backend
+        return 0.0, None, None
     delta = n["lexical"] - baseline.ndcg_at_10
     chunks = None if got is whole else n["lexical"] >= whole["lexical"].ndcg_at_10
     beats = None
@@ -278,7 +282,8 @@ def print_row(
 ) -> None:
     delta, chunks, beats = _checks(got, whole, baseline)
     columns = "".join(f" {s.ndcg_at_10:>9.4f}" for s in got.values())
-    print(f"{name:<44}{columns} {delta:>+8.4f} {_flag(chunks):>13} {_flag(beats):>13}", flush=True)
+    lexical = f"{delta:>+8.4f}" if "lexical" in got else f"{'-':>8}"  # a dense-only backend
+    print(f"{name:<44}{columns} {lexical} {_flag(chunks):>13} {_flag(beats):>13}", flush=True)
 
 
 def _flag(value: bool | None) -> str:

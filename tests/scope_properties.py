@@ -77,8 +77,13 @@ def retrievers(store: BaseVectorStore) -> dict[str, VectorRetriever]:
         mode: VectorRetriever(
             embedder, store, k=_EVERYTHING, min_score=-1.0, mode=mode, candidates=_EVERYTHING
         )
-        for mode in MODES
+        for mode in modes_of(store)
     }
+
+
+def modes_of(store: BaseVectorStore) -> tuple[RetrievalMode, ...]:
+    """The retrieval modes ``store`` serves (Chroma: dense only)."""
+    return MODES if store.lexical else MODES[:1]
 
 
 def fill_corpus(store: BaseVectorStore) -> None:
@@ -133,7 +138,7 @@ def check_scoped_reads(store: BaseVectorStore, examples: int) -> None:
     )
     @given(
         scope_and_extra(("tenant", "org", "kind")),
-        st.sampled_from(MODES),
+        st.sampled_from(modes_of(store)),
         st.booleans(),
     )
     def reads(drawn: tuple[dict[str, Any], ...], mode: str, asynchronous: bool) -> None:

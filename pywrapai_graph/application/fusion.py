@@ -26,6 +26,7 @@ __all__ = [
     "fuse",
     "fusion_problem",
     "fusion_weights",
+    "one_sided",
     "reciprocal_rank_fusion",
     "rescored_fusion",
     "weighted_score_fusion",
@@ -165,6 +166,18 @@ def rescored_fusion(
     return _ranked(scores, chunks, k)
 
 
+def one_sided(
+    dense: Sequence[ScoredChunk], lexical: Sequence[ScoredChunk]
+) -> tuple[list[str], list[str]]:
+    """The ids of the lexical hits dense search missed (they need a cosine for
+    :func:`rescored_fusion`), and of the dense hits lexical search missed (a BM25 score)."""
+    in_dense, in_lexical = {h.chunk.id for h in dense}, {h.chunk.id for h in lexical}
+    return (
+        [h.chunk.id for h in lexical if h.chunk.id not in in_dense],
+        [h.chunk.id for h in dense if h.chunk.id not in in_lexical],
+    )
+
+
 def fuse(
     fusion: str,
     dense: Sequence[ScoredChunk],
@@ -173,11 +186,11 @@ def fuse(
     bm25: Mapping[str, float],
     *,
     weights: Sequence[float],
-    rrf_k: int,
-    k: int,
+    rrf_k: int = DEFAULT_RRF_K,
+    k: int | None = None,
 ) -> list[ScoredChunk]:
-    """Hybrid retrieval's two candidate lists fused by ``fusion`` (``rescored``, ``rrf``
-    or ``weighted``); ``cosines`` and ``bm25`` are read by ``rescored`` only."""
+    """Hybrid retrieval's fusion of its two candidate lists: ``rescored`` (with the
+    candidates' other scores, ``cosines`` and ``bm25``), ``weighted`` or ``rrf``."""
     if fusion == "rescored":
         return rescored_fusion(dense, lexical, cosines, bm25, weights=weights, k=k)
     if fusion == "weighted":

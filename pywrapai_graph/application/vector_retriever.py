@@ -10,6 +10,7 @@ from pywrapai_graph.application.fusion import (
     fuse,
     fusion_problem,
     fusion_weights,
+    one_sided,
 )
 from pywrapai_graph.application.ingest_options import (
     DEFAULT_EMBED_CONCURRENCY,
@@ -29,7 +30,6 @@ from pywrapai_graph.errors import (
     ArgumentTypeError,
     ConfigurationError,
     InvalidArgumentError,
-    UnsupportedOperationError,
 )
 from pywrapai_graph.ports import (
     BaseRetriever,
@@ -46,7 +46,7 @@ from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
 from pywrapai_graph.ports.store_query import Fusion, RetrievalMode, StoreQuery
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
-from pywrapai_graph.ports.vector_store import check_embedder
+from pywrapai_graph.ports.vector_store import check_embedder, lexical_refusal
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
 
@@ -234,10 +234,7 @@ class VectorRetriever(BaseRetriever):
                 f"weights={weights!r}"
             )
         if mode != "dense" and not store.lexical:
-            raise UnsupportedOperationError(
-                f"mode={mode!r} needs lexical search, which {type(store).__name__} lacks; "
-                "use a built-in store or mode='dense'"
-            )
+            raise lexical_refusal(type(store).__name__, f"mode={mode!r}")
 
     def retrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
@@ -391,13 +388,7 @@ class VectorRetriever(BaseRetriever):
     ) -> tuple[list[str], list[str]]:
         """The lexical hits dense search missed, and the dense hits lexical search missed
         (none unless the fusion is ``rescored``)."""
-        if self.fusion != "rescored":
-            return [], []
-        in_dense, in_lexical = {h.chunk.id for h in dense}, {h.chunk.id for h in lexical}
-        return (
-            [h.chunk.id for h in lexical if h.chunk.id not in in_dense],
-            [h.chunk.id for h in dense if h.chunk.id not in in_lexical],
-        )
+        return one_sided(dense, lexical) if self.fusion == "rescored" else ([], [])
 
     def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         return [h for h in hits if h.score >= self.min_score]

@@ -75,6 +75,7 @@ class BackendEntry:
         settings: the fields and rules this backend requires of ``store.*``.
         extra: the pip extra that installs its driver (None: nothing to install).
         default_path: where a file-backed store lives when ``store.path`` is not set.
+        lexical: the store has lexical (BM25) search: ``retriever.mode`` lexical and hybrid.
     """
 
     name: str
@@ -82,6 +83,7 @@ class BackendEntry:
     settings: type[BackendSettings] = BackendSettings
     extra: str | None = None
     default_path: str | None = None
+    lexical: bool = True
 
 
 def _file_path(store: StoreSettings) -> str:
@@ -199,7 +201,12 @@ _BACKENDS: dict[str, BackendEntry] = {
         BackendEntry("sqlite", _sqlite, default_path=".pywrapai/store.db"),
         BackendEntry("faiss", _faiss, extra="faiss", default_path=".pywrapai/store.faiss"),
         BackendEntry(
-            "chroma", _chroma, _PathOrUrlSettings, extra="chroma", default_path=".pywrapai/chroma"
+            "chroma",
+            _chroma,
+            _PathOrUrlSettings,
+            extra="chroma",
+            default_path=".pywrapai/chroma",
+            lexical=False,  # dense only: see ChromaVectorStore
         ),
         BackendEntry("pgvector", _pgvector, _PGVectorSettings, extra="pgvector"),
         BackendEntry(

@@ -37,6 +37,7 @@ from pywrapai_graph.composition.providers import (
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
+from pywrapai_graph.ports.vector_store import lexical_refusal
 from pywrapai_graph.redaction import redact
 
 __all__ = [
@@ -328,6 +329,15 @@ class Settings(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**with_environment(type(self), values))
+
+    @model_validator(mode="after")
+    def _mode_on_backend(self) -> Settings:
+        """Refuse a lexical or hybrid ``retriever.mode`` on a dense-only backend up front
+        (before a store is built or a document ingested)."""
+        backend, mode = self.store.backend, self.retriever.mode
+        if mode != "dense" and not backend_entry(backend).lexical:
+            raise lexical_refusal(f"store.backend {backend!r}", f"retriever.mode {mode!r}")
+        return self
 
 
 def _describe(exc: ValidationError) -> str:

@@ -39,7 +39,21 @@ __all__ = [
     "check_embedder",
     "check_ids",
     "check_vectors",
+    "lexical_refusal",
 ]
+
+#: The built-in stores with lexical (BM25) search, and so lexical and hybrid retrieval.
+LEXICAL_BACKENDS = "PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS"
+
+
+def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
+    """The error of ``asked`` (``lexical_search``, ``mode='hybrid'``...) on ``store``, a
+    store without lexical search: it names the built-in stores that have one."""
+    return UnsupportedOperationError(
+        f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
+        f"run on the {LEXICAL_BACKENDS} stores; use one of them, or mode='dense'"
+    )
+
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
@@ -282,10 +296,7 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
 
     def _check_lexical_query(self, query: str, k1: float, b: float, method: str) -> None:
         if not self.lexical:
-            raise UnsupportedOperationError(
-                f"{type(self).__name__} has no lexical search; use a built-in store or "
-                "VectorRetriever(mode='dense')"
-            )
+            raise lexical_refusal(type(self).__name__, method)
         check_query_text(query, method)
         check_bm25(k1, b)
 

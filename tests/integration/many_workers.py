@@ -88,6 +88,7 @@ def _answer(store: Any, retrievers: dict[str, Any], command: tuple[Any, ...]) ->
 def serve(spec: StoreSpec, conn: Connection) -> None:
     """The worker's body: open the store (reply with the outcome), then answer commands."""
     from pywrapai_graph import Embedder, VectorRetriever
+    from pywrapai_graph.ports.store_query import RetrievalMode
 
     try:
         store = open_store(spec)
@@ -95,9 +96,9 @@ def serve(spec: StoreSpec, conn: Connection) -> None:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
     embedder = Embedder(provider="hashing")
-    retrievers = {
-        mode: VectorRetriever(embedder, store, mode=mode) for mode in ("dense", "lexical", "hybrid")
-    }
+    every: tuple[RetrievalMode, ...] = ("dense", "lexical", "hybrid")
+    modes = every if store.lexical else every[:1]  # Chroma: dense only
+    retrievers: dict[str, Any] = {m: VectorRetriever(embedder, store, mode=m) for m in modes}
     conn.send(("ok", None))
     answer_commands(store, conn, lambda command: _answer(store, retrievers, command))
 

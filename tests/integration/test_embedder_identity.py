@@ -2,6 +2,7 @@
 with another embedder of the same dimension (issue 23, the embedder identity): its dense and
 hybrid retrievals raise ``EmbedderMismatchError`` instead of ranking the other model's
 vectors with its own; lexical retrieval (no embedding) keeps serving; its writes are refused.
+Chroma, which has no lexical search, runs the dense half.
 
 Workers are real processes (``spawn``) answering commands over a pipe (``identity_workers``):
 each reply proves its command finished, so the order is structural, never timed. The stores
@@ -21,6 +22,7 @@ import pytest
 
 from pywrapai_graph import Document, VectorRetriever
 from pywrapai_graph.errors import EmbedderMismatchError
+from pywrapai_graph.ports.store_query import RetrievalMode
 from tests.integration.identity_workers import embedder, open_store, serve
 from tests.integration.pg_wire import StatementCounter
 from tests.integration.test_server_stores import name_for
@@ -88,9 +90,11 @@ def test_a_worker_notices_another_processes_embedder(
 ) -> None:
     where = _where(kind, tmp_path, request)
     a, b = Worker(kind, where), Worker(kind, where)
+    lexical = not kind.startswith("chroma")
+    embedded = ("dense", "hybrid") if lexical else ("dense",)  # the modes that embed
     try:
         a.ask("ingest", DOCS)
-        for mode in ("dense", "lexical", "hybrid"):  # a has checked (and would cache) its model
+        for mode in (*embedded, "lexical") if lexical else embedded:  # a checks its model
             for run in RUNS:
                 assert a.ask("retrieve", mode, QUERY, run)[0] == "d1", (mode, run)
         b.ask("use", "second")
@@ -98,14 +102,15 @@ def test_a_worker_notices_another_processes_embedder(
         b.ask("ingest", DOCS)  # another model of the same dimension fills the store
         assert b.ask("retrieve", "dense", QUERY, "sync")  # the new model's worker is served
         for run in RUNS:
-            for mode in ("dense", "hybrid"):
+            for mode in embedded:
                 reply = a.reply("retrieve", mode, QUERY, run)
                 assert _refused(reply) and "second-model" in reply[1], (mode, run, reply)
-            assert a.ask("retrieve", "lexical", QUERY, run)[0] == "d1"  # BM25: no embedder
+            if lexical:
+                assert a.ask("retrieve", "lexical", QUERY, run)[0] == "d1"  # BM25: no embedder
         assert _refused(a.reply("ingest", DOCS))  # writes were refused already
         a.ask("clear")  # a takes the store back: its model serves it again, nothing sticks
         a.ask("ingest", DOCS)
-        assert a.ask("retrieve", "hybrid", QUERY, "sync")[0] == "d1"
+        assert a.ask("retrieve", embedded[-1], QUERY, "sync")[0] == "d1"
         assert _refused(b.reply("retrieve", "dense", QUERY, "async"))
     finally:
         a.stop()
@@ -129,10 +134,11 @@ def test_one_process_stores_notice_another_embedder(kind: str, tmp_path: Path) -
     store = _one_process_store(kind, tmp_path)
     docs = [Document(text, id=doc_id) for doc_id, text in DOCS]
     try:
-        first = {m: VectorRetriever(embedder("first"), store, mode=m) for m in ("dense", "hybrid")}
-        lexical = VectorRetriever(embedder("first"), store, mode="lexical")
+        modes: tuple[RetrievalMode, ...] = ("dense", "hybrid") if store.lexical else ("dense",)
+        first = {m: VectorRetriever(embedder("first"), store, mode=m) for m in modes}
+        lexical = [VectorRetriever(embedder("first"), store, mode="lexical") for _ in modes[1:]]
         first["dense"].add_documents(docs)
-        for retriever in (*first.values(), lexical):
+        for retriever in (*first.values(), *lexical):
             assert retriever.retrieve(QUERY)[0].chunk.doc_id == "d1"
         store.clear()
         VectorRetriever(embedder("second"), store).add_documents(docs)
@@ -141,7 +147,7 @@ def test_one_process_stores_notice_another_embedder(kind: str, tmp_path: Path) -
                 retriever.retrieve(QUERY)
             with pytest.raises(EmbedderMismatchError, match="second-model"):
                 asyncio.run(retriever.aretrieve(QUERY))
-        assert lexical.retrieve(QUERY)[0].chunk.doc_id == "d1"
+        assert all(r.retrieve(QUERY)[0].chunk.doc_id == "d1" for r in lexical)
     finally:
         store.close()
 

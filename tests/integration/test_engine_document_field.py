@@ -1,10 +1,11 @@
-"""The document field of the engines' lexical search (Qdrant, Chroma; issue 27 item 1).
+"""The document field of the engines' lexical search (Qdrant; issue 27 item 1), and Chroma's
+refusal of lexical search (dense only since issue 34).
 
 A chunk of document D scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(D)``, D being the
 concatenation of its chunks, with document statistics the engine holds. Checked against the
 formula written out plainly (the contract's ``reference_bm25``): exactly after one write, closely
-(running length totals) after later ones; across processes on a Chroma server and the Qdrant
-server path, and on stores written before the field existed.
+(running length totals) after later ones; across processes on the Qdrant server path, and on
+stores written before the field existed.
 """
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._chroma_document import DOC_LEN, DOC_TERMS, DOC_TF
-from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK
 from pywrapai_graph.adapters.vectorstores._qdrant_points import DOCUMENT_SPARSE, SPARSE
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
+from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.lexical_search import (
     QUERIES,
@@ -59,16 +58,14 @@ def _assert_close(got: Ranking, want: Ranking) -> None:
             assert score == pytest.approx(reference[chunk_id], rel=0.05), (got, want)
 
 
-@pytest.fixture(params=["qdrant", "qdrant_server", "chroma"])
+@pytest.fixture(params=["qdrant", "qdrant_server"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseVectorStore]:
     made: BaseVectorStore
     if request.param == "qdrant":
         made = QdrantVectorStore("fielded")
-    elif request.param == "qdrant_server":  # the server path (REST), see qdrant_rest
+    else:  # the server path (REST), see qdrant_rest
         url = request.getfixturevalue("qdrant_rest_url")
         made = QdrantVectorStore(name_for(tmp_path, "f"), url=url)
-    else:
-        made = ChromaVectorStore(path=str(tmp_path / "chroma"), collection="fielded")
     yield made
     made.close()
 
@@ -135,9 +132,6 @@ def _embedded(chunk: Chunk, seed: int) -> Chunk:
 
 
 def _carriers(store: BaseVectorStore) -> int:
-    if isinstance(store, ChromaVectorStore):
-        carriers: Any = {DOC_LEN: {"$gt": 0}}
-        return len(store._collection.get(where=carriers, include=[])["ids"])
     assert isinstance(store, QdrantVectorStore)
     points, _ = store._client.scroll(store._collection, limit=1000, with_vectors=True)
     return sum(DOCUMENT_SPARSE in (p.vector or {}) for p in points)
@@ -171,31 +165,6 @@ def test_a_qdrant_folder_without_the_field_serves_chunk_scores(tmp_path: Path) -
         store.close()
 
 
-def _strip_fields(store: ChromaVectorStore) -> None:
-    """The collection as the previous release left it: no document field, lexical mark 1."""
-    ids = store._collection.get(include=[])["ids"]
-    gone: Any = [{DOC_TERMS: None, DOC_TF: None, DOC_LEN: None} for _ in ids]
-    store._collection.update(ids=ids, metadatas=gone)
-    store._collection.modify(metadata={LEXICAL_MARK: 1})
-
-
-def test_a_chroma_collection_without_the_field_is_upgraded_on_open(tmp_path: Path) -> None:
-    corpus = lexical_corpus(dim=8)
-    old = ChromaVectorStore(path=str(tmp_path / "c"), collection="docs")
-    old.add(corpus)
-    _strip_fields(old)
-    assert _carriers(old) == 0
-    old.close()
-    store = ChromaVectorStore(path=str(tmp_path / "c"), collection="docs")
-    try:
-        assert _carriers(store) == 6
-        for query in QUERIES:
-            _assert_close(_ranking(store, query), fielded_reference(corpus, query))
-        assert len(store) == len(corpus)
-    finally:
-        store.close()
-
-
 def test_a_server_collection_without_the_field_serves_chunk_scores_and_says_so(
     qdrant_rest_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -222,17 +191,11 @@ def test_a_server_collection_without_the_field_serves_chunk_scores_and_says_so(
 # ---------------------------------------------------------------------- other processes
 
 
-@pytest.mark.parametrize("kind", ["chroma_server", "qdrant_server"])
 def test_another_process_replacing_or_deleting_changes_document_statistics(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+    qdrant_rest_url: str, tmp_path: Path
 ) -> None:
-    name = name_for(tmp_path, "f")
-    if kind == "chroma_server":
-        url = request.getfixturevalue("chroma_url")
-        store: BaseVectorStore = ChromaVectorStore(url=url, collection=name)
-    else:
-        url = request.getfixturevalue("qdrant_rest_url")
-        store = QdrantVectorStore(name, url=url)
+    kind, url, name = "qdrant_server", qdrant_rest_url, name_for(tmp_path, "f")
+    store: BaseVectorStore = QdrantVectorStore(name, url=url)
     embedder = Embedder(provider="hashing")
     corpus = lexical_corpus()
     vectors = embedder.embed([c.text for c in corpus])
@@ -260,4 +223,24 @@ def test_another_process_replacing_or_deleting_changes_document_statistics(
         )
     finally:
         other.stop()
+        store.close()
+
+
+# ---------------------------------------------------------------------- Chroma: dense only
+
+
+def test_chroma_refuses_lexical_search_naming_the_stores_that_have_it(tmp_path: Path) -> None:
+    """chromadb serves no ranked text index outside Chroma Cloud: no document field, no
+    lexical search, and the refusal says where to go."""
+    store = ChromaVectorStore(path=str(tmp_path / "chroma"), collection="fielded")
+    try:
+        store.add(lexical_corpus(dim=8))
+        assert not store.lexical
+        for refused in (
+            lambda: store.lexical_search(QUERIES[0], 10),
+            lambda: store.lexical_scores(QUERIES[0], ["lex-000"]),
+        ):
+            with pytest.raises(UnsupportedOperationError, match=r"PostgreSQL.*SQLite, Qdrant"):
+                refused()
+    finally:
         store.close()

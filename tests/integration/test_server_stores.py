@@ -37,15 +37,11 @@ class TestPGVectorStore(VectorStoreContract):
 
 
 class TestChromaEmbedded(VersionedInterrupts, VectorStoreContract):
-    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
-
     def new_store(self, location: Path) -> BaseVectorStore:
         return ChromaVectorStore(path=str(location / "chroma"), collection="contract")
 
 
 class TestChromaServer(VersionedInterrupts, VectorStoreContract):
-    lexical_exact = False  # avgdl from running totals of written chunks (_sparse_terms)
-
     @pytest.fixture(autouse=True)
     def _server(self, chroma_url: str) -> None:
         self.url = chroma_url

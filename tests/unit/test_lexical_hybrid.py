@@ -175,7 +175,7 @@ def test_modes_are_checked_up_front() -> None:
     assert not store.lexical
     with pytest.raises(UnsupportedOperationError, match="has no lexical search"):
         store.lexical_search("x")
-    with pytest.raises(UnsupportedOperationError, match="needs lexical search"):
+    with pytest.raises(UnsupportedOperationError, match=r"mode='hybrid' needs.* SQLite, Qdrant"):
         VectorRetriever(FeatureHashingEmbedder(), store, mode="hybrid")
     VectorRetriever(FeatureHashingEmbedder(), store)  # dense works on any store
     for bad in ({"mode": "sparse"}, {"fusion": "max"}, {"k1": -1.0}, {"b": 2.0}, {"rrf_k": -1}):

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from pywrapai_graph import Chunk, InMemoryVectorStore, ScoredChunk
 from pywrapai_graph import VectorRetriever as Retriever
+from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, UnsupportedOperationError
 from pywrapai_graph.ports.identity_probe import report_identity
-from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.store_query import StoreQuery, StoreRetrieval
+from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
 from pywrapai_graph.testing.contracts.one_request import composed_retrieval
 
 
@@ -76,8 +79,14 @@ def test_the_identity_read_in_the_request_is_checked() -> None:
         retriever.retrieve("refunds")
 
 
+class _Composed(InMemoryVectorStore):
+    """An in-memory store without its one-pass ``retrieve``."""
+
+    _retrieve = StoreRetrieval._retrieve
+
+
 def test_a_store_without_it_refuses_and_is_composed() -> None:
-    store = InMemoryVectorStore()
+    store = _Composed()
     store.add(_corpus())
     assert not store.native_retrieval
     with pytest.raises(UnsupportedOperationError, match="one-request retrieval"):
@@ -93,3 +102,27 @@ def test_malformed_queries_are_refused() -> None:
     with pytest.raises((TypeError, ValueError)):
         store.retrieve(StoreQuery("dense", 2, None))
     assert store.asked == []
+
+
+@pytest.mark.parametrize("fusion", ["rescored", "rrf", "weighted"])
+def test_the_in_memory_one_pass_is_the_composed_retrieval(fusion: str) -> None:
+    """Through the retriever: one ``retrieve`` call on the in-memory store gives what the
+    retriever composes from the same store's parts (search, lexical_search, similarities,
+    lexical_scores), with and without a filter."""
+    embedder = FeatureHashingEmbedder(32)
+    chunks = [
+        Chunk(c.text, doc_id=c.doc_id, metadata=c.metadata, id=c.id, embedding=v)
+        for c, v in zip(
+            lexical_corpus(), embedder.embed([c.text for c in lexical_corpus()]), strict=True
+        )
+    ]
+    one, composed = InMemoryVectorStore(), _Composed()
+    for store in (one, composed):
+        store.add(chunks)
+    assert one.native_retrieval and not composed.native_retrieval
+    options: dict[str, Any] = {"mode": "hybrid", "fusion": fusion, "candidates": 7, "k": 5}
+    for query, where in ((QUERIES[0], None), (QUERIES[1], {"part": "even"})):
+        got = Retriever(embedder, one, **options).retrieve(query, filter=where)
+        want = Retriever(embedder, composed, **options).retrieve(query, filter=where)
+        assert [(h.chunk.id, h.score) for h in got] == [(h.chunk.id, h.score) for h in want]
+        assert got and all(h.chunk.metadata.get("part") == "even" for h in got if where)

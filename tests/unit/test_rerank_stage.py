@@ -224,7 +224,7 @@ def test_the_rerank_span_nests_in_the_retrieval_and_carries_its_cost(
         (
             "retrieval in_memory",
             [
-                ("search in_memory", []),
+                ("retrieve in_memory", []),  # the store's one-pass retrieval
                 ("rerank rerank-v3.5", []),
             ],
         )

@@ -131,7 +131,7 @@ def test_rag_chat_span_tree_and_attributes(otel: Telemetry) -> None:
             [
                 (
                     "retrieval in_memory",
-                    [("embeddings hashing-64", []), ("search in_memory", [])],
+                    [("embeddings hashing-64", []), ("retrieve in_memory", [])],
                 ),
                 ("chat gpt-4o-mini", []),
             ],
@@ -162,8 +162,8 @@ def test_rag_chat_span_tree_and_attributes(otel: Telemetry) -> None:
     assert embed["gen_ai.provider.name"] == "hashing"
     assert embed["gen_ai.usage.input_tokens"] > 0  # type: ignore[operator]
     assert embed["gen_ai.embeddings.dimension.count"] == 64
-    search = dict(otel.one("search in_memory").attributes or {})
-    assert search["db.system.name"] == "in_memory" and search["db.operation.name"] == "search"
+    search = dict(otel.one("retrieve in_memory").attributes or {})  # the one-pass retrieval
+    assert search["db.system.name"] == "in_memory" and search["db.operation.name"] == "retrieve"
     assert search["db.response.returned_rows"] == 2
     assert otel.one("chat gpt-4o-mini").kind.name == "CLIENT"
     # privacy by default: no question, answer or document text anywhere

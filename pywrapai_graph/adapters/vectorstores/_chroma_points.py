@@ -4,7 +4,7 @@ for Chroma's ``where`` filters, and the hits and stored copies read back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json
@@ -24,6 +24,7 @@ __all__ = [
     "chunk_of",
     "hit",
     "hits_of",
+    "ids_where",
     "paged_chunks",
     "pages",
     "stored_of",
@@ -97,6 +98,11 @@ def hits_of(result: QueryResult) -> list[list[Hit]]:
         ]
         for row in rows
     ]
+
+
+def ids_where(ids: Sequence[str]) -> Any:
+    """The ``where`` of the chunks (any version) with these chunk ids."""
+    return {ID_KEY: {"$in": list(ids)}}
 
 
 def where_filter(filter: MetadataFilter | None) -> Any:

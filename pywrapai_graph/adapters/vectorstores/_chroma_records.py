@@ -1,5 +1,6 @@
 """The records collection of a Chroma store (``<collection>.docs``): each document's versions
-and manifest, the embedder and the BM25 length totals, with a one-value vector each.
+and manifest, and the embedder, with a one-value vector each. (Collections written before
+Chroma became dense-only also hold ``e:lengths`` records of BM25 length totals: never read.)
 
 :class:`ChromaRecords` is the part of :class:`ChromaVectorStore` that reads and writes them,
 sync and (with a server) async.
@@ -12,7 +13,6 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
-from pywrapai_graph.adapters.vectorstores._sparse_terms import LengthTotals
 from pywrapai_graph.adapters.vectorstores._versioned import DocRecord
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports.identity_probe import report_identity
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["ChromaRecords"]
 
 _EMBEDDER = "e:embedder"
-_LENGTHS = "e:lengths"
-_DOCUMENT_LENGTHS = "e:document-lengths"
 T = TypeVar("T")
 
 
@@ -45,7 +43,7 @@ def _seen_records(got: Any) -> dict[str, DocRecord]:
 
 
 class ChromaRecords:
-    """Document records, the embedder and length totals in ``<collection>.docs``; the store
+    """Document records and the embedder in ``<collection>.docs``; the store
     sets ``_client``, ``_name`` and ``_docs_handle``."""
 
     _client: ClientAPI
@@ -125,17 +123,6 @@ class ChromaRecords:
 
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put(_EMBEDDER, {"embedder": identity.to_json(), "pending": ""})
-
-    def _length_totals(self, documents: bool = False) -> LengthTotals:
-        key = _DOCUMENT_LENGTHS if documents else _LENGTHS
-        with self._errors():
-            metas = self._docs.get(ids=[key], include=["metadatas"])["metadatas"] or []
-        got = metas[0] if metas else {}
-        return LengthTotals(int(got.get("tokens", 0) or 0), int(got.get("chunks", 0) or 0))
-
-    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
-        metadata = {"tokens": totals.tokens, "chunks": totals.chunks, "pending": ""}
-        self._put(_DOCUMENT_LENGTHS if documents else _LENGTHS, metadata)
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """:meth:`_records` of a search's hits, with the embedder record in the same request:

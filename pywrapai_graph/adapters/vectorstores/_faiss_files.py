@@ -93,6 +93,7 @@ class FaissFiles:
     _next_label: int
     _added: list[tuple[Labels, Matrix]]
     _compact_now: bool
+    _in_snapshot: bool = False  # this thread (holding _lock) is inside _snapshot
     _columns: MetadataColumns
     _capacity: int
     #: the lexical index: told each change (through ``_on_commit``) once its write commits,
@@ -455,6 +456,9 @@ class FaissFiles:
         vectors with another's rows.
         """
         with self._lock:
+            if self._in_snapshot:  # a read within a read (one retrieval's parts): the same
+                yield
+                return
             try:
                 for _ in range(10):
                     if self._stored_generation() != self._generation:
@@ -466,9 +470,11 @@ class FaissFiles:
                     self._meta.execute("COMMIT")
                 else:
                     raise VectorStoreError(f"{str(self._meta_path)!r} keeps changing; retry")
+                self._in_snapshot = True
                 try:
                     yield
                 finally:
+                    self._in_snapshot = False
                     self._meta.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise sqlite_failure(str(self._meta_path), exc) from exc

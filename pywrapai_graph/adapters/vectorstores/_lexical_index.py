@@ -41,17 +41,20 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pywrapai_graph.application.fusion import fuse, one_sided
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.filtered_search import checked_filter
 from pywrapai_graph.ports.store_inputs import matches_filter
+from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["LexicalIndex", "LexicalMirror", "LexicalSearch"]
+__all__ = ["InProcessRetrieval", "LexicalIndex", "LexicalMirror", "LexicalSearch"]
 
 Slots = npt.NDArray[np.intp]
 Floats = npt.NDArray[np.float64]
@@ -232,7 +235,12 @@ class LexicalIndex:
         b: float = 0.75,
     ) -> list[ScoredChunk]:
         """The ``k`` best chunks (only chunks sharing a term with the query)."""
-        slots, scores = self.scored(query, k1, b)
+        return self.top(*self.scored(query, k1, b), k, filter)
+
+    def top(
+        self, slots: Slots, scores: Floats, k: int, filter: Mapping[str, Any] | None
+    ) -> list[ScoredChunk]:
+        """The ``k`` best of :meth:`scored`'s chunks (those equal to ``filter``)."""
         if filter:
             keep = [matches_filter(self._chunk(s).metadata, filter) for s in slots.tolist()]
             slots, scores = slots[keep], scores[keep]
@@ -245,14 +253,18 @@ class LexicalIndex:
 
     def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
         """The score of each indexed chunk of ``ids`` that shares a term with ``query``."""
-        wanted = {self._field.slots[i]: i for i in ids if i in self._field.slots}
-        if not wanted:
+        return self.scores_in(*self.scored(query, k1, b), ids) if ids else {}
+
+    def scores_in(self, slots: Slots, scores: Floats, ids: Sequence[str]) -> dict[str, float]:
+        """:meth:`scores_of` from :meth:`scored`'s chunks (ascending slots) and scores."""
+        wanted = [(i, self._field.slots[i]) for i in ids if i in self._field.slots]
+        if not wanted or not slots.shape[0]:
             return {}
-        slots, scores = self.scored(query, k1, b)
+        at = np.minimum(np.searchsorted(slots, [s for _, s in wanted]), slots.shape[0] - 1)
         return {
-            wanted[s]: score
-            for s, score in zip(slots.tolist(), scores.tolist(), strict=True)
-            if s in wanted
+            chunk_id: float(scores[pos])
+            for (chunk_id, slot), pos in zip(wanted, at.tolist(), strict=True)
+            if slots[pos] == slot
         }
 
     def _chunk(self, slot: int) -> Chunk:
@@ -343,3 +355,62 @@ class LexicalSearch:
         with self._lock:
             self._before_lexical()
             return self._lexical.index().scores_of(query, ids, k1, b)
+
+
+class InProcessRetrieval(LexicalSearch):
+    """``retrieve`` answered in one pass over the store's own structures (in-memory, FAISS).
+
+    One read (:meth:`_reading`: the store's lock, and for FAISS one committed generation)
+    takes the dense candidates from the matrix, the lexical ones from the BM25 index (the
+    query scored once: its top and the dense candidates' missing scores both come from that
+    one score array), the lexical candidates' missing cosines from the matrix, and fuses them
+    with :mod:`pywrapai_graph.application.fusion`: the retrieval the retriever would compose
+    from ``search``, ``lexical_search``, ``similarities`` and ``lexical_scores``, exactly.
+    """
+
+    if TYPE_CHECKING:  # the store's
+
+        def search(
+            self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+        ) -> list[ScoredChunk]: ...
+
+        def _similarities(
+            self, query_vector: Sequence[float], ids: list[str]
+        ) -> dict[str, float]: ...
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        """Hold what one read of the store holds (by default its lock)."""
+        return self._lock
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        where = checked_filter(query.filter)
+        vector = [] if query.vector is None else list(query.vector)
+        with self._reading():
+            dense: list[ScoredChunk] = []
+            if query.mode != "lexical":
+                found = self.search(vector, query.depth, where)  # type-exact filter
+                dense = [h for h in found if h.score >= query.min_score]
+                if query.mode == "dense":
+                    return dense
+            self._before_lexical()
+            index = self._lexical.index()
+            slots, scores = index.scored(query.text or "", query.k1, query.b)
+            lexical = index.top(slots, scores, query.depth, where)
+            if query.mode == "lexical":
+                return lexical
+            cosines: dict[str, float] = {}
+            bm25: dict[str, float] = {}
+            if query.fusion == "rescored":
+                need_cosine, need_bm25 = one_sided(dense, lexical)
+                cosines = self._similarities(vector, need_cosine) if need_cosine else {}
+                bm25 = index.scores_in(slots, scores, need_bm25)
+        return fuse(
+            query.fusion,
+            dense,
+            lexical,
+            cosines,
+            bm25,
+            weights=query.weights,
+            rrf_k=query.rrf_k,
+            k=query.k,
+        )

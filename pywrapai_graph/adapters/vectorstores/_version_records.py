@@ -44,7 +44,7 @@ def next_ask(k: int, asked: int, hits: list[Hit], visible: int, available: int |
     """How many hits to ask the engine for next, or 0 when the visible ones are the answer.
 
     ``available`` bounds the request for engines that refuse to be asked for more results
-    than they hold (Chroma); None means unbounded.
+    than they hold; None means unbounded (chromadb 1.5.9 answers with what it holds).
     """
     if visible >= k or len(hits) < asked or asked == available:
         return 0

@@ -26,17 +26,13 @@ from pywrapai_graph.adapters.vectorstores._chroma_client import (
     folder_hold,
     let_go,
 )
-from pywrapai_graph.adapters.vectorstores._chroma_document import (
-    LEXICAL_VERSION,
-    ChromaDocumentField,
-)
 from pywrapai_graph.adapters.vectorstores._chroma_handle import FollowingHandle
-from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK, bm25_top, ids_where
 from pywrapai_graph.adapters.vectorstores._chroma_points import (
     DOC,
     HITS,
-    hit,
+    chunk_metadata,
     hits_of,
+    ids_where,
     paged_chunks,
     stored_of,
     where_filter,
@@ -55,11 +51,14 @@ from pywrapai_graph.adapters.vectorstores._vector_batches import (
     prepare_batch,
 )
 from pywrapai_graph.adapters.vectorstores._versioned import (
+    ID_KEY,
+    VERSION_KEY,
     Hit,
     StoredChunk,
+    VersionedDocuments,
     engine_id,
 )
-from pywrapai_graph.domain import Chunk
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -70,6 +69,8 @@ from pywrapai_graph.errors import (
 )
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.vector_store import lexical_refusal
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
@@ -101,15 +102,18 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
-class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
+class ChromaVectorStore(ChromaRecords, VersionedDocuments):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
     telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
     ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
     nothing through versions and records kept in a second collection, ``<collection>.docs``
-    (see ``_versioned``). Lexical search is answered from terms stored with each chunk
-    (see ``_chroma_lexical``: chromadb 1.5.9 serves no sparse index outside Chroma Cloud).
+    (see ``_versioned``). Dense only: chromadb 1.5.9 serves no ranked text index outside
+    Chroma Cloud (a sparse index is refused, ``search()`` is not implemented locally), so
+    ``lexical`` is False and lexical or hybrid retrieval raise
+    :class:`UnsupportedOperationError`. A retrieval is one ``query`` of the chunks and one
+    read of their documents' records (their committed versions and the embedder).
 
     Embedded mode is one process at a time: Chroma's ``PersistentClient`` loads the folder
     once and never sees another process's writes, so the first store of a process holds the
@@ -198,7 +202,6 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
             self._dim = self._engine_dimension()
             if self._file_lock is not None:  # only here can no other writer be mid-write
                 self._recover()
-            self._upgrade_lexical()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -311,7 +314,10 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         if not batch.ids:
             return
-        metadatas, plan = self._chunk_metadatas(batch, versions)
+        metadatas: list[Any] = [
+            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v}
+            for c, v in zip(batch.chunks, versions, strict=True)
+        ]
         ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
         self._check_room(batch)
         with self._errors():
@@ -324,8 +330,6 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
                     documents=[c.text for c in batch.chunks[start:end]],
                     metadatas=metadatas[start:end],
                 )
-        if plan.clear:
-            self._put_fields([(g, None) for g in plan.clear])
         self._dim = int(batch.vectors.shape[1])
 
     def _check_room(self, batch: PreparedBatch) -> None:
@@ -364,30 +368,19 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return where_filter(filter)
 
-    def _ids_selector(self, ids: Sequence[str]) -> Any:
-        return ids_where(ids)
-
-    def _available(self) -> int | None:
-        with self._errors():
-            return int(self._collection.count())  # Chroma refuses n_results above it
-
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        # chromadb 1.5.9 answers an n_results above the collection's count with what it
+        # holds, so no count is asked first (``_available`` stays None)
         return self._query_many([query], n, selector)[0]
 
-    def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
-        avgdl = self._length_totals().avgdl
-        with self._errors():
-            top = bm25_top(self._collection, query, n, selector, avgdl, k1, b)
-            if not top:
-                return []
-            got = self._collection.get(ids=[i for i, _ in top], include=["documents", "metadatas"])
-        rows = {
-            i: (text, meta)
-            for i, text, meta in zip(
-                got["ids"], got.get("documents") or [], got.get("metadatas") or [], strict=True
-            )
-        }
-        return [hit(i, *rows[i], score) for i, score in top if i in rows]
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Dense retrieval: :meth:`search` (the ``query`` and one records read)."""
+        hits = self.search(_vector(query), query.k, query.filter)
+        return [h for h in hits if h.score >= query.min_score]
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        hits = await self.asearch(_vector(query), query.k, query.filter)
+        return [h for h in hits if h.score >= query.min_score]
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` request for every query (rows of one float32 matrix)."""
@@ -423,9 +416,6 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
                 await offload((self._docs_handle if docs else self._chunks_handle).refetch)
                 return await call(await self._acollection(docs))
 
-    async def _aavailable(self) -> int | None:
-        return int(await self._acall(lambda c: c.count()))
-
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
@@ -440,7 +430,7 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
         if filter or not self._native_async:
             return await super()._acount(filter)
-        return int(await self._aavailable() or 0)
+        return int(await self._acall(lambda c: c.count()))
 
     async def aclose(self) -> None:
         """Close this loop's async client (server mode)."""
@@ -465,7 +455,6 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
             self._client.delete_collection(self._docs_name)
             self._chunks_handle.refetch()
             self._docs_handle.refetch()
-            self._collection.modify(metadata={LEXICAL_MARK: LEXICAL_VERSION})
             self._dim = None
 
     def __len__(self) -> int:
@@ -480,3 +469,10 @@ class ChromaVectorStore(ChromaRecords, ChromaDocumentField):
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
+
+
+def _vector(query: StoreQuery) -> Sequence[float]:
+    """The query vector of a dense retrieval (lexical and hybrid are refused)."""
+    if query.mode != "dense" or query.vector is None:
+        raise lexical_refusal("ChromaVectorStore", f"{query.mode} retrieval")
+    return query.vector

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores._faiss_files import FaissFiles, Labels
 from pywrapai_graph.adapters.vectorstores._identity_copy import IdentityCopy
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._lexical_index import InProcessRetrieval, LexicalMirror
 from pywrapai_graph.adapters.vectorstores._local_files import (
     WriteLock,
     rows_in,
@@ -57,7 +58,7 @@ __all__ = ["FAISSVectorStore"]
 COMPACT_BYTES = 256 * 2**20
 
 
-class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
+class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
@@ -235,6 +236,9 @@ class FAISSVectorStore(LexicalSearch, MatrixBulkStore, FaissFiles):
     def _before_lexical(self) -> None:
         with self._snapshot():  # reloads (and so resets the lexical index) after another writer
             pass
+
+    def _reading(self) -> AbstractContextManager[None]:
+        return self._snapshot()  # one generation for the whole retrieval
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._lock:

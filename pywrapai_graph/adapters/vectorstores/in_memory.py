@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex, ExactSearch, Hits
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalMirror, LexicalSearch
+from pywrapai_graph.adapters.vectorstores._lexical_index import InProcessRetrieval, LexicalMirror
 from pywrapai_graph.adapters.vectorstores._matrix_bulk_store import MatrixBulkStore
 from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix, prepare_batch
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -18,7 +18,7 @@ from pywrapai_graph.ports.vector_store import check_embedder
 __all__ = ["InMemoryVectorStore"]
 
 
-class InMemoryVectorStore(LexicalSearch, ExactSearch, MatrixBulkStore):
+class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
     """Keeps vectors in process memory; thread-safe; good to ~100k chunks per GB of RAM at 1536d.
 
     Args:
