@@ -44,9 +44,10 @@ from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.identity_probe import identity_probe
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.reranker import Reranker
+from pywrapai_graph.ports.store_inputs import lexical_refusal
 from pywrapai_graph.ports.store_query import Fusion, RetrievalMode, StoreQuery
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
-from pywrapai_graph.ports.vector_store import check_embedder, lexical_refusal
+from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["Fusion", "ProgressCallback", "RetrievalMode", "VectorRetriever"]
 

@@ -10,9 +10,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
 from pywrapai_graph.application.significance import DEFAULT_ROUNDS, DEFAULT_SEED
+from pywrapai_graph.composition.backends import backend_entry
 from pywrapai_graph.composition.eval_settings import EVAL_AXES, EvalSetting, eval_settings
 from pywrapai_graph.composition.factories import make_reranker, make_retriever
 from pywrapai_graph.errors import ConfigurationError, InvalidStateError
+from pywrapai_graph.ports.vector_store import lexical_refusal
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.sources.beir import BeirCollection
@@ -275,6 +277,10 @@ def run_eval(container: ObjectGraph, args: argparse.Namespace, out: TextIO, err:
             "eval --reuse-store searches the one configured store: name one folder, or drop "
             "--reuse-store to ingest each folder into a fresh store"
         )
+    backend = container.settings().store.backend
+    lexical = [s.name for s in settings if s.settings.retriever.mode != "dense"]
+    if args.reuse_store and lexical and not backend_entry(backend).lexical:
+        raise lexical_refusal(f"store.backend {backend!r}", f"eval --reuse-store {lexical[0]}")
     collections = [load_beir(folder) for folder in args.folder]  # all readable before any work
     embedder = container.embedder()
     results = [

@@ -37,7 +37,7 @@ from pywrapai_graph.composition.providers import (
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
-from pywrapai_graph.ports.vector_store import lexical_refusal
+from pywrapai_graph.ports.store_inputs import lexical_refusal
 from pywrapai_graph.redaction import redact
 
 __all__ = [

@@ -22,9 +22,14 @@ from typing import Any
 
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.checks import check_unicode
-from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    UnsupportedOperationError,
+)
 
 __all__ = [
+    "LEXICAL_BACKENDS",
     "MAX_K",
     "canonical_json",
     "check_bm25",
@@ -39,6 +44,7 @@ __all__ = [
     "check_query_vector",
     "check_score_ids",
     "checked_chunks",
+    "lexical_refusal",
     "matches_filter",
     "same_value",
 ]
@@ -290,3 +296,16 @@ def canonical_json(value: Any) -> str:
     """One text per JSON value under :func:`same_value`, for engines that can only match
     strings (equal values, and only those, give equal texts)."""
     return json.dumps(_canonical(value), ensure_ascii=False, separators=(",", ":"))
+
+
+#: The built-in stores with lexical (BM25) search, and so lexical and hybrid retrieval.
+LEXICAL_BACKENDS = "PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS"
+
+
+def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
+    """The error of ``asked`` (``lexical_search``, ``mode='hybrid'``...) on ``store``, a
+    store without lexical search: it names the built-in stores that have one."""
+    return UnsupportedOperationError(
+        f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
+        f"run on the {LEXICAL_BACKENDS} stores; use one of them, or mode='dense'"
+    )

@@ -27,6 +27,7 @@ from pywrapai_graph.ports.store_inputs import (
     check_query_text,
     check_query_vector,
     checked_chunks,
+    lexical_refusal,
 )
 from pywrapai_graph.ports.store_query import StoreRetrieval
 from pywrapai_graph.ports.store_rescoring import StoreRescoring
@@ -39,21 +40,7 @@ __all__ = [
     "check_embedder",
     "check_ids",
     "check_vectors",
-    "lexical_refusal",
 ]
-
-#: The built-in stores with lexical (BM25) search, and so lexical and hybrid retrieval.
-LEXICAL_BACKENDS = "PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS"
-
-
-def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
-    """The error of ``asked`` (``lexical_search``, ``mode='hybrid'``...) on ``store``, a
-    store without lexical search: it names the built-in stores that have one."""
-    return UnsupportedOperationError(
-        f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
-        f"run on the {LEXICAL_BACKENDS} stores; use one of them, or mode='dense'"
-    )
-
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]

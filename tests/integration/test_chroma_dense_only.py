@@ -6,7 +6,9 @@ store is built — and a dense retrieval is one ``query`` plus one records read 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from pywrapai_graph import ChromaVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
+from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.errors import UnsupportedOperationError
@@ -158,3 +161,17 @@ def test_a_dense_retrieval_is_a_query_and_one_records_read_on_the_wire(
     assert retriever.retrieve("shock", filter=part) == []
     assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "get", "query"]
     store.close()
+
+
+def test_eval_over_the_configured_chroma_store_refuses_hybrid_before_opening_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYWRAPAI_EMBEDDER__PROVIDER", "hashing")
+    (tmp_path / "pywrapai.yaml").write_text("store:\n  backend: chroma\n")
+    folder = str(tmp_path / "never-read")  # the settings are refused before any folder
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["eval", folder, "--reuse-store", "--mode", "dense,hybrid"], out, err) == 2
+    assert "eval --reuse-store hybrid" in err.getvalue()
+    assert re.search(NAMES_THE_OTHERS, err.getvalue()) and out.getvalue() == ""
+    assert not (tmp_path / ".pywrapai" / "chroma").exists()  # the store was never opened

@@ -69,8 +69,8 @@ from pywrapai_graph.errors import (
 )
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_inputs import lexical_refusal
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.ports.vector_store import lexical_refusal
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
