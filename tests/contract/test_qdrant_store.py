@@ -28,6 +28,7 @@ from tests.interrupted import VersionedInterrupts
 class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
@@ -36,6 +37,7 @@ class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
 class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,7 +25,9 @@ from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, 
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     DOCUMENT_SPARSE,
     FIELDS,
+    CARRIER,
     SPARSE,
+    TERMS,
     chunk_of,
     hits_of,
     metadata_fields,
@@ -33,8 +36,8 @@ from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     stored_of,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores._qdrant_records import QdrantRecords
-from pywrapai_graph.adapters.vectorstores._sparse_terms import check_fixed_bm25, query_indices
+from pywrapai_graph.adapters.vectorstores._qdrant_records import FIELDS_MARK, QdrantRecords
+from pywrapai_graph.adapters.vectorstores._sparse_terms import query_indices
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
@@ -45,7 +48,8 @@ from pywrapai_graph.adapters.vectorstores._versioned import (
     StoredChunk,
     engine_id,
 )
-from pywrapai_graph.domain import Chunk
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import (
     InvalidArgumentError,
     InvalidStateError,
@@ -53,6 +57,9 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.sync_async import adrive
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
@@ -61,6 +68,26 @@ if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store
 __all__ = ["QdrantVectorStore"]
 
 _UPSERT_BATCH = 512
+#: chunks each field's prefetch ranks for a lexical query, at least (the formula adds the
+#: two scores of the chunks either ranks; a chunk one misses gets 0 there)
+_SHORTLIST = 1000
+#: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
+_TIES = 2
+_log = logging.getLogger(__name__)
+
+#: what a collection of the carrier-point release says (once per store) until it is migrated
+NOT_MIGRATED = (
+    "Qdrant collection %r holds its document field on one point per document (an earlier "
+    "release): its lexical scores are those of chunks alone until `pywrapai-graph store "
+    "migrate` writes every chunk's field (one pass, no re-embedding)"
+)
+
+
+def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
+    """The ``n`` best of a reply, chunks tied in score by chunk id (as ``application.fusion``
+    and the other stores cut ties), from a reply of up to ``_TIES · n``."""
+    hits = hits_of(points, cosine=query.mode == "dense")
+    return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]
 
 
 class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
@@ -71,8 +98,8 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
             Qdrant's own engine in this process (Qdrant Edge, see ``_qdrant_edge``), one
             store per folder at a time (:meth:`close` lets it go). A folder of an earlier
-            release (qdrant-client's local mode) is moved onto it once, on open
-            (``_qdrant_migrate``).
+            release (qdrant-client's local mode) is refused until ``pywrapai-graph store
+            migrate`` moves it onto Edge (``_qdrant_folder``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
@@ -86,9 +113,11 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
     ``search_many`` is one batch query, with one record lookup for the batch.
 
     Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
-    terms' BM25 weights (k1 1.2, b 0.75, see ``_sparse_terms``) and the collection applies
-    its IDF modifier, so document frequencies are the engine's at query time. One point per
-    document also carries ``pywrapai_bm25_doc``, its document's (see ``_qdrant_document``).
+    own and its document's BM25 term weights (k1 1.2, b 0.75, see ``_qdrant_document``) and
+    the collection applies its IDF modifier, so document frequencies are the engine's at
+    query time. :meth:`retrieve` is one ``query_points``: dense, lexical, or both as
+    prefetches fused by the engine (``rrf``: Qdrant's weighted RRF; ``rescored`` and
+    ``weighted``: its DBSF).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
@@ -120,7 +149,9 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         #: the collection has the sparse vector of lexical search (created by this version)
         self._sparse = False
         #: ... and the sparse vector of the document field
-        self._doc_field = False
+        self._doc_vector = False
+        #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
+        self._legacy = False
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
@@ -199,7 +230,11 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
             return None
         info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
-        self._sparse, self._doc_field = SPARSE in sparse, DOCUMENT_SPARSE in sparse
+        self._sparse, self._doc_vector = SPARSE in sparse, DOCUMENT_SPARSE in sparse
+        if self._doc_vector and not self._legacy:
+            self._legacy = not self._record_points([FIELDS_MARK])
+            if self._legacy:
+                _log.warning(NOT_MIGRATED, self._collection)
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -210,6 +245,7 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
 
     def _create(self, dim: int) -> None:
         m = self._models
+        self._put_point(FIELDS_MARK, {"kind": "fields"})  # before: no one sees it unmarked
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
@@ -227,7 +263,8 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
-        self._sparse = self._doc_field = True
+        self._sparse = self._doc_vector = True
+        self._legacy = self._legacy and not made
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -295,9 +332,10 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
                         "metadata": dict(c.metadata),
                         "version": version,
                         FIELDS: metadata_fields(c.metadata),
+                        **fields,
                     },
                 )
-                for c, v, version in zip(
+                for c, (v, fields), version in zip(
                     batch.chunks,
                     self._vectors(batch.chunks, versions, batch.vectors.tolist()),
                     versions,
@@ -340,18 +378,115 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
     def _ids_selector(self, ids: Sequence[str]) -> Any:
         return ids_filter(ids)
 
-    def _check_lexical(self, k1: float, b: float) -> None:
-        check_fixed_bm25(k1, b, "Qdrant")
+    # ------------------------------------------------------------------ one request
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
-    def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
-        if not query_indices(query):
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """One ``query_points`` (asked again, deeper, only while chunks of uncommitted
+        versions took places)."""
+        with self._lock:
+            selector = self._ready(query)
+            if selector is False:
+                return []
+            return self._search_visible(
+                lambda n: self._ranked(query, n, selector), query.k, self._available()
+            )
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        if not self._native_async:
+            return await offload(self._retrieve, query)
+        selector = self._ready(query)
+        if selector is False:
             return []
-        with self._errors():
-            if not self._sparse:
-                self._dim = self._existing_dimension()  # another process may have re-created it
+
+        async def read(asked: tuple[Any, ...]) -> Any:
+            if asked[0] != "query":
+                return await self._aread(asked)
+            with self._errors():
+                got = await self._aclient().query_points(
+                    self._collection, **self._request(query, asked[2], selector)
+                )
+            return _hits(query, got.points, asked[2])
+
+        return await adrive(self._visible_top(query.k, await self._aavailable()), read)
+
+    def _ready(self, query: StoreQuery) -> Any:
+        """The engine filter of ``query`` (False: nothing to rank)."""
+        if query.mode != "dense":
+            self._check_lexical(query.k1, query.b)
+        if self._known_dim() is None:
+            return False
+        if query.mode == "lexical":
+            if not query_indices(query.text or ""):
+                return False
+            with self._errors():
+                if not self._sparse:  # another process may have re-created the collection
+                    self._dim = self._existing_dimension()
             if not self._sparse:
                 raise InvalidStateError(UPGRADE_NEEDED.format(name=self._collection))
-        return hits_of(self._sparse_query(SPARSE, query, n, selector, True), cosine=False)
+        return self._selector(query.filter)
+
+    def _ranked(self, query: StoreQuery, n: int, selector: Any) -> list[Hit]:
+        with self._errors():
+            got = self._client.query_points(
+                self._collection, **self._request(query, n, selector)
+            )
+        return _hits(query, got.points, n)
+
+    def _request(self, query: StoreQuery, n: int, selector: Any) -> dict[str, Any]:
+        """``query_points``' arguments for the ``n`` best hits of ``query``."""
+        m = self._models
+        threshold = query.min_score if query.min_score > -1.0 else None
+        dense = {"query": list(query.vector or []), "score_threshold": threshold}
+        asked = {"limit": _TIES * n, "query_filter": selector, "with_payload": True}
+        if query.mode == "dense":
+            return {**dense, **asked}
+        indices = query_indices(query.text or "") if self._sparse else []
+        if query.mode == "lexical":
+            side = self._lexical(indices, n, selector)
+            return {"query": side.query, "using": side.using, "prefetch": side.prefetch, **asked}
+        depth = max(query.depth, n)
+        sides = [m.Prefetch(limit=depth, filter=selector, **dense)]
+        if indices:
+            sides.append(self._lexical(indices, depth, selector))
+        if query.fusion == "rrf":
+            weights = list(query.weights[: len(sides)])
+            # Qdrant counts ranks from 0: k + 1 gives application.fusion's sum
+            fused = m.RrfQuery(rrf=m.Rrf(k=query.rrf_k + 1, weights=weights))
+        else:
+            fused = m.FusionQuery(fusion=m.Fusion.DBSF)
+        return {"query": fused, "prefetch": sides, **asked}
+
+    def _lexical(self, indices: list[int], n: int, selector: Any) -> Any:
+        """The lexical side, as a prefetch of its ``n`` best chunks: a formula adding the
+        chunk's BM25 and ``DOCUMENT_WEIGHT`` times its document's (IDF over the carriers),
+        over the best chunks of each (see ``_qdrant_document``); the chunk's alone in a
+        collection without the document field."""
+        m = self._models
+        terms = m.SparseVector(indices=indices, values=[1.0] * len(indices))
+        if not self._doc_vector or self._legacy:
+            return m.Prefetch(query=terms, using=SPARSE, limit=n, filter=selector)
+        held = m.FieldCondition(key=TERMS, match=m.MatchAny(any=indices))
+        carriers = m.FieldCondition(key=CARRIER, match=m.MatchValue(value=True))
+        wide = max(n, _SHORTLIST)
+        sides = [
+            m.Prefetch(query=terms, using=SPARSE, limit=wide, filter=selector),
+            m.Prefetch(
+                query=terms,
+                using=DOCUMENT_SPARSE,
+                limit=wide,
+                filter=m.Filter(must=[held] if selector is None else [selector, held]),
+                params=m.SearchParams(idf=m.IdfCorpusParams(corpus=m.Filter(must=[carriers]))),
+            ),
+        ]
+        formula = m.SumExpression(
+            sum=["$score[0]", m.MultExpression(mult=[float(DOCUMENT_WEIGHT), "$score[1]"])]
+        )
+        fielded = m.FormulaQuery(formula=formula, defaults={"$score[0]": 0.0, "$score[1]": 0.0})
+        return m.Prefetch(prefetch=sides, query=fielded, limit=n, filter=selector)
 
     def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
         m = self._models
@@ -420,6 +555,21 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         return int(
             self._client.count(self._collection, count_filter=selector_filter, exact=True).count
         )
+
+    def migrate(self) -> int:
+        """Write every chunk's lexical field as this release does, in a collection made by
+        the carrier-point release (``pywrapai-graph store migrate``; no re-embedding).
+
+        Returns:
+            How many document versions were rewritten (0: nothing to migrate).
+        """
+        with self._writing():
+            if self._known_dim() is None or not self._legacy:
+                return 0
+            done = self._migrate_fields()
+            self._put_point(FIELDS_MARK, {"kind": "fields"})
+            self._legacy = False
+            return done
 
     def _delete(self, ids: list[str]) -> int:
         if not ids:
