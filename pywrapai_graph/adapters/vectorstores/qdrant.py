@@ -19,7 +19,11 @@ from pywrapai_graph.adapters.vectorstores._qdrant_document import (
     QdrantDocumentField,
 )
 from pywrapai_graph.adapters.vectorstores._qdrant_edge import EdgeFolder
-from pywrapai_graph.adapters.vectorstores._qdrant_folder import local_location, open_folder
+from pywrapai_graph.adapters.vectorstores._qdrant_folder import (
+    local_location,
+    migrate_folder,
+    open_folder,
+)
 from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
 from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, index_chunk_ids
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
@@ -65,7 +69,7 @@ from pywrapai_graph.redaction import redact, scrubbed
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["QdrantVectorStore"]
+__all__ = ["QdrantVectorStore", "migrate_folder"]
 
 _UPSERT_BATCH = 512
 #: chunks each field's prefetch ranks for a lexical query, at least (the formula adds the
@@ -74,6 +78,14 @@ _SHORTLIST = 1000
 #: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
 _TIES = 2
 _log = logging.getLogger(__name__)
+
+#: what a collection from before the document field says (once per store)
+NO_DOCUMENT_FIELD = (
+    "Qdrant collection %r was created before lexical search had a document field (Qdrant "
+    "cannot add its sparse vector to a collection): its lexical scores are those of chunks "
+    "alone. To rank chunks of long documents better, re-create it (`pywrapai-graph store "
+    "clear --yes`, then ingest again)."
+)
 
 #: what a collection of the carrier-point release says (once per store) until it is migrated
 NOT_MIGRATED = (
@@ -152,6 +164,7 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         self._doc_vector = False
         #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
         self._legacy = False
+        self._warned = False  # NO_DOCUMENT_FIELD was said
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
@@ -427,6 +440,9 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
                     self._dim = self._existing_dimension()
             if not self._sparse:
                 raise InvalidStateError(UPGRADE_NEEDED.format(name=self._collection))
+        if query.mode != "dense" and not self._doc_vector and not self._warned:
+            self._warned = True
+            _log.warning(NO_DOCUMENT_FIELD, self._collection)
         return self._selector(query.filter)
 
     def _ranked(self, query: StoreQuery, n: int, selector: Any) -> list[Hit]:
