@@ -19,8 +19,8 @@ import pytest
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
 from pywrapai_graph.adapters.vectorstores._versioned import Hit
-from pywrapai_graph.composition.cli import main
 from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidStateError,

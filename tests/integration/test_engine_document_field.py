@@ -23,8 +23,12 @@ import pytest
 from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores._chroma_document import DOC_LEN, DOC_TERMS, DOC_TF
 from pywrapai_graph.adapters.vectorstores._chroma_lexical import LEXICAL_MARK
-from pywrapai_graph.adapters.vectorstores._qdrant_points import CARRIER, DOCUMENT_SPARSE, SPARSE
-from pywrapai_graph.adapters.vectorstores._qdrant_points import point_id
+from pywrapai_graph.adapters.vectorstores._qdrant_points import (
+    CARRIER,
+    DOCUMENT_SPARSE,
+    SPARSE,
+    point_id,
+)
 from pywrapai_graph.adapters.vectorstores._qdrant_records import FIELDS_MARK
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk

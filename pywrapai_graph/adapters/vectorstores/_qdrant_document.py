@@ -40,7 +40,7 @@ from pywrapai_graph.adapters.vectorstores._sparse_terms import (
 )
 from pywrapai_graph.adapters.vectorstores._version_records import engine_id
 from pywrapai_graph.adapters.vectorstores._versioned import VersionedDocuments
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
+from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 
 if TYPE_CHECKING:

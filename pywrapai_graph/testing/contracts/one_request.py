@@ -95,7 +95,9 @@ class OneRequestContract:
     #: hybrid fusions the engine computes its own way (checked by :func:`_fused_well`)
     engine_fusions: ClassVar[frozenset[str]] = frozenset()
 
-    def _check_retrieved(self, got: list[ScoredChunk], store: BaseVectorStore, asked: StoreQuery) -> None:
+    def _check_retrieved(
+        self, got: list[ScoredChunk], store: BaseVectorStore, asked: StoreQuery
+    ) -> None:
         if asked.mode == "hybrid" and asked.fusion in self.engine_fusions:
             _fused_well(got, store, asked)
         else:
