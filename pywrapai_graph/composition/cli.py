@@ -350,7 +350,10 @@ def _migrate(container: ObjectGraph, out: TextIO) -> int:
             out.write(f"moved onto Qdrant Edge: {where}\n")
     with container.vector_store() as store:
         migrate = getattr(store, "migrate", None)
-        rewritten = migrate() if callable(migrate) else 0
+        if not callable(migrate):
+            out.write(f"nothing to migrate for the {settings.store.backend} backend\n")
+            return 0
+        rewritten = migrate()
     out.write(f"migrated: {rewritten} document{'' if rewritten == 1 else 's'} rewritten\n")
     return 0
 
