@@ -100,17 +100,19 @@ class QdrantDocumentField(VersionedDocuments):
         return {"indices": indices, "values": values} if indices else {}
 
     def _fielded(
-        self, texts: Sequence[str], groups: Sequence[_Group], documents: dict[_Group, Counter[str]]
+        self, texts: Sequence[str], groups: Sequence[_Group]
     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Each chunk text's sparse vectors and payload fields (the first text of a group
-        is its carrier)."""
+        """Each chunk text's sparse vectors and payload fields, the texts of each document
+        version in its order (its first is its carrier)."""
         m = self._models
+        grouped: dict[_Group, list[str]] = {}
+        for text, group in zip(texts, groups, strict=True):
+            grouped.setdefault(group, []).append(text)
+        documents = [(g, document_counts(t)) for g, t in grouped.items()]
         terms = [Counter(analyze(text)) for text in texts]
         avgdl = self._add_lengths([sum(t.values()) for t in terms])
-        document_avgdl = self._add_lengths(
-            [sum(d.values()) for d in documents.values()], documents=True
-        )
-        fields = {g: self._weights_of(d, document_avgdl) for g, d in documents.items()}
+        document_avgdl = self._add_lengths([sum(d.values()) for _, d in documents], True)
+        fields = {g: self._weights_of(d, document_avgdl) for g, d in documents}
         seen: set[_Group] = set()
         out = []
         for text, counts, group in zip(texts, terms, groups, strict=True):
@@ -129,43 +131,32 @@ class QdrantDocumentField(VersionedDocuments):
         version stored before get theirs again."""
         if not self._sparse:  # a server collection from before lexical search was Qdrant's
             return [(vector, {}) for vector in dense]
-        groups = [(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)]
+        groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
+        fields = self._rewrite(groups, chunks, versions)
+        return [
+            ({"": vector, **sparse}, payload)
+            for vector, (sparse, payload) in zip(dense, fields, strict=True)
+        ]
+
+    def _rewrite(
+        self, groups: Sequence[_Group], chunks: Sequence[Chunk] = (), versions: Sequence[str] = ()
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Write the lexical fields of these document versions' stored chunks again (those
+        of ``chunks``, about to be written, are left out); returns ``chunks``' fields."""
         written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
         stored = [
             p
-            for g, points in self._group_points(sorted(set(groups))).items()
+            for g, points in self._group_points(groups).items()
             for p in points
             if engine_id(chunk_of(p.payload).id, g[1]) not in written
         ]
-        fields = self._fields_of(
+        fields = self._fielded(
             [chunk_of(p.payload).text for p in stored] + [c.text for c in chunks],
-            [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored] + groups,
+            [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored]
+            + [(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)],
         )
         self._put_fields(stored, fields[: len(stored)])
-        return [
-            ({"": vector, **sparse}, payload)
-            for vector, (sparse, payload) in zip(dense, fields[len(stored) :], strict=True)
-        ]
-
-    def _fields_of(
-        self, texts: Sequence[str], groups: Sequence[_Group]
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """:meth:`_fielded` of chunk texts in their documents' order."""
-        grouped: dict[_Group, list[str]] = {}
-        for text, group in zip(texts, groups, strict=True):
-            grouped.setdefault(group, []).append(text)
-        documents = {g: document_counts(t) for g, t in grouped.items()}
-        return self._fielded(texts, groups, documents)
-
-    def _rewrite(self, groups: Sequence[_Group]) -> None:
-        """Write the lexical fields of these document versions' chunks again."""
-        stored = [p for points in self._group_points(groups).values() for p in points]
-        if stored:
-            fields = self._fields_of(
-                [chunk_of(p.payload).text for p in stored],
-                [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored],
-            )
-            self._put_fields(stored, fields)
+        return fields[len(stored) :]
 
     def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """``delete``, and the fields of the documents that lost chunks written again."""
