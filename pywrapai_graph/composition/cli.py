@@ -212,6 +212,16 @@ def _parser() -> argparse.ArgumentParser:
             "Other backends have nothing to compact: the command says so and exits 0."
         ),
     )
+    store_sub.add_parser(
+        "migrate",
+        help="bring a store written by an earlier release up to this one",
+        description=(
+            "Upgrade the store in place, once: a Qdrant folder of qdrant-client's local mode "
+            "moves onto Qdrant Edge, and a Qdrant collection whose document field sits on one "
+            "point per document gets it on every chunk (no re-embedding). Other stores need "
+            "nothing: the command says so and exits 0."
+        ),
+    )
     add_schema_parsers(store_sub)
     return parser
 
@@ -330,6 +340,24 @@ def _compact(container: ObjectGraph, out: TextIO) -> int:
     return 0
 
 
+def _migrate(container: ObjectGraph, out: TextIO) -> int:
+    settings = container.settings()
+    if settings.store.backend == "qdrant" and settings.store.url is None:
+        from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+
+        where = settings.store.location()
+        if where != ":memory:" and migrate_folder(Path(where)):
+            out.write(f"moved onto Qdrant Edge: {where}\n")
+    with container.vector_store() as store:
+        migrate = getattr(store, "migrate", None)
+        if not callable(migrate):
+            out.write(f"nothing to migrate for the {settings.store.backend} backend\n")
+            return 0
+        rewritten = migrate()
+    out.write(f"migrated: {rewritten} document{'' if rewritten == 1 else 's'} rewritten\n")
+    return 0
+
+
 def _stats(container: ObjectGraph, out: TextIO) -> int:
     settings = container.settings()
     with container.vector_store() as store:
@@ -399,6 +427,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "clear": lambda: _clear(container, args.yes, out),
         "repair": lambda: _repair(container, args.older_than, out),
         "compact": lambda: _compact(container, out),
+        "migrate": lambda: _migrate(container, out),
         **{name: lambda: run_schema_command(container, args, out) for name in SCHEMA_ACTIONS},
     }
     return actions.get(args.action, lambda: _stats(container, out))()

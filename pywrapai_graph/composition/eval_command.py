@@ -14,7 +14,7 @@ from pywrapai_graph.composition.backends import backend_entry
 from pywrapai_graph.composition.eval_settings import EVAL_AXES, EvalSetting, eval_settings
 from pywrapai_graph.composition.factories import make_reranker, make_retriever
 from pywrapai_graph.errors import ConfigurationError, InvalidStateError
-from pywrapai_graph.ports.vector_store import lexical_refusal
+from pywrapai_graph.ports.store_inputs import lexical_refusal
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.sources.beir import BeirCollection

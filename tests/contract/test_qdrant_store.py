@@ -1,5 +1,6 @@
 """QdrantVectorStore in process (Qdrant Edge): the contract, Qdrant specifics, and folders of
-the previous release (qdrant-client's local mode, sealed) moved onto Edge."""
+the previous release (qdrant-client's local mode, sealed) moved onto Edge by
+``pywrapai-graph store migrate``."""
 
 from __future__ import annotations
 
@@ -18,8 +19,14 @@ import pytest
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
 from pywrapai_graph.adapters.vectorstores._versioned import Hit
+from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
 from pywrapai_graph.composition.cli import main
-from pywrapai_graph.errors import ConfigurationError, StoreBusyError, VectorStoreError
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidStateError,
+    StoreBusyError,
+    VectorStoreError,
+)
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.vector_store import VectorStoreContract, make_chunks
 from tests.interrupted import VersionedInterrupts
@@ -28,6 +35,7 @@ from tests.interrupted import VersionedInterrupts
 class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=str(location / "qdrant"))
@@ -36,6 +44,7 @@ class TestQdrantLocalPath(VersionedInterrupts, VectorStoreContract):
 class TestQdrantInMemory(VersionedInterrupts, VectorStoreContract):
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     def new_store(self, location: Path) -> BaseVectorStore:
         return QdrantVectorStore("contract", location=":memory:")
@@ -170,18 +179,47 @@ def _same(got: Any, want: Any) -> None:
         assert got == want
 
 
-def test_a_folder_of_the_previous_release_moves_onto_edge_once(tmp_path: Path) -> None:
+def _cli_migrate(folder: Path) -> str:
+    """``pywrapai-graph store migrate`` on a Qdrant folder; its output."""
+    out, err = io.StringIO(), io.StringIO()
+    env = {"PYWRAPAI_STORE__BACKEND": "qdrant", "PYWRAPAI_STORE__PATH": str(folder)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder.parent)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.setenv("PYWRAPAI_STORE__COLLECTION", "docs")
+        assert main(["store", "migrate"], out=out, err=err) == 0, err.getvalue()
+    return out.getvalue()
+
+
+def _migrated_like(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """The old store's answers, lexical scores within 5%: ``migrate`` weighs every chunk
+    with the mean lengths of the whole collection, the old release with those of when it
+    wrote each document."""
+    _same({**got, "lexical": []}, {**want, "lexical": []})
+    for hits, old in zip(got["lexical"], want["lexical"], strict=True):
+        assert [h[0] for h in hits[:3]] == [h[0] for h in old[:3]]
+        assert [h[4] for h in hits] == pytest.approx([h[4] for h in old], rel=0.05)
+
+
+def test_a_folder_of_the_previous_release_is_refused_until_migrated(tmp_path: Path) -> None:
     folder = _sealed_copy(tmp_path)
     want = json.loads((FIXTURE / "sealed_qdrant.json").read_text())
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidStateError, match="pywrapai-graph store migrate"):
+        QdrantVectorStore("docs", location=str(folder))
+    assert {p: p.read_bytes() for p in before} == before  # opening moved nothing
+    assert "moved onto Qdrant Edge" in _cli_migrate(folder)
     store = QdrantVectorStore("docs", location=str(folder))
     try:
-        _same(_answers(store), want)  # same ids, documents, manifests, dense and lexical hits
+        _migrated_like(_answers(store), want)  # same ids, documents, manifests, hits
     finally:
         store.close()
     assert sorted(p.name for p in folder.iterdir()) == [".pywrapai.lock", "edge"]
+    assert "moved" not in _cli_migrate(folder)  # once
     store = QdrantVectorStore("docs", location=str(folder))  # now an Edge folder
     try:
-        _same(_answers(store), want)
+        _migrated_like(_answers(store), want)
         store.add(make_chunks(2, 8, prefix="new-"))
         assert len(store) == want["len"] + 2
     finally:
@@ -202,10 +240,11 @@ def test_a_migration_cut_short_leaves_the_old_folder_usable(
     with monkeypatch.context() as patched:
         patched.setattr(_qdrant_folder, "_copy", fail)
         with pytest.raises(OSError, match="killed"):
-            QdrantVectorStore("docs", location=str(folder))
+            migrate_folder(folder)
     assert {p: p.read_bytes() for p in before} == before  # the old files untouched
     assert not (folder / "edge").exists()
-    store = QdrantVectorStore("docs", location=str(folder))  # (a staging copy was left)
+    assert migrate_folder(folder)  # (a staging copy was left)
+    store = QdrantVectorStore("docs", location=str(folder))
     try:
         assert len(store) == 30
     finally:
@@ -216,7 +255,7 @@ def test_a_planted_pickle_in_an_old_folder_is_never_unpickled(tmp_path: Path) ->
     folder, marker = _sealed_copy(tmp_path), tmp_path / "pwned"
     _plant(folder, marker)
     with pytest.raises(VectorStoreError, match="changed since pywrapai-graph last wrote it"):
-        QdrantVectorStore("docs", location=str(folder))
+        migrate_folder(folder)
     assert not marker.exists()
     assert not (folder / "edge").exists()
 
@@ -231,14 +270,14 @@ def test_a_folder_we_did_not_write_is_refused(tmp_path: Path) -> None:
     client.close()
     _plant(folder, marker)
     with pytest.raises(VectorStoreError, match="not written by pywrapai-graph"):
-        QdrantVectorStore("docs", location=str(folder))
+        migrate_folder(folder)
     out, err = io.StringIO(), io.StringIO()
     env = {"PYWRAPAI_STORE__BACKEND": "qdrant", "PYWRAPAI_STORE__PATH": str(folder)}
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path)
         for key, value in env.items():
             mp.setenv(key, value)
-        assert main(["store", "stats"], out=out, err=err) == 1
+        assert main(["store", "migrate"], out=out, err=err) == 1
     assert "not written by pywrapai-graph" in err.getvalue()
     assert not marker.exists()
 
@@ -287,6 +326,7 @@ def _interrupted_write(folder: Path) -> Path:
 def test_an_interrupted_write_of_the_previous_release_is_undone_first(tmp_path: Path) -> None:
     folder = _sealed_copy(tmp_path)
     _interrupted_write(folder)
+    assert migrate_folder(folder)
     store = QdrantVectorStore("docs", location=str(folder))
     try:
         assert len(store) == 30  # as the last seal left it
@@ -301,7 +341,7 @@ def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
     rollback = _interrupted_write(folder)
     _plant(rollback, marker)
     with pytest.raises(VectorStoreError, match="does not match the folder's record"):
-        QdrantVectorStore("docs", location=str(folder))
+        migrate_folder(folder)
     assert not marker.exists()
 
 

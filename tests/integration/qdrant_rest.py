@@ -93,7 +93,10 @@ def _query_one(engine: QdrantClient, name: str, request: models.QueryRequest) ->
         name,
         query=request.query,
         using=request.using,
+        prefetch=request.prefetch,
         query_filter=request.filter,
+        search_params=request.params,
+        score_threshold=request.score_threshold,
         limit=request.limit or 10,
         with_payload=request.with_payload if request.with_payload is not None else True,
     )

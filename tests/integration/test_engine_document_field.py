@@ -4,8 +4,10 @@ refusal of lexical search (dense only since issue 34).
 A chunk of document D scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(D)``, D being the
 concatenation of its chunks, with document statistics the engine holds. Checked against the
 formula written out plainly (the contract's ``reference_bm25``): exactly after one write, closely
-(running length totals) after later ones; across processes on the Qdrant server path, and on
-stores written before the field existed.
+(running length totals) after later ones; across processes on the Qdrant server path, and on stores written before the field existed. On Qdrant one ``query_points``
+adds the two scores (every chunk holds its document's sparse vector, one carrier per document
+counted by the document IDF); a collection of the carrier-point release is brought to that
+by ``migrate`` (``pywrapai-graph store migrate``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._qdrant_points import DOCUMENT_SPARSE, SPARSE
+from pywrapai_graph.adapters.vectorstores._qdrant_points import (
+    CARRIER,
+    DOCUMENT_SPARSE,
+    SPARSE,
+    point_id,
+)
+from pywrapai_graph.adapters.vectorstores._qdrant_records import FIELDS_MARK
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import UnsupportedOperationError
@@ -116,6 +124,7 @@ def test_the_field_follows_adds_and_deletes_of_some_chunks(store: BaseVectorStor
     store.add(corpus)
     # lex-000 and lex-001 are the first chunks (the carriers) of doc-0 and doc-1
     store.delete(["lex-000", "lex-001", "lex-013"])
+    assert _carriers(store) == 6
     extra = _embedded(Chunk("Heat transfer in laminar layers.", doc_id="doc-1", id="x"), 9)
     store.add([extra])
     live = [c for c in corpus if c.id not in ("lex-000", "lex-001", "lex-013")] + [extra]
@@ -134,7 +143,8 @@ def _embedded(chunk: Chunk, seed: int) -> Chunk:
 def _carriers(store: BaseVectorStore) -> int:
     assert isinstance(store, QdrantVectorStore)
     points, _ = store._client.scroll(store._collection, limit=1000, with_vectors=True)
-    return sum(DOCUMENT_SPARSE in (p.vector or {}) for p in points)
+    assert all(DOCUMENT_SPARSE in (p.vector or {}) for p in points)  # on every chunk
+    return sum(bool((p.payload or {}).get(CARRIER)) for p in points)
 
 
 # ---------------------------------------------------------------------- written before
@@ -152,7 +162,7 @@ def test_a_qdrant_folder_without_the_field_serves_chunk_scores(tmp_path: Path) -
             vectors_config=m.VectorParams(size=8, distance=m.Distance.COSINE),
             sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
-    old._dim, old._sparse, old._doc_field = 8, True, False
+    old._dim, old._sparse, old._doc_vector = 8, True, False
     old.add(corpus)
     old.close()
     store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
@@ -161,6 +171,33 @@ def test_a_qdrant_folder_without_the_field_serves_chunk_scores(tmp_path: Path) -
             alone = fielded_reference(corpus, query, weight=0.0)[:10]  # chunk scores alone
             assert [s for _, s in _ranking(store, query)] == pytest.approx([s for _, s in alone])
         assert len(store) == len(corpus)
+    finally:
+        store.close()
+
+
+def test_a_qdrant_collection_of_the_carrier_release_is_migrated_by_the_command(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Until ``migrate`` marks it, a collection with the document vector serves chunk scores
+    (and says how to upgrade); ``migrate`` writes every chunk's fields once."""
+    corpus = lexical_corpus(dim=8)
+    folder = str(tmp_path / "q")
+    store = QdrantVectorStore("docs", location=folder)
+    store.add(corpus)
+    store._client.delete(store._docs, store._models.PointIdsList(points=[point_id(FIELDS_MARK)]))
+    store.close()
+    with caplog.at_level(logging.WARNING):
+        store = QdrantVectorStore("docs", location=folder)
+    try:
+        assert "store migrate" in caplog.text
+        for query in QUERIES:
+            alone = fielded_reference(corpus, query, weight=0.0)[:10]
+            assert [s for _, s in _ranking(store, query)] == pytest.approx([s for _, s in alone])
+        assert store.migrate() == 6  # document versions
+        assert store.migrate() == 0  # once
+        for query in QUERIES:
+            _assert_close(_ranking(store, query), fielded_reference(corpus, query))
+        assert _carriers(store) == 6
     finally:
         store.close()
 

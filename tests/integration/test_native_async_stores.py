@@ -236,6 +236,7 @@ class TestQdrantRestFront(VersionedInterrupts, VectorStoreContract, HostileInput
 
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_rest_url: str) -> None:

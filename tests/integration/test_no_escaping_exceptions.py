@@ -33,6 +33,7 @@ from pywrapai_graph import (
     QdrantVectorStore,
     SQLiteVectorStore,
 )
+from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
 from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.redaction import RedactedError
@@ -270,7 +271,12 @@ def test_qdrant_folder_of_the_previous_release_with_a_record_that_is_not_json(
     folder = tmp_path / "qdrant"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
     (folder / "pywrapai-integrity.json").write_text("{ not json", encoding="utf-8")
-    drive(lambda: QdrantVectorStore("docs", location=str(folder)))
+
+    def migrated() -> QdrantVectorStore:  # `pywrapai-graph store migrate`, then open
+        migrate_folder(folder)
+        return QdrantVectorStore("docs", location=str(folder))
+
+    drive(migrated)
 
 
 # ---------------------------------------------------------------------------- pgvector

@@ -1,5 +1,6 @@
-"""The Qdrant server store keeps a keyword payload index on ``id`` (the chunk id), which the
-id-restricted re-scoring queries of hybrid retrieval filter on: created with the collection,
+"""The Qdrant server store keeps payload indexes on ``id`` (the chunk id, which deletes and
+lookups by chunk id filter on) and on ``pywrapai_terms`` (which lexical queries filter on):
+created with the collection,
 and asked again when a store opens a collection whose schema lacks it (one made before the
 index existed). The server path runs against the REST front over qdrant-client's local
 engine (``qdrant_rest``): the requests are the server's, the engine ignores the index."""
@@ -35,13 +36,13 @@ def test_a_server_collection_gets_the_id_index_at_creation_and_at_open(
     assert _index_requests(qdrant_rest, name) == 0  # no collection yet
     hybrid = VectorRetriever(FeatureHashingEmbedder(32), store, mode="hybrid", candidates=1)
     hybrid.add_documents(DOCS)
-    assert _index_requests(qdrant_rest, name) == 1  # with the collection
+    assert _index_requests(qdrant_rest, name) == 2  # with the collection: id, terms
     assert hybrid.retrieve("laminar boundary plate", k=2)[0].chunk.doc_id == "d1"
     store.close()
     # the front's engine reports no payload schema, as a collection made before the index:
     # an open asks for it again (a server that has it lists it, and is not asked)
     QdrantVectorStore(name, url=qdrant_rest.url).close()
-    assert _index_requests(qdrant_rest, name) == 2
+    assert _index_requests(qdrant_rest, name) == 4
     assert not [e for e in qdrant_rest.errors if name in e]
 
 

@@ -53,6 +53,7 @@ class TestChromaServer(VersionedInterrupts, VectorStoreContract):
 class TestQdrantServer(VersionedInterrupts, VectorStoreContract):
     lexical_exact = False  # term weights written with the chunk (a sparse vector)
     lexical_fixed_bm25 = True
+    engine_fusions = frozenset({"rescored", "weighted"})  # Qdrant's DBSF
 
     @pytest.fixture(autouse=True)
     def _server(self, qdrant_url: str) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from pywrapai import LLM
 from pywrapai_graph import InMemoryVectorStore, QdrantVectorStore, SQLiteVectorStore
+from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.domain import Chunk
@@ -28,6 +29,7 @@ from pywrapai_graph.errors import (
     AuthenticationError,
     IncompleteStreamError,
     InvalidArgumentError,
+    InvalidStateError,
     PyWrapAIError,
     RateLimitError,
     ResponseFormatError,
@@ -109,15 +111,18 @@ class _CreatesFile:
 
 def test_a_planted_pickle_in_a_qdrant_folder_never_runs(here: Path) -> None:
     """A folder of the previous release (qdrant-client's local mode, which unpickles points)
-    is checked against its seal before anything in it is read."""
+    is refused on open, and checked against its seal by ``store migrate`` before anything in
+    it is read."""
     folder, marker = here / "qdrant", here / "pwned"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
     with sqlite3.connect(folder / "collection" / "docs" / "storage.sqlite") as conn:
         conn.execute("UPDATE points SET point = ?", (pickle.dumps(_CreatesFile(marker)),))
     conn.close()
     code, text = cli("store", "stats")  # the default config is SQLite; open it directly too
-    with pytest.raises(VectorStoreError):
+    with pytest.raises(InvalidStateError, match="store migrate"):
         QdrantVectorStore("docs", location=str(folder))
+    with pytest.raises(VectorStoreError, match="changed since"):
+        migrate_folder(folder)
     assert not marker.exists()
     assert code in (0, 1) and "Traceback" not in text
 

@@ -1,40 +1,46 @@
-"""The document field of Qdrant's lexical search (see ``_document_field``).
+"""Qdrant's document field: every chunk point holds its document's BM25 weights too, so one
+``query_points`` scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``.
 
-Each chunk point carries the sparse vector ``pywrapai_bm25`` of its own terms; the *carrier*
-of a document version (one of its chunk points) also carries ``pywrapai_bm25_doc``: the BM25
-weights of the document's terms (term frequencies summed over its chunks, its length against
-the mean document length of :class:`LengthTotals` kept for documents). The collection applies
-its IDF modifier to both, and counts for each only the points that have it: for the second,
-one point per document version, so ``N`` and document frequencies count documents, as the
-engine holds them at query time.
+Each chunk point carries two sparse vectors with the collection's IDF modifier:
+``pywrapai_bm25``, its own terms' weights (``w`` of :mod:`_sparse_terms`, against the mean
+chunk length), and ``pywrapai_bm25_doc``, its document version's (``D``: the concatenation
+of its chunks, each without the start it repeats from the one before, ``text_analysis
+.document_parts``; against the mean document length); one chunk per document version, its
+*carrier*, is flagged in its payload (``pywrapai_carrier``). A query scores the first with
+the IDF over every chunk and the second with the IDF over the carriers (Qdrant's IDF corpus
+filter), so document frequencies count documents, and adds them with a formula (see
+``QdrantVectorStore._request``). Each chunk also lists its own term indices
+(``pywrapai_terms``): a chunk ranks only if it holds a query term itself.
 
-:class:`QdrantDocumentField` is that part of :class:`QdrantVectorStore`. A collection created
-before the document field (it lacks the second vector, which Qdrant cannot add to an existing
-collection) keeps serving chunk scores alone, and says once how to re-create it.
+A write or delete of some chunks of a document writes its other chunks' document vectors
+again (their document changed). :meth:`QdrantDocumentField._migrate_fields` writes every
+chunk of a collection of the carrier-point release (``pywrapai-graph store migrate``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from pywrapai_graph.adapters.vectorstores._document_field import (
-    Group,
-    GroupChunk,
-    WritePlan,
-)
-from pywrapai_graph.adapters.vectorstores._engine_lexical import EngineLexicalSearch
+from pywrapai_graph.adapters.vectorstores._document_field import document_counts
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
+    CARRIER,
     DOCUMENT_SPARSE,
     SPARSE,
+    TERMS,
     chunk_of,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores._sparse_terms import query_indices, weights
+from pywrapai_graph.adapters.vectorstores._sparse_terms import (
+    LengthTotals,
+    check_fixed_bm25,
+    query_indices,
+    weights,
+)
 from pywrapai_graph.adapters.vectorstores._version_records import engine_id
+from pywrapai_graph.adapters.vectorstores._versioned import VersionedDocuments
+from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 
 if TYPE_CHECKING:
@@ -42,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["UPGRADE_NEEDED", "QdrantDocumentField"]
 
-_log = logging.getLogger(__name__)
+#: One document version: (doc_id, version).
+_Group = tuple[str, str]
 _PAGE = 500  # documents per lookup, points per write
 
 #: what a collection of an earlier release says when asked for lexical search
@@ -53,144 +60,149 @@ UPGRADE_NEEDED = (
     "mode='dense')."
 ).replace("{sparse!r}", repr(SPARSE))
 
-#: what a collection from before the document field says (once per store)
-NO_DOCUMENT_FIELD = (
-    "Qdrant collection %r was created before lexical search had a document field (it has no "
-    "sparse vector %r, and Qdrant cannot add one to a collection): its lexical scores are "
-    "those of chunks alone. To rank chunks of long documents better, re-create it "
-    "(`pywrapai-graph store clear --yes`, then ingest again)."
-)
 
-
-class QdrantDocumentField(EngineLexicalSearch):
-    """Document fields on carrier points; the store sets ``_client``, ``_models``,
-    ``_collection``, ``_mode``, ``_sparse`` and ``_doc_field``."""
+class QdrantDocumentField(VersionedDocuments):
+    """The fielded sparse vector of each chunk; the store sets ``_client``, ``_models``,
+    ``_collection``, ``_sparse`` and ``_doc_vector``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
-    _mode: str
+    #: the collection has the sparse vector of lexical search
     _sparse: bool
-    #: the collection has the document field's sparse vector
-    _doc_field: bool
-    _warned = False
+    #: ... and of the document field
+    _doc_vector: bool
 
-    if TYPE_CHECKING:  # the store's
+    if TYPE_CHECKING:  # the records'
 
-        def _errors(self) -> AbstractContextManager[None]: ...
+        def _length_totals(self, documents: bool = False) -> LengthTotals: ...
 
-        def _existing_dimension(self) -> int | None: ...
+        def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None: ...
 
-    def _sparse_of(self, name: str, counts: Counter[str], avgdl: float) -> dict[str, Any]:
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available."""
+        return True
+
+    def _check_lexical(self, k1: float, b: float) -> None:
+        check_fixed_bm25(k1, b, "Qdrant")
+
+    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
+        """The running length totals (of chunks, or documents) with ``lengths`` added and
+        recorded; their avgdl."""
+        totals = self._length_totals(documents).plus(lengths)
+        if lengths:
+            self._put_length_totals(totals, documents)
+        return totals.avgdl
+
+    def _weights_of(self, counts: Counter[str], avgdl: float) -> dict[str, Any]:
         indices, values = weights(counts, avgdl)
-        if not indices:
-            return {}
-        return {name: self._models.SparseVector(indices=indices, values=values)}
+        return {"indices": indices, "values": values} if indices else {}
+
+    def _fielded(
+        self, texts: Sequence[str], groups: Sequence[_Group]
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Each chunk text's sparse vectors and payload fields, the texts of each document
+        version in its order (its first is its carrier)."""
+        m = self._models
+        grouped: dict[_Group, list[str]] = {}
+        for text, group in zip(texts, groups, strict=True):
+            grouped.setdefault(group, []).append(text)
+        documents = [(g, document_counts(t)) for g, t in grouped.items()]
+        terms = [Counter(analyze(text)) for text in texts]
+        avgdl = self._add_lengths([sum(t.values()) for t in terms])
+        document_avgdl = self._add_lengths([sum(d.values()) for _, d in documents], True)
+        fields = {g: self._weights_of(d, document_avgdl) for g, d in documents}
+        seen: set[_Group] = set()
+        out = []
+        for text, counts, group in zip(texts, terms, groups, strict=True):
+            vectors = {SPARSE: self._weights_of(counts, avgdl)}
+            if self._doc_vector:
+                vectors[DOCUMENT_SPARSE] = fields[group]
+            payload = {TERMS: query_indices(text), CARRIER: group not in seen}
+            seen.add(group)
+            out.append(({k: m.SparseVector(**v) for k, v in vectors.items() if v}, payload))
+        return out
 
     def _vectors(
         self, chunks: Sequence[Chunk], versions: Sequence[str], dense: list[list[float]]
-    ) -> list[Any]:
-        """Each point's vectors: the dense one, the BM25 sparse one when it has terms, and on
-        each document version's carrier its document's; a field moved off a stored point
-        is cleared there."""
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        """Each point's vectors and lexical payload fields; the chunks of its document
+        version stored before get theirs again."""
         if not self._sparse:  # a server collection from before lexical search was Qdrant's
-            return dense
-        terms, avgdl = self._weigh([c.text for c in chunks])
-        plan = self._plan_documents(chunks, versions) if self._doc_field else WritePlan()
-        document_avgdl = self._weigh_documents(list(plan.carriers.values()))
-        out: list[Any] = []
-        for i, (vector, counts) in enumerate(zip(dense, terms, strict=True)):
-            point = {"": vector, **self._sparse_of(SPARSE, counts, avgdl)}
-            if i in plan.carriers:
-                point.update(self._sparse_of(DOCUMENT_SPARSE, plan.carriers[i], document_avgdl))
-            out.append(point)
-        if plan.clear:
-            self._put_fields([(g, None) for g in plan.clear])
-        return out
+            return [(vector, {}) for vector in dense]
+        groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
+        fields = self._rewrite(groups, chunks, versions)
+        return [
+            ({"": vector, **sparse}, payload)
+            for vector, (sparse, payload) in zip(dense, fields, strict=True)
+        ]
 
-    def _document_field_ready(self) -> bool:
-        if self._doc_field or self._known_dim() is None:
-            return self._doc_field
-        with self._errors():  # another process may have re-created the collection
-            self._existing_dimension()
-        return self._warn_unless_ready()
-
-    def _warn_unless_ready(self) -> bool:
-        if not self._doc_field and not self._warned:
-            self._warned = True
-            _log.warning(NO_DOCUMENT_FIELD, self._collection, DOCUMENT_SPARSE)
-        return self._doc_field
-
-    def _docs_condition(self, doc_ids: Sequence[str]) -> Any:
-        m = self._models
-        return m.FieldCondition(key="doc_id", match=m.MatchAny(any=list(doc_ids)))
-
-    def _with_docs(self, selector: Any, doc_ids: Sequence[str]) -> Any:
-        conditions = [self._docs_condition(doc_ids)]
-        return self._models.Filter(must=conditions if selector is None else [selector, *conditions])
-
-    def _sparse_query(
-        self, using: str, query: str, n: int, selector: Any, payload: Any
-    ) -> list[Any]:
-        """The ``n`` points best matching ``query``'s terms (each weighing 1) on a sparse vector."""
-        m = self._models
-        indices = query_indices(query)
-        if not indices:
-            return []
-        with self._errors():
-            result = self._client.query_points(
-                self._collection,
-                query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
-                using=using,
-                limit=n,
-                query_filter=selector,
-                with_payload=payload,
-            )
-        return list(result.points)
-
-    def _document_scores(
-        self, query: str, n: int, doc_ids: Sequence[str] | None, k1: float, b: float
-    ) -> dict[Group, float]:
-        """Qdrant weighs terms when writing (k1 and b are the defaults: see ``_check_lexical``)."""
-        selector = (
-            None if doc_ids is None else self._models.Filter(must=[self._docs_condition(doc_ids)])
+    def _rewrite(
+        self, groups: Sequence[_Group], chunks: Sequence[Chunk] = (), versions: Sequence[str] = ()
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Write the lexical fields of these document versions' stored chunks again (those
+        of ``chunks``, about to be written, are left out); returns ``chunks``' fields."""
+        written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
+        stored = [
+            p
+            for g, points in self._group_points(groups).items()
+            for p in points
+            if engine_id(chunk_of(p.payload).id, g[1]) not in written
+        ]
+        fields = self._fielded(
+            [chunk_of(p.payload).text for p in stored] + [c.text for c in chunks],
+            [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored]
+            + [(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)],
         )
-        points = self._sparse_query(DOCUMENT_SPARSE, query, n, selector, ["doc_id", "version"])
-        out: dict[Group, float] = {}
-        for p in points:
-            key = (str((p.payload or {})["doc_id"]), version_of(p.payload))
-            out[key] = max(out.get(key, 0.0), float(p.score))
-        return out
+        self._put_fields(stored, fields[: len(stored)])
+        return fields[len(stored) :]
 
-    def _group_chunks(self, groups: Sequence[Group]) -> dict[Group, list[GroupChunk]]:
+    def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """``delete``, and the fields of the documents that lost chunks written again."""
+        groups = sorted({(c.doc_id, c.version) for c in self._copies(chunk_ids)})
+        deleted = super()._delete_chunks(chunk_ids)
+        if groups and self._sparse:
+            self._rewrite(groups)
+        return deleted
+
+    def _migrate_fields(self) -> int:
+        """Every chunk's sparse vector written again as this release writes it (a collection
+        of an earlier release: chunk weights alone, its document's on one carrier point);
+        returns how many document versions were rewritten."""
+        groups = sorted(
+            {(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in self._points(None)}
+        )
+        for start in range(0, len(groups), _PAGE):
+            self._rewrite(groups[start : start + _PAGE])
+        return len(groups)
+
+    def _group_points(self, groups: Sequence[_Group]) -> dict[_Group, list[Any]]:
+        """The stored points (with their vectors) of these document versions, each version's
+        in chunk-id order."""
         m = self._models
         wanted = set(groups)
         docs = sorted({doc for doc, _ in wanted})
-        versions = sorted({version for _, version in wanted})
-        out: dict[Group, list[GroupChunk]] = {}
-        with self._errors():
-            for start in range(0, len(docs), _PAGE):
-                selector = m.Filter(
-                    must=[
-                        self._docs_condition(docs[start : start + _PAGE]),
-                        m.FieldCondition(key="version", match=m.MatchAny(any=versions)),
-                    ]
-                )
-                for p in self._scroll_vectors(selector):
-                    chunk, version = chunk_of(p.payload), version_of(p.payload)
-                    if (chunk.doc_id, version) in wanted:
-                        vectors = p.vector if isinstance(p.vector, dict) else {}
-                        out.setdefault((chunk.doc_id, version), []).append(
-                            GroupChunk(
-                                engine_id(chunk.id, version),
-                                chunk.text,
-                                DOCUMENT_SPARSE in vectors,
-                                p,
-                            )
-                        )
-        return {g: sorted(found, key=lambda c: c.engine_id) for g, found in out.items()}
+        out: dict[_Group, list[Any]] = {}
+        for start in range(0, len(docs), _PAGE):
+            selector = m.Filter(
+                must=[
+                    m.FieldCondition(
+                        key="doc_id", match=m.MatchAny(any=docs[start : start + _PAGE])
+                    ),
+                    m.FieldCondition(
+                        key="version", match=m.MatchAny(any=sorted({v for _, v in wanted}))
+                    ),
+                ]
+            )
+            for p in self._points(selector):
+                key = (chunk_of(p.payload).doc_id, version_of(p.payload))
+                if key in wanted:
+                    out.setdefault(key, []).append(p)
+        return {g: sorted(found, key=lambda p: str(p.payload["id"])) for g, found in out.items()}
 
-    def _scroll_vectors(self, selector: Any) -> list[Any]:
+    def _points(self, selector: Any) -> list[Any]:
+        """Every chunk point matching ``selector``, with payloads and vectors."""
         points: list[Any] = []
         offset = None
         while True:
@@ -206,16 +218,18 @@ class QdrantDocumentField(EngineLexicalSearch):
             if offset is None:
                 return points
 
-    def _put_fields(self, changes: Sequence[tuple[GroupChunk, Counter[str] | None]]) -> None:
+    def _put_fields(
+        self, stored: Sequence[Any], fields: Sequence[tuple[dict[str, Any], dict[str, Any]]]
+    ) -> None:
+        """Stored points written again with these sparse vectors and payload fields."""
         m = self._models
-        avgdl = self._weigh_documents([c for _, c in changes if c is not None])
-        points = []
-        for stored, counts in changes:
-            raw = stored.raw
-            vector = {k: v for k, v in dict(raw.vector).items() if k != DOCUMENT_SPARSE}
-            if counts is not None:
-                vector.update(self._sparse_of(DOCUMENT_SPARSE, counts, avgdl))
-            points.append(m.PointStruct(id=raw.id, vector=vector, payload=raw.payload))
-        with self._errors():
-            for start in range(0, len(points), _PAGE):
-                self._client.upsert(self._collection, points[start : start + _PAGE], wait=True)
+        points = [
+            m.PointStruct(
+                id=raw.id,
+                vector={"": dict(raw.vector)[""], **sparse},
+                payload={**raw.payload, **payload},
+            )
+            for raw, (sparse, payload) in zip(stored, fields, strict=True)
+        ]
+        for start in range(0, len(points), _PAGE):
+            self._client.upsert(self._collection, points[start : start + _PAGE], wait=True)

@@ -196,19 +196,58 @@ class EdgeFolder:
             c.key, match=e.MatchValue(np.bool_(value) if value is True or value is False else value)
         )
 
-    def _request(
-        self, query: Any, using: str | None, limit: int, selector: Any, payload: Any
-    ) -> Any:
-        e = self._edge
-        # a sparse vector's IDF over the live points having it: left to itself the engine
-        # counts deleted points too, until it compacts their segment
-        live = e.Filter(must=[e.HasVectorCondition(using)]) if using else None
-        return e.QueryRequest(
+    def _scoring(self, query: Any, using: str | None, params: Any) -> tuple[Any, Any]:
+        """The engine's scoring query and search parameters of qdrant-client's: a fusion, a
+        formula, or a vector's nearest (a sparse vector's IDF over the live points having it,
+        within the corpus ``params`` name: left to itself the engine counts deleted points
+        too, until it compacts their segment)."""
+        e, m = self._edge, self._models
+        if isinstance(query, m.RrfQuery):
+            return e.Fusion.Rrf(k=query.rrf.k, weights=query.rrf.weights), None
+        if isinstance(query, m.FusionQuery):
+            return e.Fusion.Dbsf() if query.fusion == m.Fusion.DBSF else e.Fusion.Rrf(k=2), None
+        if isinstance(query, m.FormulaQuery):
+            return e.Formula(self._expression(query.formula), defaults=query.defaults), None
+        nearest = e.Query.Nearest(self._vector(query), using=using)
+        if not using:
+            return nearest, None
+        corpus = getattr(getattr(params, "idf", None), "corpus", None)
+        live = [e.HasVectorCondition(using), *(self._filter(corpus).must or [] if corpus else [])]
+        return nearest, e.SearchParams(idf=e.IdfParams(corpus=e.Filter(must=live)))
+
+    def _expression(self, x: Any) -> Any:
+        """A formula of sums, products, constants and ``$score[i]`` variables."""
+        ex = self._edge.Expression
+        if isinstance(x, str):
+            return ex.Variable(x)
+        if isinstance(x, float | int):
+            return ex.Constant(float(x))
+        if isinstance(x, self._models.SumExpression):
+            return ex.Sum([self._expression(y) for y in x.sum])
+        return ex.Mult([self._expression(y) for y in x.mult])
+
+    def _prefetch(self, p: Any) -> Any:
+        query, params = self._scoring(p.query, p.using, p.params)
+        return self._edge.Prefetch(
+            limit=p.limit,
+            query=query,
+            prefetches=[self._prefetch(q) for q in p.prefetch or []] or None,
+            filter=self._filter(p.filter),
+            score_threshold=p.score_threshold,
+            params=params,
+        )
+
+    def _request(self, limit: int, selector: Any, payload: Any, **asked: Any) -> Any:
+        """The engine's request of a ``query_points`` (or a batch's ``QueryRequest``)."""
+        query, params = self._scoring(asked["query"], asked.get("using"), asked.get("params"))
+        return self._edge.QueryRequest(
             limit=limit,
-            query=e.Query.Nearest(self._vector(query), using=using),
+            query=query,
+            prefetches=[self._prefetch(p) for p in asked.get("prefetch") or []] or None,
             filter=self._filter(selector),
             with_payload=payload,
-            params=e.SearchParams(idf=e.IdfParams(corpus=live)) if live else None,
+            score_threshold=asked.get("score_threshold"),
+            params=params,
         )
 
     def _record(self, record: Any) -> SimpleNamespace:
@@ -268,12 +307,15 @@ class EdgeFolder:
                 shard.close()
             shutil.rmtree(self._path(name), ignore_errors=True)
 
-    def create_payload_index(self, name: str, field_name: str, **_: Any) -> None:
+    def create_payload_index(
+        self, name: str, field_name: str, field_schema: Any = None, **_: Any
+    ) -> None:
         e = self._edge
+        kind = e.PayloadSchemaType.Integer if field_schema == "integer" else None
         with self._failures():
             check_room(self.root, _SHARD_ROOM)
             operation = e.UpdateOperation.create_field_index(
-                field_name, e.PayloadSchemaType.Keyword
+                field_name, kind or e.PayloadSchemaType.Keyword
             )
             self._shard(name).update(operation)
 
@@ -330,19 +372,23 @@ class EdgeFolder:
         self,
         name: str,
         query: Any,
-        using: str | None = None,
         limit: int = 10,
         query_filter: Any = None,
         with_payload: Any = True,
+        **asked: Any,
     ) -> SimpleNamespace:
-        request = self._request(query, using, limit, query_filter, with_payload)
+        """One query: a vector's nearest, or a fusion or formula over ``prefetch`` queries
+        (``using``, ``prefetch``, ``search_params``, ``score_threshold`` as qdrant-client's)."""
+        asked["params"] = asked.pop("search_params", None)
+        request = self._request(limit, query_filter, with_payload, query=query, **asked)
         with self._failures():
             return SimpleNamespace(points=self._shard(name).query(request))
 
     def query_batch_points(self, name: str, requests: Sequence[Any]) -> list[SimpleNamespace]:
         e = self._edge
         batch = [
-            self._request(r.query, r.using, r.limit, r.filter, r.with_payload) for r in requests
+            self._request(r.limit, r.filter, r.with_payload, query=r.query, using=r.using)
+            for r in requests
         ]
         with self._failures():
             found = self._shard(name).query_batch(e.QueryBatchRequest(batch))

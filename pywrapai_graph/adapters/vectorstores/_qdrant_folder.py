@@ -1,14 +1,15 @@
-"""A Qdrant store's ``location=``: checked, opened on Qdrant Edge, and a folder of an earlier
-release moved onto it once.
+"""A Qdrant store's ``location=``: checked, opened on Qdrant Edge; a folder of an earlier
+release is refused until ``pywrapai-graph store migrate`` moves it (:func:`migrate_folder`).
 
 Earlier releases kept a folder in qdrant-client's local mode, sealed (see ``_qdrant_seal``).
-The first store to open such a folder, holding its lock: undoes a write killed before its
+The migration, holding the folder's lock: undoes a write killed before its
 seal, checks the seal, copies the sealed files into ``.edge-migrating/old`` and checks the
 copy (the client reads only bytes just checked, and the originals are never changed), reads
 every collection of the copy with qdrant-client and writes it into new shards beside
 (``.edge-migrating/edge``), then renames those into place (``edge``): the switch, one
-rename. A crash before it leaves the old folder as it was, and the next open starts again;
-after it, the next open finishes removing the old files (the seal's record last). Points
+rename. A crash before it leaves the old folder as it was, and the next migration starts
+again; after it, the folder opens, and the next migration removes the old files (the seal's
+record last). Points
 move with their ids, payloads and vectors (dense and sparse) as they were, so every search
 answers as before.
 """
@@ -30,12 +31,12 @@ from pywrapai_graph.adapters.vectorstores._qdrant_seal import (
     restore_interrupted,
     verify_folder,
 )
-from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.errors import ConfigurationError, InvalidStateError
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-__all__ = ["local_location", "open_folder"]
+__all__ = ["local_location", "migrate_folder", "open_folder"]
 
 _STAGING = ".edge-migrating"
 #: what qdrant-client's local mode and the seal kept at the top of a folder
@@ -68,25 +69,47 @@ def local_location(
 
 
 def open_folder(root: Path) -> EdgeFolder:
-    """The folder's shards, held by this store (a folder of an earlier release moved first).
+    """The folder's shards, held by this store.
 
     Raises:
         StoreBusyError: another store holds the folder.
-        VectorStoreError: a symbolic link in it; an earlier release's folder that is not as
-            its seal says (nothing of it is read).
+        InvalidStateError: a folder of an earlier release (nothing of it is read).
+        VectorStoreError: a symbolic link in it.
     """
     folder = EdgeFolder(root)
-    try:
-        if (root / SHARDS).exists():
-            if (root / RECORD_NAME).exists():  # a migration stopped after its switch
-                _remove_old(root)
-        elif any((root / name).exists() for name in (*_OLD, RECORD_NAME)):
-            _migrate(folder)
-            _remove_old(root)
-    except BaseException:
+    if not (root / SHARDS).exists() and _is_old(root):
         folder.close()
-        raise
+        raise InvalidStateError(
+            f"{root} is a Qdrant folder of an earlier release (qdrant-client's local mode); "
+            "move it onto Qdrant Edge once with `pywrapai-graph store migrate` (it checks the "
+            "folder's seal and keeps every point)"
+        )
     return folder
+
+
+def migrate_folder(root: Path) -> bool:
+    """Move a folder of an earlier release onto Qdrant Edge (see the module docstring);
+    False when there is nothing to move.
+
+    Raises:
+        StoreBusyError: a store holds the folder.
+        VectorStoreError: a symbolic link in it; the folder is not as its seal says
+            (nothing of it is read).
+    """
+    if not _is_old(root):
+        return False
+    folder = EdgeFolder(root)
+    try:
+        if not (root / SHARDS).exists():
+            _migrate(folder)
+        _remove_old(root)
+    finally:
+        folder.close()
+    return True
+
+
+def _is_old(root: Path) -> bool:
+    return any((root / name).exists() for name in (*_OLD, RECORD_NAME))
 
 
 def _migrate(folder: EdgeFolder) -> None:

@@ -1,7 +1,7 @@
-"""The payload index of a Qdrant collection on ``id``, the chunk id that the
-id-restricted re-scoring queries of hybrid retrieval (``similarities``, ``lexical_scores``)
-filter on (``_qdrant_ids.ids_filter``): without it a server looks through the payload of
-every point for them."""
+"""The payload indexes of a Qdrant collection: on ``id``, the chunk id that deletes and
+lookups by chunk id filter on (``_qdrant_ids.ids_filter``), and on the chunk's term indices
+that lexical queries filter on (``_qdrant_points.TERMS``): without them a server looks
+through the payload of every point."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters.vectorstores._qdrant_points import TERMS
 
 __all__ = ["ensure_id_index", "index_chunk_ids"]
 
@@ -24,15 +25,16 @@ def index_chunk_ids(client: Any, collection: str) -> None:
     m = require("qdrant_client.models", "qdrant", "qdrant-client")
     errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
     try:
-        client.create_payload_index(
-            collection, field_name=_FIELD, field_schema=m.PayloadSchemaType.KEYWORD, wait=True
-        )
+        for field, schema in ((_FIELD, m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
+            client.create_payload_index(
+                collection, field_name=field, field_schema=schema, wait=True
+            )
     except errors.UnexpectedResponse as exc:
         if exc.status_code not in (401, 403):
             raise
         _log.warning(
             "Qdrant collection %r has no payload index on %r and this key may not create it "
-            "(HTTP %s): hybrid re-scoring scans payloads until a key that may opens the store",
+            "(HTTP %s): lookups scan payloads until a key that may opens the store",
             collection,
             _FIELD,
             exc.status_code,

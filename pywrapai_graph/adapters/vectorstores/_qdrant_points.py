@@ -13,9 +13,11 @@ from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports.store_inputs import canonical_json
 
 __all__ = [
+    "CARRIER",
     "DOCUMENT_SPARSE",
     "FIELDS",
     "SPARSE",
+    "TERMS",
     "chunk_of",
     "field_name",
     "hits_of",
@@ -28,11 +30,19 @@ __all__ = [
 
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
-#: the named sparse vector of each chunk's BM25 term weights (the engine applies the idf)
+#: the named sparse vector of each chunk's BM25 term weights, its own and its document's
+#: (the engine applies the idf)
 SPARSE = "pywrapai_bm25"
-#: the named sparse vector of a document's BM25 term weights, on one point per document
+#: the named sparse vector of a chunk's document's BM25 term weights (on every chunk of it;
+#: an earlier release held it on one point per document: ``pywrapai-graph store migrate``)
 DOCUMENT_SPARSE = "pywrapai_bm25_doc"
 
+
+#: the payload field of a chunk's own distinct term indices: a lexical query ranks only the
+#: chunks holding one of its terms (the document's vector is on every chunk of it)
+TERMS = "pywrapai_terms"
+#: the payload flag of one chunk per document version: the document IDF's corpus
+CARRIER = "pywrapai_carrier"
 
 # Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
 # so a filter on any key string ("a.b", 'q"k') goes through these names. Scalars go under

@@ -20,11 +20,13 @@ from pywrapai_graph.ports.identity_probe import report_identity
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["QdrantRecords"]
+__all__ = ["FIELDS_MARK", "QdrantRecords"]
 
 _EMBEDDER = "e:embedder"
 _LENGTHS = "e:lengths"
 _DOCUMENT_LENGTHS = "e:document-lengths"
+#: written by ``migrate``: the collection's chunks hold their document field themselves
+FIELDS_MARK = "e:fields"
 
 
 def _record(payload: Any) -> DocRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -13,12 +14,12 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores._qdrant_document import (
-    UPGRADE_NEEDED,
-    QdrantDocumentField,
-)
 from pywrapai_graph.adapters.vectorstores._qdrant_edge import EdgeFolder
-from pywrapai_graph.adapters.vectorstores._qdrant_folder import local_location, open_folder
+from pywrapai_graph.adapters.vectorstores._qdrant_folder import (
+    local_location,
+    migrate_folder,
+    open_folder,
+)
 from pywrapai_graph.adapters.vectorstores._qdrant_ids import ids_filter
 from pywrapai_graph.adapters.vectorstores._qdrant_index import ensure_id_index, index_chunk_ids
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
@@ -33,8 +34,8 @@ from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     stored_of,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores._qdrant_records import QdrantRecords
-from pywrapai_graph.adapters.vectorstores._sparse_terms import check_fixed_bm25, query_indices
+from pywrapai_graph.adapters.vectorstores._qdrant_query import QdrantQuery
+from pywrapai_graph.adapters.vectorstores._qdrant_records import FIELDS_MARK, QdrantRecords
 from pywrapai_graph.adapters.vectorstores._vector_batches import (
     Matrix,
     PreparedBatch,
@@ -58,12 +59,20 @@ from pywrapai_graph.redaction import redact, scrubbed
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["QdrantVectorStore"]
+__all__ = ["QdrantVectorStore", "migrate_folder"]
 
 _UPSERT_BATCH = 512
+_log = logging.getLogger(__name__)
+
+#: what a collection of the carrier-point release says (once per store) until it is migrated
+NOT_MIGRATED = (
+    "Qdrant collection %r holds its document field on one point per document (an earlier "
+    "release): its lexical scores are those of chunks alone until `pywrapai-graph store "
+    "migrate` writes every chunk's field (one pass, no re-embedding)"
+)
 
 
-class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
+class QdrantVectorStore(QdrantRecords, QdrantQuery):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -71,8 +80,8 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
             Qdrant's own engine in this process (Qdrant Edge, see ``_qdrant_edge``), one
             store per folder at a time (:meth:`close` lets it go). A folder of an earlier
-            release (qdrant-client's local mode) is moved onto it once, on open
-            (``_qdrant_migrate``).
+            release (qdrant-client's local mode) is refused until ``pywrapai-graph store
+            migrate`` moves it onto Edge (``_qdrant_folder``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
@@ -86,9 +95,11 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
     ``search_many`` is one batch query, with one record lookup for the batch.
 
     Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
-    terms' BM25 weights (k1 1.2, b 0.75, see ``_sparse_terms``) and the collection applies
-    its IDF modifier, so document frequencies are the engine's at query time. One point per
-    document also carries ``pywrapai_bm25_doc``, its document's (see ``_qdrant_document``).
+    own and its document's BM25 term weights (k1 1.2, b 0.75, see ``_qdrant_document``) and
+    the collection applies its IDF modifier, so document frequencies are the engine's at
+    query time. :meth:`retrieve` is one ``query_points``: dense, lexical, or both as
+    prefetches fused by the engine (``rrf``: Qdrant's weighted RRF; ``rescored`` and
+    ``weighted``: its DBSF).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
@@ -120,7 +131,10 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         #: the collection has the sparse vector of lexical search (created by this version)
         self._sparse = False
         #: ... and the sparse vector of the document field
-        self._doc_field = False
+        self._doc_vector = False
+        #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
+        self._legacy = False
+        self._warned = False  # NO_DOCUMENT_FIELD was said
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
@@ -199,7 +213,11 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
             return None
         info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
-        self._sparse, self._doc_field = SPARSE in sparse, DOCUMENT_SPARSE in sparse
+        self._sparse, self._doc_vector = SPARSE in sparse, DOCUMENT_SPARSE in sparse
+        if self._doc_vector and not self._legacy:
+            self._legacy = not self._record_points([FIELDS_MARK])
+            if self._legacy:
+                _log.warning(NOT_MIGRATED, self._collection)
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -210,6 +228,7 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
 
     def _create(self, dim: int) -> None:
         m = self._models
+        self._put_point(FIELDS_MARK, {"kind": "fields"})  # before: no one sees it unmarked
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
@@ -227,7 +246,8 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
-        self._sparse = self._doc_field = True
+        self._sparse = self._doc_vector = True
+        self._legacy = self._legacy and not made
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -295,9 +315,10 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
                         "metadata": dict(c.metadata),
                         "version": version,
                         FIELDS: metadata_fields(c.metadata),
+                        **fields,
                     },
                 )
-                for c, v, version in zip(
+                for c, (v, fields), version in zip(
                     batch.chunks,
                     self._vectors(batch.chunks, versions, batch.vectors.tolist()),
                     versions,
@@ -336,22 +357,6 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return metadata_filter(self._models, filter)
-
-    def _ids_selector(self, ids: Sequence[str]) -> Any:
-        return ids_filter(ids)
-
-    def _check_lexical(self, k1: float, b: float) -> None:
-        check_fixed_bm25(k1, b, "Qdrant")
-
-    def _lexical_query(self, query: str, n: int, selector: Any, k1: float, b: float) -> list[Hit]:
-        if not query_indices(query):
-            return []
-        with self._errors():
-            if not self._sparse:
-                self._dim = self._existing_dimension()  # another process may have re-created it
-            if not self._sparse:
-                raise InvalidStateError(UPGRADE_NEEDED.format(name=self._collection))
-        return hits_of(self._sparse_query(SPARSE, query, n, selector, True), cosine=False)
 
     def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
         m = self._models
@@ -420,6 +425,21 @@ class QdrantVectorStore(QdrantRecords, QdrantDocumentField):
         return int(
             self._client.count(self._collection, count_filter=selector_filter, exact=True).count
         )
+
+    def migrate(self) -> int:
+        """Write every chunk's lexical field as this release does, in a collection made by
+        the carrier-point release (``pywrapai-graph store migrate``; no re-embedding).
+
+        Returns:
+            How many document versions were rewritten (0: nothing to migrate).
+        """
+        with self._writing():
+            if self._known_dim() is None or not self._legacy:
+                return 0
+            done = self._migrate_fields()
+            self._put_point(FIELDS_MARK, {"kind": "fields"})
+            self._legacy = False
+            return done
 
     def _delete(self, ids: list[str]) -> int:
         if not ids:
