@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pywrapai_graph.adapters.vectorstores._document_field import document_counts
 from pywrapai_graph.adapters.vectorstores._qdrant_points import (
     CARRIER,
     DOCUMENT_SPARSE,
@@ -40,7 +39,7 @@ from pywrapai_graph.adapters.vectorstores._sparse_terms import (
 )
 from pywrapai_graph.adapters.vectorstores._version_records import engine_id
 from pywrapai_graph.adapters.vectorstores._versioned import VersionedDocuments
-from pywrapai_graph.application.text_analysis import analyze
+from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 
 if TYPE_CHECKING:
@@ -59,6 +58,14 @@ UPGRADE_NEEDED = (
     "re-create it: `pywrapai-graph store clear --yes`, then ingest again (or keep "
     "mode='dense')."
 ).replace("{sparse!r}", repr(SPARSE))
+
+
+def document_counts(texts: Sequence[str]) -> Counter[str]:
+    """A document's term frequencies from its chunks in order: the sum of their parts'."""
+    counts: Counter[str] = Counter()
+    for part in document_parts(texts, [""] * len(texts)):
+        counts.update(analyze(part))
+    return counts
 
 
 class QdrantDocumentField(VersionedDocuments):
