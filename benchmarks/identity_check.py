@@ -41,7 +41,7 @@ from pywrapai_graph import (
     QdrantVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_query
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_query
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.identity_probe import identity_probe

@@ -13,8 +13,8 @@ import numpy as np
 from benchmarks._data import chunk_batches, unit_vectors
 from benchmarks._table import print_table
 from pywrapai_graph import Chunk, InMemoryVectorStore
-from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex
-from pywrapai_graph.adapters.vectorstores._vector_batches import PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.exact_search import ExactIndex
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
 
 N, DIM, BATCH = 100_000, 384, 1000
 

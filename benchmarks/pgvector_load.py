@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks._data import clustered_vectors
 from pywrapai_graph import Chunk, PGVectorStore
-from pywrapai_graph.adapters.vectorstores import pgvector
+from pywrapai_graph.adapters.vectorstores.postgres import store as pgvector
 
 N, DIM, BATCH = 20_000, 384, 1000
 

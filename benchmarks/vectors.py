@@ -27,8 +27,8 @@ import numpy as np
 from benchmarks._data import Matrix, unit_vectors
 from benchmarks._table import print_table
 from pywrapai_graph import Chunk, InMemoryVectorStore, SQLiteVectorStore
-from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex
-from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_batch
+from pywrapai_graph.adapters.vectorstores.kit.exact_search import ExactIndex
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 
 N, DIM, DOC = 100_000, 384, 100

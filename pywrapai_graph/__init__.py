@@ -58,12 +58,12 @@ _EXPORTS: dict[str, str] = {
     "FeatureHashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
     "HashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",  # deprecated
     "BaseVectorStore": "pywrapai_graph.ports.vector_store",
-    "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.in_memory",
-    "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite",
-    "FAISSVectorStore": "pywrapai_graph.adapters.vectorstores.faiss",
-    "ChromaVectorStore": "pywrapai_graph.adapters.vectorstores.chroma",
-    "PGVectorStore": "pywrapai_graph.adapters.vectorstores.pgvector",
-    "QdrantVectorStore": "pywrapai_graph.adapters.vectorstores.qdrant",
+    "InMemoryVectorStore": "pywrapai_graph.adapters.vectorstores.memory.store",
+    "SQLiteVectorStore": "pywrapai_graph.adapters.vectorstores.sqlite.store",
+    "FAISSVectorStore": "pywrapai_graph.adapters.vectorstores.faiss.store",
+    "ChromaVectorStore": "pywrapai_graph.adapters.vectorstores.chroma.store",
+    "PGVectorStore": "pywrapai_graph.adapters.vectorstores.postgres.store",
+    "QdrantVectorStore": "pywrapai_graph.adapters.vectorstores.qdrant.store",
     # retrieval
     "BaseRetriever": "pywrapai_graph.ports.retriever",
     "VectorRetriever": "pywrapai_graph.application.vector_retriever",
@@ -152,12 +152,12 @@ if TYPE_CHECKING:
     )
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
     from pywrapai_graph.adapters.sources.beir import load_beir
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
-    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
-    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+    from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
+    from pywrapai_graph.adapters.vectorstores.memory.store import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
+    from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore
     from pywrapai_graph.application.assemble_messages import AssembleMessages
     from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
     from pywrapai_graph.application.chunker import Chunker

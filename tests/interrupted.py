@@ -18,8 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_batch
-from pywrapai_graph.adapters.vectorstores._versioned import DocRecord, VersionedDocuments
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
+from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, VersionedDocuments
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.domain.manifest import DocumentManifest
 from pywrapai_graph.ports import BaseVectorStore

@@ -93,19 +93,19 @@ def _file_path(store: StoreSettings) -> str:
 
 
 def _memory(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.memory.store import InMemoryVectorStore
 
     return InMemoryVectorStore(dimension=store.dimension)
 
 
 def _sqlite(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+    from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore
 
     return SQLiteVectorStore(_file_path(store), table_name=store.table)
 
 
 def _faiss(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
     index = _file_path(store)
     meta = os.path.splitext(index)[0] + ".meta.db"
@@ -115,7 +115,7 @@ def _faiss(store: StoreSettings) -> BaseVectorStore:
 
 
 def _chroma(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
 
     if store.url is not None:
         return ChromaVectorStore(
@@ -125,7 +125,7 @@ def _chroma(store: StoreSettings) -> BaseVectorStore:
 
 
 def _pgvector(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     required = _PGVectorSettings.model_validate(store.model_dump(exclude_none=True))
     return PGVectorStore(
@@ -158,7 +158,7 @@ def init_pgvector_schema(store: StoreSettings) -> bool:
         ConfigurationError: not a pgvector store, another dimension, or a newer schema version.
         VectorStoreError: the server cannot be reached, or the role lacks a right (named).
     """
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     required = _pgvector_only(store, "store init")
     return PGVectorStore.init_schema(
@@ -174,7 +174,7 @@ def pgvector_grants(store: StoreSettings, reader: str | None, writer: str | None
         InvalidArgumentError: neither role named.
         VectorStoreError: the server cannot be reached, or the table does not exist.
     """
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     required = _pgvector_only(store, "store grants")
     return PGVectorStore.grant_statements(
@@ -183,7 +183,7 @@ def pgvector_grants(store: StoreSettings, reader: str | None, writer: str | None
 
 
 def _qdrant(store: StoreSettings) -> BaseVectorStore:
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
 
     key = None if store.api_key is None else store.api_key.get_secret_value()
     if store.url is not None:

@@ -343,7 +343,7 @@ def _compact(container: ObjectGraph, out: TextIO) -> int:
 def _migrate(container: ObjectGraph, out: TextIO) -> int:
     settings = container.settings()
     if settings.store.backend == "qdrant" and settings.store.url is None:
-        from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+        from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 
         where = settings.store.location()
         if where != ":memory:" and migrate_folder(Path(where)):

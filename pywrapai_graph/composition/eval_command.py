@@ -225,7 +225,7 @@ def _compare(
     progress: ProgressBar,
 ) -> RetrievalComparison:
     """Ingest ``collection`` once (unless --reuse-store) and run each setting over it."""
-    from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.memory.store import InMemoryVectorStore
     from pywrapai_graph.application.compare_retrieval import compare_retrieval
 
     embedder = container.embedder()

@@ -173,7 +173,7 @@ def test_an_uncommitted_pending_file_and_old_temp_files_are_removed(tmp_path: Pa
 
 
 def test_a_second_writer_waits_then_gets_a_clear_error(tmp_path: Path) -> None:
-    from pywrapai_graph.adapters.vectorstores._local_files import WriteLock
+    from pywrapai_graph.adapters.vectorstores.kit.local_files import WriteLock
     from pywrapai_graph.errors import StoreBusyError
 
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
@@ -206,7 +206,7 @@ def test_another_process_write_is_seen_by_an_open_store(tmp_path: Path) -> None:
 def test_an_append_cut_short_before_its_commit_is_cut_off_on_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog
+    from pywrapai_graph.adapters.vectorstores.faiss.segment_log import SegmentLog
 
     index, meta, log = tmp_path / "a.faiss", tmp_path / "a.meta", tmp_path / "a.faiss.log"
     store = FAISSVectorStore(index, meta)
@@ -405,7 +405,7 @@ def test_deletes_and_replacements_survive_reopen_and_compaction(tmp_path: Path) 
 def test_an_open_store_reads_only_what_another_writer_appended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
+    from pywrapai_graph.adapters.vectorstores.kit.local_files import file_sha256
 
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
     writer = FAISSVectorStore(index, meta)
@@ -418,7 +418,7 @@ def test_an_open_store_reads_only_what_another_writer_appended(
         hashed.append(path)
         return file_sha256(path)
 
-    monkeypatch.setattr("pywrapai_graph.adapters.vectorstores._faiss_files._sha256", counting)
+    monkeypatch.setattr("pywrapai_graph.adapters.vectorstores.faiss.files._sha256", counting)
     new = make_chunks(5, 8, seed=3, prefix="n")
     writer.add(new)
     writer.delete(["c0", "c1"])

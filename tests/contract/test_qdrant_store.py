@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
-from pywrapai_graph.adapters.vectorstores._versioned import Hit
-from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
+from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -229,7 +229,7 @@ def test_a_folder_of_the_previous_release_is_refused_until_migrated(tmp_path: Pa
 def test_a_migration_cut_short_leaves_the_old_folder_usable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores import _qdrant_folder
+    from pywrapai_graph.adapters.vectorstores.qdrant import folder as _qdrant_folder
 
     folder = _sealed_copy(tmp_path)
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import FAISSVectorStore
-from pywrapai_graph.adapters.vectorstores._segment_log import encode_segment
+from pywrapai_graph.adapters.vectorstores.faiss.segment_log import encode_segment
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 from tests.faults.faiss_crash_points import DIM, State, apply, check_store

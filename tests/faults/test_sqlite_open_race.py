@@ -6,7 +6,7 @@ import multiprocessing as mp
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore
 
 OPENERS, ROUNDS = 3, 40
 

@@ -53,7 +53,7 @@ def _assert_refused(make: Callable[[], BaseVectorStore], link: Path, victim: Pat
 
 @pytest.mark.parametrize("suffix", [".log", ".lock", ".pending"])
 def test_faiss_refuses_a_link_beside_its_index(suffix: str, tmp_path: Path, victim: Path) -> None:
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
     index = tmp_path / "store" / "index.faiss"
     index.parent.mkdir()
@@ -67,7 +67,7 @@ def test_faiss_refuses_a_link_beside_its_index(suffix: str, tmp_path: Path, vict
 def test_faiss_log_link_planted_after_the_first_write_is_refused(
     tmp_path: Path, victim: Path
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
     index, meta = tmp_path / "index.faiss", tmp_path / "meta.db"
     _use(lambda: FAISSVectorStore(index, meta, dimension=4))
@@ -81,7 +81,7 @@ def test_faiss_log_link_planted_after_the_first_write_is_refused(
 def test_faiss_refuses_a_link_at_its_metadata_or_index(
     name: str, tmp_path: Path, victim: Path
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.faiss import FAISSVectorStore
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
     link = tmp_path / name
     link.symlink_to(victim)
@@ -96,7 +96,7 @@ def test_faiss_refuses_a_link_at_its_metadata_or_index(
 def test_sqlite_refuses_a_link_at_its_database_files(
     name: str, tmp_path: Path, victim: Path
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore
+    from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore
 
     link = tmp_path / name
     link.symlink_to(victim)
@@ -107,7 +107,7 @@ def test_sqlite_refuses_a_link_at_its_database_files(
 def test_embedded_chroma_refuses_a_link_in_its_folder(
     name: str, tmp_path: Path, victim: Path
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
 
     folder = tmp_path / "chroma"
     folder.mkdir()
@@ -118,7 +118,7 @@ def test_embedded_chroma_refuses_a_link_in_its_folder(
 
 @pytest.mark.parametrize("name", [".pywrapai.lock", "edge"])
 def test_a_qdrant_folder_refuses_a_link_in_it(name: str, tmp_path: Path, victim: Path) -> None:
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
 
     folder = tmp_path / "qdrant"
     folder.mkdir()
@@ -128,7 +128,7 @@ def test_a_qdrant_folder_refuses_a_link_in_it(name: str, tmp_path: Path, victim:
 
 
 def test_a_fifo_where_the_segment_log_goes_is_refused_without_blocking(tmp_path: Path) -> None:
-    from pywrapai_graph.adapters.vectorstores._segment_log import SegmentLog, encode_segment
+    from pywrapai_graph.adapters.vectorstores.faiss.segment_log import SegmentLog, encode_segment
 
     fifo = tmp_path / "index.log"
     os.mkfifo(fifo)

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from pywrapai_graph import ChromaVectorStore, Embedder, QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._qdrant_points import (
+from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     CARRIER,
     DOCUMENT_SPARSE,
     SPARSE,
     point_id,
 )
-from pywrapai_graph.adapters.vectorstores._qdrant_records import FIELDS_MARK
+from pywrapai_graph.adapters.vectorstores.qdrant.records import FIELDS_MARK
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import UnsupportedOperationError

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import ChromaVectorStore, QdrantVectorStore
-from pywrapai_graph.adapters.vectorstores._vector_batches import Matrix
-from pywrapai_graph.adapters.vectorstores._versioned import Hit, VersionedDocuments
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, VersionedDocuments
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports import offload as offload_module

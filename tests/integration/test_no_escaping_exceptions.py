@@ -33,7 +33,7 @@ from pywrapai_graph import (
     QdrantVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.redaction import RedactedError
@@ -209,7 +209,7 @@ def test_faiss_a_forged_index_with_a_matching_checksum(tmp_path: Path, forged: s
     metadata)."""
     import faiss
 
-    from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
+    from pywrapai_graph.adapters.vectorstores.kit.local_files import file_sha256
 
     index, meta = _filled_faiss(tmp_path)
     if forged == "another-dimension":

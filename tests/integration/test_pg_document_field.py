@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import Chunker, Document, PGVectorStore
-from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
+from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import PGVectorStore
-from pywrapai_graph.adapters.vectorstores._pg_bm25 import bm25_params, bm25_query
-from pywrapai_graph.adapters.vectorstores._pg_lexical import query_terms
-from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
+from pywrapai_graph.adapters.vectorstores.postgres.bm25 import bm25_params, bm25_query
+from pywrapai_graph.adapters.vectorstores.postgres.lexical import query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import VectorStoreError

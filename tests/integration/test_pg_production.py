@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from pywrapai_graph import Document, PGVectorStore, VectorRetriever
-from pywrapai_graph.adapters.vectorstores._pg_schema import SCHEMA_VERSION
+from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import Chunk, Chunker, Document, Embedder
-from pywrapai_graph.adapters.vectorstores.pgvector import COPY_MIN_ROWS, PGVectorStore
+from pywrapai_graph.adapters.vectorstores.postgres.store import COPY_MIN_ROWS, PGVectorStore
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from tests.integration.test_server_stores import name_for
 

@@ -14,7 +14,7 @@ import pytest
 
 from pywrapai_graph import Document, QdrantVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
-from pywrapai_graph.adapters.vectorstores._qdrant_index import index_chunk_ids
+from pywrapai_graph.adapters.vectorstores.qdrant.index import index_chunk_ids
 from tests.integration.qdrant_rest import QdrantRest
 
 pytestmark = pytest.mark.integration

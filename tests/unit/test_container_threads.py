@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pywrapai_graph.adapters.vectorstores.in_memory import InMemoryVectorStore
+from pywrapai_graph.adapters.vectorstores.memory.store import InMemoryVectorStore
 from pywrapai_graph.application.scoped_retriever import ScopedRetriever
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.composition import backends

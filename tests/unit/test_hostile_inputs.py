@@ -21,7 +21,7 @@ import pytest
 
 from pywrapai import LLM
 from pywrapai_graph import InMemoryVectorStore, QdrantVectorStore, SQLiteVectorStore
-from pywrapai_graph.adapters.vectorstores.qdrant import migrate_folder
+from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.domain import Chunk
@@ -70,7 +70,7 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ],
 )
 def test_pgvector_dsn_password_never_shown(dsn: str, caplog: pytest.LogCaptureFixture) -> None:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     with pytest.raises(VectorStoreError) as info:
         PGVectorStore(dsn, dimension=4)

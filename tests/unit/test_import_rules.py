@@ -84,7 +84,7 @@ def test_new_adapter_package_importing_two_adapters_is_caught(project: Path) -> 
     package.mkdir()
     (package / "__init__.py").write_text(
         "from pywrapai_graph.adapters.llm.openai import OpenAIChatModel\n"
-        "from pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore\n",
+        "from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore\n",
         encoding="utf-8",
     )
     out = _broken(_lint(project))
@@ -100,7 +100,10 @@ def test_new_adapter_package_importing_two_adapters_is_caught(project: Path) -> 
     out = _broken(_lint(project))
     assert "Adapter packages are independent; their shared kits sit below them BROKEN" in out
     assert "pywrapai_graph.adapters.planted -> pywrapai_graph.adapters.llm.openai" in out
-    assert "pywrapai_graph.adapters.planted -> pywrapai_graph.adapters.vectorstores.sqlite" in out
+    assert (
+        "pywrapai_graph.adapters.planted -> pywrapai_graph.adapters.vectorstores.sqlite.store"
+        in out
+    )
 
 
 @pytest.mark.parametrize("module", ["sqlite3", "urllib.request"])
@@ -129,11 +132,11 @@ def test_domain_importing_a_third_party_package_is_caught(project: Path, package
 def test_root_package_importing_an_adapter_eagerly_is_caught(project: Path) -> None:
     _append(
         project / "pywrapai_graph" / "__init__.py",
-        "\nfrom pywrapai_graph.adapters.vectorstores.sqlite import SQLiteVectorStore  # noqa\n",
+        "\nfrom pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore  # noqa\n",
     )
     out = _broken(_lint(project))
     assert "Only composition imports the adapters BROKEN" in out
-    assert "pywrapai_graph -> pywrapai_graph.adapters.vectorstores.sqlite" in out
+    assert "pywrapai_graph -> pywrapai_graph.adapters.vectorstores.sqlite.store" in out
 
 
 def test_the_error_map_names_every_error() -> None:

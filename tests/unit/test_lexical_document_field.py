@@ -13,7 +13,7 @@ import pytest
 
 from pywrapai_graph import InMemoryVectorStore
 from pywrapai_graph.adapters.sources.beir import load_beir
-from pywrapai_graph.adapters.vectorstores._lexical_index import LexicalIndex
+from pywrapai_graph.adapters.vectorstores.kit.lexical_index import LexicalIndex
 from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT as W
 from pywrapai_graph.domain import Chunk

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pywrapai_graph.adapters.vectorstores._metadata_json import metadata_json, metadata_jsons
+from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json, metadata_jsons
 from pywrapai_graph.domain import Chunk
 
 _scalars = (

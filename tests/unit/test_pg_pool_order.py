@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pywrapai_graph.adapters.vectorstores._pg_pool import FairPool, Slot
+from pywrapai_graph.adapters.vectorstores.postgres.pool import FairPool, Slot
 from pywrapai_graph.errors import InvalidStateError
 
 

@@ -97,7 +97,7 @@ def _shown(error: BaseException, caplog: pytest.LogCaptureFixture) -> str:
     ],
 )
 def test_pgvector_never_shows_the_password(dsn: str, caplog: pytest.LogCaptureFixture) -> None:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     with pytest.raises(VectorStoreError) as info:
         PGVectorStore(dsn, dimension=4)
@@ -106,7 +106,7 @@ def test_pgvector_never_shows_the_password(dsn: str, caplog: pytest.LogCaptureFi
 
 
 def test_chroma_url_credentials_are_masked(caplog: pytest.LogCaptureFixture) -> None:
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
 
     with pytest.raises(VectorStoreError) as info:
         ChromaVectorStore(url=f"http://admin:{PW}@127.0.0.1:1/?token={PW}")
@@ -115,7 +115,7 @@ def test_chroma_url_credentials_are_masked(caplog: pytest.LogCaptureFixture) -> 
 
 
 def test_qdrant_url_and_key_are_masked(caplog: pytest.LogCaptureFixture) -> None:
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
 
     with pytest.raises(VectorStoreError) as info:
         QdrantVectorStore("docs", url=f"https://127.0.0.1:1/?api_key={PW}", api_key=PW)
@@ -208,7 +208,7 @@ def test_redact_hides_passwords_with_reserved_characters(chars: str, form: str) 
 def test_key_value_dsn_with_reserved_characters_is_masked_in_connect_errors(
     chars: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     dsn = f"host=127.0.0.1 port=1 user=u password={_reserved_pw(chars)} connect_timeout=2"
     with pytest.raises(VectorStoreError) as info:
@@ -221,7 +221,7 @@ def test_key_value_dsn_with_reserved_characters_is_masked_in_connect_errors(
 def test_pg_url_with_unencoded_reserved_password_is_refused_naming_the_fix(
     chars: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
     from pywrapai_graph.errors import ConfigurationError
 
     dsn = f"postgresql://u:{_reserved_pw(chars)}@127.0.0.1:1/app?connect_timeout=2"
@@ -235,7 +235,7 @@ def test_pg_url_with_percent_encoded_reserved_password_connects_to_its_host(
 ) -> None:
     from urllib.parse import quote
 
-    from pywrapai_graph.adapters.vectorstores.pgvector import PGVectorStore
+    from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
 
     pw = _reserved_pw("@:/?#[]")
     dsn = f"postgresql://u:{quote(pw, safe='')}@127.0.0.1:1/app?connect_timeout=2"
@@ -249,8 +249,8 @@ def test_pg_url_with_percent_encoded_reserved_password_connects_to_its_host(
 def test_http_store_urls_with_unencoded_reserved_password_are_refused(
     chars: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
-    from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+    from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
+    from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
     from pywrapai_graph.errors import ConfigurationError
 
     url = f"http://admin:{_reserved_pw(chars)}@127.0.0.1:1"

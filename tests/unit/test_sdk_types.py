@@ -24,8 +24,8 @@ from pywrapai_graph.adapters.llm.anthropic import AnthropicChatModel
 from pywrapai_graph.adapters.llm.gemini import GeminiChatModel
 from pywrapai_graph.adapters.llm.ollama import OllamaChatModel
 from pywrapai_graph.adapters.llm.openai import OpenAIChatModel
-from pywrapai_graph.adapters.vectorstores.chroma import ChromaVectorStore
-from pywrapai_graph.adapters.vectorstores.qdrant import QdrantVectorStore
+from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
+from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
 
 
 def calls(

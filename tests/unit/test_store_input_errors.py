@@ -96,7 +96,7 @@ def test_a_faiss_index_without_its_id_map_is_a_store_error(
 ) -> None:
     import faiss
 
-    from pywrapai_graph.adapters.vectorstores._local_files import file_sha256
+    from pywrapai_graph.adapters.vectorstores.kit.local_files import file_sha256
 
     index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
     monkeypatch.setattr(FAISSVectorStore, "_should_compact", lambda *a: True)  # a base file

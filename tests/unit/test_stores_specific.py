@@ -22,8 +22,8 @@ from pywrapai_graph import (
     InMemoryVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores._exact_search import ExactIndex
-from pywrapai_graph.adapters.vectorstores._vector_batches import prepare_batch
+from pywrapai_graph.adapters.vectorstores.kit.exact_search import ExactIndex
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest

@@ -1,4 +1,5 @@
-"""Vector stores behind ``BaseVectorStore``; their shared kits sit beside them (see
-docs/writing-a-store.md): ``_vector_batches`` (vectors validated and normalised),
-``_metadata_json``, ``_exact_search`` (ExactIndex), ``_matrix_bulk_store``, ``_versioned``,
-``_lexical_index``/``_engine_lexical`` and ``_local_files``."""
+"""Vector stores behind ``BaseVectorStore``: one package per engine (``postgres``,
+``sqlite``, ``qdrant``, ``chroma``, ``faiss``, ``memory``), each importing only the shared
+``kit`` below them (see docs/writing-a-store.md): ``vector_batches`` (vectors validated and
+normalised), ``metadata_json``, ``exact_search`` (ExactIndex), ``matrix_bulk_store``,
+``versioned``, ``lexical_index`` and ``local_files``."""

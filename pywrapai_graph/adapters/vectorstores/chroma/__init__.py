@@ -1,0 +1,1 @@
+"""Chroma, embedded or a server, dense only: ``store.ChromaVectorStore``."""

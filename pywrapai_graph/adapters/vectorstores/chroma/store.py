@@ -1,0 +1,478 @@
+"""ChromaVectorStore: Chroma embedded (``PersistentClient``) or over HTTP (``HttpClient``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import numpy as np
+
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop
+from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters._unreachable import (
+    refuse_unencoded_userinfo,
+)
+from pywrapai_graph.adapters.vectorstores.chroma.client import (
+    AsyncSide,
+    connect_server,
+    folder_hold,
+    let_go,
+)
+from pywrapai_graph.adapters.vectorstores.chroma.handle import FollowingHandle
+from pywrapai_graph.adapters.vectorstores.chroma.points import (
+    DOC,
+    HITS,
+    chunk_metadata,
+    hits_of,
+    ids_where,
+    paged_chunks,
+    stored_of,
+    where_filter,
+)
+from pywrapai_graph.adapters.vectorstores.chroma.records import ChromaRecords
+from pywrapai_graph.adapters.vectorstores.kit.local_files import (
+    WriteLock,
+    check_room,
+    nearly_full,
+    subfolder_bytes,
+)
+from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_batch,
+)
+from pywrapai_graph.adapters.vectorstores.kit.versioned import (
+    ID_KEY,
+    VERSION_KEY,
+    Hit,
+    StoredChunk,
+    VersionedDocuments,
+    engine_id,
+)
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidStateError,
+    StorageFullError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
+from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_inputs import lexical_refusal
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.redaction import redact, scrubbed
+
+if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.AsyncCollection import AsyncCollection
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["ChromaVectorStore"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+T = TypeVar("T")
+#: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
+DEFAULT_EF_SEARCH = 400
+DEFAULT_EF_CONSTRUCTION = 200
+#: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds a Chroma server has to answer one request (None: wait for ever).
+DEFAULT_REQUEST_TIMEOUT = 30.0
+
+
+def validate_collection_name(name: str) -> str:
+    """Chroma's naming rules, checked up front with a clear message."""
+    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
+        raise ConfigurationError(
+            f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
+            "starting and ending with a letter or digit, without '..', and not an IPv4 address"
+        )
+    return name
+
+
+class ChromaVectorStore(ChromaRecords, VersionedDocuments):
+    """Chroma collection in cosine space; embeddings always passed explicitly.
+
+    Chroma's default embedding function (which downloads a model) is never used, and its
+    telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
+    ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
+    nothing through versions and records kept in a second collection, ``<collection>.docs``
+    (see ``versioned``). Dense only: chromadb 1.5.9 serves no ranked text index outside
+    Chroma Cloud (a sparse index is refused, ``search()`` is not implemented locally), so
+    ``lexical`` is False and lexical or hybrid retrieval raise
+    :class:`UnsupportedOperationError`. A retrieval is one ``query`` of the chunks and one
+    read of their documents' records (their committed versions and the embedder).
+
+    Embedded mode is one process at a time: Chroma's ``PersistentClient`` loads the folder
+    once and never sees another process's writes, so the first store of a process holds the
+    folder (stores of the same process share it) until :meth:`close`, and another process
+    gets :class:`StoreBusyError`. Several processes share a Chroma server (``url=``).
+
+    Args:
+        path: a directory for embedded mode (``PersistentClient``).
+        url: a Chroma server URL (``HttpClient``); exactly one of path/url.
+        collection: the collection name (validated against Chroma's rules).
+        ef_search: HNSW search breadth (recall vs speed).
+        timeout: seconds to wait for a server's first answer.
+        request_timeout: seconds a server has to answer each later request, sync or async
+            (``None``: no deadline); past it the call raises :class:`StoreTimeoutError`.
+
+    Raises:
+        ConfigurationError: both or neither of path/url, or an invalid collection name.
+        MissingExtraError: ``chromadb`` is not installed.
+        VectorStoreError: the server cannot be reached.
+        StoreBusyError: embedded mode, another process has the folder open.
+    """
+
+    #: ``db.system.name`` on this store's spans.
+    db_system = "chroma"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        collection: str = "pywrapai",
+        *,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
+        if (path is None) == (url is None):
+            raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
+        if url is not None:
+            refuse_unencoded_userinfo(url, "Chroma url")
+        self._name = validate_collection_name(collection)
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+        chromadb = require("chromadb", "chroma", "chromadb")
+        config = require("chromadb.config", "chroma", "chromadb")
+        settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
+        self._lock = threading.RLock()
+        self._url = url
+        self._where = os.fspath(path) if path is not None else redact(str(url))
+        self._ef_search = ef_search
+        self._request_timeout = request_timeout
+        self._aclients: PerLoop[AsyncSide] | None = None
+        hold = folder_hold(Path(path)) if path is not None else None
+        try:
+            self._open(path, url, timeout, chromadb, config, settings)
+        except BaseException:
+            if hold is not None:
+                hold.release()
+            raise
+        self._release = weakref.finalize(self, let_go, self._client, hold)
+
+    def _open(
+        self,
+        path: str | os.PathLike[str] | None,
+        url: str | None,
+        timeout: float,
+        chromadb: Any,
+        config: Any,
+        settings: Any,
+    ) -> None:
+        # embedded mode: stores of this process sharing the folder take turns to write it
+        self._file_lock = (
+            WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
+        )
+        with self._errors(), self._writing():
+            if path is not None:  # Chroma opens its database by name, following links
+                refuse_links(*sqlite_files(Path(path) / "chroma.sqlite3"))
+                self._client: ClientAPI = chromadb.PersistentClient(
+                    path=os.fspath(path), settings=settings
+                )
+            else:
+                self._client, self._aclients = connect_server(
+                    str(url), timeout, self._request_timeout, chromadb, config, settings
+                )
+            gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+            self._chunks_handle = FollowingHandle(self._open_collection, gone, self._forget_dim)
+            self._docs_handle = FollowingHandle(self._open_docs, gone)
+            self._dim = self._engine_dimension()
+            if self._file_lock is not None:  # only here can no other writer be mid-write
+                self._recover()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The thread lock, and the cross-process write lock in embedded mode."""
+        with self._lock:
+            if self._file_lock is None:
+                yield
+                return
+            with self._file_lock:
+                yield
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        errors = require("chromadb.errors", "chroma", "chromadb")
+        timeouts, transports = http_errors()
+        try:
+            yield
+        except timeouts as exc:
+            raise StoreTimeoutError(
+                f"Chroma at {self._where!r} did not answer within {self._request_timeout} s "
+                f"({type(exc).__name__}): check that the server is up and not overloaded, or "
+                "raise the store's request_timeout_s"
+            ) from scrubbed(exc, [self._url])
+        except (errors.ChromaError, *transports) as exc:
+            lock = self._file_lock
+            if lock is not None and nearly_full(lock.path.parent):
+                raise StorageFullError(
+                    f"the disk holding {self._where!r} is full and Chroma failed "
+                    f"({type(exc).__name__}); it may have left the folder damaged. Free some "
+                    "space, and restore or re-create the folder if it no longer opens.",
+                    path=self._where,
+                ) from scrubbed(exc, [self._url])
+            raise VectorStoreError(
+                f"Chroma at {self._where!r} failed: {type(exc).__name__}: "
+                f"{redact(str(exc), [self._url])}"
+            ) from scrubbed(exc, [self._url])
+
+    def _open_collection(self) -> Collection:
+        return self._client.get_or_create_collection(
+            self._name,
+            embedding_function=None,
+            configuration={
+                "hnsw": {
+                    "space": "cosine",
+                    "ef_search": self._ef_search,
+                    "ef_construction": DEFAULT_EF_CONSTRUCTION,
+                }
+            },
+        )
+
+    @property
+    def _collection(self) -> Collection:
+        """The chunks collection (typed as the SDK's: mypy checks every call on it)."""
+        return cast("Collection", self._chunks_handle)
+
+    def _forget_dim(self) -> None:
+        """Another process re-created the collection: its dimension is asked again."""
+        self._dim = None
+
+    def _engine_dimension(self) -> int | None:
+        errors = require("chromadb.errors", "chroma", "chromadb")
+        with self._errors():
+            for pause in (0.05, 0.2, 0.5, None):
+                try:
+                    got = self._collection.get(limit=1, include=["embeddings"])
+                    break
+                except errors.InternalError:
+                    # a Chroma server answers "Error creating hnsw segment reader: Nothing
+                    # found on disk" for a moment while another process writes a collection
+                    # it just made
+                    if pause is None:
+                        raise
+                    time.sleep(pause)
+        embeddings = got.get("embeddings")
+        if embeddings is None or len(embeddings) == 0:
+            return None
+        return len(embeddings[0])
+
+    # ------------------------------------------------------------------ port
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def exact(self) -> bool:
+        return False  # HNSW
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, or None while the collection is empty."""
+        return self._dim
+
+    # ------------------------------------------------------------------ engine primitives
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        with self._errors():
+            return stored_of(self._collection.get(where={DOC: doc_id}, include=["metadatas"]))
+
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        found: dict[str, StoredChunk] = {}
+        with self._errors():
+            for start in range(0, len(chunk_ids), 500):
+                part = list(chunk_ids[start : start + 500])
+                for got in (
+                    self._collection.get(where=ids_where(part), include=["metadatas"]),
+                    self._collection.get(ids=part, include=["metadatas"]),
+                ):
+                    found.update((c.engine_id, c) for c in stored_of(got))
+        return list(found.values())
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        if not batch.ids:
+            return
+        metadatas: list[Any] = [
+            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v}
+            for c, v in zip(batch.chunks, versions, strict=True)
+        ]
+        ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
+        self._check_room(batch)
+        with self._errors():
+            limit = int(self._client.get_max_batch_size())
+            for start in range(0, len(ids), limit):
+                end = start + limit
+                self._collection.upsert(
+                    ids=ids[start:end],
+                    embeddings=batch.vectors[start:end],
+                    documents=[c.text for c in batch.chunks[start:end]],
+                    metadatas=metadatas[start:end],
+                )
+        self._dim = int(batch.vectors.shape[1])
+
+    def _check_room(self, batch: PreparedBatch) -> None:
+        """Embedded mode: refuse a write the disk may not hold, before Chroma starts it.
+
+        Chroma does not survive running out of room mid-write (its index files are left
+        cut short and the folder no longer opens), so a write needs room for a rewrite of
+        the index segments plus a generous share per chunk (log, metadata, text index).
+        """
+        if self._file_lock is None:
+            return
+        folder = self._file_lock.path.parent
+        text = sum(len(c.text.encode()) for c in batch.chunks)
+        per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
+        check_room(folder, subfolder_bytes(folder) + len(batch.ids) * per_chunk + 8 * text)
+
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        with self._errors():
+            for start in range(0, len(ids), 500):
+                self._collection.delete(ids=list(ids[start : start + 500]))
+
+    def _count(self, filter: MetadataFilter | None = None) -> int:
+        if not filter:
+            return len(self)
+        with self._lock, self._errors():
+            return len(self._committed(paged_chunks(self._collection, where_filter(filter))))
+
+    # ------------------------------------------------------------------ port
+    def _add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._known_dim())
+        if not batch.ids:
+            return
+        with self._writing():
+            self._add_versioned(batch)
+
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        return where_filter(filter)
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        # chromadb 1.5.9 answers an n_results above the collection's count with what it
+        # holds, so no count is asked first (``_available`` stays None)
+        return self._query_many([query], n, selector)[0]
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Dense retrieval: :meth:`search` (the ``query`` and one records read)."""
+        hits = self.search(_vector(query), query.k, query.filter)
+        return [h for h in hits if h.score >= query.min_score]
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        hits = await self.asearch(_vector(query), query.k, query.filter)
+        return [h for h in hits if h.score >= query.min_score]
+
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query`` request for every query (rows of one float32 matrix)."""
+        with self._errors():
+            result = self._collection.query(
+                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+            )
+        return hits_of(result)
+
+    # ------------------------------------------------------------------ native async (server)
+    @property
+    def _native_async(self) -> bool:
+        return self._aclients is not None
+
+    async def _acollection(self, docs: bool = False) -> AsyncCollection:
+        if self._aclients is None:  # pragma: no cover - callers check _native_async
+            raise InvalidStateError("an embedded ChromaVectorStore has no async client")
+        current = self._docs if docs else self._collection
+        with self._errors():
+            return await self._aclients.get().collection(current.name, current.id)
+
+    async def _acall(
+        self, call: Callable[[AsyncCollection], Awaitable[T]], docs: bool = False
+    ) -> T:
+        """An async request, repeated once on the collection of the same name when another
+        process re-created it (see ``FollowingHandle``)."""
+        gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+        collection = await self._acollection(docs)
+        with self._errors():
+            try:
+                return await call(collection)
+            except gone:
+                await offload((self._docs_handle if docs else self._chunks_handle).refetch)
+                return await call(await self._acollection(docs))
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        result = await self._acall(
+            lambda c: c.query(
+                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+            )
+        )
+        return hits_of(result)
+
+    async def _acount(self, filter: MetadataFilter | None = None) -> int:
+        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
+        if filter or not self._native_async:
+            return await super()._acount(filter)
+        return int(await self._acall(lambda c: c.count()))
+
+    async def aclose(self) -> None:
+        """Close this loop's async client (server mode)."""
+        if self._aclients is not None:
+            await self._aclients.aclose()
+        await super().aclose()
+
+    def _delete(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        with self._writing():
+            return self._delete_chunks(ids)
+
+    def _delete_by_doc(self, doc_id: str) -> int:
+        with self._writing():
+            return self._delete_document(doc_id)
+
+    def clear(self) -> None:
+        """Remove every chunk, every manifest and the recorded embedder."""
+        with self._writing(), self._errors():
+            self._client.delete_collection(self._name)
+            self._client.delete_collection(self._docs_name)
+            self._chunks_handle.refetch()
+            self._docs_handle.refetch()
+            self._dim = None
+
+    def __len__(self) -> int:
+        with self._lock, self._errors():
+            return int(self._collection.count())
+
+    def close(self) -> None:
+        """Embedded mode: close the client and let the folder go (for another process).
+        A server's client closes with the process."""
+        with self._lock:
+            self._release()
+
+    def __repr__(self) -> str:
+        return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
+
+
+def _vector(query: StoreQuery) -> Sequence[float]:
+    """The query vector of a dense retrieval (lexical and hybrid are refused)."""
+    if query.mode != "dense" or query.vector is None:
+        raise lexical_refusal("ChromaVectorStore", f"{query.mode} retrieval")
+    return query.vector

@@ -1,0 +1,440 @@
+"""ExactIndex: the exact cosine search shared by the in-memory and SQLite stores.
+
+Rows are L2-normalised once at insert and kept in one float32 matrix that grows by an eighth
+at a time through ``realloc`` (amortised O(1) per row, and a large matrix is remapped, never
+copied, so memory while adding stays about the size of the data). A search is one
+matrix-vector product over the used rows plus ``argpartition`` for the top k; a metadata
+filter first selects rows through :class:`MetadataColumns` and scores only those.
+
+Two modes: with records (the in-memory store) each row keeps its text, document and
+metadata; without (the SQLite store, which reads them for the hits only) a
+``metadata_source`` gives the metadata when a filter needs a new column.
+Not thread-safe on its own: the stores that use it hold a lock.
+
+:class:`ExactSearch` is those stores' ``search`` and ``search_many`` over it, written once.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from pywrapai_graph.adapters.vectorstores.kit.metadata_columns import (
+    MetadataColumns,
+    MetadataSource,
+)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_query,
+)
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.errors import InvalidStateError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
+
+__all__ = ["ExactIndex", "ExactSearch", "Hits", "masked_top"]
+
+Rows = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.float32]
+#: (rows, scores), best first.
+Hits = tuple[Rows, Scores]
+Record = tuple[str, str, dict[str, Any]]
+
+
+class IndexWatcher(Protocol):
+    """Told every change of an :class:`ExactIndex` once it is made (the lexical index)."""
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def remove(self, ids: Sequence[str]) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def reset(self) -> None:
+        """A change failed midway: start again from the store."""
+
+
+class _Unwatched:
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        pass
+
+    def remove(self, ids: Sequence[str]) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+
+class ExactIndex:
+    """Normalised rows, id ↔ row maps, exact top-k cosine search.
+
+    Args:
+        dimension: fix the dimension up front (otherwise the first insert decides).
+        metadata_source: given, the index keeps no records (text, document, metadata);
+            it is called for every row's metadata when a filter needs it.
+        watcher: told each upsert, removal and clear once made (a failed one: ``reset``),
+            so an index derived from the same chunks (lexical search) follows this one
+            without the store telling it each time.
+    """
+
+    def __init__(
+        self,
+        dimension: int | None = None,
+        *,
+        metadata_source: MetadataSource | None = None,
+        watcher: IndexWatcher | None = None,
+    ) -> None:
+        self._fixed_dim = dimension
+        self._keeps_records = metadata_source is None
+        self._columns = MetadataColumns(metadata_source or self._record_metadata)
+        self._watcher: IndexWatcher = watcher or _Unwatched()
+        self._reset()
+
+    def _reset(self) -> None:
+        dimension = self._dim = self._fixed_dim
+        self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
+        self._n = 0
+        self._ids: list[str] = []
+        # (text, doc_id, metadata) per row: our own copy, so callers' later edits do not leak in
+        self._records: list[Record] = []
+        # id -> row, built when first needed (a store loaded for searches never needs it)
+        self._row_map: dict[str, int] | None = {}
+        self._by_doc: dict[str, set[str]] = {}
+        self._columns.clear()
+
+    @property
+    def _rows(self) -> dict[str, int]:
+        """The id -> row map (built from the ids on first use after :meth:`load`)."""
+        rows = self._row_map
+        if rows is None:
+            rows = self._row_map = dict(zip(self._ids, range(self._n), strict=True))
+        return rows
+
+    def _record_metadata(self, rows: int) -> list[dict[str, Any]]:
+        return [record[2] for record in self._records[:rows]]
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, fixed by the first insert (or given)."""
+        return self._dim
+
+    @property
+    def capacity(self) -> int:
+        """Rows allocated (grown geometrically, by an eighth)."""
+        return int(self._matrix.shape[0])
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._rows
+
+    def id_at(self, row: int) -> str:
+        """The chunk id stored at ``row``."""
+        return self._ids[row]
+
+    def ids_of_doc(self, doc_id: str) -> list[str]:
+        """Ids of the chunks of one document (records mode)."""
+        return sorted(self._by_doc.get(doc_id, ()))
+
+    def doc_of(self, chunk_id: str) -> str:
+        """The document of a stored chunk (records mode)."""
+        return self._records[self._rows[chunk_id]][1]
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._n + extra
+        if needed <= self._matrix.shape[0]:
+            return
+        capacity = max(needed, self._matrix.shape[0] + self._matrix.shape[0] // 8, 64)
+        if self._matrix.flags.owndata and self._matrix.base is None:
+            # realloc: a large matrix is moved by remapping its pages, never copied.
+            # Safe: the index hands out no views that outlive a call.
+            self._matrix.resize((capacity, self._dim or 0), refcheck=False)
+        else:
+            grown = np.empty((capacity, self._dim or 0), dtype=np.float32)
+            grown[: self._n] = self._matrix[: self._n]
+            self._matrix = grown
+        self._columns.grow(capacity, self._n)
+
+    def upsert(self, batch: PreparedBatch) -> None:
+        """Insert new ids, overwrite existing ones (the batch must be validated)."""
+        if not batch.ids:
+            return
+        try:
+            self._upsert(batch)
+        except BaseException:
+            self._watcher.reset()
+            raise
+        self._watcher.upsert(batch.chunks)
+
+    def _upsert(self, batch: PreparedBatch) -> None:
+        if self._dim is None:
+            self._dim = int(batch.vectors.shape[1])
+            self._matrix = np.empty((0, self._dim), dtype=np.float32)
+        self._reserve(len(batch.ids))
+        rows_of = self._rows
+        if not any(chunk_id in rows_of for chunk_id in batch.ids):
+            self._append(batch)
+            return
+        rows = np.empty(len(batch.ids), dtype=np.intp)
+        keep = self._keeps_records
+        for i, (chunk_id, chunk) in enumerate(zip(batch.ids, batch.chunks, strict=True)):
+            row = rows_of.get(chunk_id)
+            if row is None:
+                row = self._n
+                self._n += 1
+                rows_of[chunk_id] = row
+                self._ids.append(chunk_id)
+                if keep:
+                    self._records.append(_record(chunk))
+            elif keep:
+                self._forget_doc(row)
+                self._records[row] = _record(chunk)
+            rows[i] = row
+            if keep:
+                self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
+        self._matrix[rows] = batch.vectors
+        self._columns.assign(rows, [c.metadata for c in batch.chunks])
+
+    def replace(self, before: Sequence[str], batch: PreparedBatch) -> None:
+        """A document rewritten: its ids ``before`` that ``batch`` does not hold removed,
+        then ``batch`` upserted."""
+        kept = set(batch.ids)
+        self.remove([i for i in before if i not in kept])
+        self.upsert(batch)
+
+    def _append(self, batch: PreparedBatch) -> None:
+        """Only new ids: one slice assignment and bulk list/dict updates."""
+        start, count = self._n, len(batch.ids)
+        self._matrix[start : start + count] = batch.vectors
+        self._ids.extend(batch.ids)
+        self._rows.update(zip(batch.ids, range(start, start + count), strict=True))
+        if self._keeps_records:
+            self._records.extend(_record(c) for c in batch.chunks)
+            by_doc = self._by_doc
+            for chunk_id, chunk in zip(batch.ids, batch.chunks, strict=True):
+                members = by_doc.get(chunk.doc_id)
+                if members is None:
+                    members = by_doc[chunk.doc_id] = set()
+                members.add(chunk_id)
+        self._n += count
+        self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
+
+    def load(self, ids: list[str], vectors: Matrix) -> None:
+        """Fill an empty index without records in one step (vectors already normalised, ids
+        unique).
+
+        The matrix and the id list are adopted as they are (no copy): the caller must not
+        keep using them. The id -> row map is built when a write or lookup first needs it.
+        """
+        if self._n:
+            raise InvalidStateError("load() needs an empty index")
+        self._dim = int(vectors.shape[1])
+        self._matrix = vectors
+        self._n = len(ids)
+        self._ids = ids
+        self._row_map = None
+
+    def _forget_doc(self, row: int) -> None:
+        doc_id = self._records[row][1]
+        members = self._by_doc.get(doc_id)
+        if members is not None:
+            members.discard(self._ids[row])
+            if not members:
+                del self._by_doc[doc_id]
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
+        try:
+            removed = self._remove(ids)
+        except BaseException:
+            self._watcher.reset()
+            raise
+        self._watcher.remove(ids)
+        return removed
+
+    def _remove(self, ids: Sequence[str]) -> int:
+        removed = 0
+        keep = self._keeps_records
+        for chunk_id in ids:
+            row = self._rows.get(chunk_id)
+            if row is None:
+                continue
+            if keep:
+                self._forget_doc(row)
+            del self._rows[chunk_id]
+            last = self._n - 1
+            if row != last:
+                self._matrix[row] = self._matrix[last]
+                self._ids[row] = self._ids[last]
+                if keep:
+                    self._records[row] = self._records[last]
+                self._rows[self._ids[row]] = row
+                self._columns.move(row, last)
+            self._ids.pop()
+            if keep:
+                self._records.pop()
+            self._n -= 1
+            removed += 1
+        return removed
+
+    def chunk_at(self, row: int) -> Chunk:
+        """A fresh Chunk (without embedding) for one row (records mode)."""
+        text, doc_id, metadata = self._records[row]
+        return Chunk(text=text, doc_id=doc_id, metadata=dict(metadata), id=self._ids[row])
+
+    def chunks(self) -> list[Chunk]:
+        """Every stored chunk (without embeddings; records mode)."""
+        return [self.chunk_at(row) for row in range(self._n)]
+
+    def count(self, filter: Mapping[str, Any] | None = None) -> int:
+        """How many rows match ``filter`` (all without one)."""
+        if not filter:
+            return self._n
+        return int(np.count_nonzero(self._columns.mask(filter, self._n, self.capacity)))
+
+    def clear(self) -> None:
+        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
+        self._reset()
+        self._watcher.clear()
+
+    # ------------------------------------------------------------------ search
+    def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:
+        """The top ``k`` rows by cosine similarity to the normalised ``query``, best first.
+
+        A filter selects rows through the metadata columns first, then only those are scored.
+        """
+        n = self._n
+        if n == 0:
+            return _NO_HITS
+        if not filter:
+            return _top(self._matrix[:n] @ query, k)
+        return masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
+
+    def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
+        """Top ``k`` for each row of the normalised ``queries`` matrix.
+
+        One matrix product for the whole batch, then each row's top ``k`` (one
+        ``argpartition`` per row measured faster than one over the whole score matrix).
+        """
+        n = self._n
+        if n == 0:
+            return [_NO_HITS for _ in range(queries.shape[0])]
+        return [_top(row, k) for row in queries @ self._matrix[:n].T]
+
+    def similarities(self, query: Matrix, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of the normalised ``query`` to each stored row of ``ids``."""
+        rows = self._rows
+        found = [i for i in ids if i in rows]
+        if not found:
+            return {}
+        scores = self._matrix[[rows[i] for i in found]] @ query
+        return {i: min(float(s), 1.0) for i, s in zip(found, scores, strict=True)}
+
+    def scored(self, hits: Hits) -> list[ScoredChunk]:
+        """Hit rows as :class:`ScoredChunk` objects (records mode)."""
+        rows, scores = hits
+        return [
+            ScoredChunk(chunk=self.chunk_at(int(r)), score=min(float(s), 1.0))
+            for r, s in zip(rows, scores, strict=True)
+        ]
+
+
+class ExactSearch(BaseVectorStore):
+    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``).
+
+    The checks, the query preparation and the one matrix product for a batch are here; a
+    store says how a search reads (:meth:`_reading_index`: its locks held and ``_index`` up
+    to date) and how hit rows become chunks (:meth:`_scored_hits`).
+    """
+
+    _index: ExactIndex
+
+    @abstractmethod
+    def _reading_index(self) -> AbstractContextManager[object]:
+        """Hold the store's read locks, with ``_index`` up to date, for one search."""
+
+    @abstractmethod
+    def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
+        """The chunks of hit rows, with their scores, best first."""
+
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        with self._reading_index():
+            if len(self._index) == 0:
+                return []
+            query = prepare_query(query_vector, self._index.dimension)
+            hits = self._scored_hits(self._index.search_rows(query, k, filter))
+            report_identity(self._searched_identity())
+            return hits
+
+    def _searched_identity(self) -> EmbedderIdentity | None:
+        """The recorded embedder, as of the state a search just read (its lock held)."""
+        return self.embedder_identity()
+
+    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
+        with self._reading_index():
+            if len(self._index) == 0:
+                return {}
+            query = prepare_query(query_vector, self._index.dimension)
+            return self._index.similarities(query, ids)
+
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        """Search a batch of queries with one matrix product (with a filter: each alone)."""
+        if filter:
+            return super()._search_many(query_vectors, k, filter)
+        with self._reading_index():
+            queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
+            if not queries:
+                return []
+            return [
+                self._scored_hits(hits)
+                for hits in self._index.search_many_rows(np.stack(queries), k)
+            ]
+
+
+_NO_HITS: Hits = (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32))
+
+
+def masked_top(matrix: Matrix, query: Matrix, mask: npt.NDArray[np.bool_], k: int) -> Hits:
+    """The top ``k`` rows of ``matrix`` among those ``mask`` selects, best first.
+
+    A selective mask scores only the matching rows; a broad one (over a quarter of the rows)
+    scores every row and masks the rest, which beats gathering the matches.
+    """
+    count = int(np.count_nonzero(mask))
+    if count == 0:
+        return _NO_HITS
+    if 4 * count > matrix.shape[0]:
+        masked = np.where(mask, matrix @ query, np.float32(-np.inf))
+        return _top(masked.astype(np.float32, copy=False), min(k, count))
+    candidates = np.flatnonzero(mask)
+    rows, scores = _top(matrix[candidates] @ query, k)
+    return candidates[rows], scores
+
+
+def _record(chunk: Chunk) -> Record:
+    return (chunk.text, chunk.doc_id, dict(chunk.metadata))
+
+
+def _top(scores: Scores, k: int) -> Hits:
+    n = scores.shape[0]
+    if k >= n:
+        order = np.argsort(scores)[::-1]
+    else:
+        part = np.argpartition(scores, n - k)[n - k :]
+        order = part[np.argsort(scores[part])[::-1]]
+    return order.astype(np.intp, copy=False), scores[order]

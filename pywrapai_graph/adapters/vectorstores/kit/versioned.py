@@ -1,0 +1,476 @@
+"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant).
+
+Each document has a record beside the chunks: the *committed* chunk version, that version's
+manifest, and a *pending* version. ``replace_document`` goes:
+
+1. record.pending = v (the new version, a random token)
+2. upsert the chunks tagged with v, under engine ids of their own (``<chunk id>@v``), so the
+   committed version is untouched, batch after batch
+3. record.version = v, record.manifest = the manifest: **the commit point**
+4. delete the document's chunks of every other version
+5. record.pending = ""
+
+A chunk is visible only when its version is its document's committed one (``""`` for chunks
+written by plain ``add`` to a document never replaced), so readers skip the chunks of steps
+2 and 4, and a crash at any instant leaves the old version or the new one. On open (where
+the store holds a write lock), or at the next replace of the same document, the chunks of
+an interrupted version are removed; on a server, :meth:`VersionedDocuments.repair` removes
+them all, beside live writers: it leaves an uncommitted version alone until a repair has seen
+it pending for ``older_than_s`` (by the engine's clock where it has one, never the writer's),
+and changes a record only if it is still the one it read (compare-and-set). A writer whose
+pending version a repair took over refuses to commit it.
+
+Reads (``search``, ``search_many`` and, for a store with a native async client, their
+async twins) are written here once over the engine's query primitives: hits of other
+versions are dropped, and the engine is asked for more when they took places. Reads need
+no write lock, so the async twins run on the event loop without one.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any
+
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_batch,
+    prepare_query,
+)
+from pywrapai_graph.adapters.vectorstores.kit.version_records import (
+    ID_KEY,
+    REPAIR_MARK,
+    VERSION_KEY,
+    DocRecord,
+    Hit,
+    StoredChunk,
+    committed_of,
+    docs_of,
+    engine_id,
+    next_ask,
+    seen_ns,
+    settle,
+    stale,
+    visible_of,
+)
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
+from pywrapai_graph.ports.vector_store import check_embedder
+
+__all__ = [
+    "ID_KEY",
+    "VERSION_KEY",
+    "DocRecord",
+    "Hit",
+    "StoredChunk",
+    "VersionedDocuments",
+    "engine_id",
+]
+
+#: document ids per record request of :meth:`VersionedDocuments.document_manifests`
+_RECORDS_BATCH = 500
+
+
+#: An engine read a search asks for: ``("available",)``, ``("query", query, n, selector)``,
+#: ``("query_many", queries, n, selector)`` or ``("search_records", doc_ids)``.
+_Read = tuple[Any, ...]
+
+
+class VersionedDocuments(BaseVectorStore):
+    """``replace_document``, manifests and the embedder record over an engine's primitives."""
+
+    _dim: int | None
+    _lock: AbstractContextManager[Any]
+
+    # ------------------------------------------------------------------ engine primitives
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[None]:
+        """Hold this store's write locks (thread, and process where the engine needs one)."""
+
+    @abstractmethod
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """The records of these documents (absent ones are left out)."""
+
+    @abstractmethod
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` for a search's hits, in one request with the embedder record,
+        whose identity it tells the caller's probe (``report_identity``): every search
+        checks it at no extra round trip."""
+
+    @abstractmethod
+    def _pending_records(self) -> list[DocRecord]:
+        """Records whose pending version is set."""
+
+    @abstractmethod
+    def _put_record(self, record: DocRecord) -> None: ...
+
+    @abstractmethod
+    def _drop_records(self, doc_ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def _recorded_embedder(self) -> EmbedderIdentity | None: ...
+
+    @abstractmethod
+    def _put_embedder(self, identity: EmbedderIdentity) -> None: ...
+
+    @abstractmethod
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """Every chunk the engine holds for one document, of any version."""
+
+    @abstractmethod
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        """Every stored copy (any version) of these caller ids."""
+
+    @abstractmethod
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        """Write a validated batch, chunk i tagged with ``versions[i]``."""
+
+    @abstractmethod
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        """The engine's form of a metadata filter (None for no filter)."""
+
+    @abstractmethod
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        """The engine's ``n`` nearest hits of every version, best first."""
+
+    @abstractmethod
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """:meth:`_query` for each query, in one engine request."""
+
+    @abstractmethod
+    def _engine_dimension(self) -> int | None:
+        """The vector dimension as the engine holds it now (None: no vectors yet)."""
+
+    def _known_dim(self) -> int | None:
+        """The dimension, asked of the engine again while unknown: another process may
+        have written the first vectors since this store last looked."""
+        if self._dim is None:
+            self._dim = self._engine_dimension()
+        return self._dim
+
+    def _available(self) -> int | None:
+        """How many hits the engine can give at most, for engines that need the bound."""
+        return None
+
+    def _now_ns(self) -> int:
+        """The clock :meth:`repair` ages versions by: the engine's where it has one."""
+        return time.time_ns()
+
+    def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
+        """Write ``record`` only if the stored one is still ``expected``; True if written.
+
+        This default reads the record again and compares immediately before writing: a
+        write of another process between the two requests is the residual window. Engines
+        with a conditional write override it.
+        """
+        if self._records([record.doc_id]).get(record.doc_id) != expected:
+            return False
+        self._put_record(record)
+        return True
+
+    # ------------------------------------------------------------------ native async reads
+    @property
+    def _native_async(self) -> bool:
+        """The async reads below run on the engine's async client (else: the thread offload)."""
+        return False
+
+    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        return (await self._aquery_many([query], n, selector))[0]
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        return await offload(self._query_many, queries, n, selector)
+
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return await offload(self._search_records, doc_ids)
+
+    async def _aavailable(self) -> int | None:
+        return None
+
+    # ------------------------------------------------------------------ documents
+    @property
+    def atomic_documents(self) -> bool:
+        return True
+
+    def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        batch = prepare_batch(chunks, self._known_dim())
+        with self._writing():
+            recorded = self._recorded_embedder()
+            identity = check_embedder(recorded, manifest.embedder)
+            old = self._records([manifest.doc_id]).get(manifest.doc_id)
+            committed_before = old.version if old else ""
+            before = sum(
+                c.version == committed_before for c in self._stored_chunks(manifest.doc_id)
+            )
+            version = f"{time.time_ns():x}-{uuid.uuid4().hex}"
+            record = old or DocRecord(manifest.doc_id)
+            self._put_record(replace(record, pending=version))
+            self._upsert(batch, [version] * len(batch.ids))
+            if identity is not None and recorded is None:
+                self._put_embedder(identity)
+            self._check_still_pending(manifest.doc_id, version)
+            committed = DocRecord(manifest.doc_id, version, manifest.to_json(), pending=version)
+            self._put_record(committed)
+            self._clean(committed)
+            return before
+
+    def _check_still_pending(self, doc_id: str, version: str) -> None:
+        """Refuse to commit a version a repair (or another writer's finish) took over, after
+        removing its chunks (no record names them any more: nothing else would)."""
+        current = self._records([doc_id]).get(doc_id)
+        if current is None or current.pending != version:
+            mine = [c.engine_id for c in self._stored_chunks(doc_id) if c.version == version]
+            if mine:
+                self._delete_engine_ids(mine)
+            raise VectorStoreError(
+                f"document {doc_id!r} was not written: while this write was in progress, "
+                "`store repair` (or another process writing the same document) removed its "
+                "unfinished version; write the document again (nothing of it is visible)"
+            )
+
+    def _clean(self, record: DocRecord) -> None:
+        """Finish (or undo) an interrupted replace of one document."""
+        stored = self._stored_chunks(record.doc_id)
+        gone = stale(record, stored)
+        if gone:
+            self._delete_engine_ids(gone)
+        self._put_record(replace(record, pending=""))
+
+    def _recover(self) -> None:
+        """Clean what crashed writers left (call with the store's write lock held)."""
+        for record in self._pending_records():
+            self._clean(record)
+
+    def _repair(self, *, older_than_s: float = 600.0) -> int:
+        """Remove the chunks of versions whose writer stopped mid-replace, beside live writers.
+
+        Readers never see them, but they take room (and count in ``len``) until the
+        document's next replace. Embedded and local stores do this on open; use it on a
+        server. A committed version whose clean-up was cut short is finished at once. An
+        uncommitted one is left to its writer until a repair has seen it pending for
+        ``older_than_s`` seconds (the first run marks it, by the engine's clock where it has
+        one, never the writer's): run it with ``0`` only when no other process is writing
+        the collection. A record is changed only if it is still the one this repair read,
+        and a writer whose version was removed refuses to commit it (it raises).
+
+        Returns:
+            how many documents were repaired.
+        """
+        guard = int(older_than_s * 1e9)
+        repaired = 0
+        with self._writing():
+            now = self._now_ns()
+            pending = self._pending_records()
+            marks = self._records([REPAIR_MARK + r.doc_id for r in pending]) if pending else {}
+            for record in pending:
+                mark = marks.get(REPAIR_MARK + record.doc_id)
+                if self._due(record, mark, now, guard) and self._repair_one(record):
+                    repaired += 1
+                    if mark is not None:
+                        self._drop_records([mark.doc_id])
+        return repaired
+
+    def _due(self, record: DocRecord, mark: DocRecord | None, now: int, guard: int) -> bool:
+        """Whether to repair the record now; marks an uncommitted version first seen."""
+        if record.pending == record.version:  # committed: only its clean-up is left
+            return True
+        seen = seen_ns(mark, record.pending)
+        if seen is None:
+            self._put_record(
+                DocRecord(REPAIR_MARK + record.doc_id, manifest=f"{now:x}:{record.pending}")
+            )
+            seen = now
+        return now - seen >= guard
+
+    def _repair_one(self, record: DocRecord) -> bool:
+        """Claim the record (compare-and-set), then delete the chunks it makes stale.
+
+        The chunks are listed before the claim: a replace begun after it writes chunks
+        this listing cannot hold, and one begun before it changed the record.
+        """
+        stored = self._stored_chunks(record.doc_id)
+        if not self._put_record_if(replace(record, pending=""), record):
+            return False
+        gone = stale(record, stored)
+        if gone:
+            self._delete_engine_ids(gone)
+        return True
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        record = self._records([doc_id]).get(doc_id)
+        if record is None or not record.manifest:
+            return None
+        return DocumentManifest.from_json(doc_id, record.manifest)
+
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one: one record request per 500 ids.
+
+        A record names a manifest only once its version is committed (step 3), as for
+        :meth:`document_manifest`.
+        """
+        unique = list(dict.fromkeys(doc_ids))  # engines refuse repeated ids in one request
+        rows: list[tuple[str, str]] = []
+        for start in range(0, len(unique), _RECORDS_BATCH):
+            records = self._records(unique[start : start + _RECORDS_BATCH])
+            rows += [(r.doc_id, r.manifest) for r in records.values() if r.manifest]
+        return dict(manifests_from_json(rows))
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        return self._recorded_embedder()
+
+    # ------------------------------------------------------------------ plain writes
+    def _add_versioned(self, batch: PreparedBatch) -> None:
+        """``add``: chunks join their document's committed version, whose manifest is dropped."""
+        docs = sorted({c.doc_id for c in batch.chunks})
+        records = self._records(docs)
+        for record in records.values():
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
+        versions = [records[c.doc_id].version if c.doc_id in records else "" for c in batch.chunks]
+        targets = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
+        others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in targets]
+        if others:
+            self._delete_engine_ids(others)
+        self._upsert(batch, versions)
+
+    def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """``delete``: every copy of these ids; their documents lose their manifests."""
+        copies = self._copies(chunk_ids)
+        if not copies:
+            return 0
+        for record in self._records(sorted({c.doc_id for c in copies})).values():
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
+        self._delete_engine_ids([c.engine_id for c in copies])
+        return len({c.chunk_id for c in copies})
+
+    def _delete_document(self, doc_id: str) -> int:
+        """``delete_by_doc``: every chunk of every version, and the record."""
+        record = self._records([doc_id]).get(doc_id)
+        stored = self._stored_chunks(doc_id)
+        if stored:
+            self._delete_engine_ids([c.engine_id for c in stored])
+        if record is not None:
+            self._drop_records([doc_id])
+        committed = record.version if record else ""
+        return sum(c.version == committed for c in stored)
+
+    def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
+        """The chunks (each with its version) of committed versions only."""
+        return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []
+
+    # ------------------------------------------------------------------ reads
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        with self._lock:
+            if self._known_dim() is None:
+                return []
+            query = prepare_query(query_vector, self._dim)
+            return drive(self._nearest(query, k, self._selector(filter)), self._read)
+
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        """One engine request for the batch, one record lookup for all its hits."""
+        with self._lock:
+            if self._known_dim() is None:
+                return [[] for _ in query_vectors]
+            queries = [prepare_query(q, self._dim) for q in query_vectors]
+            return drive(self._nearest_many(queries, k, self._selector(filter)), self._read)
+
+    async def _asearch(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        if not self._native_async:
+            return await super()._asearch(query_vector, k, filter)
+        if self._known_dim() is None:
+            return []
+        query = prepare_query(query_vector, self._dim)
+        return await adrive(self._nearest(query, k, self._selector(filter)), self._aread)
+
+    async def _asearch_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        if not self._native_async:
+            return await super()._asearch_many(query_vectors, k, filter)
+        if self._known_dim() is None:
+            return [[] for _ in query_vectors]
+        queries = [prepare_query(q, self._dim) for q in query_vectors]
+        return await adrive(self._nearest_many(queries, k, self._selector(filter)), self._aread)
+
+    def _nearest(self, query: Matrix, k: int, selector: Any) -> Core[_Read, list[ScoredChunk]]:
+        """The visible top ``k`` of one query: the reads of ``_search`` and ``_asearch``,
+        written once (yields the engine reads it needs, see :data:`_Read`)."""
+        available = yield ("available",)
+        return (yield from self._visible_top(k, available, query, selector))
+
+    def _nearest_many(
+        self, queries: list[Matrix], k: int, selector: Any
+    ) -> Core[_Read, list[list[ScoredChunk]]]:
+        """:meth:`_nearest` of each query: one engine request for the batch, one record
+        lookup for all its hits, and a query whose hits were taken searched again alone."""
+        available = yield ("available",)
+        asked = k if available is None else min(k, available)
+        if not queries or not asked:
+            return [[] for _ in queries]
+        batches = yield ("query_many", queries, asked, selector)
+        found = [h for hits in batches for h in hits]
+        known = (yield ("search_records", docs_of(found))) if found else {}
+        out: list[list[ScoredChunk]] = []
+        for q, top in zip(queries, settle(batches, known, k, asked, available), strict=True):
+            alone = self._visible_top(k, available, q, selector)
+            out.append((yield from alone) if top is None else top)
+        return out
+
+    def _visible_top(
+        self, k: int, available: int | None, query: Matrix | None = None, selector: Any = None
+    ) -> Core[_Read, list[ScoredChunk]]:
+        """The visible top ``k`` of an engine query: asked for more while chunks of
+        uncommitted versions took places."""
+        asked = k if available is None else min(k, available)
+        while asked:
+            hits = yield ("query", query, asked, selector)
+            known = (yield ("search_records", docs_of(hits))) if hits else {}
+            visible = visible_of(hits, known)
+            asked = next_ask(k, asked, hits, len(visible), available)
+            if not asked:
+                return visible[:k]
+        return []
+
+    def _read(self, read: _Read) -> Any:
+        """An engine read, done blocking: ``("query", ...)`` calls ``self._query(...)``."""
+        return getattr(self, f"_{read[0]}")(*read[1:])
+
+    async def _aread(self, read: _Read) -> Any:
+        """An engine read, awaited: ``("query", ...)`` awaits ``self._aquery(...)``."""
+        return await getattr(self, f"_a{read[0]}")(*read[1:])
+
+    def _search_visible(
+        self, ask: Callable[[int], list[Hit]], k: int, available: int | None
+    ) -> list[ScoredChunk]:
+        """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
+        return drive(
+            self._visible_top(k, available),
+            lambda read: ask(read[2]) if read[0] == "query" else self._read(read),
+        )
+
+    def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
+        return lambda n: self._query(query, n, selector)
+
+    async def _asearch_visible(self, query: Matrix, k: int, selector: Any) -> list[ScoredChunk]:
+        available = await self._aavailable()
+        return await adrive(self._visible_top(k, available, query, selector), self._aread)

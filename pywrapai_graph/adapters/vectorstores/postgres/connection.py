@@ -1,0 +1,418 @@
+"""The PostgreSQL connections of :class:`PGVectorStore`: a bounded, fair pool, one deadline
+per call, session settings, and the driver's errors turned into ours (a disk full, a
+missing right, a timeout, an unreachable server), never showing the DSN's password.
+
+:class:`PGConnection` is that half of the store: :meth:`_prepare` (validate the arguments,
+load the driver, open the pool), :meth:`_run` (one transaction, a dropped connection
+replaced once) and :meth:`_read` (one statement in autocommit).
+
+A call's deadline starts when the call was made (:func:`call_made`): the wait for a thread,
+behind the store's lock and for a connection (first come, first served: ``pool``), the
+connect and the statement all count; the statement gets what is left, as the server's
+``statement_timeout`` and the client watchdog's (``deadline``), and a call whose time
+ran out before it got a connection fails without running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
+from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
+from pywrapai_graph.adapters.vectorstores.postgres.deadline import (
+    NEVER,
+    UNBOUNDED,
+    Deadline,
+    Watch,
+    watch,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.pool import FairPool, Slot
+from pywrapai_graph.adapters.vectorstores.postgres.schema import (
+    committing,
+    in_transaction,
+    missing_right,
+)
+from pywrapai_graph.domain.checks import is_positive_int, is_text
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    StorageFullError,
+    StoreBusyError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
+from pywrapai_graph.ports.call_clock import call_made
+from pywrapai_graph.redaction import redact, scrubbed
+
+__all__ = ["CLIENT_GRACE_S", "DEFAULT_EF_SEARCH", "PGConnection", "T"]
+
+_DISK_FULL = "53100"  # SQLSTATE disk_full
+_NO_PRIVILEGE = "42501"  # insufficient_privilege
+_CANCELED = "57014"  # query_canceled (statement_timeout)
+#: The client gives up this long after statement_timeout when the server has not answered
+#: (a stopped or unreachable server cancels nothing) and closes the connection.
+CLIENT_GRACE_S = 2.0
+#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
+#: that find a dead peer on an idle pooled connection in about a minute.
+_CONNECT_OPTIONS = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+#: A call's remaining time is SET as the session's statement_timeout only when it differs
+#: from the value the session has by more than this (ms): a call that did not wait costs
+#: no extra round trip.
+_TIMEOUT_SLACK_MS = 50
+
+T = TypeVar("T")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
+#: HNSW search breadth for this session: pgvector's default (40) loses recall.
+DEFAULT_EF_SEARCH = 200
+
+
+class PGConnection:
+    """Connections, deadlines and error translation for a PostgreSQL store (see the module
+    docstring); the store calls :meth:`_prepare` first and sets ``_ef_search``."""
+
+    def _prepare(
+        self,
+        dsn: str,
+        table_name: str,
+        dimension: int,
+        pool_size: int,
+        statement_timeout_ms: int | None,
+    ) -> None:
+        """Validate the arguments, load the driver and open the pool."""
+        if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
+            raise ConfigurationError(
+                f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
+                "underscores, starting with a letter or underscore (at most 51 characters)"
+            )
+        if not is_positive_int(dimension):
+            raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
+        if not is_positive_int(pool_size):
+            raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
+        if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
+            raise ConfigurationError(
+                f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
+            )
+        self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
+        self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
+        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
+        self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
+        self._dsn = dsn
+        self._table = table_name
+        self._dim = dimension
+        self._ef_search = DEFAULT_EF_SEARCH
+        self._pool_size = pool_size
+        self._timeout_ms = statement_timeout_ms
+        self._pool_timeout: float | None = (
+            None  # init_schema's one connection waits as long as it takes
+        )
+        self._pool = self._open_pool()
+
+    def _secrets(self) -> list[str]:
+        """The DSN and the password inside it, whatever the form (URL or key=value)."""
+        secrets = [self._dsn]
+        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
+            password = self._pg.extensions.parse_dsn(self._dsn).get("password")
+            if password:
+                secrets.append(password)
+        return secrets
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._secrets())
+
+    def _location(self) -> str:
+        """The DSN without its password, for messages and the repr."""
+        return redact(self._dsn, self._secrets()[1:])
+
+    def _server(self) -> tuple[str, dict[str, Any]]:
+        """``host:port`` for messages (never the user or password), and connect() options."""
+        params: dict[str, str] = {}
+        with contextlib.suppress(Exception):
+            params = self._pg.extensions.parse_dsn(self._dsn)
+        host = params.get("host") or "localhost"
+        where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
+        # libpq waits forever by default; the DSN's own values win over ours
+        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
+        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
+            given = params.get("options", "")
+            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
+        return where, options
+
+    def _open_pool(self) -> FairPool:
+        """Every connection, now: a first burst of calls finds them open."""
+        pool = FairPool(self._pool_size)
+        try:
+            for slot in pool.slots:
+                self._connect(slot, UNBOUNDED)
+        except BaseException:
+            pool.closeall()
+            raise
+        return pool
+
+    def _connect(self, slot: Slot, due: Deadline) -> None:
+        """A new connection for ``slot``, given up with the call (a whole second at least:
+        libpq counts in seconds)."""
+        _, options = self._server()
+        options["application_name"] = f"pywrapai-graph:{self._table}"
+        if due.bounded:
+            limit = options.get("connect_timeout") or self._dsn_connect_timeout()
+            seconds = int(due.remaining() + CLIENT_GRACE_S)
+            options["connect_timeout"] = max(1, seconds if limit <= 0 else min(limit, seconds))
+        try:
+            slot.conn = self._pg.connect(self._dsn, **options)
+        except self._pg.Error as exc:
+            raise self._unreachable(exc) from scrubbed(exc, self._secrets())
+        slot.statement_ms = self._timeout_ms
+
+    def _dsn_connect_timeout(self) -> int:
+        with contextlib.suppress(Exception):  # a value libpq refuses fails in connect
+            return int(self._pg.extensions.parse_dsn(self._dsn)["connect_timeout"])
+        return 0
+
+    def _unreachable(self, exc: BaseException) -> VectorStoreError:
+        if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
+            message = self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
+            if reason_of(exc) == "timeout":  # connect_timeout: the server did not answer
+                return StoreTimeoutError(message)
+            return VectorStoreError(message)
+        return VectorStoreError(
+            f"invalid PostgreSQL connection string {self._location()!r}: "
+            f"{self._redact(str(exc).strip())}"
+        )
+
+    @contextlib.contextmanager
+    def _connection(self, due: Deadline = UNBOUNDED) -> Iterator[Any]:
+        """A pooled connection for one unit of work, until ``due``.
+
+        Raises:
+            StoreBusyError: every connection stayed in use past the pool timeout.
+            StoreTimeoutError: the deadline passed before a connection was free, or the
+                server did not answer within it.
+        """
+        slot = self._slot(due)
+        try:
+            with self._session(slot, due) as conn:
+                yield conn
+        finally:
+            self._pool.release(slot)
+
+    def _slot(self, due: Deadline) -> Slot:
+        """A slot of the pool, first come first served, before the pool timeout and ``due``."""
+        left = due.remaining()
+        if left <= 0:
+            raise self._expired(due, "before it could run")
+        wait = min(left, math.inf if self._pool_timeout is None else self._pool_timeout)
+        slot = self._pool.acquire(None if wait == math.inf else wait)
+        if slot is not None:
+            return slot
+        if wait < left:
+            raise self._busy()
+        raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
+
+    @contextlib.contextmanager
+    def _session(self, slot: Slot, due: Deadline) -> Iterator[Any]:
+        armed: Watch = NEVER
+        if slot.conn is None:
+            self._connect(slot, due)
+        conn = slot.conn
+        broken = False
+        seconds = round(due.remaining() + CLIENT_GRACE_S, 2) if due.bounded else None
+        try:
+            with watch(conn, seconds) as armed:
+                try:
+                    self._configure(slot, due)
+                except self._pg.Error as exc:
+                    broken = True
+                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
+                    raise failure from scrubbed(exc, self._secrets())
+                yield conn
+        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+            broken = True
+            if armed.fired:
+                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
+            raise
+        finally:
+            if broken or conn.closed:
+                slot.discard()
+
+    def _configure(self, slot: Slot, due: Deadline) -> None:
+        """Session settings once per connection, and the statement_timeout of this call."""
+        conn = slot.conn
+        if not slot.configured:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                # per connection, not per statement: a retrieval is one statement (bm25)
+                cur.execute(
+                    "SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM)
+                )
+                with contextlib.suppress(self._pg.Error):
+                    # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                    cur.execute("SET hnsw.iterative_scan = relaxed_order")
+            with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
+                self._register(conn)
+            slot.configured = True
+        wanted = max(1, int(due.remaining() * 1000)) if due.bounded else self._timeout_ms
+        if wanted is not None and abs(wanted - (slot.statement_ms or 0)) > _TIMEOUT_SLACK_MS:
+            with conn.cursor() as cur:
+                cur.execute("SET statement_timeout = %s", (wanted,))
+            slot.statement_ms = wanted
+
+    def _busy(self) -> StoreBusyError:
+        return StoreBusyError(
+            f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
+            f"{self._server()[0]} stayed in use for {self._pool_timeout:g} s "
+            "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
+            "pg_stat_activity), or the load is more than store.pool_size connections serve; "
+            "nothing was done, retry later"
+        )
+
+    def _expired(self, due: Deadline, where: str) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"a call on table {self._table!r} to PostgreSQL at {self._server()[0]} reached "
+            f"its deadline {where}, {due.waited():.2f} s after it was made "
+            f"(store.statement_timeout_ms = {self._timeout_ms} ms counts from the call): "
+            "nothing was done. This process has more calls than store.pool_size connections "
+            "serve in time, or the server is slow or stuck; retry later"
+        )
+
+    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+        """Raised while handling the driver's error: its COMMIT note says what became of the
+        transaction (closed before COMMIT: the server can only roll it back)."""
+        outcome = (
+            "it timed out committing, so the write may have been applied (check before retrying it)"
+            if committing(sys.exception())
+            else "the transaction was rolled back: nothing of this call was applied (retry it)"
+        )
+        return StoreTimeoutError(
+            f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
+            f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
+            "the connection was closed. Check that the server is up, reachable and not "
+            f"overloaded; {outcome}"
+        )
+
+    def _ident(self, suffix: str = "") -> Any:
+        return self._sql.Identifier(self._table + suffix)
+
+    def _guarded(self, work: Callable[[], T], operation: str) -> T:
+        """``work()``, with a missing right reported as the right and how to grant it."""
+        try:
+            return work()
+        except self._pg.Error as exc:
+            failure = (
+                self._failure(exc, operation)
+                if getattr(exc, "pgcode", None) == _NO_PRIVILEGE
+                else VectorStoreError(
+                    f"PostgreSQL error setting up table {self._table!r}: "
+                    f"{self._redact(str(exc).strip())}"
+                )
+            )
+            raise failure from scrubbed(exc, self._secrets())
+
+    def _read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
+        COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
+        return self._run(work, transaction=False)
+
+    def _rows(self, statement: Any, params: list[Any]) -> list[Any]:
+        """The rows of one statement (:meth:`_read`)."""
+
+        def work(cur: Any) -> list[Any]:
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+        return self._read(work)
+
+    def _run(
+        self,
+        work: Callable[[Any], T],
+        operation: str = "SELECT",
+        *,
+        transaction: bool = True,
+        deadline: bool = True,
+    ) -> T:
+        """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
+        one deadline (:meth:`_deadline`); a dropped connection
+        is replaced once before an error is raised. ``deadline=False``: maintenance (an index
+        build) that may outlast the client deadline; its work lifts statement_timeout."""
+        due = self._deadline() if deadline else UNBOUNDED
+        for attempt in (1, 2):
+            try:
+                with self._connection(due) as conn, conn.cursor() as cur:
+                    if not transaction:
+                        return work(cur)
+                    return in_transaction(conn, cur, lambda: work(cur))
+            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
+                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+            except self._pg.Error as exc:
+                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _deadline(self) -> Deadline:
+        """The current call's: ``statement_timeout_ms`` from the moment it was made."""
+        if self._timeout_ms is None:
+            return UNBOUNDED
+        return Deadline(call_made(), self._timeout_ms / 1000)
+
+    def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
+        code = getattr(exc, "pgcode", None)
+        if code == _DISK_FULL:  # the server names the file it could not extend
+            said = self._redact(str(getattr(getattr(exc, "diag", None), "message_primary", "")))
+            file = re.search(r'"([^"]+)"', said)
+            return StorageFullError(
+                f"the PostgreSQL server's disk is full (table {self._table!r}"
+                + (f"; the server said: {said}" if said else "")
+                + "); the transaction was rolled back. Free space on the server (the "
+                "tablespace holding that file) and run it again.",
+                path=file.group(1) if file else self._location(),
+            )
+        if code == _NO_PRIVILEGE:
+            return VectorStoreError(
+                f"PostgreSQL refused {operation} on {self._table!r}: "
+                f"{missing_right(exc, self._table, operation)}"
+            )
+        if code == _CANCELED and self._timeout_ms is not None:
+            return StoreTimeoutError(
+                f"a statement on table {self._table!r} ran longer than statement_timeout "
+                f"({self._timeout_ms} ms) and was cancelled; the transaction was rolled back: "
+                "nothing of this call was applied. Raise store.statement_timeout_ms or narrow "
+                "the query"
+            )
+        if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
+            return VectorStoreError(
+                f"lost the PostgreSQL connection to {self._location()!r}: "
+                f"{self._redact(str(exc).strip())}"
+            )
+        return VectorStoreError(
+            f"PostgreSQL error on table {self._table!r}: {self._redact(str(exc).strip())}"
+        )
+
+    @classmethod
+    def _administer(
+        cls,
+        connection_string: str,
+        table_name: str,
+        dimension: int,
+        work: Callable[[Any, Any], T],
+        operation: str,
+    ) -> T:
+        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
+        store = cls.__new__(cls)
+        store._prepare(connection_string, table_name, dimension, 1, None)
+        try:
+            with store._connection() as conn:  # an owner's one-off command, no deadline
+                return store._guarded(lambda: work(conn, store._sql), operation)
+        finally:
+            store._pool.closeall()

@@ -1,0 +1,222 @@
+"""The rows of PGVectorStore: chunks in (``execute_values`` or binary COPY, then their
+postings) and out, in slices a :class:`Pacer` sizes, and metadata filters (a boolean SQL
+expression)."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
+from pywrapai_graph.adapters.vectorstores.postgres.lexical import (
+    COPY_HEADER,
+    COPY_TRAILER,
+    Analysis,
+    analyse,
+    copy_binary,
+    write_postings,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.text import to_pg
+from pywrapai_graph.ports import MetadataFilter
+
+__all__ = [
+    "Pacer",
+    "copy_payload",
+    "delete_document",
+    "delete_rows",
+    "metadata_predicate",
+    "write_chunks",
+]
+
+_JSONB_VERSION = b"\x01"
+_COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
+_UPSERT = (
+    "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
+    "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
+    "lex_doc = EXCLUDED.lex_doc"
+)
+
+
+#: A slice's statements aim at this share of statement_timeout (and at most
+#: :data:`SLICE_SECONDS`): the margin absorbs a slice slower than the one it was sized on.
+SLICE_SHARE = 0.25
+SLICE_SECONDS = 1.0
+#: What the first slice assumes a row costs (HNSW insertion and postings, 384 dimensions):
+#: 500 rows under the default timeout, a few dozen under a tiny one.
+ROW_SECONDS = 0.002
+MIN_SLICE_ROWS = 8
+MAX_SLICE_ROWS = 8192
+
+
+class Pacer:
+    """Cuts one write into slices of bounded statements inside its transaction, so a write
+    of any size succeeds as long as each statement fits ``statement_timeout``: each slice is
+    sized on the time the one before it took, and each statement gets a fresh deadline.
+
+    Args:
+        seconds: the statement timeout (None: none; slices then aim at SLICE_SECONDS).
+        fresh: arms the client deadline of the next statement.
+    """
+
+    def __init__(self, seconds: float | None, fresh: Callable[[], None]) -> None:
+        self._target = min(SLICE_SECONDS, seconds * SLICE_SHARE) if seconds else SLICE_SECONDS
+        self.statement = fresh
+
+    def sizes(self) -> Iterator[int]:
+        """Rows for each next slice; the time until the next one is asked measures the last."""
+        rows = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS))
+        while True:
+            began = time.monotonic()
+            yield rows
+            took = max(time.monotonic() - began, 1e-3)
+            fits = int(rows * self._target / took)
+            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
+
+    def slices(self, n: int) -> Iterator[slice]:
+        """``0..n`` in consecutive slices (:meth:`sizes`)."""
+        start = 0
+        for size in self.sizes():
+            if start >= n:
+                return
+            yield slice(start, min(n, start + size))
+            start += size
+
+
+def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
+    """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding,
+    lex_len, lex_doc).
+
+    Text fields are UTF-8, ``jsonb`` is its version byte and the JSON text, and a pgvector
+    ``vector`` is (int16 dim, int16 0, dim big-endian float4), cut from one big-endian copy
+    of the whole matrix: no Python float per value. ``lex_len`` is the chunk's length after
+    analysis, ``lex_doc`` that of its share of its document (``lexical``).
+    """
+    dim = int(batch.vectors.shape[1])
+    raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
+    step = 4 * dim
+    vector_head = struct.pack("!ihh", 4 + step, dim, 0)
+    out = io.BytesIO()
+    out.write(COPY_HEADER)
+    pack = struct.pack
+    for i, chunk in enumerate(batch.chunks):
+        out.write(pack("!h", 7))
+        for field in (
+            chunk.id.encode(),
+            chunk.doc_id.encode(),
+            to_pg(chunk.text).encode(),
+            _JSONB_VERSION + metadata_json(chunk).encode(),
+        ):
+            out.write(pack("!i", len(field)))
+            out.write(field)
+        out.write(vector_head)
+        out.write(raw[i * step : (i + 1) * step])
+        out.write(pack("!iiii", 4, analysis.lengths[i], 4, analysis.part_lengths[i]))
+    out.write(COPY_TRAILER)
+    return out.getvalue()
+
+
+def write_chunks(
+    cur: Any, sql: Any, extras: Any, table: str, batch: PreparedBatch, *, copy: bool, pace: Pacer
+) -> None:
+    """Upsert a validated batch's rows, slice by slice (:class:`Pacer`): each slice's chunks
+    in one statement (or binary COPY into a session temp table and one upserting INSERT that
+    empties it), then their postings."""
+    analysis = analyse(batch.chunks)  # whole: a chunk's share follows the chunk before it
+    staging = sql.Identifier(f"{table}__load")
+    if copy:
+        pace.statement()
+        cur.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
+                "ON COMMIT DELETE ROWS"
+            ).format(s=staging, t=sql.Identifier(table))
+        )
+    for part in pace.slices(len(batch.ids)):
+        piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
+        a = analysis
+        lex = Analysis(a.terms[part], a.lengths[part], a.part_terms[part], a.part_lengths[part])
+        pace.statement()
+        if copy:
+            copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
+            pace.statement()
+            cur.execute(
+                sql.SQL(
+                    f"WITH moved AS (DELETE FROM {{s}} RETURNING {_COLUMNS}) "
+                    f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM moved {_UPSERT}"
+                ).format(t=sql.Identifier(table), s=staging)
+            )
+        else:
+            _insert_rows(cur, sql, extras, table, piece, lex)
+        pace.statement()
+        # after the chunks: their triggers dropped the postings of the rows they overwrote
+        write_postings(cur, sql, table, piece.chunks, lex)
+
+
+def _insert_rows(
+    cur: Any, sql: Any, extras: Any, table: str, batch: PreparedBatch, analysis: Analysis
+) -> None:
+    rows = [
+        (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v, n, part)
+        for c, v, n, part in zip(
+            batch.chunks, batch.vectors, analysis.lengths, analysis.part_lengths, strict=True
+        )
+    ]
+    query = sql.SQL(f"INSERT INTO {{t}} ({_COLUMNS}) VALUES %s {_UPSERT}").format(
+        t=sql.Identifier(table)
+    )
+    extras.execute_values(
+        cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s, %s, %s)", page_size=len(rows)
+    )
+
+
+def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> list[str]:
+    """Delete the chunks ``ids`` in slices; the document of each chunk deleted."""
+    statement = sql.SQL("DELETE FROM {t} WHERE id = ANY(%s) RETURNING doc_id").format(
+        t=sql.Identifier(table)
+    )
+    docs: list[str] = []
+    for part in pace.slices(len(ids)):
+        pace.statement()
+        cur.execute(statement, (ids[part],))
+        docs += [r[0] for r in cur.fetchall()]
+    return docs
+
+
+def delete_document(cur: Any, sql: Any, table: str, doc_id: str, pace: Pacer) -> int:
+    """Delete a document's chunks in slices; how many there were."""
+    statement = sql.SQL(
+        "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
+    ).format(t=sql.Identifier(table))
+    removed = 0
+    for size in pace.sizes():
+        pace.statement()
+        cur.execute(statement, (doc_id, size))
+        removed += int(cur.rowcount)
+        if cur.rowcount < size:
+            break
+    return removed
+
+
+def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
+    """``filter`` as a boolean SQL expression and its parameters: scalars by containment
+    (the GIN index), lists by jsonb equality (containment would match any superset)."""
+    scalars = {k: v for k, v in (filter or {}).items() if not isinstance(v, list | tuple)}
+    clauses: list[Any] = []
+    params: list[str] = []
+    if scalars:
+        clauses.append(sql.SQL("metadata @> %s::jsonb"))
+        params.append(json.dumps(scalars))
+    for key, value in (filter or {}).items():
+        if isinstance(value, list | tuple):
+            clauses.append(sql.SQL("metadata -> %s = %s::jsonb"))
+            params += [key, json.dumps(list(value))]
+    if not clauses:
+        return sql.SQL("true"), []
+    return sql.SQL(" AND ").join(clauses), params

@@ -1,0 +1,487 @@
+"""PGVectorStore: PostgreSQL + pgvector, HNSW cosine index, server-side filtering."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    PreparedBatch,
+    prepare_batch,
+    prepare_query,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
+    bm25_params,
+    bm25_query,
+    hybrid_params,
+    hybrid_statement,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.connection import (
+    CLIENT_GRACE_S,
+    DEFAULT_EF_SEARCH,
+    PGConnection,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.deadline import renew
+from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
+from pywrapai_graph.adapters.vectorstores.postgres.lexical import lexical_tables, query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.rows import (
+    Pacer,
+    delete_document,
+    delete_rows,
+    metadata_predicate,
+    write_chunks,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.schema import (
+    check_schema,
+    init_schema,
+)
+from pywrapai_graph.adapters.vectorstores.postgres.search_hits import scored_row, search_hits
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.checks import is_positive_int
+from pywrapai_graph.domain.manifest import (
+    DocumentManifest,
+    EmbedderIdentity,
+    manifests_from_json,
+)
+from pywrapai_graph.errors import ConfigurationError
+from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.vector_store import check_embedder
+
+__all__ = ["PGVectorStore"]
+
+#: Server connections a store opens at most (threads and the async offload share them).
+DEFAULT_POOL_SIZE = 4
+#: How long a call waits for a pooled connection before StoreBusyError: a service sheds load
+#: in seconds rather than queueing callers behind a stuck server until their clients give up.
+DEFAULT_POOL_TIMEOUT_MS = 5_000
+#: The server cancels a statement running longer; 30 s is far beyond any search or
+#: document write, and short enough for a request to fail while its client still waits.
+DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
+#: From this many rows a batch goes in with binary COPY instead of an INSERT.
+COPY_MIN_ROWS = 500
+
+
+class PGVectorStore(PGConnection, BaseVectorStore):
+    """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
+
+    On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
+    an HNSW index (``vector_cosine_ops``), a ``doc_id`` index and a GIN index on the JSONB
+    metadata. Lexical (BM25) search is computed by PostgreSQL from each chunk's analysed
+    terms and statistics written in the chunk's own transaction (``lexical``); a table
+    written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
+    The table name is validated and always passed as an identifier, never formatted into SQL.
+    A write is one transaction of slices, each one statement for its chunks
+    (``execute_values``, or binary COPY) and one for their postings, sized so that each
+    statement stays well within ``statement_timeout_ms`` (``rows.Pacer``): a write of any
+    size fits. A dropped connection is re-established once before an error is raised.
+
+    Args:
+        connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
+        table_name: a plain identifier (letters, digits, underscores).
+        dimension: must match the embedding model, and an existing table.
+        ef_search: HNSW search breadth for this store's session.
+        pool_size: server connections shared by threads and by the async offload; while all
+            are in use, callers wait for one in arrival order.
+        pool_timeout_ms: how long a call waits for a pooled connection before
+            :class:`StoreBusyError` (None: as long as its deadline allows).
+        statement_timeout_ms: each call's deadline, from the moment it is made: queueing for
+            a thread and a connection count, the statement gets what is left (the server
+            cancels it then), and the client closes a connection whose server has not
+            answered 2 s after the deadline (a stopped or unreachable server): all raise
+            :class:`StoreTimeoutError` naming the setting and saying whether the write was
+            rolled back. A large write runs as bounded statements in one transaction, each
+            with its own deadline. None leaves the server's default and sets no deadline.
+        create_schema: create the extension, table and indexes when missing (needs DDL
+            rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
+            exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
+
+    Raises:
+        ConfigurationError: invalid table name, or a dimension that disagrees with the table.
+        MissingExtraError: ``psycopg2-binary``/``pgvector`` are not installed.
+        VectorStoreError: the server cannot be reached or refuses the setup.
+    """
+
+    #: ``db.system.name`` on this store's spans.
+    db_system = "postgresql"
+
+    def __init__(
+        self,
+        connection_string: str,
+        table_name: str = "vector_chunks",
+        dimension: int = 1536,
+        *,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        pool_timeout_ms: int | None = DEFAULT_POOL_TIMEOUT_MS,
+        statement_timeout_ms: int | None = DEFAULT_STATEMENT_TIMEOUT_MS,
+        create_schema: bool = True,
+    ) -> None:
+        self._prepare(connection_string, table_name, dimension, pool_size, statement_timeout_ms)
+        if pool_timeout_ms is not None and not is_positive_int(pool_timeout_ms):
+            raise ConfigurationError(
+                f"pool_timeout_ms must be a positive int or None, got {pool_timeout_ms!r}"
+            )
+        self._pool_timeout = None if pool_timeout_ms is None else pool_timeout_ms / 1000
+        self._ef_search = ef_search
+        self._lock = threading.RLock()
+        self._bulk = 0
+        self._owns_schema = create_schema
+        dim = dimension
+        with self._connection() as conn:  # no deadline: DDL may wait for another's lock
+            if create_schema:
+                self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
+                self._register(conn)  # the extension may be new: adapt vectors on this one too
+            else:
+                self._guarded(lambda: check_schema(conn, self._sql, self._table, dim), "SELECT")
+
+    @classmethod
+    def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
+        """Create the extension, table, indexes and schema-version row; run once as the owner.
+
+        Idempotent: a second run changes nothing and returns False.
+
+        Raises:
+            ConfigurationError: another dimension, or a schema version newer than this release.
+            VectorStoreError: the server cannot be reached, or a right is missing (named).
+        """
+        return cls._administer(
+            connection_string,
+            table_name,
+            dimension,
+            lambda conn, sql: init_schema(conn, sql, table_name, dimension),
+            "CREATE",
+        )
+
+    @property
+    def pool_size(self) -> int:
+        """The most server connections this store opens at once."""
+        return self._pool_size
+
+    # ------------------------------------------------------------------ port
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def exact(self) -> bool:
+        return False  # HNSW
+
+    @property
+    def dimension(self) -> int:
+        """The table's vector dimension."""
+        return self._dim
+
+    @classmethod
+    def grant_statements(
+        cls,
+        connection_string: str,
+        table_name: str = "vector_chunks",
+        *,
+        reader: str | None = None,
+        writer: str | None = None,
+    ) -> list[str]:
+        """The GRANT statements giving ``reader`` read-only and ``writer`` read-write use of
+        an existing store (its tables, read from the server), for the owner to run; lines
+        starting with ``--`` say what each group is for. Changes nothing.
+
+        Raises:
+            InvalidArgumentError: neither role named.
+            VectorStoreError: the server cannot be reached, or the table does not exist.
+        """
+        return cls._administer(
+            connection_string,
+            table_name,
+            1,
+            lambda conn, sql: grant_statements(conn, sql, table_name, reader, writer),
+            "SELECT",
+        )
+
+    @property
+    def atomic_documents(self) -> bool:
+        return True
+
+    def _insert(self, cur: Any, batch: PreparedBatch, pace: Pacer) -> None:
+        if batch.ids:
+            copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
+            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy, pace=pace)
+
+    def _pacer(self, cur: Any) -> Pacer:
+        """Slices for a write on ``cur``'s transaction, each statement under a fresh client
+        deadline (the server's statement_timeout applies to each statement already)."""
+        if self._timeout_ms is None:
+            return Pacer(None, lambda: None)
+        seconds = self._timeout_ms / 1000
+        return Pacer(seconds, lambda: renew(cur.connection, seconds + CLIENT_GRACE_S))
+
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many chunks fast: every write inside sends its rows with binary COPY, and when
+        the table is empty on entry its HNSW index is dropped and built once on exit (building
+        the graph over loaded rows is far faster than inserting into a live one); the indexes
+        are the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer.
+        """
+        with self._lock:
+            # a DML-only role (create_schema=False) may not drop and rebuild the index
+            rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
+            if rebuild:
+                drop = self._sql.SQL("DROP INDEX IF EXISTS {i}").format(i=self._ident("_hnsw"))
+                self._run(lambda cur: cur.execute(drop))
+            self._bulk += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._bulk -= 1
+                if rebuild:
+                    self._run(self._build_hnsw, "CREATE", deadline=False)
+
+    def _build_hnsw(self, cur: Any) -> None:
+        cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        cur.execute("SET LOCAL statement_timeout = 0")  # an index build takes what it takes
+        cur.execute(
+            self._sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+            ).format(i=self._ident("_hnsw"), t=self._ident())
+        )
+
+    def _lock_document(self, cur: Any, doc_id: str) -> None:
+        """Writers of one document take turns (until their commit): under READ COMMITTED a
+        replace's DELETE does not see the rows a concurrent replace is inserting, so both
+        versions' chunks would stay."""
+        key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
+
+    def _forget(self, cur: Any, doc_ids: list[str]) -> None:
+        """Drop the manifests of documents changed outside ``replace_document``."""
+        cur.execute(
+            self._sql.SQL("DELETE FROM {d} WHERE doc_id = ANY(%s)").format(d=self._ident("__docs")),
+            (doc_ids,),
+        )
+
+    def _add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._dim)
+        if not batch.ids:
+            return
+
+        def work(cur: Any) -> None:
+            pace = self._pacer(cur)
+            self._insert(cur, batch, pace)
+            pace.statement()  # for the statements left and the COMMIT
+            self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
+
+        with self._lock:
+            self._run(work, "INSERT")
+
+    def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
+        batch = prepare_batch(chunks, self._dim)
+        sql = self._sql
+        info = self._ident("__info")
+
+        def work(cur: Any) -> int:
+            self._lock_document(cur, manifest.doc_id)
+            # the first writer's identity wins, even against a concurrent first writer
+            if manifest.embedder.dimension:
+                cur.execute(
+                    sql.SQL(
+                        "INSERT INTO {i} (key, value) VALUES ('embedder', %s) "
+                        "ON CONFLICT (key) DO NOTHING"
+                    ).format(i=info),
+                    (manifest.embedder.to_json(),),
+                )
+            check_embedder(self._recorded(cur), manifest.embedder)
+            pace = self._pacer(cur)
+            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            self._insert(cur, batch, pace)
+            pace.statement()  # for the statements left and the COMMIT
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
+                    "ON CONFLICT (doc_id) DO UPDATE SET manifest = EXCLUDED.manifest"
+                ).format(d=self._ident("__docs")),
+                (manifest.doc_id, manifest.to_json()),
+            )
+            return removed
+
+        with self._lock:
+            return self._run(work, "INSERT")
+
+    def _recorded(self, cur: Any) -> EmbedderIdentity | None:
+        cur.execute(
+            self._sql.SQL("SELECT value FROM {i} WHERE key = 'embedder'").format(
+                i=self._ident("__info")
+            )
+        )
+        row = cur.fetchone()
+        return None if row is None else EmbedderIdentity.from_json(row[0])
+
+    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
+        return self.document_manifests([doc_id]).get(doc_id)
+
+    def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
+        """The manifests of ``doc_ids`` that have one, in one query (``doc_id = ANY(...)``)."""
+        if not doc_ids:
+            return {}
+        statement = self._sql.SQL("SELECT doc_id, manifest FROM {d} WHERE doc_id = ANY(%s)").format(
+            d=self._ident("__docs")
+        )
+        return dict(manifests_from_json(self._rows(statement, [list(doc_ids)])))
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        return self._read(self._recorded)
+
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        query = self._literal(query_vector)
+        sql = self._sql
+        where, filter_params = self._where(filter)
+        statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
+            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, "
+            "(SELECT value FROM {i} WHERE key = 'embedder') FROM {t} "
+            "{w} ORDER BY embedding <=> %s LIMIT %s"
+        ).format(t=self._ident(), w=where, i=self._ident("__info"))
+        params: list[Any] = [query, *filter_params, query, k]
+        return search_hits(self._rows(statement, params))
+
+    def _literal(self, query_vector: Sequence[float]) -> Any:
+        """The query vector as one SQL literal, adapted once however often a statement names
+        it (the text of a 384-dimension vector costs the client about 0.2 ms each time)."""
+        extensions = self._pg.extensions
+        quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
+        return extensions.AsIs(quoted.decode())
+
+    def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
+        """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
+        keep, params = metadata_predicate(self._sql, filter)
+        return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
+
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available, computed by PostgreSQL."""
+        return True
+
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        """The ``k`` chunks whose text best matches ``query`` by BM25, best first: one
+        statement whose cost follows the postings of the query's terms (``lexical``)."""
+        terms, counts = query_terms(query)
+        if not terms:
+            return []
+        keep, filter_params = metadata_predicate(self._sql, filter)
+        statement = bm25_query(self._sql, self._table, keep if filter_params else None)
+        params = bm25_params(terms, counts, k1, b, filter_params, k)
+        return [scored_row(r, clamp=False) for r in self._rows(statement, params)]
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
+        or lexical search, or for hybrid both candidate lists, both scores of their union,
+        the fusion, the filter and the recorded embedder (``bm25.hybrid_statement``)."""
+        if query.mode == "lexical":
+            return self._lexical_search(
+                query.text or "", query.k, query.filter, k1=query.k1, b=query.b
+            )
+        if query.mode == "dense":
+            hits = self._search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        keep, chosen = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        statement = hybrid_statement(self._sql, self._table, query.fusion, shape)
+        params = hybrid_params(query, chosen, self._literal(query.vector or []))
+        return search_hits(self._rows(statement, params), clamp=False)
+
+    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
+        """Cosines of the stored vectors of ``ids``: one statement by primary key."""
+        query = prepare_query(query_vector, self._dim)
+        if not ids:
+            return {}
+        statement = self._sql.SQL(
+            "SELECT id, 1 - (embedding <=> %s) FROM {t} WHERE id = ANY(%s)"
+        ).format(t=self._ident())
+        return {str(i): min(float(s), 1.0) for i, s in self._rows(statement, [query, list(ids)])}
+
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        """One statement for the batch: each query's nearest rows through a LATERAL join
+        (the HNSW index serves each query as it serves :meth:`search`)."""
+        queries = [prepare_query(q, self._dim) for q in query_vectors]
+        if not queries:
+            return []
+        sql = self._sql
+        where, filter_params = self._where(filter)
+        statement = sql.SQL(
+            "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
+            "FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
+            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> q.v) AS score FROM {t} "
+            "{w} ORDER BY embedding <=> q.v LIMIT %s) h"
+        ).format(t=self._ident(), w=where)
+        params: list[Any] = [queries, *filter_params, k]
+
+        out: list[list[ScoredChunk]] = [[] for _ in queries]
+        for r in self._rows(statement, params):
+            out[int(r[0]) - 1].append(scored_row(r[1:]))
+        for hits in out:
+            hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
+        return out
+
+    def _count(self, filter: MetadataFilter | None = None) -> int:
+        where, params = self._where(filter)
+        statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
+        return int(self._rows(statement, params)[0][0])
+
+    def _delete(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+
+        def work(cur: Any) -> int:
+            pace = self._pacer(cur)
+            docs = delete_rows(cur, self._sql, self._table, ids, pace)
+            pace.statement()
+            self._forget(cur, sorted(set(docs)))
+            return len(docs)
+
+        with self._lock:
+            return self._run(work, "DELETE")
+
+    def _delete_by_doc(self, doc_id: str) -> int:
+        def work(cur: Any) -> int:
+            self._lock_document(cur, doc_id)
+            pace = self._pacer(cur)
+            removed = delete_document(cur, self._sql, self._table, doc_id, pace)
+            pace.statement()
+            self._forget(cur, [doc_id])
+            return removed
+
+        with self._lock:
+            return self._run(work, "DELETE")
+
+    def clear(self) -> None:
+        """Remove every chunk, every manifest and the recorded embedder."""
+        tables = [self._table, *(self._table + s for s in ("__docs", "__info"))]
+        statement = self._sql.SQL("TRUNCATE {}").format(
+            self._sql.SQL(", ").join(
+                self._sql.Identifier(t) for t in (*tables, *lexical_tables(self._table))
+            )
+        )
+        with self._lock:
+            self._run(lambda cur: cur.execute(statement), "TRUNCATE")
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        with self._lock:
+            if not self._pool.closed:
+                self._pool.closeall()
+
+    def __repr__(self) -> str:
+        return (
+            f"PGVectorStore(connection={self._location()!r}, table_name={self._table!r}, "
+            f"dimension={self._dim})"
+        )

@@ -1,0 +1,128 @@
+"""How the Qdrant store lays chunks out as points: point ids, payload fields, the BM25 sparse
+vector's name, and the chunk a payload carries back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports.store_inputs import canonical_json
+
+__all__ = [
+    "CARRIER",
+    "DOCUMENT_SPARSE",
+    "FIELDS",
+    "SPARSE",
+    "TERMS",
+    "chunk_of",
+    "field_name",
+    "hits_of",
+    "metadata_fields",
+    "metadata_filter",
+    "point_id",
+    "stored_of",
+    "version_of",
+]
+
+# Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
+_ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
+#: the named sparse vector of each chunk's BM25 term weights, its own and its document's
+#: (the engine applies the idf)
+SPARSE = "pywrapai_bm25"
+#: the named sparse vector of a chunk's document's BM25 term weights (on every chunk of it;
+#: an earlier release held it on one point per document: ``pywrapai-graph store migrate``)
+DOCUMENT_SPARSE = "pywrapai_bm25_doc"
+
+
+#: the payload field of a chunk's own distinct term indices: a lexical query ranks only the
+#: chunks holding one of its terms (the document's vector is on every chunk of it)
+TERMS = "pywrapai_terms"
+#: the payload flag of one chunk per document version: the document IDF's corpus
+CARRIER = "pywrapai_carrier"
+
+# Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
+# so a filter on any key string ("a.b", 'q"k') goes through these names. Scalars go under
+# ``k<hex>``; lists and None under ``j<hex>`` as canonical JSON text, because Qdrant matches
+# an array when *any* element matches and cannot match null, whereas a filter asks for an
+# equal value.
+FIELDS = "pywrapai_fields"
+
+
+def field_name(key: str, value: Any) -> str:
+    kind = "k" if isinstance(value, str | int | float | bool) else "j"
+    return f"{FIELDS}.{kind}{key.encode('utf-8').hex()}"
+
+
+def metadata_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        field_name(k, v).split(".", 1)[1]: v
+        if isinstance(v, str | int | float | bool)
+        else canonical_json(v)
+        for k, v in metadata.items()
+    }
+
+
+def point_id(chunk_id: str) -> str:
+    """The Qdrant point id of a chunk id (the id itself when it is a UUID)."""
+    try:
+        return str(uuid.UUID(chunk_id))
+    except ValueError:
+        return str(uuid.uuid5(_ID_NAMESPACE, chunk_id))
+
+
+def chunk_of(payload: dict[str, Any] | None) -> Chunk:
+    """The chunk a point's payload carries (every point this store writes has one)."""
+    if payload is None:
+        raise VectorStoreError("a Qdrant point has no payload: not a point this store wrote")
+    return Chunk(
+        text=payload["text"],
+        doc_id=payload["doc_id"],
+        metadata=dict(payload.get("metadata") or {}),
+        id=payload["id"],
+    )
+
+
+def version_of(payload: dict[str, Any] | None) -> str:
+    return str((payload or {}).get("version", ""))
+
+
+def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None = None) -> Any:
+    """The Qdrant filter (``m`` is ``qdrant_client.models``) of a metadata filter, and of one
+    document; None for neither."""
+    conditions = []
+    if doc_id is not None:
+        conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
+    for key, value in (filter or {}).items():
+        field = field_name(key, value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            # a range, not a match: MatchValue(1) misses a stored 1.0 (other stores match)
+            conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
+        else:  # a scalar, or a list/None as the canonical JSON text written next to it
+            wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
+            conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
+    return m.Filter(must=conditions) if conditions else None
+
+
+def stored_of(points: list[Any]) -> list[StoredChunk]:
+    """The stored copies (id, version, document) of chunk points."""
+    out = []
+    for p in points:
+        version = str(p.payload.get("version", ""))
+        chunk = str(p.payload["id"])
+        out.append(StoredChunk(engine_id(chunk, version), chunk, version, p.payload["doc_id"]))
+    return out
+
+
+def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
+    """Scored points as hits (a cosine score capped at 1), each with its chunk version."""
+    return [
+        (
+            ScoredChunk(chunk_of(p.payload), min(float(p.score), 1.0) if cosine else p.score),
+            version_of(p.payload),
+        )
+        for p in points
+    ]

@@ -1,0 +1,476 @@
+"""QdrantVectorStore: Qdrant in process (Qdrant Edge: ``:memory:``, a folder) or a server."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._per_loop import PerLoop, close_async
+from pywrapai_graph.adapters._transport import http_errors
+from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    Matrix,
+    PreparedBatch,
+    prepare_batch,
+)
+from pywrapai_graph.adapters.vectorstores.kit.versioned import (
+    Hit,
+    StoredChunk,
+    engine_id,
+)
+from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder
+from pywrapai_graph.adapters.vectorstores.qdrant.folder import (
+    local_location,
+    migrate_folder,
+    open_folder,
+)
+from pywrapai_graph.adapters.vectorstores.qdrant.ids import ids_filter
+from pywrapai_graph.adapters.vectorstores.qdrant.index import ensure_id_index, index_chunk_ids
+from pywrapai_graph.adapters.vectorstores.qdrant.points import (
+    DOCUMENT_SPARSE,
+    FIELDS,
+    SPARSE,
+    chunk_of,
+    hits_of,
+    metadata_fields,
+    metadata_filter,
+    point_id,
+    stored_of,
+    version_of,
+)
+from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
+from pywrapai_graph.adapters.vectorstores.qdrant.records import FIELDS_MARK, QdrantRecords
+from pywrapai_graph.domain import Chunk
+from pywrapai_graph.errors import (
+    InvalidArgumentError,
+    InvalidStateError,
+    PyWrapAIError,
+    VectorStoreError,
+)
+from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.redaction import redact, scrubbed
+
+if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
+    from qdrant_client import AsyncQdrantClient, QdrantClient
+
+__all__ = ["QdrantVectorStore", "migrate_folder"]
+
+_UPSERT_BATCH = 512
+_log = logging.getLogger(__name__)
+
+#: what a collection of the carrier-point release says (once per store) until it is migrated
+NOT_MIGRATED = (
+    "Qdrant collection %r holds its document field on one point per document (an earlier "
+    "release): its lexical scores are those of chunks alone until `pywrapai-graph store "
+    "migrate` writes every chunk's field (one pass, no re-embedding)"
+)
+
+
+class QdrantVectorStore(QdrantRecords, QdrantQuery):
+    """Cosine search in a Qdrant collection.
+
+    Args:
+        collection: the collection name.
+        location: ":memory:" (in-process, not persistent) or a directory (persistent):
+            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one
+            store per folder at a time (:meth:`close` lets it go). A folder of an earlier
+            release (qdrant-client's local mode) is refused until ``pywrapai-graph store
+            migrate`` moves it onto Edge (``folder``).
+        url: a Qdrant server or Cloud URL (instead of ``location``).
+        api_key: for Qdrant Cloud; never shown in reprs or errors.
+        dimension: create the collection up front; otherwise the first add decides.
+        path: alias of ``location`` for a local directory.
+        timeout: seconds a server request may take (the client's default otherwise).
+
+    Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
+    go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
+    that loop shuts down. Writes, and every async call in process, run their sync twin in
+    the bounded thread offload (the in-process engine has no async interface).
+    ``search_many`` is one batch query, with one record lookup for the batch.
+
+    Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
+    own and its document's BM25 term weights (k1 1.2, b 0.75, see ``document``) and
+    the collection applies its IDF modifier, so document frequencies are the engine's at
+    query time. :meth:`retrieve` is one ``query_points``: dense, lexical, or both as
+    prefetches fused by the engine (``rrf``: Qdrant's weighted RRF; ``rescored`` and
+    ``weighted``: its DBSF).
+
+    Raises:
+        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
+            installed.
+        ConfigurationError: both or neither of a location and a url.
+    """
+
+    #: ``db.system.name`` on this store's spans.
+    db_system = "qdrant"
+
+    def __init__(
+        self,
+        collection: str,
+        location: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        dimension: int | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        timeout: int | None = None,
+    ) -> None:
+        qc = require("qdrant_client", "qdrant", "qdrant-client")
+        self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
+        where = local_location(collection, location, path, url)
+        self._collection = collection
+        self._lock = threading.RLock()
+        #: the records collection was seen to exist (a record lookup is then one request)
+        self._docs_seen = False
+        #: the collection has the sparse vector of lexical search (created by this version)
+        self._sparse = False
+        #: ... and the sparse vector of the document field
+        self._doc_vector = False
+        #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
+        self._legacy = False
+        self._warned = False  # NO_DOCUMENT_FIELD was said
+        self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
+        self._aclients: PerLoop[AsyncQdrantClient] | None = None
+        if url is not None:
+            # no background version-check thread: failures surface on our own calls
+            self._client: QdrantClient = qc.QdrantClient(
+                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+            )
+            self._aclients = PerLoop(
+                lambda: qc.AsyncQdrantClient(
+                    url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+                ),
+                close_async,
+            )
+        else:  # Qdrant Edge answers the same calls (a temporary folder for ":memory:")
+            folder = None if self._mode == "memory" else Path(os.fspath(where))  # type: ignore[arg-type]
+            self._client = cast(
+                "QdrantClient", EdgeFolder(None) if folder is None else open_folder(folder)
+            )
+        self._secrets = [api_key, url]
+        self._address = address(url, default_port=6333) if url else None
+        self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
+        with self._errors():
+            self._dim = self._existing_dimension()
+            if self._mode == "server" and self._dim is not None:
+                ensure_id_index(self._client, collection)  # made before the index existed?
+        if self._mode == "local" and self._pending_records():  # a writer that died
+            with self._writing():
+                self._recover()
+        if self._dim is None and dimension is not None:
+            with self._writing():
+                self._create(dimension)
+        elif dimension is not None and self._dim != dimension:
+            raise InvalidArgumentError(
+                f"collection {collection!r} has dimension {self._dim}, not {dimension}"
+            )
+
+    # ------------------------------------------------------------------ collection
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the store's lock, with the engine's errors translated."""
+        with self._lock, self._errors():
+            yield
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+        timeouts, transports = http_errors()
+        failures = (
+            exc_mod.UnexpectedResponse,
+            exc_mod.ResponseHandlingException,
+            *timeouts,
+            *transports,
+        )
+        try:
+            yield
+        except PyWrapAIError:
+            raise
+        except ValueError as exc:  # JSONDecodeError, pydantic: a reply the client cannot read
+            raise VectorStoreError(
+                f"Qdrant at {self._where!r} sent a reply the client cannot read "
+                f"({type(exc).__name__}); is that address a Qdrant server?"
+            ) from scrubbed(exc, self._secrets)
+        except failures as exc:
+            status = getattr(exc, "status_code", None)
+            if self._address is not None and (
+                not isinstance(exc, exc_mod.UnexpectedResponse) or status in (401, 403)
+            ):
+                message = cannot_reach("Qdrant", self._address, exc)
+            else:
+                message = f"Qdrant at {self._where!r} failed: {type(exc).__name__}"
+                message += f" (HTTP {status})" if status else ""
+            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
+
+    def _existing_dimension(self) -> int | None:
+        if not self._client.collection_exists(self._collection):
+            return None
+        info = self._client.get_collection(self._collection)
+        sparse = info.config.params.sparse_vectors or {}
+        self._sparse, self._doc_vector = SPARSE in sparse, DOCUMENT_SPARSE in sparse
+        if self._doc_vector and not self._legacy:
+            self._legacy = not self._record_points([FIELDS_MARK])
+            if self._legacy:
+                _log.warning(NOT_MIGRATED, self._collection)
+        size = getattr(info.config.params.vectors, "size", None)
+        if not isinstance(size, int):  # named vectors: not a collection this store made
+            raise VectorStoreError(
+                f"Qdrant collection {self._collection!r} has no single unnamed vector; "
+                "use a collection created by QdrantVectorStore"
+            )
+        return size
+
+    def _create(self, dim: int) -> None:
+        m = self._models
+        self._put_point(FIELDS_MARK, {"kind": "fields"})  # before: no one sees it unmarked
+        made = self._create_collection(
+            self._collection,
+            vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
+            sparse_vectors_config={
+                name: m.SparseVectorParams(modifier=m.Modifier.IDF)
+                for name in (SPARSE, DOCUMENT_SPARSE)
+            },
+        )
+        if made:
+            index_chunk_ids(self._client, self._collection)
+        found = dim if made else self._existing_dimension()
+        if found != dim:
+            raise InvalidArgumentError(
+                f"collection {self._collection!r} was just created by another process with "
+                f"dimension {found}, not {dim}"
+            )
+        self._dim = dim
+        self._sparse = self._doc_vector = True
+        self._legacy = self._legacy and not made
+
+    def _engine_dimension(self) -> int | None:
+        with self._errors():
+            return self._existing_dimension()
+
+    def _create_collection(self, name: str, **config: Any) -> bool:
+        """Create ``name``; False when another process created it first (processes that
+        start together both see it missing, and all but one are told it exists)."""
+        try:
+            self._client.create_collection(name, **config)
+        except Exception as exc:
+            if "already exists" not in f"{exc} {getattr(exc, 'content', b'')!r}":
+                raise
+            return False
+        return True
+
+    # ------------------------------------------------------------------ port
+    @property
+    def persistent(self) -> bool:
+        return self._mode != "memory"
+
+    @property
+    def exact(self) -> bool:
+        return self._mode != "server"  # Edge searches exhaustively (no HNSW built); servers: HNSW
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector dimension, or None before the collection exists."""
+        return self._dim
+
+    # ------------------------------------------------------------------ engine primitives
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        with self._errors():
+            if self._known_dim() is None:
+                return []
+            return stored_of(
+                self._scroll(self._collection, metadata_filter(self._models, None, doc_id))
+            )
+
+    def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        with self._errors():
+            if self._known_dim() is None:
+                return []
+            found: list[StoredChunk] = []
+            for start in range(0, len(chunk_ids), 500):
+                selector = ids_filter(chunk_ids[start : start + 500])
+                found += stored_of(self._scroll(self._collection, selector))
+            return found
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        m = self._models
+        if not batch.ids:
+            return
+        with self._errors():
+            if self._known_dim() is None:
+                self._create(int(batch.vectors.shape[1]))
+            points = [
+                m.PointStruct(
+                    id=point_id(engine_id(c.id, version)),
+                    vector=v,
+                    payload={
+                        "id": c.id,
+                        "doc_id": c.doc_id,
+                        "text": c.text,
+                        "metadata": dict(c.metadata),
+                        "version": version,
+                        FIELDS: metadata_fields(c.metadata),
+                        **fields,
+                    },
+                )
+                for c, (v, fields), version in zip(
+                    batch.chunks,
+                    self._vectors(batch.chunks, versions, batch.vectors.tolist()),
+                    versions,
+                    strict=True,
+                )
+            ]
+            for start in range(0, len(points), _UPSERT_BATCH):
+                self._client.upsert(
+                    self._collection, points[start : start + _UPSERT_BATCH], wait=True
+                )
+
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        m = self._models
+        with self._errors():
+            for start in range(0, len(ids), 500):
+                part = [point_id(i) for i in ids[start : start + 500]]
+                self._client.delete(self._collection, m.PointIdsList(points=part), wait=True)
+
+    def _count(self, filter: MetadataFilter | None = None) -> int:
+        with self._lock, self._errors():
+            if not filter:
+                return self._count_points()
+            if self._known_dim() is None:
+                return 0
+            points = self._scroll(self._collection, metadata_filter(self._models, filter))
+            pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
+            return len(self._committed(pairs))
+
+    # ------------------------------------------------------------------ port
+    def _add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._known_dim())
+        if not batch.ids:
+            return
+        with self._writing():
+            self._add_versioned(batch)
+
+    def _selector(self, filter: MetadataFilter | None) -> Any:
+        return metadata_filter(self._models, filter)
+
+    def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
+        m = self._models
+        return [
+            m.QueryRequest(query=q.tolist(), limit=n, filter=selector, with_payload=True)
+            for q in queries
+        ]
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        with self._errors():
+            result = self._client.query_points(
+                self._collection,
+                query=query.tolist(),
+                limit=n,
+                query_filter=selector,
+                with_payload=True,
+            )
+        return hits_of(result.points)
+
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query_batch_points`` request for every query."""
+        with self._errors():
+            results = self._client.query_batch_points(
+                self._collection, self._requests(queries, n, selector)
+            )
+        return [hits_of(r.points) for r in results]
+
+    # ------------------------------------------------------------------ native async (server)
+    @property
+    def _native_async(self) -> bool:
+        return self._aclients is not None
+
+    def _aclient(self) -> AsyncQdrantClient:
+        if self._aclients is None:  # pragma: no cover - callers check _native_async
+            raise InvalidStateError("a local-mode QdrantVectorStore has no async client")
+        return self._aclients.get()
+
+    async def _aquery_many(
+        self, queries: Sequence[Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
+        with self._errors():
+            results = await self._aclient().query_batch_points(
+                self._collection, self._requests(queries, n, selector)
+            )
+        return [hits_of(r.points) for r in results]
+
+    async def _acount(self, filter: MetadataFilter | None = None) -> int:
+        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
+        if filter or not self._native_async:
+            return await super()._acount(filter)
+        if self._known_dim() is None:
+            return 0
+        with self._errors():
+            got = await self._aclient().count(self._collection, exact=True)
+        return int(got.count)
+
+    async def aclose(self) -> None:
+        """Close this loop's async client, then the store (as :meth:`close`)."""
+        if self._aclients is not None:
+            await self._aclients.aclose()
+        await super().aclose()
+
+    def _count_points(self, selector_filter: Any = None) -> int:
+        if self._known_dim() is None:
+            return 0
+        return int(
+            self._client.count(self._collection, count_filter=selector_filter, exact=True).count
+        )
+
+    def migrate(self) -> int:
+        """Write every chunk's lexical field as this release does, in a collection made by
+        the carrier-point release (``pywrapai-graph store migrate``; no re-embedding).
+
+        Returns:
+            How many document versions were rewritten (0: nothing to migrate).
+        """
+        with self._writing():
+            if self._known_dim() is None or not self._legacy:
+                return 0
+            done = self._migrate_fields()
+            self._put_point(FIELDS_MARK, {"kind": "fields"})
+            self._legacy = False
+            return done
+
+    def _delete(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        with self._writing():
+            return self._delete_chunks(ids)
+
+    def _delete_by_doc(self, doc_id: str) -> int:
+        with self._writing():
+            return self._delete_document(doc_id)
+
+    def clear(self) -> None:
+        """Remove every chunk, every manifest and the recorded embedder."""
+        with self._writing():
+            if self._docs_exist():
+                self._client.delete_collection(self._docs)
+            self._docs_seen = False
+            dim = self._known_dim()
+            if dim is None:
+                return
+            self._client.delete_collection(self._collection)
+            self._create(dim)
+
+    def __len__(self) -> int:
+        with self._lock, self._errors():
+            return self._count_points()
+
+    def close(self) -> None:
+        """Close the client (in process: lets the folder go; ``:memory:`` is deleted)."""
+        with self._lock:
+            self._client.close()
+
+    def __repr__(self) -> str:
+        return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"

@@ -1,0 +1,1 @@
+"""SQLite: ``store.SQLiteVectorStore``; lexical search on FTS5 tables (``text``)."""
