@@ -61,6 +61,7 @@ def _serve(factory: Factory, conn: Connection) -> None:
     retrievers = {
         mode: VectorRetriever(embedder, store, mode=mode, min_score=-1.0)
         for mode in ("dense", "lexical", "hybrid")
+        if mode == "dense" or store.lexical  # Chroma is dense only
     }
     conn.send(("ok", "ready"))
     while True:
@@ -169,6 +170,7 @@ def workers(factory: Factory, n: int = 3) -> Iterator[list[Worker]]:
             mine, theirs = context.Pipe()
             process = context.Process(target=_serve, args=(factory, theirs), daemon=True)
             process.start()
+            theirs.close()  # the child's end: a worker that dies is an EOFError here, not a hang
             worker = Worker(process, mine)
             started.append(worker)
             assert mine.recv() == ("ok", "ready")
