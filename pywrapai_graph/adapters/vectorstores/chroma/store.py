@@ -438,16 +438,6 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
             await self._aclients.aclose()
         await super().aclose()
 
-    def _delete(self, ids: list[str]) -> int:
-        if not ids:
-            return 0
-        with self._writing():
-            return self._delete_chunks(ids)
-
-    def _delete_by_doc(self, doc_id: str) -> int:
-        with self._writing():
-            return self._delete_document(doc_id)
-
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing(), self._errors():

@@ -368,6 +368,16 @@ class VersionedDocuments(BaseVectorStore):
         committed = record.version if record else ""
         return sum(c.version == committed for c in stored)
 
+    def _delete(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        with self._writing():
+            return self._delete_chunks(ids)
+
+    def _delete_by_doc(self, doc_id: str) -> int:
+        with self._writing():
+            return self._delete_document(doc_id)
+
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
         return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []

@@ -441,16 +441,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             self._legacy = False
             return done
 
-    def _delete(self, ids: list[str]) -> int:
-        if not ids:
-            return 0
-        with self._writing():
-            return self._delete_chunks(ids)
-
-    def _delete_by_doc(self, doc_id: str) -> int:
-        with self._writing():
-            return self._delete_document(doc_id)
-
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing():
