@@ -296,7 +296,8 @@ def _traced_input(capture: bool) -> str | None:
     try:
         with OpenAIWire() as wire:
             wire.reply("a cat")
-            parts = [ImagePart.from_bytes(PNG), ImagePart.from_url(URL + "?sig=s3cr3t")]
+            signed = URL.replace("://", "://reader:pw-s3cr3t@") + "?sig=s3cr3t#token=s3cr3t"
+            parts = [ImagePart.from_bytes(PNG), ImagePart.from_url(signed)]
             _llm("openai", wire).chat([_asked(parts)])
     finally:
         configure()
@@ -309,7 +310,7 @@ def test_traces_carry_no_content_by_default() -> None:
     assert _traced_input(capture=False) is None
 
 
-def test_traces_summarise_binary_parts_and_drop_url_queries() -> None:
+def test_traces_summarise_binary_parts_and_drop_url_credentials_queries_fragments() -> None:
     raw = _traced_input(capture=True)
     assert raw is not None
     assert B64_PNG not in raw and "s3cr3t" not in raw

@@ -31,6 +31,7 @@ from pywrapai_graph.errors import (
 from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedChatModel
 from pywrapai_graph.testing.scripted import ScriptedReply
+from tests.secret_forms import FORMS
 
 PW = "Hunter2-tool-pw"
 DSN = f"postgresql://app:{PW}@db.internal:5432/orders"
@@ -168,6 +169,25 @@ def test_policy_raise_raises_the_tools_own_error_and_traces_ours(
     assert PW not in spans.text() + caplog.text
     run_events = spans.exception_events("invoke_agent pywrapai.Agent")
     assert run_events == [{"exception.type": "pywrapai_graph.errors.ToolExecutionError"}]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), FORMS)
+def test_secrets_in_every_form_stay_out_of_the_model_spans_and_logs(
+    text: str, secret: str, kept: str, spans: Spans, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy to a target."""
+        raise PermissionError(f"deploy to {target} failed: {text}")
+
+    configure(tracer_provider=spans.provider, capture_content=True)
+    agent, fake = agent_with([call("deploy", target="prod"), "it failed"], deploy)
+    with caplog.at_level(logging.DEBUG):
+        agent.run("deploy")
+    to_model = sent_to_model(fake)
+    assert to_model.startswith("Error: deploy to prod failed")
+    assert kept in to_model
+    assert secret not in to_model + spans.text() + caplog.text
 
 
 def test_registry_execute_returns_the_redacted_error() -> None:
