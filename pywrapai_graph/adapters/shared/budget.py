@@ -35,54 +35,66 @@ DEFAULT_LEASE_S = 30.0
 _CREATE = f"""
 DO $$ BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('{TABLE}'));  -- concurrent first uses: one creates
-  CREATE TABLE IF NOT EXISTS {TABLE} (
-    key text PRIMARY KEY,
-    at float8[] NOT NULL DEFAULT '{{}}',  -- admissions of the last 60 s (epoch s, db clock)
-    tok int8[] NOT NULL DEFAULT '{{}}',  -- their tokens
-    ids int8[] NOT NULL DEFAULT '{{}}',  -- their ids
-    lease_ids int8[] NOT NULL DEFAULT '{{}}',  -- the slots in flight
-    lease_until float8[] NOT NULL DEFAULT '{{}}'  -- when each lease expires
-  );
+  IF to_regclass('{TABLE}') IS NULL THEN
+    -- unlogged: a budget needs no WAL (after a database crash it starts empty)
+    CREATE UNLOGGED TABLE {TABLE} (
+      key text PRIMARY KEY,
+      at float8[] NOT NULL DEFAULT '{{}}',  -- admissions of the last 60 s (epoch s, db clock)
+      tok int8[] NOT NULL DEFAULT '{{}}',  -- their tokens
+      used int8 NOT NULL DEFAULT 0,  -- the sum of tok
+      ids int8[] NOT NULL DEFAULT '{{}}',  -- their ids
+      lease_ids int8[] NOT NULL DEFAULT '{{}}',  -- the slots in flight
+      lease_until float8[] NOT NULL DEFAULT '{{}}'  -- when each lease expires
+    );
+    -- rewritten on every admission: not compressed (pglz would cost more than it saves)
+    ALTER TABLE {TABLE} ALTER at SET STORAGE EXTERNAL, ALTER tok SET STORAGE EXTERNAL,
+      ALTER ids SET STORAGE EXTERNAL;
+  END IF;
 END $$;
 INSERT INTO {TABLE} (key) VALUES (%(key)s) ON CONFLICT DO NOTHING
 """
 
+#: ``at`` stays sorted (an admission is stamped no earlier than the one before it), so the
+#: admissions that left the window are found by binary search (``width_bucket``) and cut
+#: off by slicing: no per-element work but the token sum, and only with a token budget.
 _ADMIT = f"""
-UPDATE {TABLE} AS b SET (at, tok, ids, lease_ids, lease_until) = (
+PREPARE pywrapai_admit(text, int8, int8, int8, int8, int8, float8) AS
+UPDATE {TABLE} AS b SET (at, tok, used, ids, lease_ids, lease_until) = (
   SELECT
-    CASE WHEN d.ok THEN w.at || c.now ELSE w.at END,
-    CASE WHEN d.ok THEN w.tok || %(tokens)s::int8 ELSE w.tok END,
-    CASE WHEN d.ok THEN w.ids || %(id)s::int8 ELSE w.ids END,
-    CASE WHEN d.ok AND %(cap)s::int8 IS NOT NULL THEN l.ids || %(id)s::int8 ELSE l.ids END,
-    CASE WHEN d.ok AND %(cap)s::int8 IS NOT NULL THEN l.until || (c.now + %(lease)s)
+    CASE WHEN d.ok THEN w.at || greatest(c.now, w.at[cardinality(w.at)]) ELSE w.at END,
+    CASE WHEN d.ok THEN w.tok || $3 ELSE w.tok END,
+    CASE WHEN d.ok THEN w.used + $3 ELSE w.used END,
+    CASE WHEN d.ok THEN w.ids || $2 ELSE w.ids END,
+    CASE WHEN d.ok AND $6 IS NOT NULL THEN l.ids || $2 ELSE l.ids END,
+    CASE WHEN d.ok AND $6 IS NOT NULL THEN l.until || (c.now + $7)
          ELSE l.until END
   FROM (SELECT extract(epoch FROM clock_timestamp())::float8 AS now) AS c
+  CROSS JOIN LATERAL (SELECT width_bucket(c.now - {WINDOW_S}, b.at) AS gone) AS x
   CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(u.a ORDER BY u.i), '{{}}') AS at,
-           coalesce(array_agg(u.t ORDER BY u.i), '{{}}') AS tok,
-           coalesce(array_agg(u.id ORDER BY u.i), '{{}}') AS ids,
-           coalesce(sum(u.t), 0) AS used, count(*) AS n
-    FROM unnest(b.at, b.tok, b.ids) WITH ORDINALITY AS u(a, t, id, i)
-    WHERE u.a > c.now - {WINDOW_S}) AS w
+    SELECT b.at[x.gone + 1:] AS at, b.tok[x.gone + 1:] AS tok, b.ids[x.gone + 1:] AS ids,
+           b.used - (SELECT coalesce(sum(t), 0) FROM unnest(b.tok[:x.gone]) AS t) AS used) AS w
   CROSS JOIN LATERAL (
     SELECT coalesce(array_agg(v.id ORDER BY v.i), '{{}}') AS ids,
            coalesce(array_agg(v.u ORDER BY v.i), '{{}}') AS until, count(*) AS n
     FROM unnest(b.lease_ids, b.lease_until) WITH ORDINALITY AS v(id, u, i)
     WHERE v.u > c.now) AS l
   CROSS JOIN LATERAL (
-    SELECT (%(rpm)s::int8 IS NULL OR w.n < %(rpm)s::int8)
-       AND (%(tpm)s::int8 IS NULL OR w.used + %(tokens)s::int8 <= %(tpm)s::int8)
-       AND (%(cap)s::int8 IS NULL OR l.n < %(cap)s::int8) AS ok) AS d)
-WHERE b.key = %(key)s
-RETURNING b.ids[cardinality(b.ids)] IS NOT DISTINCT FROM %(id)s::int8 AS admitted,
+    SELECT ($4 IS NULL OR cardinality(w.at) < $4)
+       AND ($5 IS NULL OR w.used + $3 <= $5)
+       AND ($6 IS NULL OR l.n < $6) AS ok) AS d)
+WHERE b.key = $1
+RETURNING b.ids[cardinality(b.ids)] IS NOT DISTINCT FROM $2 AS admitted,
   extract(epoch FROM clock_timestamp())::float8,
-  CASE WHEN b.ids[cardinality(b.ids)] IS DISTINCT FROM %(id)s::int8 THEN b.at END,
-  CASE WHEN b.ids[cardinality(b.ids)] IS DISTINCT FROM %(id)s::int8 THEN b.tok END,
+  CASE WHEN b.ids[cardinality(b.ids)] IS DISTINCT FROM $2 THEN b.at END,
+  CASE WHEN b.ids[cardinality(b.ids)] IS DISTINCT FROM $2 THEN b.tok END,
   cardinality(b.lease_ids)
 """
 
+_EXECUTE_ADMIT = "EXECUTE pywrapai_admit(%s, %s, %s, %s, %s, %s, %s)"
+
 _SETTLE = f"""
-UPDATE {TABLE} SET tok[array_position(ids, %(id)s::int8)] = %(tokens)s::int8
+UPDATE {TABLE} SET used = used + %(tokens)s::int8 - tok[array_position(ids, %(id)s::int8)],
+  tok[array_position(ids, %(id)s::int8)] = %(tokens)s::int8
 WHERE key = %(key)s AND %(id)s::int8 = ANY(ids)
 """
 
@@ -144,17 +156,10 @@ class PostgresBudget(SharedBudget):
         self._closed = False
         self._worker: threading.Thread | None = None
 
-    def _params(self, permit: int, tokens: int) -> dict[str, object]:
+    def _params(self, permit: int, tokens: int) -> tuple[object, ...]:
         lim = self.limits
-        return {
-            "key": self.key,
-            "id": permit,
-            "tokens": tokens,
-            "rpm": lim.requests_per_minute,
-            "tpm": lim.tokens_per_minute,
-            "cap": lim.max_in_flight,
-            "lease": self.lease_s,
-        }
+        rpm, tpm, cap = lim.requests_per_minute, lim.tokens_per_minute, lim.max_in_flight
+        return self.key, permit, tokens, rpm, tpm, cap, self.lease_s
 
     def admit(self, tokens: int) -> Admission:
         """One statement: admitted now, or the wait the windows need (None: slots full).
@@ -185,10 +190,10 @@ class PostgresBudget(SharedBudget):
         if not self._created:
             self._db.run(_CREATE, {"key": self.key})
             self._created = True
-        rows = self._db.run(_ADMIT, self._params(permit, tokens))
+        rows = self._db.run(_EXECUTE_ADMIT, self._params(permit, tokens), prepare=_ADMIT)
         if not rows:  # the row was deleted under us: make it again
             self._db.run(_CREATE, {"key": self.key})
-            rows = self._db.run(_ADMIT, self._params(permit, tokens))
+            rows = self._db.run(_EXECUTE_ADMIT, self._params(permit, tokens), prepare=_ADMIT)
         admitted, now, at, tok, leases = rows[0]
         return bool(admitted), float(now), at, tok, int(leases)
 

@@ -50,6 +50,7 @@ class SharedDatabase:
         self._what = what
         self._lock = threading.Lock()
         self._conn: Any = None
+        self._prepared: set[str] = set()  # the PREPAREs run on this connection
         params: dict[str, str] = {}
         with contextlib.suppress(Exception):  # a DSN libpq refuses fails in connect()
             params = self._pg.extensions.parse_dsn(dsn)
@@ -59,8 +60,16 @@ class SharedDatabase:
         self._options["options"] = f"{params.get('options', '')} {_SESSION}".strip()
         self._options["application_name"] = f"pywrapai-graph:{what}"
 
-    def run(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+    def run(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, prepare: str = ""
+    ) -> list[tuple[Any, ...]]:
         """The rows of one statement (none for a statement that returns none).
+
+        Args:
+            sql: the statement.
+            params: its parameters.
+            prepare: a ``PREPARE`` that ``sql`` executes, run first on a connection that has
+                not run it yet (the hot statement is planned once per connection).
 
         Raises:
             RuntimeFailure: the database cannot be reached or refused the statement (its
@@ -71,6 +80,9 @@ class SharedDatabase:
                 conn = self._open()
                 try:
                     with conn.cursor() as cur:
+                        if prepare and prepare not in self._prepared:
+                            cur.execute(prepare)
+                            self._prepared.add(prepare)
                         cur.execute(sql, params)
                         return cur.fetchall() if cur.description is not None else []
                 except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
@@ -92,6 +104,7 @@ class SharedDatabase:
                     redact(cannot_reach("PostgreSQL", self._where, exc), self._secrets)
                 ) from scrubbed(exc, self._secrets)
             self._conn.autocommit = True
+            self._prepared = set()
         return self._conn
 
     def _failure(self, exc: BaseException) -> RuntimeFailure:
