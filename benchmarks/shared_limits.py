@@ -59,6 +59,23 @@ def _admissions(url: str, already: int, limits: Limits) -> list[float]:
     return times
 
 
+def _round_trip(url: str) -> list[float]:
+    """Seconds of each of SAMPLES ``SELECT 1`` on one connection: the floor of any statement."""
+    import psycopg2
+
+    conn = psycopg2.connect(url)
+    conn.autocommit = True
+    times = []
+    with conn.cursor() as cur:
+        for _ in range(SAMPLES):
+            start = time.perf_counter()
+            cur.execute("SELECT 1")
+            cur.fetchall()
+            times.append(time.perf_counter() - start)
+    conn.close()
+    return times
+
+
 def _turns(url: str) -> float:
     limits = Limits(requests_per_minute=10**6, tokens_per_minute=10**9, max_in_flight=10**4)
     limiter = ProviderLimiter(
@@ -81,6 +98,9 @@ def main() -> None:
     print(f"{'case':<56} {'p50 ms':>8} {'p90 ms':>8} {'of chat':>8}")
     print(f"{'LLM.chat to a local wire server (anchor, best)':<56} {anchor * 1e3:>8.3f}")
     with postgres_url() as url:
+        floor = _round_trip(url)
+        label = "SELECT 1 (the round-trip floor)"
+        print(f"{label:<56} {statistics.median(floor) * 1e3:>8.3f}")
         cases = [(f"rpm+tpm, {n} already in the window", n, WINDOW) for n in WINDOWS]
         cases.append(("rpm only, 2000 already in the window", 2000, RPM_ONLY))
         cases.append(("rpm+tpm+16 in flight (each released), 500 in window", 500, FLIGHT))

@@ -201,3 +201,24 @@ def test_bad_shared_arguments_are_refused() -> None:
         Limits(requests_per_minute=1, shared="")
     with pytest.raises(InvalidArgumentError, match="lease_s"):
         PostgresBudget("postgresql://h/db", "k", Limits(max_in_flight=1), lease_s=0)
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_worker_gets_its_own_connection_and_slots(pg_url: str) -> None:
+    """As ``gunicorn --preload`` does: the budget is made before the fork, used after it."""
+    key = f"test:{uuid.uuid4().hex}"
+    budget = PostgresBudget(pg_url, key, Limits(max_in_flight=2))
+    first = budget.admit(0).permit
+    assert first is not None
+    ours, theirs = mp.get_context("fork").Pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one more slot, through a connection of its own
+        try:
+            theirs.send(budget.admit(0).permit is not None and budget.admit(0).permit is None)
+        finally:
+            os._exit(0)
+    assert ours.poll(60) and ours.recv() is True
+    os.waitpid(pid, 0)
+    assert budget.admit(0).permit is None  # the parent's session still works: both taken
+    budget.release(first)
+    budget.close()

@@ -13,6 +13,7 @@ its slots come back when their leases expire.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 import time
@@ -155,6 +156,7 @@ class PostgresBudget(SharedBudget):
         self._releases: list[int] = []
         self._closed = False
         self._worker: threading.Thread | None = None
+        self._pid = os.getpid()
 
     def _params(self, permit: int, tokens: int) -> tuple[object, ...]:
         lim = self.limits
@@ -167,6 +169,9 @@ class PostgresBudget(SharedBudget):
         Raises:
             RuntimeFailure: the database cannot be reached or failed.
         """
+        if self._pid != os.getpid():  # forked: the parent's slots and worker are not ours
+            self._pid, self._worker, self._cond = os.getpid(), None, threading.Condition()
+            self._held, self._settles, self._releases = set(), {}, []
         permit = secrets.randbits(63) or 1
         admitted, now, at, tok, leases = self._admit(permit, tokens)
         if admitted:

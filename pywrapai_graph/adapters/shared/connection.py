@@ -8,6 +8,7 @@ by host and port: the DSN's password never reaches a message, a repr, a log or a
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +51,7 @@ class SharedDatabase:
         self._what = what
         self._lock = threading.Lock()
         self._conn: Any = None
+        self._pid = os.getpid()
         self._prepared: set[str] = set()  # the PREPAREs run on this connection
         params: dict[str, str] = {}
         with contextlib.suppress(Exception):  # a DSN libpq refuses fails in connect()
@@ -96,6 +98,8 @@ class SharedDatabase:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _open(self) -> Any:
+        if self._pid != os.getpid():  # a forked child: the session is the parent's
+            self._conn, self._pid = None, os.getpid()  # left open (closing would end it)
         if self._conn is None or self._conn.closed:
             try:
                 self._conn = self._pg.connect(self._dsn, **self._options)
