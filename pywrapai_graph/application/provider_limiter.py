@@ -300,19 +300,17 @@ class ProviderLimiter:
         return delay, deadline
 
     def _shared_step(
-        self, tokens: int, admission: Admission, deadline: float | None, waited: bool
-    ) -> tuple[Permit | float, float]:
-        """The shared budget's answer as a permit or seconds to sleep; and the deadline."""
+        self, tokens: int, admission: Admission, deadline: float, waited: bool
+    ) -> Permit | float:
+        """The shared budget's answer as a permit or seconds to sleep."""
         now = self._clock.now()
-        if deadline is None:
-            deadline = now + self.limits.max_wait_s
         if admission.permit is not None:
             with self._lock:
-                return self._admit(tokens, now, waited, admission.permit), deadline
+                return self._admit(tokens, now, waited, admission.permit)
         delay = admission.wait
         if (delay is not None and now + delay > deadline) or now >= deadline:
             raise self._refuse(tokens, delay)
-        return (min(SHARED_POLL_S, deadline - now) if delay is None else delay), deadline
+        return min(SHARED_POLL_S, deadline - now) if delay is None else delay
 
     # ------------------------------------------------------------------ admission
     def acquire(self, tokens: int = 0) -> Permit:
@@ -372,8 +370,10 @@ class ProviderLimiter:
                 tpm = self.limits.tokens_per_minute
                 if tpm is not None and tokens > tpm:  # no window would ever have room for it
                     raise self._refuse(tokens, None)
+                if deadline is None:  # from the moment the call was made
+                    deadline = self._clock.now() + self.limits.max_wait_s
                 admission = yield _ASK, 0.0
-                step, deadline = self._shared_step(tokens, admission, deadline, waited)
+                step = self._shared_step(tokens, admission, deadline, waited)
             if isinstance(step, Permit):
                 return step
             waited = True

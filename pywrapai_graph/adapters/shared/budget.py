@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 TABLE = "pywrapai_shared_limits"
 #: how long a slot in flight outlives the last renewal of a holder that stopped renewing
 DEFAULT_LEASE_S = 30.0
+#: the shortest wait before asking again (a refusal whose window has just moved on)
+_RETRY_S = 0.001
 
 _CREATE = f"""
 DO $$ BEGIN
@@ -185,7 +187,7 @@ class PostgresBudget(SharedBudget):
         wait = window_delay(self.limits, window, sum(tok), tokens, now)
         cap = self.limits.max_in_flight
         slots_full = cap is not None and leases >= cap
-        return Admission(None, None if slots_full and wait <= 0 else max(wait, 0.0))
+        return Admission(None, None if slots_full and wait <= 0 else max(wait, _RETRY_S))
 
     def _admit(
         self, permit: int, tokens: int
