@@ -82,9 +82,10 @@ def shared_limiter(
             limiter = ProviderLimiter(limits, name=name, shared=shared)
             _limiters[(provider, digest)] = limiter
     if limiter.limits != limits:
+        other = " and another shared database" if limiter.limits.shared != limits.shared else ""
         raise ConfigurationError(
             f"{limiter.name} already has limits {limiter.limits}; every LLM and Embedder of a "
-            f"process shares them, so give the same ones (got {limits})"
+            f"process shares them, so give the same ones (got {limits}{other})"
         )
     return limiter
 

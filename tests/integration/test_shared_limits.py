@@ -24,7 +24,12 @@ from pywrapai_graph.application.provider_limiter import WINDOW_S, ProviderLimite
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.composition.shared_limits import shared_limiter
 from pywrapai_graph.domain import Limits
-from pywrapai_graph.errors import InvalidArgumentError, LimitWaitError, RuntimeFailure
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    LimitWaitError,
+    RuntimeFailure,
+)
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.wire import OpenAIWire
 from pywrapai_graph.testing.wire.server import RecordedRequest
@@ -222,3 +227,13 @@ def test_a_forked_worker_gets_its_own_connection_and_slots(pg_url: str) -> None:
     assert budget.admit(0).permit is None  # the parent's session still works: both taken
     budget.release(first)
     budget.close()
+
+
+def test_other_shared_database_for_the_same_key_is_refused() -> None:
+    key = {"api_key": f"sk-{uuid.uuid4().hex}"}
+    first = Limits(requests_per_minute=5, shared=f"postgresql://u:{PASSWORD}@db-a/app")
+    shared_limiter("openai", key, first)
+    other = Limits(requests_per_minute=5, shared=f"postgresql://u:{PASSWORD}@db-b/app")
+    with pytest.raises(ConfigurationError, match="another shared database") as caught:
+        shared_limiter("openai", key, other)
+    assert PASSWORD not in str(caught.value)
