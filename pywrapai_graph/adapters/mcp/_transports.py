@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TextIO
 
+from pywrapai_graph.adapters.mcp._guard import Guard, guarded
+from pywrapai_graph.adapters.mcp._stdio import bounded_stdio
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.redaction import redact
 
 try:
     import httpx2
     from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as exc:  # this module loads only when an MCP server is configured
     raise MissingExtraError("mcp", "mcp") from exc
@@ -61,9 +62,11 @@ Target = StdioTarget | HttpTarget
 
 
 @contextlib.asynccontextmanager
-async def connected(target: Target) -> AsyncIterator[Client]:
+async def connected(target: Target, max_reply_bytes: int) -> AsyncIterator[tuple[Client, Guard]]:
     """An initialized MCP client session with ``target``, closed (its process stopped and
-    reaped, its HTTP session ended) on exit."""
+    reaped, its HTTP session ended) on exit, and the guard of its messages (a stdio
+    server's replies are read up to ``max_reply_bytes`` each)."""
+    guard = Guard(verbatim=isinstance(target, StdioTarget))
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(target, StdioTarget):
             params = StdioServerParameters(
@@ -72,7 +75,7 @@ async def connected(target: Target) -> AsyncIterator[Client]:
                 env=dict(target.env) or None,
                 cwd=target.cwd,
             )
-            transport = stdio_client(params, errlog=_server_errlog(stack))
+            transport = bounded_stdio(params, _server_errlog(stack), max_reply_bytes)
         else:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
@@ -81,7 +84,11 @@ async def connected(target: Target) -> AsyncIterator[Client]:
                 )
             )
             transport = streamable_http_client(target.url, http_client=http)
-        yield await stack.enter_async_context(Client(transport, mode="legacy"))
+        client = await stack.enter_async_context(Client(guarded(transport, guard), mode="legacy"))
+        try:
+            yield client, guard
+        finally:
+            guard.ended = True  # before the SDK fails the calls still in flight
 
 
 def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:

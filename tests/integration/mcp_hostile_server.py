@@ -1,0 +1,139 @@
+"""A hostile MCP server over stdio, written with the ``mcp`` SDK's server side (MCPServer).
+
+    python tests/integration/mcp_hostile_server.py
+
+Its listing holds a small schema of repeated ``$ref``s that expands exponentially, and its
+tools answer badly: a blocking sleep that stalls the whole server, a huge result, a
+JSON-RPC error, and replies the SDK would never write (a line that is not JSON, a reply
+with a wrong id, invalid UTF-8), written straight to the pipe by the tool itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+
+app = MCPServer("pywrapai-hostile")
+#: the pipe to the client: stdout as the server started
+_WIRE = os.fstat(1).st_ino
+#: levels of the exponential schema: each level refers twice to the next one
+DEPTH = 30
+
+
+def exponential_schema(depth: int = DEPTH) -> dict[str, object]:
+    """``depth`` definitions, each with two properties referring to the next one: a few KB
+    that inline to 2**depth copies of the last."""
+    defs: dict[str, object] = {f"L{depth}": {"type": "string"}}
+    for level in range(depth):
+        ref = {"$ref": f"#/$defs/L{level + 1}"}
+        defs[f"L{level}"] = {"type": "object", "properties": {"a": ref, "b": ref}}
+    return {
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/L0"}},
+        "required": ["x"],
+        "$defs": defs,
+    }
+
+
+def cyclic_schema() -> dict[str, object]:
+    """A tree: a node's children are nodes (a legitimate recursive schema)."""
+    node = {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {"Node": node},
+    }
+
+
+def _raw(reply: dict[str, object] | bytes) -> None:
+    """Write one line to the client ourselves, on the pipe the SDK writes to (a duplicate
+    of the stdout we started with: the SDK points fd 1 elsewhere)."""
+    data = reply if isinstance(reply, bytes) else json.dumps(reply).encode() + b"\n"
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if int(name) != 1 and os.fstat(int(name)).st_ino == _WIRE:
+                os.write(int(name), data)
+                return
+    raise RuntimeError("the pipe to the client was not found")
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@app.tool()
+def exponential(x: object) -> str:
+    """A tool whose listed schema expands exponentially."""
+    return "unreachable"
+
+
+@app.tool()
+def tree(root: object) -> str:
+    """A tool whose listed schema is recursive."""
+    return json.dumps(root)
+
+
+@app.tool()
+async def stall(seconds: float) -> str:
+    """Sleep without yielding to the event loop: the whole server stops answering."""
+    time.sleep(seconds)
+    return "late"
+
+
+@app.tool()
+def huge(megabytes: int) -> str:
+    """Return ``megabytes`` MB of text."""
+    return "x" * (megabytes * 1_000_000)
+
+
+@app.tool()
+def rpc_error() -> str:
+    """Answer with a JSON-RPC error (code -32000, the generic server error)."""
+    raise MCPError(code=-32000, message="the backend said no")
+
+
+@app.tool()
+async def not_json(ctx: Context) -> str:
+    """Write a line that is not JSON, then never answer."""
+    _raw(b"this is not JSON-RPC\n")
+    await anyio.sleep(3600)
+    return "unreachable"
+
+
+@app.tool()
+async def wrong_id(ctx: Context) -> str:
+    """Answer with an id the client never sent, then never answer."""
+    _raw({"jsonrpc": "2.0", "id": 987654, "result": {"content": [{"type": "text", "text": "?"}]}})
+    await anyio.sleep(3600)
+    return "unreachable"
+
+
+@app.tool()
+async def bad_unicode(ctx: Context) -> str:
+    """Answer the call with bytes that are not UTF-8, then never answer properly."""
+    head = json.dumps({"jsonrpc": "2.0", "id": ctx.request_id})[:-1].encode()
+    _raw(head + b', "result": {"content": [{"type": "text", "text": "\xff\xfe\xc3"}]}}\n')
+    await anyio.sleep(3600)
+    return "unreachable"
+
+
+app._tool_manager.get_tool("exponential").parameters = exponential_schema()  # type: ignore[union-attr]
+app._tool_manager.get_tool("tree").parameters = cyclic_schema()  # type: ignore[union-attr]
+
+
+if __name__ == "__main__":
+    app.run()
