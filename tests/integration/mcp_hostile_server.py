@@ -1,11 +1,12 @@
 """A hostile MCP server over stdio, written with the ``mcp`` SDK's server side (MCPServer).
 
-    python tests/integration/mcp_hostile_server.py
+    python tests/integration/mcp_hostile_server.py           # stdio
+    python tests/integration/mcp_hostile_server.py --http    # streamable HTTP, free port
 
 Its listing holds a small schema of repeated ``$ref``s that expands exponentially, and its
 tools answer badly: a blocking sleep that stalls the whole server, a huge result, a
-JSON-RPC error, and replies the SDK would never write (a line that is not JSON, a reply
-with a wrong id, invalid UTF-8), written straight to the pipe by the tool itself.
+JSON-RPC error, and (over stdio) replies the SDK would never write (a line that is not
+JSON, a reply with a wrong id, invalid UTF-8), written straight to the pipe by the tool.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 
 import anyio
@@ -76,6 +78,19 @@ def echo(text: str) -> str:
 
 
 @app.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@app.tool()
+async def linger(seconds: float) -> str:
+    """Sleep politely (a cancelled call stops here)."""
+    await anyio.sleep(seconds)
+    return "done"
+
+
+@app.tool()
 def exponential(x: object) -> str:
     """A tool whose listed schema expands exponentially."""
     return "unreachable"
@@ -135,5 +150,22 @@ app._tool_manager.get_tool("exponential").parameters = exponential_schema()  # t
 app._tool_manager.get_tool("tree").parameters = cyclic_schema()  # type: ignore[union-attr]
 
 
+def _serve_http() -> None:
+    """Over streamable HTTP on a free port, printed as ``PORT <n>`` once listening."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    server.run(sockets=[sock])
+
+
 if __name__ == "__main__":
-    app.run()
+    if sys.argv[1:] == ["--http"]:
+        _serve_http()
+    else:
+        app.run()

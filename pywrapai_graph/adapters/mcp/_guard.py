@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +34,8 @@ __all__ = ["DamagedReply", "Guard", "ReplyTooLarge", "guarded"]
 _log = logging.getLogger(__name__)
 #: ids of abandoned requests remembered (their late replies are dropped quietly)
 _ABANDONED = 1024
+#: how the SDK's HTTP transport reports an event over its size limit (httpx2's SSEError)
+_SSE_TOO_LARGE = re.compile(r"^SSE stream failed: Server-sent event exceeded the (\d+) byte limit")
 
 Inbound = SessionMessage | Exception
 
@@ -78,6 +81,8 @@ class Guard:
         self._abandoned: dict[mcp_types.RequestId, None] = {}
         #: True once the server's side of the connection ended
         self.ended = False
+        #: True when the server stopped answering: it is not given time to exit by itself
+        self.stuck = False
 
     def _abandon(self, key: mcp_types.RequestId) -> None:
         self._pending.pop(key, None)
@@ -106,12 +111,25 @@ class Guard:
         ):
             return [item]
         reply_id = item.message.id
+        too_large = self._too_large(item.message)
+        if too_large is not None:
+            return self._failed(too_large)
         key = coerce_request_id(reply_id) if reply_id is not None else None
         if key is not None and (self._pending.pop(key, None) is not None or key in self._abandoned):
             self._abandoned.pop(key, None)
             return [item]
         shown = str(reply_id)[:32]  # the server's text: short
         return self._failed(DamagedReply(f"a reply to a request never sent (id {shown!r})"))
+
+    def _too_large(self, message: Any) -> ReplyTooLarge | None:
+        """The SDK's HTTP transport's stand-in for a reply it cut at the size limit."""
+        if self.verbatim or not isinstance(message, mcp_types.JSONRPCError):
+            return None
+        found = _SSE_TOO_LARGE.match(message.error.message)
+        if message.error.code != mcp_types.CONNECTION_CLOSED or found is None:
+            return None
+        limit = int(found.group(1))
+        return ReplyTooLarge(limit + 1, limit, message.id)
 
     def _failed(self, damage: DamagedReply) -> list[Inbound]:
         """An error for the call ``damage`` answered, or for every call in flight."""

@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import TextIO
 
-from pywrapai_graph.adapters.mcp._guard import DamagedReply, Inbound, ReplyTooLarge
+from pywrapai_graph.adapters.mcp._guard import DamagedReply, Guard, Inbound, ReplyTooLarge
 from pywrapai_graph.errors import MissingExtraError
 
 try:
@@ -103,10 +103,11 @@ def _parsed(line: bytes) -> Inbound:
 
 @contextlib.asynccontextmanager
 async def bounded_stdio(
-    params: StdioServerParameters, errlog: TextIO, max_line_bytes: int
+    params: StdioServerParameters, errlog: TextIO, max_line_bytes: int, guard: Guard
 ) -> AsyncIterator[TransportStreams]:
     """The server of ``params`` started, its stdout read in lines of at most
-    ``max_line_bytes``; stopped and reaped on exit (as the SDK's ``stdio_client`` does)."""
+    ``max_line_bytes``; stopped and reaped on exit (as the SDK's ``stdio_client`` does),
+    terminated at once when ``guard`` found it stuck."""
     process = await _create_platform_compatible_process(
         command=params.command,
         args=params.args,
@@ -138,6 +139,9 @@ async def bounded_stdio(
             with anyio.CancelScope(shield=True):
                 read_stream.close()  # the reader now drains stdout: a server stuck writing exits
                 write_stream.close()
+                if guard.stuck:  # it would not notice its stdin closing
+                    with contextlib.suppress(ProcessLookupError):
+                        process.terminate()
                 await _stop_server_process(process)
                 await to_session.aclose()
             tg.cancel_scope.cancel()

@@ -64,8 +64,9 @@ Target = StdioTarget | HttpTarget
 @contextlib.asynccontextmanager
 async def connected(target: Target, max_reply_bytes: int) -> AsyncIterator[tuple[Client, Guard]]:
     """An initialized MCP client session with ``target``, closed (its process stopped and
-    reaped, its HTTP session ended) on exit, and the guard of its messages (a stdio
-    server's replies are read up to ``max_reply_bytes`` each)."""
+    reaped, its HTTP session ended) on exit, and the guard of its messages; a reply is read
+    up to ``max_reply_bytes`` (a stdio server's line by our reader, an HTTP server's event
+    by the SDK's)."""
     guard = Guard(verbatim=isinstance(target, StdioTarget))
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(target, StdioTarget):
@@ -75,7 +76,7 @@ async def connected(target: Target, max_reply_bytes: int) -> AsyncIterator[tuple
                 env=dict(target.env) or None,
                 cwd=target.cwd,
             )
-            transport = bounded_stdio(params, _server_errlog(stack), max_reply_bytes)
+            transport = bounded_stdio(params, _server_errlog(stack), max_reply_bytes, guard)
         else:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
@@ -83,7 +84,9 @@ async def connected(target: Target, max_reply_bytes: int) -> AsyncIterator[tuple
                     timeout=httpx2.Timeout(target.timeout_s, read=300.0),
                 )
             )
-            transport = streamable_http_client(target.url, http_client=http)
+            transport = streamable_http_client(
+                target.url, http_client=http, max_sse_event_size=max_reply_bytes
+            )
         client = await stack.enter_async_context(Client(guarded(transport, guard), mode="legacy"))
         try:
             yield client, guard

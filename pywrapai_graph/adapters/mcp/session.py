@@ -289,7 +289,10 @@ class MCPSession(ToolServer):
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
-                raise  # our caller cancelled (a timeout): the call was cancelled there too
+                # our caller gave up (a timeout): the call is cancelled there too, but the
+                # server may be stuck on it; marked now, before the caller's next call
+                self._suspect = True
+                raise
             raise self._lost(tool, "the session was closed or lost during the call") from None
 
     def _unavailable(self, tool: str) -> ToolServerError:
@@ -314,9 +317,6 @@ class MCPSession(ToolServer):
         guard = self._guard
         try:
             result = await client.call_tool(tool, arguments)
-        except asyncio.CancelledError:
-            self._suspect = True  # our caller gave up (a timeout): the server may be stuck on it
-            raise
         except Exception as exc:  # typed below, outside this block: not even its __context__
             failure = exc
         else:
@@ -328,7 +328,10 @@ class MCPSession(ToolServer):
                     server=self._name,
                 )
             return result_text(result)
-        raise self._call_error(tool, failure, guard)
+        lost = isinstance(failure, MCPError) and failure.code == mcp_types.CONNECTION_CLOSED
+        if lost and not guard.ended:  # the server's error, or the SDK's for a lost stream?
+            lost = not guard.verbatim and not await self._answers(client)
+        raise self._call_error(tool, failure, lost)
 
     async def _usable(self) -> Client:
         """The session's client: a suspect session's server must answer a ping first, a
@@ -345,15 +348,23 @@ class MCPSession(ToolServer):
                 await self._probe(self._client)
             return self._client or await self._reconnect()
 
+    @staticmethod
+    async def _answers(client: Client) -> bool:
+        """Whether the server answers a ping within ``_PROBE_S``."""
+        with anyio.move_on_after(_PROBE_S), contextlib.suppress(Exception):
+            await client.session.send_ping()
+            return True
+        return False
+
     async def _probe(self, client: Client) -> None:
         """Keep a suspect session if its server answers a ping in time, else end it (a
         server stuck on an abandoned call would make every next call wait)."""
-        with anyio.move_on_after(_PROBE_S), contextlib.suppress(Exception):
-            await client.session.send_ping()
+        if await self._answers(client):
             self._suspect = False
             return
         _log.info("MCP server %r: no answer to a ping after a failed call; restarting", self._name)
         self._gone = self._gone or "it stopped answering"
+        self._guard.stuck = True
         self._end_session()
 
     async def _reconnect(self) -> Client:
@@ -378,14 +389,13 @@ class MCPSession(ToolServer):
         assert client is not None  # set by _serve before it settles ``ready``
         return client
 
-    def _call_error(self, tool: str, exc: Exception, guard: Guard) -> PyWrapAIError:
-        """Our error for what the SDK raised during a call (the SDK's own kept redacted); a
-        server's own error with the SDK's "connection closed" code is still the server's."""
+    def _call_error(self, tool: str, exc: Exception, lost: bool) -> PyWrapAIError:
+        """Our error for what the SDK raised during a call (the SDK's own kept redacted);
+        ``lost``: the connection ended (a server may answer with the SDK's "connection
+        closed" code too: then its error is its answer)."""
         if isinstance(exc, MCPError) and isinstance(exc.data, DamagedReply):
             return self._damaged(tool, exc.data)
-        if isinstance(exc, MCPError) and not (
-            exc.code == mcp_types.CONNECTION_CLOSED and (guard.ended or not guard.verbatim)
-        ):
+        if isinstance(exc, MCPError) and not lost:
             return RemoteToolError(
                 f"MCP server {self._name!r} refused the call to {tool!r}: "
                 f"{redact(exc.message, self._secrets)}",
