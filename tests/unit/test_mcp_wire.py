@@ -20,6 +20,12 @@ def reply(request_id: int | str, text: str = "ok") -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n"
 
 
+def reply_id(item: object) -> object:
+    assert isinstance(item, SessionMessage)
+    assert isinstance(item.message, mcp_types.JSONRPCResponse)
+    return item.message.id
+
+
 def request(request_id: int) -> SessionMessage:
     return SessionMessage(
         mcp_types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call")
@@ -30,8 +36,7 @@ def test_lines_split_across_chunks_and_skip_blank_lines() -> None:
     lines = Lines(1000)
     data = reply(1) + b"\n  \n" + reply(2)
     items = [item for i in range(0, len(data), 7) for item in lines.feed(data[i : i + 7])]
-    assert [type(i) for i in items] == [SessionMessage, SessionMessage]
-    assert [i.message.id for i in items if isinstance(i, SessionMessage)] == [1, 2]
+    assert [reply_id(i) for i in items] == [1, 2]
 
 
 def test_a_long_line_is_cut_at_the_limit_and_the_rest_skipped() -> None:
@@ -46,8 +51,7 @@ def test_a_long_line_is_cut_at_the_limit_and_the_rest_skipped() -> None:
     assert 100 < cut.size <= 164  # at most one chunk past the limit
     assert lines._parts == []
     (after,) = lines.feed(reply(8))
-    assert isinstance(after, SessionMessage)
-    assert after.message.id == 8
+    assert reply_id(after) == 8
 
 
 def test_malformed_lines_are_damaged_replies_with_their_id_when_it_can_be_read() -> None:
@@ -89,5 +93,7 @@ def test_a_cancelled_call_s_late_reply_is_not_a_wrong_id() -> None:
     guard.sent(request(6))
     late = SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=5, result={}))
     assert guard.received(late) == [late]  # call 6 is not failed by it
+    guard.sent(SessionMessage(cancel.model_copy(update={"params": {"requestId": 7}})))
+    assert guard.received(ReplyTooLarge(10, 5, 7)) == []  # cut, but nobody waits for it
     answer = SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=6, result={}))
     assert guard.received(answer) == [answer]

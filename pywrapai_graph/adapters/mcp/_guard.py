@@ -132,8 +132,12 @@ class Guard:
         return ReplyTooLarge(limit + 1, limit, message.id)
 
     def _failed(self, damage: DamagedReply) -> list[Inbound]:
-        """An error for the call ``damage`` answered, or for every call in flight."""
+        """An error for the call ``damage`` answered, or for every call in flight (none
+        when it answered a call already abandoned: nobody waits for it)."""
         key = coerce_request_id(damage.request_id) if damage.request_id is not None else None
+        if key is not None and key in self._abandoned and key not in self._pending:
+            del self._abandoned[key]
+            return []
         keys = [key] if key in self._pending else list(self._pending)
         if not keys:
             _log.warning("MCP server sent %s while no call was waiting; dropped", damage)

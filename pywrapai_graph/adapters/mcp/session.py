@@ -9,6 +9,14 @@ gone) fails that call with :class:`ToolServerError` and the session is wound dow
 so no process is left unreaped; the next call connects again (a stdio server is started
 again once the dead process was reaped).
 
+A hostile or broken server cannot make calls wait for their timeout: replies are read up to
+``max_reply_bytes`` (a longer one fails its call with ``ToolResultTooLargeError``), and a
+reply the protocol does not allow fails the call it was meant for at once (see
+:mod:`._guard`). After a call that timed out or was answered badly, the next call first
+pings the server; one that does not answer within ``_PROBE_S`` (stuck on the abandoned
+call) is stopped and started again. A JSON-RPC error is the server's answer
+(``RemoteToolError``) and the session stays.
+
 Secrets (header and environment values) never reach a repr, a log record or an error: the
 errors carry the SDK's message redacted, with these values masked.
 """
