@@ -24,6 +24,8 @@ from mcp.shared.exceptions import MCPError
 app = MCPServer("pywrapai-hostile")
 #: the pipe to the client: stdout as the server started
 _WIRE = os.fstat(1).st_ino
+#: calls of ``linger`` running now (their seconds)
+_lingering: list[float] = []
 #: levels of the exponential schema: each level refers twice to the next one
 DEPTH = 30
 
@@ -86,8 +88,18 @@ def pid() -> int:
 @app.tool()
 async def linger(seconds: float) -> str:
     """Sleep politely (a cancelled call stops here)."""
-    await anyio.sleep(seconds)
+    _lingering.append(seconds)
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        _lingering.remove(seconds)
     return "done"
+
+
+@app.tool()
+def lingering() -> int:
+    """Calls of ``linger`` running now."""
+    return len(_lingering)
 
 
 @app.tool()

@@ -127,6 +127,20 @@ def test_a_malformed_reply_fails_its_call_at_once(
     assert invoke(tools, "pid") == pid  # the session stayed
 
 
+def test_a_malformed_reply_fails_only_the_call_it_answered(tools: dict[str, Tool]) -> None:
+    """Its id is read from the damaged line: a call in flight beside it is not failed."""
+    beside: list[str] = []
+    other = threading.Thread(target=lambda: beside.append(invoke(tools, "linger", seconds=3)))
+    other.start()
+    while invoke(tools, "lingering") == "0":
+        pass  # until the other call runs on the server
+    error, _ = timed_failure(tools, "bad_unicode")
+    assert invoke(tools, "lingering") == "1"  # it was in flight throughout
+    other.join()
+    assert isinstance(error, ToolServerError)
+    assert beside == ["done"]
+
+
 def test_a_json_rpc_error_is_a_remote_tool_error_and_the_session_stays(
     tools: dict[str, Tool],
 ) -> None:
