@@ -81,6 +81,15 @@ def test_the_guard_answers_the_call_a_damaged_reply_was_meant_for() -> None:
     late = SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id="2", result={}))
     assert guard.received(late) == [late]
     assert guard.received(stray) == []  # nothing in flight: dropped
+    guard.sent(request(3))
+    anonymous = mcp_types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=mcp_types.ErrorData(code=-32700, message="unreadable")
+    )
+    (unread,) = guard.received(SessionMessage(anonymous))
+    assert isinstance(unread, SessionMessage)
+    assert isinstance(unread.message, mcp_types.JSONRPCError)
+    assert unread.message.id == 3
+    assert str(unread.message.error.data) == "an error reply without a request id"
 
 
 def test_a_cancelled_call_s_late_reply_is_not_a_wrong_id() -> None:

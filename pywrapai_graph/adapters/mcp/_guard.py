@@ -118,6 +118,8 @@ class Guard:
         if key is not None and (self._pending.pop(key, None) is not None or key in self._abandoned):
             self._abandoned.pop(key, None)
             return [item]
+        if reply_id is None:  # JSON-RPC's "the request could not be read"
+            return self._failed(DamagedReply("an error reply without a request id"))
         shown = str(reply_id)[:32]  # the server's text: short
         return self._failed(DamagedReply(f"a reply to a request never sent (id {shown!r})"))
 
