@@ -2,6 +2,7 @@
 
     python tests/integration/mcp_hostile_server.py           # stdio
     python tests/integration/mcp_hostile_server.py --http    # streamable HTTP, free port
+    python tests/integration/mcp_hostile_server.py --http --json   # replies as JSON bodies
 
 Its listing holds a small schema of repeated ``$ref``s that expands exponentially, and its
 tools answer badly: a blocking sleep that stalls the whole server, a huge result, a
@@ -162,7 +163,7 @@ app._tool_manager.get_tool("exponential").parameters = exponential_schema()  # t
 app._tool_manager.get_tool("tree").parameters = cyclic_schema()  # type: ignore[union-attr]
 
 
-def _serve_http() -> None:
+def _serve_http(json_response: bool) -> None:
     """Over streamable HTTP on a free port, printed as ``PORT <n>`` once listening."""
     import socket
 
@@ -171,13 +172,15 @@ def _serve_http() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(app.streamable_http_app(json_response=json_response), log_level="warning")
+    )
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     server.run(sockets=[sock])
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--http"]:
-        _serve_http()
+    if sys.argv[1:2] == ["--http"]:
+        _serve_http(json_response=sys.argv[2:] == ["--json"])
     else:
         app.run()

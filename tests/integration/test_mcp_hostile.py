@@ -174,10 +174,12 @@ def test_a_call_that_stalls_the_server_leaves_the_next_calls_usable(
 
 
 # ---------------------------------------------------------------------------- over HTTP
-@pytest.fixture(scope="module")
-def over_http() -> Iterator[MCPToolServer]:
+@pytest.fixture(scope="module", params=["sse", "json"])
+def over_http(request: pytest.FixtureRequest) -> Iterator[MCPToolServer]:
+    """The server over HTTP, answering in SSE events or in JSON bodies."""
+    options = ["--http", "--json"] if request.param == "json" else ["--http"]
     process = subprocess.Popen(
-        [sys.executable, HOSTILE, "--http"], stdout=subprocess.PIPE, text=True
+        [sys.executable, HOSTILE, *options], stdout=subprocess.PIPE, text=True
     )
     try:
         assert process.stdout is not None

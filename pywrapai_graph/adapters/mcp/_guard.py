@@ -34,8 +34,16 @@ __all__ = ["DamagedReply", "Guard", "ReplyTooLarge", "guarded"]
 _log = logging.getLogger(__name__)
 #: ids of abandoned requests remembered (their late replies are dropped quietly)
 _ABANDONED = 1024
-#: how the SDK's HTTP transport reports an event over its size limit (httpx2's SSEError)
-_SSE_TOO_LARGE = re.compile(r"^SSE stream failed: Server-sent event exceeded the (\d+) byte limit")
+#: how the SDK's HTTP transport reports a reply over the size limit: an event (httpx2's
+#: SSEError), or a JSON body our HTTP transport cut (:mod:`._transports`)
+_TOO_LARGE = {
+    mcp_types.CONNECTION_CLOSED: re.compile(
+        r"^SSE stream failed: Server-sent event exceeded the (\d+) byte limit"
+    ),
+    mcp_types.PARSE_ERROR: re.compile(
+        r"^Failed to parse JSON response: a reply over the (\d+) byte limit"
+    ),
+}
 
 Inbound = SessionMessage | Exception
 
@@ -124,11 +132,12 @@ class Guard:
         return self._failed(DamagedReply(f"a reply to a request never sent (id {shown!r})"))
 
     def _too_large(self, message: Any) -> ReplyTooLarge | None:
-        """The SDK's HTTP transport's stand-in for a reply it cut at the size limit."""
+        """The SDK's HTTP transport's stand-in for a reply cut at the size limit."""
         if self.verbatim or not isinstance(message, mcp_types.JSONRPCError):
             return None
-        found = _SSE_TOO_LARGE.match(message.error.message)
-        if message.error.code != mcp_types.CONNECTION_CLOSED or found is None:
+        pattern = _TOO_LARGE.get(message.error.code)
+        found = pattern.match(message.error.message) if pattern is not None else None
+        if found is None:
             return None
         limit = int(found.group(1))
         return ReplyTooLarge(limit + 1, limit, message.id)
