@@ -42,7 +42,6 @@ __all__ = [
     "check_older_than",
     "check_query_text",
     "check_query_vector",
-    "check_score_ids",
     "checked_chunks",
     "lexical_refusal",
     "matches_filter",
@@ -196,13 +195,6 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
             raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
         check_name(i, "a chunk id")
     return out
-
-
-def check_score_ids(ids: Sequence[str], method: str) -> list[str]:
-    """The distinct ids of a re-scoring call, in order (a bare ``str`` refused)."""
-    if isinstance(ids, str | bytes):
-        raise ArgumentTypeError(f"{method}() takes a list of ids, got the string {ids!r:.60}")
-    return check_delete_ids(ids)
 
 
 def check_doc_id(doc_id: str) -> None:

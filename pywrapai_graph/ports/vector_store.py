@@ -30,7 +30,6 @@ from pywrapai_graph.ports.store_inputs import (
     lexical_refusal,
 )
 from pywrapai_graph.ports.store_query import StoreRetrieval
-from pywrapai_graph.ports.store_rescoring import StoreRescoring
 from pywrapai_graph.ports.sync_async import adrive, drive
 
 __all__ = [
@@ -53,11 +52,10 @@ TEMPLATE_METHODS = (
     *("add", "delete", "delete_by_doc", "count", "acount", "repair"),
     *("search", "search_many", "asearch", "asearch_many", "lexical_search"),
     *("replace_document", "replace_document_vectors"),
-    *("similarities", "asimilarities", "lexical_scores"),
 )
 
 
-class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
+class BaseVectorStore(StoreRetrieval, ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector.
 
     Every backend behaves the same (docs/writing-a-store.md has the details): ``add``
@@ -275,17 +273,14 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
             UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
             ValueError: k < 1, k1 < 0 or b outside [0, 1].
         """
-        self._check_lexical_query(query, k1, b, "lexical_search")
+        if not self.lexical:
+            raise lexical_refusal(type(self).__name__, "lexical_search")
+        check_query_text(query, "lexical_search")
+        check_bm25(k1, b)
         return drive(
             FilteredPages(k, filter).collect(),
             lambda p: self._lexical_search(query, p.asked, p.filter, k1=k1, b=b),
         )
-
-    def _check_lexical_query(self, query: str, k1: float, b: float, method: str) -> None:
-        if not self.lexical:
-            raise lexical_refusal(type(self).__name__, method)
-        check_query_text(query, method)
-        check_bm25(k1, b)
 
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
