@@ -12,40 +12,38 @@ from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports.call_clock import timed
-from pywrapai_graph.ports.document_checks import check_document, check_embedder, check_vectors
-from pywrapai_graph.ports.filtered_search import (
-    FilteredPages,
-    checked_filter,
-    checked_query_vectors,
-)
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import (
+    MAX_K,
     check_bm25,
     check_delete_ids,
     check_doc_id,
+    check_document,
+    check_embedder,
+    check_k,
     check_older_than,
     check_query_text,
     check_query_vector,
+    check_vectors,
     checked_chunks,
+    checked_filter,
+    checked_query_vectors,
     lexical_refusal,
+    settled,
 )
 from pywrapai_graph.ports.store_query import StoreRetrieval
-from pywrapai_graph.ports.sync_async import adrive, drive
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = [
     "BaseVectorStore",
     "MetadataFilter",
     "check_document",
     "check_embedder",
-    "check_ids",
     "check_vectors",
 ]
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
-
-#: The distinct ids, in order; a bare ``str`` or a non-str id is refused.
-check_ids = check_delete_ids
 
 #: The public methods whose work a store supplies: each calls the primitive ``_<name>``.
 TEMPLATE_METHODS = (
@@ -74,9 +72,10 @@ class BaseVectorStore(StoreRetrieval, ABC):
     then calls the store's *primitive*, the same name with a leading underscore (``search``
     calls ``_search``, ``add`` calls ``_add``); ``search``, ``search_many`` and
     ``lexical_search`` then keep only the hits equal to the filter, asking for more when a
-    full page lost some. A store implements ``_add``, ``_search``, ``clear`` and ``__len__``
-    (required) and any optional primitive (``_delete``, ``_count``, ``_search_many``, a
-    native ``_asearch``...). A store written as the reference's example defines ``add`` and
+    full page lost some. A store implements
+    ``_add``, ``_search``, ``clear`` and ``__len__`` (required) and any optional primitive
+    (``_delete``, ``_count``, ``_search_many``, ``_lexical_search``, ``_retrieve``, a native
+    ``_asearch``...). A store written as the reference's example defines ``add`` and
     ``search`` themselves: they are taken as its primitives (:meth:`__init_subclass__`).
 
     ``db_system`` names the engine on tracing spans (``db.system.name``).
@@ -206,8 +205,9 @@ class BaseVectorStore(StoreRetrieval, ABC):
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
         """
         check_query_vector(query_vector, "search")
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        return drive(pages.collect(), lambda p: self._search_page(query_vector, p.asked, p.filter))
+        k, filter = check_k(k), checked_filter(filter)
+        pages = self._paged(k, filter, self._asked(k, filter))
+        return drive(pages, lambda n: self._search_page(query_vector, n, filter))
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -229,6 +229,20 @@ class BaseVectorStore(StoreRetrieval, ABC):
             return self._search(query_vector, k, filter)
         return self._search(query_vector, k)
 
+    def _asked(self, k: int, filter: MetadataFilter | None) -> int:
+        """The first page a search asks for: ``k``, four times ``k`` when a filter meets a
+        search primitive that takes none."""
+        return k if self._search_filters or not filter else min(4 * k, MAX_K)
+
+    @staticmethod
+    def _paged(k: int, filter: MetadataFilter | None, asked: int) -> Core[int, list[ScoredChunk]]:
+        """The first ``k`` hits equal to the filter, written once for the sync and async
+        twins: yields how many hits to ask the store for and is sent them, asking for twice
+        as many while a full page lost hits to the filter."""
+        while (page := settled((yield asked), k, filter, asked)) is None:
+            asked = min(asked * 2, MAX_K)
+        return page
+
     def search_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -241,11 +255,13 @@ class BaseVectorStore(StoreRetrieval, ABC):
             ValueError: as for :meth:`search`, for any of the queries.
         """
         vectors = checked_query_vectors(query_vectors)
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        batch = self._search_many(vectors, pages.asked, pages.filter) if vectors else []
+        k, filter = check_k(k), checked_filter(filter)
+        asked = self._asked(k, filter)
+        batch = self._search_many(vectors, asked, filter) if vectors else []
+        pages = [settled(hits, k, filter, asked) for hits in batch]
         return [  # a query whose page lost hits to the filter is searched again alone
-            self.search(v, k, filter) if page.more() else page.best()
-            for v, page in zip(vectors, map(pages.of, batch), strict=True)
+            self.search(v, k, filter) if page is None else page
+            for v, page in zip(vectors, pages, strict=True)
         ]
 
     def _search_many(
@@ -277,10 +293,9 @@ class BaseVectorStore(StoreRetrieval, ABC):
             raise lexical_refusal(type(self).__name__, "lexical_search")
         check_query_text(query, "lexical_search")
         check_bm25(k1, b)
-        return drive(
-            FilteredPages(k, filter).collect(),
-            lambda p: self._lexical_search(query, p.asked, p.filter, k1=k1, b=b),
-        )
+        k, filter = check_k(k), checked_filter(filter)
+        pages = self._paged(k, filter, k)
+        return drive(pages, lambda n: self._lexical_search(query, n, filter, k1=k1, b=b))
 
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
@@ -409,10 +424,9 @@ class BaseVectorStore(StoreRetrieval, ABC):
     ) -> list[ScoredChunk]:
         """Async :meth:`search`."""
         check_query_vector(query_vector, "asearch")
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        return await adrive(
-            pages.collect(), lambda p: self._asearch(query_vector, p.asked, p.filter)
-        )
+        k, filter = check_k(k), checked_filter(filter)
+        pages = self._paged(k, filter, self._asked(k, filter))
+        return await adrive(pages, lambda n: self._asearch(query_vector, n, filter))
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None
@@ -428,11 +442,13 @@ class BaseVectorStore(StoreRetrieval, ABC):
     ) -> list[list[ScoredChunk]]:
         """Async :meth:`search_many`."""
         vectors = checked_query_vectors(query_vectors)
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        batch = await self._asearch_many(vectors, pages.asked, pages.filter) if vectors else []
+        k, filter = check_k(k), checked_filter(filter)
+        asked = self._asked(k, filter)
+        batch = await self._asearch_many(vectors, asked, filter) if vectors else []
+        pages = [settled(hits, k, filter, asked) for hits in batch]
         return [
-            await self.asearch(v, k, filter) if page.more() else page.best()
-            for v, page in zip(vectors, map(pages.of, batch), strict=True)
+            await self.asearch(v, k, filter) if page is None else page
+            for v, page in zip(vectors, pages, strict=True)
         ]
 
     async def _asearch_many(
