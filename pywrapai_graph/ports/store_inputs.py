@@ -29,6 +29,7 @@ from pywrapai_graph.errors import (
     InvalidArgumentError,
     UnsupportedOperationError,
 )
+from pywrapai_graph.ports.sync_async import Core
 
 __all__ = [
     "LEXICAL_BACKENDS",
@@ -52,6 +53,7 @@ __all__ = [
     "checked_query_vectors",
     "lexical_refusal",
     "matches_filter",
+    "paged",
     "same_value",
     "settled",
 ]
@@ -188,6 +190,15 @@ def settled(
     if len(kept) < min(len(hits), k) and len(hits) >= asked and asked < MAX_K:
         return None
     return list(kept[:k])
+
+
+def paged(k: int, filter: Mapping[str, Any] | None, asked: int) -> Core[int, list[ScoredChunk]]:
+    """A search's first ``k`` hits equal to the filter, written once for the sync and
+    async twins (``drive``/``adrive``): yields how many hits to ask the store for and is
+    sent them, asking for twice as many while a full page lost hits to the filter."""
+    while (page := settled((yield asked), k, filter, asked)) is None:
+        asked = min(asked * 2, MAX_K)
+    return page
 
 
 def check_k(k: int) -> int:

@@ -29,18 +29,13 @@ from pywrapai_graph.ports.store_inputs import (
     checked_filter,
     checked_query_vectors,
     lexical_refusal,
+    paged,
     settled,
 )
 from pywrapai_graph.ports.store_query import StoreRetrieval
-from pywrapai_graph.ports.sync_async import Core, adrive, drive
+from pywrapai_graph.ports.sync_async import adrive, drive
 
-__all__ = [
-    "BaseVectorStore",
-    "MetadataFilter",
-    "check_document",
-    "check_embedder",
-    "check_vectors",
-]
+__all__ = ["BaseVectorStore", "MetadataFilter", "check_embedder"]
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
@@ -205,15 +200,14 @@ class BaseVectorStore(StoreRetrieval, ABC):
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
         """
         check_query_vector(query_vector, "search")
-        k, filter = check_k(k), checked_filter(filter)
-        pages = self._paged(k, filter, self._asked(k, filter))
+        k, filter, asked = self._first_page(k, filter)
+        pages = paged(k, filter, asked)
         return drive(pages, lambda n: self._search_page(query_vector, n, filter))
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None). The
-        base keeps the first ``k`` hits equal to the filter."""
+        """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None)."""
         raise NotImplementedError
 
     if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
@@ -229,19 +223,13 @@ class BaseVectorStore(StoreRetrieval, ABC):
             return self._search(query_vector, k, filter)
         return self._search(query_vector, k)
 
-    def _asked(self, k: int, filter: MetadataFilter | None) -> int:
-        """The first page a search asks for: ``k``, four times ``k`` when a filter meets a
-        search primitive that takes none."""
-        return k if self._search_filters or not filter else min(4 * k, MAX_K)
-
-    @staticmethod
-    def _paged(k: int, filter: MetadataFilter | None, asked: int) -> Core[int, list[ScoredChunk]]:
-        """The first ``k`` hits equal to the filter, written once for the sync and async
-        twins: yields how many hits to ask the store for and is sent them, asking for twice
-        as many while a full page lost hits to the filter."""
-        while (page := settled((yield asked), k, filter, asked)) is None:
-            asked = min(asked * 2, MAX_K)
-        return page
+    def _first_page(
+        self, k: int, filter: MetadataFilter | None
+    ) -> tuple[int, MetadataFilter | None, int]:
+        """``k`` and the filter checked, and the first page a search asks for: ``k``, four
+        times ``k`` when a filter meets a search primitive that takes none."""
+        k, filter = check_k(k), checked_filter(filter)
+        return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
     def search_many(
         self,
@@ -255,8 +243,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
             ValueError: as for :meth:`search`, for any of the queries.
         """
         vectors = checked_query_vectors(query_vectors)
-        k, filter = check_k(k), checked_filter(filter)
-        asked = self._asked(k, filter)
+        k, filter, asked = self._first_page(k, filter)
         batch = self._search_many(vectors, asked, filter) if vectors else []
         pages = [settled(hits, k, filter, asked) for hits in batch]
         return [  # a query whose page lost hits to the filter is searched again alone
@@ -294,7 +281,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         check_query_text(query, "lexical_search")
         check_bm25(k1, b)
         k, filter = check_k(k), checked_filter(filter)
-        pages = self._paged(k, filter, k)
+        pages = paged(k, filter, k)
         return drive(pages, lambda n: self._lexical_search(query, n, filter, k1=k1, b=b))
 
     def _lexical_search(
@@ -424,8 +411,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
     ) -> list[ScoredChunk]:
         """Async :meth:`search`."""
         check_query_vector(query_vector, "asearch")
-        k, filter = check_k(k), checked_filter(filter)
-        pages = self._paged(k, filter, self._asked(k, filter))
+        k, filter, asked = self._first_page(k, filter)
+        pages = paged(k, filter, asked)
         return await adrive(pages, lambda n: self._asearch(query_vector, n, filter))
 
     async def _asearch(
@@ -442,8 +429,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
     ) -> list[list[ScoredChunk]]:
         """Async :meth:`search_many`."""
         vectors = checked_query_vectors(query_vectors)
-        k, filter = check_k(k), checked_filter(filter)
-        asked = self._asked(k, filter)
+        k, filter, asked = self._first_page(k, filter)
         batch = await self._asearch_many(vectors, asked, filter) if vectors else []
         pages = [settled(hits, k, filter, asked) for hits in batch]
         return [

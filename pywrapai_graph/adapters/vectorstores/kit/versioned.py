@@ -248,20 +248,11 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def _repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove the chunks of versions whose writer stopped mid-replace, beside live writers.
-
-        Readers never see them, but they take room (and count in ``len``) until the
-        document's next replace. Embedded and local stores do this on open; use it on a
-        server. A committed version whose clean-up was cut short is finished at once. An
-        uncommitted one is left to its writer until a repair has seen it pending for
-        ``older_than_s`` seconds (the first run marks it, by the engine's clock where it has
-        one, never the writer's): run it with ``0`` only when no other process is writing
-        the collection. A record is changed only if it is still the one this repair read,
-        and a writer whose version was removed refuses to commit it (it raises).
-
-        Returns:
-            how many documents were repaired.
-        """
+        """Remove the chunks of versions whose writer stopped mid-replace, beside live
+        writers, as the module docstring says: a committed version's clean-up is finished at
+        once, an uncommitted one only once a repair has seen it pending for ``older_than_s``
+        seconds (run it with ``0`` only when no other process writes the collection).
+        Returns how many documents were repaired."""
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
