@@ -150,12 +150,14 @@ class OneRequestContract(LexicalSearchContract):
         bm25: dict[str, float] = {}
         if q.mode != "dense":
             bm25 = dict(self._reference(live, q.text or "", len(live), filter=q.filter))
+        if q.mode == "lexical":  # as the lexical contract holds lexical_search
+            self._check([(h.chunk.id, h.score) for h in got], list(bm25.items())[: q.k])
+            return
         if q.mode == "hybrid" and q.fusion in self.engine_fusions:
             dense, lexical, _ = reference_sides(live, q, bm25)
             _fused_well(got, (dense, lexical), q.k)
             return
-        exact = store.exact if q.mode == "dense" else self.lexical_exact
-        _agrees(got, reference_retrieval(live, q, bm25), exact and q.mode != "hybrid")
+        _agrees(got, reference_retrieval(live, q, bm25), store.exact and q.mode == "dense")
 
     def _queries(self, store: BaseVectorStore) -> list[StoreQuery]:
         vector = list(np.random.default_rng(5).standard_normal(self.dim))
