@@ -72,8 +72,8 @@ class VectorRetriever(BaseRetriever):
 
     Each retrieval is one :class:`StoreQuery` the store answers in one engine request
     (``store.retrieve``). A store without ``native_retrieval`` answers hybrid's sides apart
-    (``search``, ``lexical_search``), fused here from each side's own hits: a candidate one
-    side missed gets that side's lowest score.
+    (``search``, ``lexical_search``), fused here from each side's own hits (``rescored``
+    then scales each list's own scores, as ``weighted`` does, with its weights).
 
     Every dense and hybrid query checks that the store holds vectors of this embedder, with
     the identity the request itself read (so another process that cleared the store and
@@ -269,7 +269,8 @@ class VectorRetriever(BaseRetriever):
     ) -> Core[_Step, list[ScoredChunk]]:
         """The whole retrieval as one :class:`StoreQuery`, one engine request. A store
         without ``native_retrieval`` answers hybrid's two sides apart (``search`` and
-        ``lexical_search``, once each), fused here from their own hits."""
+        ``lexical_search``, once each), fused here from their own hits: ``rescored`` has no
+        other scores to re-score with, so it scales each list's own (``weighted``)."""
         vector: list[float] | None = None
         if self.mode != "lexical":
             vector = yield _Step("embed", query)
@@ -288,9 +289,9 @@ class VectorRetriever(BaseRetriever):
         sides = [replace(asked, mode=mode, k=asked.depth) for mode in ("dense", "lexical")]
         dense = yield from self._request(replace(sides[0], text=None))
         lexical = yield from self._request(replace(sides[1], vector=None))
-        return fuse(
-            self.fusion, dense, lexical, {}, {}, weights=self.weights, rrf_k=self.rrf_k, k=wanted
-        )
+        fusion = "weighted" if self.fusion == "rescored" else self.fusion
+        weights, rrf_k = self.weights, self.rrf_k
+        return fuse(fusion, dense, lexical, {}, {}, weights=weights, rrf_k=rrf_k, k=wanted)
 
     def _request(self, asked: StoreQuery) -> Core[_Step, list[ScoredChunk]]:
         """One ``retrieve`` in its span; the store reports the embedder identity it read in

@@ -113,8 +113,9 @@ def test_malformed_queries_are_refused() -> None:
 def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: str) -> None:
     """Through the retriever: one ``retrieve`` call on the in-memory store gives the fusion
     the retriever computes from the same store's two sides (``rrf`` and ``weighted`` need
-    no other score: the same list; ``rescored`` also re-scores the one-sided candidates,
-    which only the one pass can), with and without a filter."""
+    no other score: the same list; ``rescored`` re-scores the one-sided candidates, which
+    only the one pass can, so the two sides fuse as ``weighted`` with its weights), with
+    and without a filter."""
     embedder = FeatureHashingEmbedder(32)
     chunks = [
         Chunk(c.text, doc_id=c.doc_id, metadata=c.metadata, id=c.id, embedding=v)
@@ -126,12 +127,12 @@ def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: str) -> None
     for store in (one, composed):
         store.add(chunks)
     assert one.native_retrieval and not composed.native_retrieval
-    options: dict[str, Any] = {"mode": "hybrid", "fusion": fusion, "candidates": 7, "k": 5}
+    options: dict[str, Any] = {"mode": "hybrid", "candidates": 7, "k": 5, "rrf_k": 20}
+    native = {"fusion": fusion} if fusion != "rescored" else {"fusion": "weighted"}
+    if fusion == "rescored":
+        native["weights"] = (0.6, 0.4)
     for query, where in ((QUERIES[0], None), (QUERIES[1], {"part": "even"})):
-        got = Retriever(embedder, one, **options).retrieve(query, filter=where)
-        want = Retriever(embedder, composed, **options).retrieve(query, filter=where)
+        got = Retriever(embedder, one, **options, **native).retrieve(query, filter=where)
+        want = Retriever(embedder, composed, **options, fusion=fusion).retrieve(query, filter=where)
         assert got and all(h.chunk.metadata.get("part") == "even" for h in got if where)
-        if fusion != "rescored":
-            assert [(h.chunk.id, h.score) for h in got] == [(h.chunk.id, h.score) for h in want]
-        else:
-            assert len(got) == len(want)
+        assert [(h.chunk.id, h.score) for h in got] == [(h.chunk.id, h.score) for h in want]
