@@ -14,7 +14,7 @@ from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmb
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, UnsupportedOperationError
 from pywrapai_graph.ports.identity_probe import report_identity
-from pywrapai_graph.ports.store_query import StoreQuery, StoreRetrieval
+from pywrapai_graph.ports.store_query import Fusion, StoreQuery, StoreRetrieval
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
 
 
@@ -110,7 +110,7 @@ def test_malformed_queries_are_refused() -> None:
 
 
 @pytest.mark.parametrize("fusion", ["rescored", "rrf", "weighted"])
-def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: str) -> None:
+def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: Fusion) -> None:
     """Through the retriever: one ``retrieve`` call on the in-memory store gives the fusion
     the retriever computes from the same store's two sides (``rrf`` and ``weighted`` need
     no other score: the same list; ``rescored`` re-scores the one-sided candidates, which
@@ -128,9 +128,9 @@ def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: str) -> None
         store.add(chunks)
     assert one.native_retrieval and not composed.native_retrieval
     options: dict[str, Any] = {"mode": "hybrid", "candidates": 7, "k": 5, "rrf_k": 20}
-    native = {"fusion": fusion} if fusion != "rescored" else {"fusion": "weighted"}
+    native: dict[str, Any] = {"fusion": fusion}
     if fusion == "rescored":
-        native["weights"] = (0.6, 0.4)
+        native = {"fusion": "weighted", "weights": (0.6, 0.4)}
     for query, where in ((QUERIES[0], None), (QUERIES[1], {"part": "even"})):
         got = Retriever(embedder, one, **options, **native).retrieve(query, filter=where)
         want = Retriever(embedder, composed, **options, fusion=fusion).retrieve(query, filter=where)
