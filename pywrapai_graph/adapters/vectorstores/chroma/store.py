@@ -370,7 +370,7 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         # chromadb 1.5.9 answers an n_results above the collection's count with what it
-        # holds, so no count is asked first (``_available`` stays None)
+        # holds, so no count is asked first
         return self._query_many([query], n, selector)[0]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:

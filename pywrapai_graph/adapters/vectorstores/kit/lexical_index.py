@@ -50,8 +50,7 @@ from pywrapai_graph.application.fusion import fuse, one_sided
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.filtered_search import checked_filter
-from pywrapai_graph.ports.store_inputs import matches_filter
+from pywrapai_graph.ports.store_inputs import checked_filter, matches_filter
 from pywrapai_graph.ports.store_query import StoreQuery
 
 __all__ = ["InProcessRetrieval", "LexicalIndex", "LexicalMirror", "LexicalSearch"]
