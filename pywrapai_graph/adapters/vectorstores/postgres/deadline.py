@@ -19,14 +19,11 @@ write gives each of its statements a fresh deadline with :func:`renew`.
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import math
 import os
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -61,104 +58,75 @@ UNBOUNDED = Deadline(0.0, math.inf)
 class Watch:
     """One armed deadline: :attr:`fired` tells whether it expired during the call."""
 
-    __slots__ = ("_done", "_fd", "_lock", "deadline", "fired")
+    __slots__ = ("deadline", "fd", "fired")
 
     def __init__(self, deadline: float, fd: int) -> None:
         self.deadline = deadline
+        self.fd = fd
         self.fired = False
-        self._fd = fd
-        self._done = False
-        self._lock = threading.Lock()
-
-    def disarm(self) -> None:
-        """After this returns the watchdog never touches the socket."""
-        with self._lock:
-            self._done = True
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def fire(self) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = self.fired = True
-            with contextlib.suppress(OSError):  # already closed: nothing to interrupt
-                sock = socket.socket(fileno=os.dup(self._fd))
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                finally:
-                    sock.close()  # the duplicate only
 
 
 #: A call without a deadline.
-NEVER = Watch(float("inf"), -1)
-NEVER.disarm()
-
-
+NEVER = Watch(math.inf, -1)
 #: The watchdog looks at least this often (seconds), so arming a later deadline never has
-#: to wake it: a call pays for a lock and a heap push, not a thread switch.
+#: to wake it: a call pays for a lock, not a thread switch.
 _TICK = 1.0
 
 
 class _Watchdog:
-    """One daemon thread for the process, sleeping until the earliest armed deadline."""
+    """One daemon thread for the process, sleeping until the earliest armed deadline; the
+    deadlines armed, by connection, change only under ``wake``."""
 
     def __init__(self) -> None:
-        self._wake = threading.Condition()
-        self._heap: list[tuple[float, int, Watch]] = []
-        self._order = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._wakes_at = 0.0  # when the thread looks next
+        self.wake = threading.Condition()
+        self.armed: dict[Any, Watch] = {}
+        self.thread: threading.Thread | None = None
+        self.wakes_at = 0.0  # when the thread looks next
 
-    def arm(self, seconds: float, fd: int) -> Watch:
-        armed = Watch(time.monotonic() + seconds, fd)
-        with self._wake:
-            heap = self._heap
-            while heap and heap[0][2].done:  # finished calls leave as they reach the top
-                heapq.heappop(heap)
-            heapq.heappush(heap, (armed.deadline, next(self._order), armed))
-            if self._thread is None:
-                self._thread = threading.Thread(
+    def set(self, conn: Any, seconds: float, armed: Watch | None = None) -> None:
+        """Arm ``armed`` over ``conn`` for ``seconds`` from now, or (None) move the deadline
+        armed over ``conn`` there (nothing when none is)."""
+        deadline = time.monotonic() + seconds
+        with self.wake:
+            armed = armed or self.armed.get(conn)
+            if armed is None:
+                return
+            armed.deadline = deadline
+            self.armed[conn] = armed
+            if self.thread is None:
+                self.thread = threading.Thread(
                     target=self._run, name="pywrapai-pg-deadlines", daemon=True
                 )
-                self._thread.start()
-            elif armed.deadline < self._wakes_at:
-                self._wake.notify()
-        return armed
-
-    def renew(self, armed: Watch, seconds: float) -> None:
-        """Move ``armed``'s deadline to ``seconds`` from now; its older heap entry is then
-        passed over when it reaches the top."""
-        with self._wake:
-            if armed.done:
-                return
-            armed.deadline = time.monotonic() + seconds
-            heapq.heappush(self._heap, (armed.deadline, next(self._order), armed))
-            if armed.deadline < self._wakes_at:
-                self._wake.notify()
+                self.thread.start()
+            elif deadline < self.wakes_at:
+                self.wake.notify()
 
     def _run(self) -> None:
-        with self._wake:
+        with self.wake:
             while True:
-                heap = self._heap
-                while heap and heap[0][2].done:
-                    heapq.heappop(heap)
                 now = time.monotonic()
-                if heap and heap[0][0] <= now:
-                    armed = heapq.heappop(heap)[2]
-                    if armed.deadline <= now:  # not renewed since this entry was pushed
-                        armed.fire()
-                    continue
-                self._wakes_at = min(heap[0][0] if heap else now + _TICK, now + _TICK)
-                self._wake.wait(self._wakes_at - now)
+                for conn, armed in list(self.armed.items()):
+                    if armed.deadline <= now:
+                        del self.armed[conn]
+                        armed.fired = True
+                        _shut(armed.fd)
+                soonest = min((a.deadline for a in self.armed.values()), default=math.inf)
+                self.wakes_at = min(soonest, now + _TICK)
+                self.wake.wait(self.wakes_at - now)
+
+
+def _shut(fd: int) -> None:
+    """Shut the socket down through a duplicate descriptor (``fd`` stays libpq's)."""
+    with contextlib.suppress(OSError):  # already closed: nothing to interrupt
+        sock = socket.socket(fileno=os.dup(fd))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()  # the duplicate only
 
 
 _watchdogs: dict[str, _Watchdog] = {}  # explicit cache: one watchdog thread per process
 _watchdogs_lock = threading.Lock()
-#: The deadline armed over each connection's call, for :func:`renew`.
-_armed: weakref.WeakKeyDictionary[Any, Watch] = weakref.WeakKeyDictionary()
 
 
 def _watchdog() -> _Watchdog:
@@ -171,25 +139,23 @@ def _watchdog() -> _Watchdog:
 
 @contextlib.contextmanager
 def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
-    """Arm a deadline of ``seconds`` (None: none) over the calls made on ``conn`` inside."""
+    """Arm a deadline of ``seconds`` (None: none) over the calls made on ``conn`` inside;
+    once it is left the watchdog never touches the socket."""
     if seconds is None:
         yield NEVER
         return
-    armed = _watchdog().arm(seconds, conn.fileno())
-    with _watchdogs_lock:
-        _armed[conn] = armed
+    dog = _watchdog()
+    armed = Watch(math.inf, conn.fileno())
+    dog.set(conn, seconds, armed)
     try:
         yield armed
     finally:
-        armed.disarm()
-        with _watchdogs_lock:
-            _armed.pop(conn, None)
+        with dog.wake:
+            if dog.armed.get(conn) is armed:
+                del dog.armed[conn]
 
 
 def renew(conn: Any, seconds: float) -> None:
     """Give the call running on ``conn`` a fresh deadline, ``seconds`` from now: a write of
     many bounded statements arms each one (nothing happens when the call has none)."""
-    with _watchdogs_lock:
-        armed = _armed.get(conn)
-    if armed is not None:
-        _watchdog().renew(armed, seconds)
+    _watchdog().set(conn, seconds)

@@ -21,9 +21,9 @@ from pywrapai_graph.adapters.vectorstores.postgres.lexical import (
     Analysis,
     analyse,
     copy_binary,
+    to_pg,
     write_postings,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.text import to_pg
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = [

@@ -1,25 +1,42 @@
-"""The PostgreSQL schema of PGVectorStore: creation, version row, and rights-aware errors.
+"""The PostgreSQL schema of PGVectorStore: creation, upgrade, version row, rights-aware errors.
 
-``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
-indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``), the lexical
-postings, document lengths and statistics (``<table>__terms``, ``<table>__doclen``,
-``<table>__bm25`` and their triggers, see ``lexical``) and a row in ``pywrapai_schema``
-naming the table, its dimension and the schema version; it upgrades a table of an older version
-in the same transaction. An owner runs it once (``pywrapai-graph store init``); the service can
-then use roles with only the rights ``pywrapai-graph store grants`` prints
+``init_schema`` creates (idempotently, in one transaction) the ``vector`` extension, the chunk
+table ``<table>`` and its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and
+info tables (``<table>__docs``, ``<table>__info``), a row in ``pywrapai_schema`` naming the
+table, its dimension and the schema version, and the lexical tables:
+
+- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings (``lexical``), keyed
+  ``(term, doc_id, chunk_id)`` with the counts included, so a term's postings are one index
+  range read grouped by document; an index on ``chunk_id`` serves deletes;
+- ``<table>__doclen (doc_id, chunks, len)``: each document's chunks and length (the sum of
+  its chunks' shares, ``lex_doc``), the document field's ``|D|``;
+- ``<table>__bm25 (slot, n, total, docs, dtotal)``: chunk and document counts and total
+  lengths as delta rows, one per ``pg_backend_pid() % 64``, so concurrent writers rarely
+  update the same row and a query sums at most 64 rows.
+
+Statement-level triggers on the chunk table (with transition tables) keep the counts and drop
+the postings of deleted or overwritten chunks, so every write path leaves them exact: a
+document's row is upserted with the statement's deltas (documents in id order, so writers lock
+them in one order) and removed with its last chunk. A table of an older layout gets its lexical
+tables made again from its chunks. An owner runs it once (``pywrapai-graph store init``); the
+service can then use roles with only the rights ``pywrapai-graph store grants`` prints
 (``store.create_schema: false``; docs/least-privilege.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters.vectorstores.postgres.lexical import (
-    add_lexical_columns,
-    create_lexical,
+    analyse,
+    from_pg,
+    lexical_tables,
+    names,
+    write_postings,
 )
+from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 
 __all__ = [
@@ -188,7 +205,8 @@ def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             if _up_to_date(cur, conn, sql, table, dimension):
                 return False  # another process made it while we waited
-            _create(cur, sql, table, dimension)
+            older = _table_dimension(cur, sql, table, conn) is not None
+            _create(cur, sql, table, dimension, older)
             return True
 
         return in_transaction(conn, cur, locked)
@@ -234,7 +252,7 @@ def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bo
     return row is not None and row[0] == SCHEMA_VERSION
 
 
-def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
+def _create(cur: Any, sql: Any, table: str, dimension: int, older: bool) -> None:
     t = sql.Identifier(table)
     cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
     cur.execute(
@@ -244,7 +262,6 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
             "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)"
         ).format(t=t, d=sql.Literal(dimension))
     )
-    upgraded = add_lexical_columns(cur, sql, table)
     cur.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
@@ -270,7 +287,7 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
             "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
         ).format(i=sql.Identifier(table + "__info"))
     )
-    create_lexical(cur, sql, table, backfill=upgraded)
+    create_lexical(cur, sql, table, rebuild=older)
     cur.execute(
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
@@ -285,3 +302,184 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
         ).format(s=sql.Identifier(SCHEMA_TABLE)),
         (table, SCHEMA_VERSION, dimension),
     )
+
+
+# ----------------------------------------------------------------------------- lexical
+#: A chunk row's share of its document's length (``lex_doc``; NULL, in rows written before
+#: the column: the whole chunk).
+_PART = "coalesce(lex_doc, lex_len)"
+#: One statement's changes per document, in doc_id order: chunks, their length, their share
+#: of the document's length (``{rows}``: the rows with their signs).
+_DELTAS = (
+    "SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id), "
+    "array_agg(len ORDER BY doc_id), array_agg(part ORDER BY doc_id) INTO ids, ns, lens, parts "
+    "FROM (SELECT doc_id, sum(n) AS n, sum(len) AS len, sum(part) AS part FROM ({rows}) u "
+    "GROUP BY doc_id HAVING sum(n) <> 0 OR sum(len) <> 0 OR sum(part) <> 0) x;"
+)
+_NEW = "SELECT doc_id, 1 AS n, lex_len AS len, " + _PART + " AS part FROM new_rows"
+_OLD = "SELECT doc_id, -1 AS n, -lex_len AS len, -" + _PART + " AS part FROM old_rows"
+
+#: The triggers' function: each statement's deltas per document upserted into the document
+#: lengths (a row created is a document more, a row at 0 chunks is deleted: a document
+#: less), then the store's counts into this backend's delta row.
+_FUNCTION = (
+    """
+CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE ids text[]; ns bigint[]; lens bigint[]; parts bigint[];
+        dn bigint; dt bigint; dp bigint; dd bigint;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    """
+    + _DELTAS.replace("{rows}", _NEW)
+    + """
+  ELSIF TG_OP = 'DELETE' THEN
+    """
+    + _DELTAS.replace("{rows}", _OLD)
+    + """
+    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
+  ELSE
+    """
+    + _DELTAS.replace("{rows}", _NEW + " UNION ALL " + _OLD)
+    + """
+    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
+  END IF;
+  IF ids IS NULL THEN
+    RETURN NULL;
+  END IF;
+  WITH up AS (
+    INSERT INTO {l} AS l (doc_id, chunks, len) SELECT * FROM unnest(ids, ns, parts)
+    ON CONFLICT (doc_id) DO UPDATE SET chunks = l.chunks + EXCLUDED.chunks,
+                                       len = l.len + EXCLUDED.len
+    RETURNING l.doc_id, l.chunks)
+  SELECT sum(d.n), sum(d.len), sum(d.part),
+         count(*) FILTER (WHERE up.chunks = d.n) - count(*) FILTER (WHERE up.chunks = 0)
+  INTO dn, dt, dp, dd
+  FROM up JOIN unnest(ids, ns, lens, parts) AS d(doc_id, n, len, part) USING (doc_id);
+  DELETE FROM {l} WHERE doc_id = ANY (ids) AND chunks = 0;
+  INSERT INTO {s} AS s (slot, n, total, docs, dtotal)
+  VALUES (pg_backend_pid() % {slots}, dn, dt, dd, dp)
+  ON CONFLICT (slot) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total,
+    docs = s.docs + EXCLUDED.docs, dtotal = s.dtotal + EXCLUDED.dtotal;
+  RETURN NULL;
+END
+$body$
+"""
+)
+
+
+#: The lexical tables, their key (a term's postings grouped by document, with their counts)
+#: and the chunk index deletes use.
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
+    "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
+    "PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl))",
+    "CREATE INDEX IF NOT EXISTS {pc} ON {p} (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS {l} (doc_id TEXT PRIMARY KEY, chunks BIGINT NOT NULL, "
+    "len BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, "
+    "total BIGINT NOT NULL, docs BIGINT NOT NULL, dtotal BIGINT NOT NULL)",
+)
+_BACKFILL_BATCH = 1000
+#: An older layout's lexical objects dropped, and the chunk columns it may lack.
+_DROP_OLD = (
+    "DROP TABLE IF EXISTS {p}, {l}, {s}",
+    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
+    "ADD COLUMN IF NOT EXISTS lex_doc INT",
+)
+#: Document lengths and store counts derived from the chunk table.
+_RECOUNT = (
+    "DELETE FROM {l}",
+    f"INSERT INTO {{l}} (doc_id, chunks, len) SELECT doc_id, count(*), sum({_PART}) "
+    "FROM {t} GROUP BY doc_id",
+    "DELETE FROM {s}",
+    "INSERT INTO {s} (slot, n, total, docs, dtotal) SELECT 0, count(*), "
+    f"coalesce(sum(lex_len), 0), (SELECT count(*) FROM {{l}}), coalesce(sum({_PART}), 0) "
+    "FROM {t}",
+)
+_TRIGGERS = (
+    ("ins", "INSERT", "NEW TABLE AS new_rows"),
+    ("upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    ("del", "DELETE", "OLD TABLE AS old_rows"),
+)
+
+
+def _backfill(cur: Any, sql: Any, table: str) -> None:
+    """Analyse every chunk already in the table, each counting whole in its document (the
+    order it was written in is not known): its length, then its postings (the triggers drop
+    the postings of the rows an UPDATE touches)."""
+    t = sql.Identifier(table)
+    after = ""
+    while True:  # keyset pages by id, in this transaction
+        cur.execute(
+            sql.SQL("SELECT id, doc_id, text FROM {t} WHERE id > %s ORDER BY id LIMIT %s").format(
+                t=t
+            ),
+            (after, _BACKFILL_BATCH),
+        )
+        rows = cur.fetchall()
+        if not rows:
+            return
+        chunks = [Chunk(from_pg(text), doc_id=doc, id=chunk_id) for chunk_id, doc, text in rows]
+        analysis = analyse(chunks, parts=False)
+        cur.execute(
+            sql.SQL(
+                "UPDATE {t} SET lex_len = u.len, lex_doc = NULL FROM unnest(%s::text[], "
+                "%s::int[]) AS u(id, len) WHERE {t}.id = u.id"
+            ).format(t=t),
+            ([c.id for c in chunks], analysis.lengths),
+        )
+        write_postings(cur, sql, table, chunks, analysis)
+        after = rows[-1][0]
+
+
+_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES"})
+
+
+def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
+    """Give the roles holding rights on ``model`` (other than its owner) the same rights on
+    ``table``, new in an upgrade, so the roles ``store grants`` set up keep working."""
+    cur.execute(
+        "SELECT a.privilege_type, r.rolname FROM pg_class c "
+        "CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = to_regclass(%s) AND a.grantee <> c.relowner",
+        (sql.Identifier(model).as_string(cur),),
+    )
+    for privilege, role in cur.fetchall():
+        if privilege in _PRIVILEGES:
+            cur.execute(
+                sql.SQL("GRANT " + privilege + " ON {t} TO {r}").format(
+                    t=sql.Identifier(table),
+                    r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
+                )
+            )
+
+
+def create_lexical(cur: Any, sql: Any, table: str, *, rebuild: bool) -> None:
+    """Create the postings, document-length and statistics tables and the triggers
+    (idempotent). ``rebuild`` (a table of an older layout): its lexical tables are made
+    again from its chunks, analysed anew, and get the rights the roles have on the chunks.
+
+    Call inside the transaction that creates or upgrades the table.
+    """
+    ids = names(sql, table)
+
+    def run(statements: Sequence[str]) -> None:
+        for statement in statements:
+            cur.execute(sql.SQL(statement).format(**ids))
+
+    if rebuild:  # writers wait until the triggers exist, so the counts miss none of theirs
+        run(["LOCK TABLE {t} IN SHARE MODE", *_DROP_OLD])
+    run(_TABLES)
+    cur.execute(sql.SQL(_FUNCTION).format(**ids))
+    for trigger, event, tables in _TRIGGERS:
+        cur.execute(
+            sql.SQL(
+                "CREATE OR REPLACE TRIGGER {name} AFTER " + event + " ON {t} "
+                "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
+            ).format(name=ids[trigger], **ids)
+        )
+    if rebuild:
+        _backfill(cur, sql, table)
+        run(_RECOUNT)
+        for name in lexical_tables(table):
+            _grant_as(cur, sql, table, name)

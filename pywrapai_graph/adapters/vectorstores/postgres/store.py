@@ -14,10 +14,10 @@ from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
-    bm25_params,
-    bm25_query,
-    hybrid_params,
-    hybrid_statement,
+    scored_row,
+    search_hits,
+    statement,
+    statement_params,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     CLIENT_GRACE_S,
@@ -26,7 +26,7 @@ from pywrapai_graph.adapters.vectorstores.postgres.connection import (
 )
 from pywrapai_graph.adapters.vectorstores.postgres.deadline import renew
 from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import lexical_tables, query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.lexical import lexical_tables
 from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     Pacer,
     delete_document,
@@ -38,7 +38,6 @@ from pywrapai_graph.adapters.vectorstores.postgres.schema import (
     check_schema,
     init_schema,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.search_hits import scored_row, search_hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
@@ -336,16 +335,30 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        query = self._literal(query_vector)
-        sql = self._sql
-        where, filter_params = self._where(filter)
-        statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
-            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, "
-            "(SELECT value FROM {i} WHERE key = 'embedder') FROM {t} "
-            "{w} ORDER BY embedding <=> %s LIMIT %s"
-        ).format(t=self._ident(), w=where, i=self._ident("__info"))
-        params: list[Any] = [query, *filter_params, query, k]
-        return search_hits(self._rows(statement, params))
+        return self._retrieve(StoreQuery("dense", k, vector=query_vector, filter=filter))
+
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available, computed by PostgreSQL."""
+        return True
+
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
+        hybrid both candidate lists, both scores of their union, the fusion, the filter and
+        the recorded embedder (``bm25.statement``)."""
+        keep, chosen = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
+        vector = None if query.vector is None else self._literal(query.vector)
+        rows = self._rows(sql, statement_params(query, chosen, vector))
+        if query.mode != "dense":
+            return search_hits(rows, clamp=False)
+        return [h for h in search_hits(rows) if h.score >= query.min_score]
 
     def _literal(self, query_vector: Sequence[float]) -> Any:
         """The query vector as one SQL literal, adapted once however often a statement names
@@ -358,41 +371,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
         keep, params = metadata_predicate(self._sql, filter)
         return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
-
-    @property
-    def lexical(self) -> bool:
-        """Lexical (BM25) search is available, computed by PostgreSQL."""
-        return True
-
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        """The ``k`` chunks whose text best matches ``query`` by BM25, best first: one
-        statement whose cost follows the postings of the query's terms (``lexical``)."""
-        terms, counts = query_terms(query)
-        if not terms:
-            return []
-        keep, filter_params = metadata_predicate(self._sql, filter)
-        statement = bm25_query(self._sql, self._table, keep if filter_params else None)
-        params = bm25_params(terms, counts, k1, b, filter_params, k)
-        return [scored_row(r, clamp=False) for r in self._rows(statement, params)]
-
-    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
-        or lexical search, or for hybrid both candidate lists, both scores of their union,
-        the fusion, the filter and the recorded embedder (``bm25.hybrid_statement``)."""
-        if query.mode == "lexical":
-            return self._lexical_search(
-                query.text or "", query.k, query.filter, k1=query.k1, b=query.b
-            )
-        if query.mode == "dense":
-            hits = self._search(query.vector or [], query.k, query.filter)
-            return [h for h in hits if h.score >= query.min_score]
-        keep, chosen = metadata_predicate(self._sql, query.filter)
-        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
-        statement = hybrid_statement(self._sql, self._table, query.fusion, shape)
-        params = hybrid_params(query, chosen, self._literal(query.vector or []))
-        return search_hits(self._rows(statement, params), clamp=False)
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of the stored vectors of ``ids``: one statement by primary key."""
