@@ -107,7 +107,6 @@ class PGConnection:
             )
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
-        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
         self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
         self._dsn = dsn
         self._table = table_name

@@ -1,6 +1,5 @@
-"""The rows of PGVectorStore: chunks in (``execute_values`` or binary COPY, then their
-postings) and out, in slices a :class:`Pacer` sizes, and metadata filters (a boolean SQL
-expression)."""
+"""The rows of PGVectorStore: chunks in (binary COPY, then their postings) and out, in
+slices a :class:`Pacer` sizes, and metadata filters (a boolean SQL expression)."""
 
 from __future__ import annotations
 
@@ -37,11 +36,6 @@ __all__ = [
 
 _JSONB_VERSION = b"\x01"
 _COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
-_UPSERT = (
-    "ON CONFLICT (id) DO UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, "
-    "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
-    "lex_doc = EXCLUDED.lex_doc"
-)
 
 
 #: A slice's statements aim at this share of statement_timeout (and at most
@@ -122,58 +116,36 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     return out.getvalue()
 
 
-def write_chunks(
-    cur: Any, sql: Any, extras: Any, table: str, batch: PreparedBatch, *, copy: bool, pace: Pacer
-) -> None:
-    """Upsert a validated batch's rows, slice by slice (:class:`Pacer`): each slice's chunks
-    in one statement (or binary COPY into a session temp table and one upserting INSERT that
-    empties it), then their postings."""
+def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pacer) -> None:
+    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks
+    go with binary COPY into a session temp table and one upserting INSERT empties it (the
+    triggers drop the postings of the rows it overwrites), then their postings are COPied."""
     analysis = analyse(batch.chunks)  # whole: a chunk's share follows the chunk before it
     staging = sql.Identifier(f"{table}__load")
-    if copy:
-        pace.statement()
-        cur.execute(
-            sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
-                "ON COMMIT DELETE ROWS"
-            ).format(s=staging, t=sql.Identifier(table))
-        )
+    pace.statement()
+    cur.execute(
+        sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
+            "ON COMMIT DELETE ROWS"
+        ).format(s=staging, t=sql.Identifier(table))
+    )
+    upsert = sql.SQL(
+        f"WITH moved AS (DELETE FROM {{s}} RETURNING {_COLUMNS}) "
+        f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM moved ON CONFLICT (id) DO "
+        "UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, metadata = "
+        "EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
+        "lex_doc = EXCLUDED.lex_doc"
+    ).format(t=sql.Identifier(table), s=staging)
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
         a = analysis
         lex = Analysis(a.terms[part], a.lengths[part], a.part_terms[part], a.part_lengths[part])
         pace.statement()
-        if copy:
-            copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
-            pace.statement()
-            cur.execute(
-                sql.SQL(
-                    f"WITH moved AS (DELETE FROM {{s}} RETURNING {_COLUMNS}) "
-                    f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM moved {_UPSERT}"
-                ).format(t=sql.Identifier(table), s=staging)
-            )
-        else:
-            _insert_rows(cur, sql, extras, table, piece, lex)
+        copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
         pace.statement()
-        # after the chunks: their triggers dropped the postings of the rows they overwrote
+        cur.execute(upsert)
+        pace.statement()
         write_postings(cur, sql, table, piece.chunks, lex)
-
-
-def _insert_rows(
-    cur: Any, sql: Any, extras: Any, table: str, batch: PreparedBatch, analysis: Analysis
-) -> None:
-    rows = [
-        (c.id, c.doc_id, to_pg(c.text), metadata_json(c), v, n, part)
-        for c, v, n, part in zip(
-            batch.chunks, batch.vectors, analysis.lengths, analysis.part_lengths, strict=True
-        )
-    ]
-    query = sql.SQL(f"INSERT INTO {{t}} ({_COLUMNS}) VALUES %s {_UPSERT}").format(
-        t=sql.Identifier(table)
-    )
-    extras.execute_values(
-        cur, query, rows, template="(%s, %s, %s, %s::jsonb, %s, %s, %s)", page_size=len(rows)
-    )
 
 
 def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> list[str]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    PreparedBatch,
     prepare_batch,
     prepare_query,
 )
@@ -23,6 +22,7 @@ from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     CLIENT_GRACE_S,
     DEFAULT_EF_SEARCH,
     PGConnection,
+    T,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.deadline import renew
 from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
@@ -60,8 +60,6 @@ DEFAULT_POOL_TIMEOUT_MS = 5_000
 #: The server cancels a statement running longer; 30 s is far beyond any search or
 #: document write, and short enough for a request to fail while its client still waits.
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
-#: From this many rows a batch goes in with binary COPY instead of an INSERT.
-COPY_MIN_ROWS = 500
 
 
 class PGVectorStore(PGConnection, BaseVectorStore):
@@ -203,26 +201,30 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def atomic_documents(self) -> bool:
         return True
 
-    def _insert(self, cur: Any, batch: PreparedBatch, pace: Pacer) -> None:
-        if batch.ids:
-            copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
-            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy, pace=pace)
+    def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
+        """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
+        client deadline (the server's statement_timeout bounds each already)."""
 
-    def _pacer(self, cur: Any) -> Pacer:
-        """Slices for a write on ``cur``'s transaction, each statement under a fresh client
-        deadline (the server's statement_timeout applies to each statement already)."""
-        if self._timeout_ms is None:
-            return Pacer(None, lambda: None)
-        seconds = self._timeout_ms / 1000
-        return Pacer(seconds, lambda: renew(cur.connection, seconds + CLIENT_GRACE_S))
+        def paced(cur: Any) -> T:
+            seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
+
+            def fresh() -> None:
+                if seconds is not None:
+                    renew(cur.connection, seconds + CLIENT_GRACE_S)
+
+            pace = Pacer(seconds, fresh)
+            result = work(cur, pace)
+            pace.statement()  # for the statements left and the COMMIT
+            return result
+
+        with self._lock:
+            return self._run(paced, operation)
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Load many chunks fast: every write inside sends its rows with binary COPY, and when
-        the table is empty on entry its HNSW index is dropped and built once on exit (building
-        the graph over loaded rows is far faster than inserting into a live one); the indexes
-        are the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer.
-        """
+        """Load many chunks fast: when the table is empty on entry its HNSW index is dropped
+        and built once on exit (far faster than inserting into a live graph); the indexes are
+        the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer."""
         with self._lock:
             # a DML-only role (create_schema=False) may not drop and rebuild the index
             rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
@@ -254,33 +256,28 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
 
-    def _forget(self, cur: Any, doc_ids: list[str]) -> None:
+    def _forget(self, cur: Any, doc_ids: Sequence[str]) -> None:
         """Drop the manifests of documents changed outside ``replace_document``."""
         cur.execute(
             self._sql.SQL("DELETE FROM {d} WHERE doc_id = ANY(%s)").format(d=self._ident("__docs")),
-            (doc_ids,),
+            (sorted(set(doc_ids)),),
         )
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         batch = prepare_batch(chunks, self._dim)
-        if not batch.ids:
-            return
 
-        def work(cur: Any) -> None:
-            pace = self._pacer(cur)
-            self._insert(cur, batch, pace)
-            pace.statement()  # for the statements left and the COMMIT
-            self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
+        def work(cur: Any, pace: Pacer) -> None:
+            write_chunks(cur, self._sql, self._table, batch, pace)
+            self._forget(cur, [c.doc_id for c in batch.chunks])
 
-        with self._lock:
-            self._run(work, "INSERT")
+        if batch.ids:
+            self._write("INSERT", work)
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         batch = prepare_batch(chunks, self._dim)
         sql = self._sql
-        info = self._ident("__info")
 
-        def work(cur: Any) -> int:
+        def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, manifest.doc_id)
             # the first writer's identity wins, even against a concurrent first writer
             if manifest.embedder.dimension:
@@ -288,14 +285,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                     sql.SQL(
                         "INSERT INTO {i} (key, value) VALUES ('embedder', %s) "
                         "ON CONFLICT (key) DO NOTHING"
-                    ).format(i=info),
+                    ).format(i=self._ident("__info")),
                     (manifest.embedder.to_json(),),
                 )
             check_embedder(self._recorded(cur), manifest.embedder)
-            pace = self._pacer(cur)
-            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
-            self._insert(cur, batch, pace)
-            pace.statement()  # for the statements left and the COMMIT
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
@@ -303,10 +296,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 ).format(d=self._ident("__docs")),
                 (manifest.doc_id, manifest.to_json()),
             )
+            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            write_chunks(cur, sql, self._table, batch, pace)
             return removed
 
-        with self._lock:
-            return self._run(work, "INSERT")
+        return self._write("INSERT", work)
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
         cur.execute(
@@ -413,30 +407,21 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return int(self._rows(statement, params)[0][0])
 
     def _delete(self, ids: list[str]) -> int:
-        if not ids:
-            return 0
-
-        def work(cur: Any) -> int:
-            pace = self._pacer(cur)
+        def work(cur: Any, pace: Pacer) -> int:
             docs = delete_rows(cur, self._sql, self._table, ids, pace)
-            pace.statement()
-            self._forget(cur, sorted(set(docs)))
+            self._forget(cur, docs)
             return len(docs)
 
-        with self._lock:
-            return self._run(work, "DELETE")
+        return self._write("DELETE", work) if ids else 0
 
     def _delete_by_doc(self, doc_id: str) -> int:
-        def work(cur: Any) -> int:
+        def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, doc_id)
-            pace = self._pacer(cur)
             removed = delete_document(cur, self._sql, self._table, doc_id, pace)
-            pace.statement()
             self._forget(cur, [doc_id])
             return removed
 
-        with self._lock:
-            return self._run(work, "DELETE")
+        return self._write("DELETE", work)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
