@@ -109,73 +109,62 @@ def _creation_right(text: str, table: str) -> str | None:
     return None
 
 
-def _schema_row(cur: Any, sql: Any, table: str) -> tuple[int, int] | None:
-    cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
-    if cur.fetchone()[0] is None:
-        return None
+def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | None]:
+    """Whether ``table`` exists, and its recorded schema version (None: not recorded).
+
+    Raises:
+        ConfigurationError: another dimension, or a schema version newer than this release.
+    """
     cur.execute(
-        sql.SQL("SELECT version, dimension FROM {s} WHERE table_name = %s").format(
-            s=sql.Identifier(SCHEMA_TABLE)
-        ),
-        (table,),
+        "SELECT atttypmod FROM pg_attribute "
+        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+        (sql.Identifier(table).as_string(cur),),
     )
     row = cur.fetchone()
-    return (int(row[0]), int(row[1])) if row is not None else None
-
-
-def _check_version(row: tuple[int, int] | None, table: str) -> None:
+    if row is None:
+        return False, None
+    if int(row[0]) != dimension:
+        raise ConfigurationError(
+            f"table {table!r} stores vectors of dimension {row[0]}, but dimension={dimension} "
+            "was given; use another table or the matching model"
+        )
+    cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
+    if cur.fetchone()[0] is None:
+        return True, None
+    schema = sql.Identifier(SCHEMA_TABLE)
+    cur.execute(sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table])
+    row = cur.fetchone()
     if row is not None and row[0] > SCHEMA_VERSION:
         raise ConfigurationError(
             f"table {table!r} has schema version {row[0]}, newer than the version {SCHEMA_VERSION} "
             "this pywrapai-graph knows; upgrade pywrapai-graph (nothing was changed)"
         )
-
-
-def _table_dimension(cur: Any, sql: Any, table: str, conn: Any) -> int | None:
-    cur.execute(
-        "SELECT atttypmod FROM pg_attribute "
-        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
-        (sql.Identifier(table).as_string(conn),),
-    )
-    row = cur.fetchone()
-    return int(row[0]) if row is not None else None
-
-
-def _check_dimension(found: int | None, dimension: int, table: str) -> None:
-    if found is not None and found != dimension:
-        raise ConfigurationError(
-            f"table {table!r} stores vectors of dimension {found}, but dimension={dimension} "
-            "was given; use another table or the matching model"
-        )
+    return True, None if row is None else int(row[0])
 
 
 def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
-    """Read-only checks for a role without DDL rights: the table exists, fits, and is not
-    of a newer schema version.
+    """Read-only checks for a role without DDL rights: the table exists, fits, and has this
+    release's schema version.
 
     Raises:
-        VectorStoreError: the table does not exist (run ``store init``).
+        VectorStoreError: the table does not exist, or has an older layout (run ``store init``).
         ConfigurationError: another dimension, or a newer schema version.
     """
     with conn.cursor() as cur:
-        found = _table_dimension(cur, sql, table, conn)
-        if found is None:
-            raise VectorStoreError(
-                f"table {table!r} does not exist and create_schema is off: run "
-                "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
-                "the table, its indexes and the schema-version row)"
-            )
-        _check_dimension(found, dimension, table)
-        row = _schema_row(cur, sql, table)
-        _check_version(row, table)
-        if row is None or row[0] < SCHEMA_VERSION:
-            raise VectorStoreError(
-                f"table {table!r} has the layout of an older pywrapai-graph (schema version "
-                f"{row[0] if row else 'unrecorded'}; this release needs {SCHEMA_VERSION}, "
-                "whose lexical search PostgreSQL serves): run `pywrapai-graph store init` once "
-                "with an owner's DSN to upgrade it (one transaction; it analyses the stored "
-                "chunks)"
-            )
+        exists, version = _found(cur, sql, table, dimension)
+    if not exists:
+        raise VectorStoreError(
+            f"table {table!r} does not exist and create_schema is off: run "
+            "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
+            "the table, its indexes and the schema-version row)"
+        )
+    if version != SCHEMA_VERSION:
+        raise VectorStoreError(
+            f"table {table!r} has the layout of an older pywrapai-graph (schema version "
+            f"{version or 'unrecorded'}; this release needs {SCHEMA_VERSION}): run "
+            "`pywrapai-graph store init` once with an owner's DSN to upgrade it (one "
+            "transaction; it analyses the stored chunks)"
+        )
 
 
 #: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
@@ -197,16 +186,16 @@ def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
     """
     with conn.cursor() as cur:
-        if _up_to_date(cur, conn, sql, table, dimension):
+        if _found(cur, sql, table, dimension)[1] == SCHEMA_VERSION:
             return False  # the usual start: nothing to lock
 
         def locked() -> bool:
             cur.execute("SET LOCAL statement_timeout = 0")  # waiting for the lock included
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            if _up_to_date(cur, conn, sql, table, dimension):
+            exists, version = _found(cur, sql, table, dimension)
+            if version == SCHEMA_VERSION:
                 return False  # another process made it while we waited
-            older = _table_dimension(cur, sql, table, conn) is not None
-            _create(cur, sql, table, dimension, older)
+            _create(cur, sql, table, dimension, older=exists)
             return True
 
         return in_transaction(conn, cur, locked)
@@ -244,64 +233,78 @@ def committing(exc: BaseException | None) -> bool:
     return False
 
 
-def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    found = _table_dimension(cur, sql, table, conn)
-    _check_dimension(found, dimension, table)
-    row = _schema_row(cur, sql, table) if found is not None else None
-    _check_version(row, table)
-    return row is not None and row[0] == SCHEMA_VERSION
+#: The extension, the chunk table with its indexes, the manifest and info tables, the
+#: lexical tables (their layout in the module docstring) and the schema-version table.
+_CREATE = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+    "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
+    "embedding vector({dim}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)",
+    "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)",
+    "CREATE INDEX IF NOT EXISTS {doc} ON {t} (doc_id)",
+    "CREATE INDEX IF NOT EXISTS {meta} ON {t} USING gin (metadata)",
+    "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {sv} (table_name TEXT PRIMARY KEY, version INT NOT NULL, "
+    "dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+)
+#: An older layout's lexical tables dropped (made again from its chunks), and the chunk
+#: columns it may lack.
+_DROP_OLD = (
+    "LOCK TABLE {t} IN SHARE MODE",  # writers wait until the triggers exist
+    "DROP TABLE IF EXISTS {p}, {l}, {s}",
+    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
+    "ADD COLUMN IF NOT EXISTS lex_doc INT",
+)
+_LEXICAL = (
+    "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
+    "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
+    "PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl))",
+    "CREATE INDEX IF NOT EXISTS {pc} ON {p} (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS {l} (doc_id TEXT PRIMARY KEY, chunks BIGINT NOT NULL, "
+    "len BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, "
+    "total BIGINT NOT NULL, docs BIGINT NOT NULL, dtotal BIGINT NOT NULL)",
+)
 
 
-def _create(cur: Any, sql: Any, table: str, dimension: int, older: bool) -> None:
-    t = sql.Identifier(table)
-    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
-            "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)"
-        ).format(t=t, d=sql.Literal(dimension))
-    )
-    cur.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-        ).format(i=sql.Identifier(table + "_hnsw"), t=t)
-    )
-    cur.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
-            i=sql.Identifier(table + "_doc"), t=t
+def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> None:
+    """Create what is missing; ``older``: the table has an older layout, upgraded here."""
+    ids = {
+        **names(sql, table),
+        **{k: sql.Identifier(table + suffix) for k, suffix in _SUFFIXES.items()},
+        "sv": sql.Identifier(SCHEMA_TABLE),
+        "dim": sql.Literal(dimension),
+    }
+
+    def run(statements: Sequence[str]) -> None:
+        for statement in statements:
+            cur.execute(sql.SQL(statement).format(**ids))
+
+    run(_CREATE + (_DROP_OLD if older else ()) + _LEXICAL)
+    cur.execute(sql.SQL(_FUNCTION).format(**ids))
+    for trigger, event, tables in _TRIGGERS:
+        cur.execute(
+            sql.SQL(
+                "CREATE OR REPLACE TRIGGER {name} AFTER " + event + " ON {t} "
+                "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
+            ).format(name=ids[trigger], **ids)
         )
-    )
-    cur.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
-            i=sql.Identifier(table + "_meta"), t=t
-        )
-    )
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-        ).format(d=sql.Identifier(table + "__docs"))
-    )
+    if older:
+        _backfill(cur, sql, table)
+        run(_RECOUNT)
+        for name in lexical_tables(table):  # the rights the roles have on the chunks
+            _grant_as(cur, sql, table, name)
     cur.execute(
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        ).format(i=sql.Identifier(table + "__info"))
-    )
-    create_lexical(cur, sql, table, rebuild=older)
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
-            "version INT NOT NULL, dimension INT NOT NULL, "
-            "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        ).format(s=sql.Identifier(SCHEMA_TABLE))
-    )
-    cur.execute(
-        sql.SQL(
-            "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
+            "INSERT INTO {sv} (table_name, version, dimension) VALUES (%s, %s, %s) "
             "ON CONFLICT (table_name) DO UPDATE SET version = EXCLUDED.version"
-        ).format(s=sql.Identifier(SCHEMA_TABLE)),
+        ).format(**ids),
         (table, SCHEMA_VERSION, dimension),
     )
+
+
+_SUFFIXES = {"hnsw": "_hnsw", "doc": "_doc", "meta": "_meta", "d": "__docs", "i": "__info"}
 
 
 # ----------------------------------------------------------------------------- lexical
@@ -367,25 +370,7 @@ $body$
 )
 
 
-#: The lexical tables, their key (a term's postings grouped by document, with their counts)
-#: and the chunk index deletes use.
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
-    "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
-    "PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl))",
-    "CREATE INDEX IF NOT EXISTS {pc} ON {p} (chunk_id)",
-    "CREATE TABLE IF NOT EXISTS {l} (doc_id TEXT PRIMARY KEY, chunks BIGINT NOT NULL, "
-    "len BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, "
-    "total BIGINT NOT NULL, docs BIGINT NOT NULL, dtotal BIGINT NOT NULL)",
-)
 _BACKFILL_BATCH = 1000
-#: An older layout's lexical objects dropped, and the chunk columns it may lack.
-_DROP_OLD = (
-    "DROP TABLE IF EXISTS {p}, {l}, {s}",
-    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
-    "ADD COLUMN IF NOT EXISTS lex_doc INT",
-)
 #: Document lengths and store counts derived from the chunk table.
 _RECOUNT = (
     "DELETE FROM {l}",
@@ -452,34 +437,3 @@ def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
                     r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
                 )
             )
-
-
-def create_lexical(cur: Any, sql: Any, table: str, *, rebuild: bool) -> None:
-    """Create the postings, document-length and statistics tables and the triggers
-    (idempotent). ``rebuild`` (a table of an older layout): its lexical tables are made
-    again from its chunks, analysed anew, and get the rights the roles have on the chunks.
-
-    Call inside the transaction that creates or upgrades the table.
-    """
-    ids = names(sql, table)
-
-    def run(statements: Sequence[str]) -> None:
-        for statement in statements:
-            cur.execute(sql.SQL(statement).format(**ids))
-
-    if rebuild:  # writers wait until the triggers exist, so the counts miss none of theirs
-        run(["LOCK TABLE {t} IN SHARE MODE", *_DROP_OLD])
-    run(_TABLES)
-    cur.execute(sql.SQL(_FUNCTION).format(**ids))
-    for trigger, event, tables in _TRIGGERS:
-        cur.execute(
-            sql.SQL(
-                "CREATE OR REPLACE TRIGGER {name} AFTER " + event + " ON {t} "
-                "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
-            ).format(name=ids[trigger], **ids)
-        )
-    if rebuild:
-        _backfill(cur, sql, table)
-        run(_RECOUNT)
-        for name in lexical_tables(table):
-            _grant_as(cur, sql, table, name)
