@@ -1,6 +1,7 @@
 """One retrieval on PostgreSQL at scale: p50 of a hybrid query at 100,000 chunks and more.
 
-Run: nice -n 10 .venv/bin/python -m benchmarks.pg_scale [--sizes 100000,300000] [FOLDER]
+Run: nice -n 10 .venv/bin/python -m benchmarks.pg_scale [--sizes 100000,300000] [--queries N]
+     [FOLDER]
 (starts the embedded PostgreSQL of the integration tests, or uses PYWRAPAI_TEST_PG_URL;
 FOLDER is a BEIR collection, ../shared/data/cranfield by default.)
 
@@ -9,7 +10,7 @@ at real frequencies), 10 to a document, with clustered unit vectors of dimension
 dense side's cost, not its quality, is measured). Each table is loaded through the store's
 own bulk path: ``bulk_load()`` (binary COPY of the chunks and their postings, the HNSW index
 built once at the end) with ``add`` in batches of 10,000, then VACUUM ANALYZE as autovacuum
-would at rest. Each of the collection's queries is then asked once (after 5 warm-up
+would at rest. Each of the collection's queries (the first N) is then asked once (after 5 warm-up
 queries) with ``store.retrieve``: its text and the vector of a stored chunk's neighbour, k=10,
 100 candidates a side; the median and 90th percentile are printed per mode.
 """
@@ -83,10 +84,13 @@ def latencies(url: str, table: str, queries: list[str]) -> dict[str, list[float]
 
 
 def main(argv: list[str]) -> None:
-    sizes = [100_000]
+    sizes, count = [100_000], None
     if argv[:1] == ["--sizes"]:
         sizes, argv = [int(n) for n in argv[1].split(",")], argv[2:]
+    if argv[:1] == ["--queries"]:
+        count, argv = int(argv[1]), argv[2:]
     pool, queries = sentences(Path(argv[0]) if argv else DEFAULT)
+    queries = queries[:count]
     with postgres_url() as url:
         for n in sizes:
             table = f"bench_scale_{n}"

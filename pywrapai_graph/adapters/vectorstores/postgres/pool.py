@@ -1,15 +1,9 @@
 """A fair pool of PostgreSQL connections: callers are served in the order they asked.
 
-``threading.Semaphore`` (and ``psycopg2.pool`` behind one) is not fair: ``release()`` only
-wakes a waiter, and a thread that releases and asks again at once takes the permit back
-before the woken waiter runs. Under steady load some waiters are overtaken again and again
-until their timeout, although every call is short. Here a released slot is handed directly
-to the oldest waiter, so a newcomer never takes a slot while anyone waits: the wait is
-bounded by the calls ahead in the queue.
-
-A :class:`Slot` is one of the ``size`` places of the pool, with its connection (None until
-opened, or after a broken one was discarded) and that connection's session state; the store
-opens, configures and closes connections, the pool only hands out the slots.
+``threading.Semaphore`` (and ``psycopg2.pool`` behind one) is not fair: a thread that
+releases and asks again at once takes the permit back before the woken waiter runs, so under
+steady load some waiters are overtaken until their timeout. Here a released slot is handed
+directly to the oldest waiter, and a newcomer never takes a slot while anyone waits.
 """
 
 from __future__ import annotations
@@ -24,7 +18,8 @@ __all__ = ["FairPool", "Slot"]
 
 
 class Slot:
-    """A place in the pool: ``conn`` (None: not open), and what was set on its session."""
+    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and what
+    the store set on its session (the store opens, configures and closes connections)."""
 
     __slots__ = ("configured", "conn", "statement_ms")
 
@@ -85,8 +80,7 @@ class FairPool:
         with self._lock:
             if self.closed:
                 slot.discard()
-                return
-            if self._waiters:
+            elif self._waiters:
                 waiter = self._waiters.popleft()
                 waiter.slot = slot
                 waiter.wake.release()

@@ -52,29 +52,24 @@ from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["PGVectorStore"]
 
-#: Server connections a store opens at most (threads and the async offload share them).
 DEFAULT_POOL_SIZE = 4
-#: How long a call waits for a pooled connection before StoreBusyError: a service sheds load
-#: in seconds rather than queueing callers behind a stuck server until their clients give up.
+#: A service sheds load in seconds rather than queueing callers behind a stuck server.
 DEFAULT_POOL_TIMEOUT_MS = 5_000
-#: The server cancels a statement running longer; 30 s is far beyond any search or
-#: document write, and short enough for a request to fail while its client still waits.
+#: Far beyond any search or document write, short enough to fail while the client waits.
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 
 
 class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
-    On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
-    an HNSW index (``vector_cosine_ops``), a ``doc_id`` index and a GIN index on the JSONB
-    metadata. Lexical (BM25) search is computed by PostgreSQL from each chunk's analysed
-    terms and statistics written in the chunk's own transaction (``lexical``); a table
-    written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
-    The table name is validated and always passed as an identifier, never formatted into SQL.
-    A write is one transaction of slices, each one statement for its chunks
-    (``execute_values``, or binary COPY) and one for their postings, sized so that each
-    statement stays well within ``statement_timeout_ms`` (``rows.Pacer``): a write of any
-    size fits. A dropped connection is re-established once before an error is raised.
+    On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
+    with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
+    computes BM25 from (``lexical``); a table of an older release is upgraded on open (or by
+    ``pywrapai-graph store init``). Each retrieval is one statement (``bm25``). A write is
+    one transaction of slices, each statement sized to stay well within
+    ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
+    validated and always passed as an identifier. A dropped connection is re-established
+    once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -85,16 +80,14 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             are in use, callers wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
-        statement_timeout_ms: each call's deadline, from the moment it is made: queueing for
-            a thread and a connection count, the statement gets what is left (the server
-            cancels it then), and the client closes a connection whose server has not
-            answered 2 s after the deadline (a stopped or unreachable server): all raise
-            :class:`StoreTimeoutError` naming the setting and saying whether the write was
-            rolled back. A large write runs as bounded statements in one transaction, each
-            with its own deadline. None leaves the server's default and sets no deadline.
-        create_schema: create the extension, table and indexes when missing (needs DDL
-            rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
-            exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
+        statement_timeout_ms: each call's deadline, from the moment it is made (queueing
+            counts; the statement gets what is left, and the client closes a connection whose
+            server has not answered 2 s after it): :class:`StoreTimeoutError` names the
+            setting and says whether the write was rolled back. Each statement of a large
+            write has its own. None leaves the server's default and sets no deadline.
+        create_schema: create the extension, tables and indexes when missing (needs DDL
+            rights). False for a role with only DML rights: the schema must exist
+            (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
 
     Raises:
         ConfigurationError: invalid table name, or a dimension that disagrees with the table.
@@ -425,11 +418,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        tables = [self._table, *(self._table + s for s in ("__docs", "__info"))]
+        tables = [self._table, self._table + "__docs", self._table + "__info"]
+        every = (*tables, *lexical_tables(self._table))
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(
-                self._sql.Identifier(t) for t in (*tables, *lexical_tables(self._table))
-            )
+            self._sql.SQL(", ").join(map(self._sql.Identifier, every))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
