@@ -1,19 +1,13 @@
 """Client-side deadlines for PostgreSQL calls: a server that stops answering cannot hold a
 thread (and its pooled connection) forever.
 
-``statement_timeout`` is enforced by the server. A server that is stopped, partitioned away
-or swapping cancels nothing, and libpq waits on its socket without a timeout (TCP keepalives
-do not help: a stopped server's kernel still acknowledges them). :func:`watch` arms a timer
-for one call; if the call has not returned when it expires, the watchdog thread shuts the
-connection's socket down (``shutdown(2)`` on a duplicate descriptor: the descriptor stays
-libpq's, so it cannot be reused under it). The waiting libpq call then returns at once with a
-connection error, the caller sees :attr:`Watch.fired` and reports a timeout, and the pool
-discards the connection.
-
-A :class:`Deadline` is one call's: it starts when the call was made (the port's call clock),
-so time queued for a thread and for a pooled connection counts, and whatever is left goes to
-the statement (the server's ``statement_timeout`` and this watchdog, a grace later). A long
-write gives each of its statements a fresh deadline with :func:`renew`.
+A stopped, partitioned or swapping server cancels nothing (``statement_timeout``), and libpq
+waits on its socket without a timeout (a stopped server's kernel still acknowledges TCP
+keepalives). :func:`watch` arms a deadline for one call; if the call has not returned by
+then, the watchdog thread shuts the connection's socket down (on a duplicate descriptor,
+which cannot be reused under libpq), the call returns at once with a connection error, the
+caller sees :attr:`Watch.fired` and reports a timeout, and the pool discards the connection.
+A long write gives each of its statements a fresh deadline with :func:`renew`.
 """
 
 from __future__ import annotations
@@ -33,7 +27,8 @@ __all__ = ["UNBOUNDED", "Deadline", "Watch", "renew", "watch"]
 
 @dataclass(frozen=True, slots=True)
 class Deadline:
-    """A call made at ``made`` (``time.monotonic()``) that has ``seconds`` (inf: no limit)."""
+    """A call made at ``made`` (``time.monotonic()``, the port's call clock: time queued
+    counts) that has ``seconds`` (inf: no limit)."""
 
     made: float
     seconds: float

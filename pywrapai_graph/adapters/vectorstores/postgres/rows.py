@@ -50,14 +50,10 @@ MAX_SLICE_ROWS = 8192
 
 
 class Pacer:
-    """Cuts one write into slices of bounded statements inside its transaction, so a write
-    of any size succeeds as long as each statement fits ``statement_timeout``: each slice is
-    sized on the time the one before it took, and each statement gets a fresh deadline.
-
-    Args:
-        seconds: the statement timeout (None: none; slices then aim at SLICE_SECONDS).
-        fresh: arms the client deadline of the next statement.
-    """
+    """Cuts one write into slices of bounded statements inside its transaction, each sized
+    on the time the one before it took, so a write of any size fits ``statement_timeout``
+    (``seconds``; None: slices aim at SLICE_SECONDS); ``fresh`` arms the client deadline of
+    the next statement."""
 
     def __init__(self, seconds: float | None, fresh: Callable[[], None]) -> None:
         self._target = min(SLICE_SECONDS, seconds * SLICE_SHARE) if seconds else SLICE_SECONDS
@@ -85,13 +81,8 @@ class Pacer:
 
 def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding,
-    lex_len, lex_doc).
-
-    Text fields are UTF-8, ``jsonb`` is its version byte and the JSON text, and a pgvector
-    ``vector`` is (int16 dim, int16 0, dim big-endian float4), cut from one big-endian copy
-    of the whole matrix: no Python float per value. ``lex_len`` is the chunk's length after
-    analysis, ``lex_doc`` that of its share of its document (``lexical``).
-    """
+    lex_len, lex_doc). ``jsonb`` is its version byte and the JSON text, a pgvector ``vector``
+    (int16 dim, int16 0, dim big-endian float4) cut from one big-endian copy of the matrix."""
     dim = int(batch.vectors.shape[1])
     raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
     step = 4 * dim
