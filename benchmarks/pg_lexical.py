@@ -42,7 +42,7 @@ from benchmarks._data import clustered_vectors
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Chunk, Embedder, PGVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import load_beir
-from pywrapai_graph.adapters.vectorstores.postgres import lexical as _pg_lexical
+from pywrapai_graph.adapters.vectorstores.postgres import rows as _pg_lexical
 from pywrapai_graph.adapters.vectorstores.postgres import store as pgvector
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"

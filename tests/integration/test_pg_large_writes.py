@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import Chunk, PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import analyse
+from pywrapai_graph.adapters.vectorstores.postgres.rows import analyse
 from pywrapai_graph.errors import StoreTimeoutError
 from tests.integration.pg_wire import StatementCounter
 

@@ -26,7 +26,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import from_pg, names, query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.rows import from_pg, names, query_terms
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity

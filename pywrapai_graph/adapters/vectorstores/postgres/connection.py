@@ -21,14 +21,15 @@ from typing import Any, TypeVar
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
-from pywrapai_graph.adapters.vectorstores.postgres.deadline import (
+from pywrapai_graph.adapters.vectorstores.postgres.pool import (
     NEVER,
     UNBOUNDED,
     Deadline,
+    FairPool,
+    Slot,
     Watch,
     watch,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.pool import FairPool, Slot
 from pywrapai_graph.adapters.vectorstores.postgres.schema import (
     committing,
     in_transaction,

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import (
+from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     analyse,
     from_pg,
     lexical_tables,

@@ -24,13 +24,13 @@ from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     PGConnection,
     T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.deadline import renew
 from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import lexical_tables
+from pywrapai_graph.adapters.vectorstores.postgres.pool import renew
 from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     Pacer,
     delete_document,
     delete_rows,
+    lexical_tables,
     metadata_predicate,
     write_chunks,
 )
