@@ -195,13 +195,15 @@ class PGConnection:
                     self._configure(slot, due)
                 except self._pg.Error as exc:
                     slot.discard()
-                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
+                    failure = (
+                        self._too_slow(armed.seconds) if armed.fired else self._unreachable(exc)
+                    )
                     raise failure from scrubbed(exc, self._secrets())
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()
             if armed.fired:
-                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
+                raise self._too_slow(armed.seconds) from scrubbed(exc, self._secrets())
             raise
         finally:
             if slot.conn is not None and slot.conn.closed:
@@ -258,7 +260,7 @@ class PGConnection:
             "serve in time, or the server is slow or stuck; retry later"
         )
 
-    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+    def _too_slow(self, seconds: float) -> StoreTimeoutError:
         """Raised while handling the driver's error: its COMMIT note says what became of the
         transaction (closed before COMMIT: the server can only roll it back)."""
         outcome = (

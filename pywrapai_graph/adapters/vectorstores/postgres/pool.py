@@ -147,14 +147,16 @@ UNBOUNDED = Deadline(0.0, math.inf)
 
 
 class Watch:
-    """One armed deadline: :attr:`fired` tells whether it expired during the call."""
+    """One armed deadline: :attr:`fired` tells whether it expired during the call, after
+    :attr:`seconds` (as last armed or renewed)."""
 
-    __slots__ = ("deadline", "fd", "fired")
+    __slots__ = ("deadline", "fd", "fired", "seconds")
 
     def __init__(self, deadline: float, fd: int) -> None:
         self.deadline = deadline
         self.fd = fd
         self.fired = False
+        self.seconds = math.inf
 
 
 #: A call without a deadline.
@@ -182,7 +184,7 @@ class _Watchdog:
             armed = armed or self.armed.get(conn)
             if armed is None:
                 return
-            armed.deadline = deadline
+            armed.deadline, armed.seconds = deadline, seconds
             self.armed[conn] = armed
             if self.thread is None:
                 self.thread = threading.Thread(
