@@ -21,7 +21,7 @@ import json
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -119,12 +119,20 @@ class Analysis(NamedTuple):
     part_lengths: list[int]
 
 
-def analyse(chunks: Sequence[Chunk], *, parts: bool = True) -> Analysis:
-    """``chunks`` analysed in their order (``parts=False``: each chunk counts whole)."""
+def analyse(
+    chunks: Sequence[Chunk], *, parts: bool = True, before: Mapping[str, str] | None = None
+) -> Analysis:
+    """``chunks`` analysed in their order (``parts=False``: each chunk counts whole);
+    ``before``: each document's last chunk written before these in the same write."""
     terms = [analysed(c.text) for c in chunks]
     part_terms = terms
     if parts:
-        texts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
+        docs = {c.doc_id for c in chunks}
+        context = [(d, t) for d, t in (before or {}).items() if d in docs]
+        texts = document_parts(
+            [*(t for _, t in context), *(c.text for c in chunks)],
+            [*(d for d, _ in context), *(c.doc_id for c in chunks)],
+        )[len(context) :]
         part_terms = [
             t if text == c.text else analysed(text)
             for c, t, text in zip(chunks, terms, texts, strict=True)
@@ -241,10 +249,10 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
 
 
 def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pacer) -> None:
-    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks
-    go with binary COPY into a session temp table and one upserting INSERT empties it (the
-    triggers drop the postings of the rows it overwrites), then their postings are COPied."""
-    analysis = analyse(batch.chunks)  # whole: a chunk's share follows the chunk before it
+    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks,
+    analysed as the slice comes, go with binary COPY into a session temp table and one
+    upserting INSERT empties it (the triggers drop the postings of the rows it overwrites),
+    then their postings are COPied."""
     staging = sql.Identifier(f"{table}__load")
     pace.statement()
     cur.execute(
@@ -260,11 +268,12 @@ def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pac
         "EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
         "lex_doc = EXCLUDED.lex_doc"
     ).format(t=sql.Identifier(table), s=staging)
+    before: dict[str, str] = {}  # each document's last chunk so far: a share follows it
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
-        a = analysis
-        lex = Analysis(a.terms[part], a.lengths[part], a.part_terms[part], a.part_lengths[part])
-        pace.statement()
+        pace.statement()  # the slice's analysis counts in its first statement's deadline
+        lex = analyse(piece.chunks, before=before)
+        before.update((c.doc_id, c.text) for c in piece.chunks)
         copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
         pace.statement()
         cur.execute(upsert)
