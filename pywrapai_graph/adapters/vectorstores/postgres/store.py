@@ -359,16 +359,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         keep, params = metadata_predicate(self._sql, filter)
         return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
 
-    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
-        """Cosines of the stored vectors of ``ids``: one statement by primary key."""
-        query = prepare_query(query_vector, self._dim)
-        if not ids:
-            return {}
-        statement = self._sql.SQL(
-            "SELECT id, 1 - (embedding <=> %s) FROM {t} WHERE id = ANY(%s)"
-        ).format(t=self._ident())
-        return {str(i): min(float(s), 1.0) for i, s in self._rows(statement, [query, list(ids)])}
-
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
