@@ -3,9 +3,8 @@
 Every value an expression compares is a SHA-256 hex digest (of a chunk id, a document id, a
 record key, a metadata key with its value), so no caller's string is ever spliced into one:
 milvus-lite takes no expression templates, and a quote in a tenant id must not widen a filter.
-A metadata filter is ``array_contains(tags, <digest>)`` per key: the digest is of the key and
-the value's canonical JSON (``True`` is not ``1``; ``1`` is ``1.0``; a list matches an equal
-list only), so one indexed array holds every key, whatever its text.
+A metadata filter is ``array_contains(tags, <digest>)`` per key, the digest of the key and the
+value's canonical JSON (``True`` is not ``1``, ``1`` is ``1.0``, a list matches an equal list).
 """
 
 from __future__ import annotations
@@ -15,47 +14,23 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.kit.version_records import (
-    DocRecord,
-    Hit,
-    StoredChunk,
-    engine_id,
-)
+from pywrapai_graph.adapters.vectorstores.kit.version_records import Hit, StoredChunk, engine_id
 from pywrapai_graph.application.text_analysis import STOP_WORDS, analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports.store_inputs import canonical_json
 
-__all__ = [
-    "ANALYZER",
-    "CHUNK_FIELDS",
-    "EMBEDDER",
-    "MAX_TAGS",
-    "MAX_TERMS",
-    "chunk_of",
-    "chunk_row",
-    "digest",
-    "hits_of",
-    "is_in",
-    "record_of",
-    "record_row",
-    "stored_of",
-    "tags_expr",
-    "terms_of",
-]
+__all__ = ["ANALYZER", "MAX_TAGS", "MAX_TERMS", "chunk_of", "chunk_row", "digest", "hits_of"]
+__all__ += ["is_in", "stored_of", "tags_expr", "terms_of"]
 
-#: Milvus's standard tokenizer over text our own analyzer already stemmed and stripped of
-#: stop words (``application.text_analysis``): BM25 ranks with the library's one analyzer,
-#: computed by the engine. Our stop words again, so the engine's defaults drop nothing more.
+#: Milvus's standard tokenizer over text the library's analyzer already stemmed and stripped
+#: of stop words (``application.text_analysis``): the engine computes BM25 over the library's
+#: terms. Our stop words again, so the engine's default list drops nothing more.
 ANALYZER = {"tokenizer": "standard", "filter": [{"type": "stop", "stop_words": sorted(STOP_WORDS)}]}
 #: bytes of analysed text one chunk may hold (a VARCHAR's limit)
 MAX_TERMS = 65_535
 #: metadata keys one chunk may carry (an ARRAY's capacity)
 MAX_TAGS = 4_096
-#: the fields a search hands back
-CHUNK_FIELDS = ["body", "version"]
-#: the record key of the embedder identity
-EMBEDDER = "e:embedder"
 
 
 def digest(text: str) -> str:
@@ -88,17 +63,13 @@ def chunk_row(chunk: Chunk, vector: list[float], version: str) -> dict[str, Any]
             f"chunk {chunk.id!r} is too large for Milvus: at most {MAX_TERMS} bytes of "
             f"analysed text and {MAX_TAGS} metadata keys; split it into smaller chunks"
         )
+    body = {"id": chunk.id, "doc_id": chunk.doc_id, "text": chunk.text}
     return {
         "pk": digest(engine_id(chunk.id, version)),
         "key": digest(chunk.id),
         "doc": digest(chunk.doc_id),
         "version": version,
-        "body": {
-            "id": chunk.id,
-            "doc_id": chunk.doc_id,
-            "text": chunk.text,
-            "metadata": dict(chunk.metadata),
-        },
+        "body": {**body, "metadata": dict(chunk.metadata)},
         "terms": terms,
         "tags": [_tag(k, v) for k, v in chunk.metadata.items()],
         "dense": vector,
@@ -106,17 +77,12 @@ def chunk_row(chunk: Chunk, vector: list[float], version: str) -> dict[str, Any]
 
 
 def chunk_of(body: Mapping[str, Any]) -> Chunk:
-    return Chunk(
-        text=body["text"], doc_id=body["doc_id"], metadata=dict(body["metadata"]), id=body["id"]
-    )
+    return Chunk(body["text"], doc_id=body["doc_id"], metadata=body["metadata"], id=body["id"])
 
 
 def stored_of(rows: Iterable[Mapping[str, Any]]) -> list[StoredChunk]:
-    out = []
-    for row in rows:
-        body, version = row["body"], str(row["version"])
-        out.append(StoredChunk(engine_id(body["id"], version), body["id"], version, body["doc_id"]))
-    return out
+    found = [(row["body"], str(row["version"])) for row in rows]
+    return [StoredChunk(engine_id(b["id"], v), b["id"], v, b["doc_id"]) for b, v in found]
 
 
 def hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
@@ -130,11 +96,3 @@ def hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
         entity = hit["entity"]
         hits.append((ScoredChunk(chunk_of(entity["body"]), score), str(entity["version"])))
     return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]
-
-
-def record_row(key: str, body: Mapping[str, Any], pending: str = "") -> dict[str, Any]:
-    return {"pk": digest(key), "pending": pending, "body": dict(body), "v": [1.0, 0.0]}
-
-
-def record_of(body: Mapping[str, Any]) -> DocRecord:
-    return DocRecord(body["doc_id"], body["version"], body["manifest"], body["pending"])
