@@ -18,7 +18,7 @@ import pytest
 from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore
 from pywrapai_graph.errors import StoreBusyError, VectorStoreError
 from pywrapai_graph.ports.identity_probe import identity_probe
-from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.store_query import Fusion, StoreQuery
 from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus
 from pywrapai_graph.testing.contracts.store_data import document_chunks, manifest_for
 
@@ -44,8 +44,18 @@ def milvus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     data = tmp_path_factory.mktemp("milvus-server")
     server = subprocess.Popen(
-        [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data / "lite"),
-         "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "milvus_lite",
+            "server",
+            "--data-dir",
+            str(data / "lite"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -118,7 +128,7 @@ def test_another_process_delete_and_replace_are_seen_at_once(milvus_url: str) ->
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "weighted", "rescored"])
-def test_a_tenants_filter_holds_inside_hybrid_search(tmp_path: Path, fusion: str) -> None:
+def test_a_tenants_filter_holds_inside_hybrid_search(tmp_path: Path, fusion: Fusion) -> None:
     """Tenant B's chunks are the best of both sides for the query; tenant A's filter keeps
     every one of them out (pymilvus ignores ``hybrid_search(filter=...)``: the store puts
     the filter into each sub-request)."""
@@ -160,11 +170,14 @@ def test_the_search_reads_the_embedder_identity_in_its_request(tmp_path: Path) -
 def test_a_folder_another_process_holds_is_a_clear_busy_error(tmp_path: Path) -> None:
     path = tmp_path / "milvus.db"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys\n"
-         "from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore\n"
-         f"s = MilvusVectorStore('held', path={str(path)!r}, dimension=4)\n"
-         "print('open', flush=True)\nsys.stdin.read()\n"],
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore\n"
+            f"s = MilvusVectorStore('held', path={str(path)!r}, dimension=4)\n"
+            "print('open', flush=True)\nsys.stdin.read()\n",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -1,9 +1,6 @@
-"""How the Milvus store lays chunks and records out as rows, and its filter expressions.
-
-Every value an expression compares is a SHA-256 hex digest (of a chunk id, a document id, a
-record key, a metadata key with its value), so no caller's string is ever spliced into one:
-milvus-lite takes no expression templates, and a quote in a tenant id must not widen a filter.
-A metadata filter is ``array_contains(tags, <digest>)`` per key, the digest of the key and the
+"""The Milvus store's rows and filter expressions. An expression compares SHA-256 digests only
+(of ids, record keys, metadata items), so no caller's string is spliced into one (milvus-lite
+takes no templates); a filter is ``array_contains(tags, <digest>)`` per key, of the key and the
 value's canonical JSON (``True`` is not ``1``, ``1`` is ``1.0``, a list matches an equal list).
 """
 
@@ -20,7 +17,7 @@ from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports.store_inputs import canonical_json
 
-__all__ = ["ANALYZER", "MAX_TAGS", "MAX_TERMS", "chunk_of", "chunk_row", "digest", "hits_of"]
+__all__ = ["CHUNK_SCHEMA", "RECORD_SCHEMA", "chunk_of", "chunk_row", "digest", "hits_of"]
 __all__ += ["is_in", "stored_of", "tags_expr", "terms_of"]
 
 #: Milvus's standard tokenizer over text the library's analyzer already stemmed and stripped
@@ -31,6 +28,24 @@ ANALYZER = {"tokenizer": "standard", "filter": [{"type": "stop", "stop_words": s
 MAX_TERMS = 65_535
 #: metadata keys one chunk may carry (an ARRAY's capacity)
 MAX_TAGS = 4_096
+_KEY = ("VARCHAR", {"max_length": 64})
+#: the chunks' fields: name -> (Milvus type, settings); the store gives ``dense`` its dim
+CHUNK_SCHEMA: dict[str, tuple[str, dict[str, Any]]] = {
+    "pk": ("VARCHAR", {"max_length": 64, "is_primary": True}),  # of the engine id
+    "key": _KEY,  # of the chunk id
+    "doc": _KEY,  # of the document id
+    "version": _KEY,
+    "body": ("JSON", {}),  # the chunk: id, document, text, metadata
+    "terms": (
+        "VARCHAR",
+        {"max_length": MAX_TERMS, "enable_analyzer": True, "analyzer_params": ANALYZER},
+    ),
+    "tags": ("ARRAY", {"max_length": 64, "max_capacity": MAX_TAGS}),  # of metadata items
+    "sparse": ("SPARSE_FLOAT_VECTOR", {}),  # BM25's, the engine's function of ``terms``
+}
+#: the records' fields (a one-value vector: Milvus wants one in every collection)
+RECORD_SCHEMA = {"pk": CHUNK_SCHEMA["pk"], "pending": _KEY, "body": ("JSON", {})}
+RECORD_SCHEMA["v"] = ("FLOAT_VECTOR", {"dim": 2})
 
 
 def digest(text: str) -> str:
@@ -86,9 +101,8 @@ def stored_of(rows: Iterable[Mapping[str, Any]]) -> list[StoredChunk]:
 
 
 def hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
-    """The ``n`` best of one query's reply, ties by chunk id (as ``application.fusion`` cuts
-    them). Cosines are capped at 1; BM25 scores are positive (milvus-lite reports them negated
-    as distances, a server as similarities)."""
+    """The ``n`` best of a reply, ties by chunk id (as ``application.fusion``); cosines capped
+    at 1; BM25 positive (milvus-lite reports them negated, a server as similarities)."""
     hits = []
     for hit in found:
         score = float(hit["distance"])

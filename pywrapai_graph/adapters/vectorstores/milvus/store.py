@@ -13,35 +13,21 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pywrapai_graph import errors
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    Matrix,
-    PreparedBatch,
-    prepare_batch,
-)
-from pywrapai_graph.adapters.vectorstores.kit.versioned import (
-    DocRecord,
-    Hit,
-    StoredChunk,
-    VersionedDocuments,
-)
+from pywrapai_graph.adapters.vectorstores.kit import vector_batches, versioned
+from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
 from pywrapai_graph.adapters.vectorstores.milvus import rows
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    InvalidArgumentError,
-    PyWrapAIError,
-    StoreBusyError,
-    VectorStoreError,
-)
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import StoreQuery
@@ -54,38 +40,35 @@ _BATCH = 500
 #: the most hits Milvus returns for one query
 _TOP = 16_384
 _STRONG = {"consistency_level": "Strong"}
+_READ = {"output_fields": ["body", "version"], **_STRONG}
+_BODY = {"output_fields": ["body"], **_STRONG}
 #: the BM25 parameters the index fixes: StoreQuery's defaults
 _BM25 = {"bm25_k1": StoreQuery("dense", 1).k1, "bm25_b": StoreQuery("dense", 1).b}
-_CHUNK_FIELDS = ["body", "version"]
 _EMBEDDER = "e:embedder"
 #: how many stores of this process use each milvus-lite folder it serves
-_LITE: dict[str, int] = {}
+_LITE: Counter[str] = Counter()
 _LITE_LOCK = threading.Lock()
 
 
 def _lite(folder: str, opening: bool) -> str:
-    """Serve ``folder`` by milvus-lite in this process (its local URL), or let it go when
-    the last store of it closes."""
+    """Serve ``folder`` by milvus-lite in this process (its URL), or let it go (last store)."""
     server = require("milvus_lite.server_manager", "milvus", "milvus-lite").server_manager_instance
     with _LITE_LOCK:
-        if not opening:
-            _LITE[folder] -= 1
-            if not _LITE[folder]:
-                del _LITE[folder]
-                server.release_server(folder)
-            return ""
-        uri = server.start_and_get_uri(folder)
+        _LITE[folder] += 1 if opening else -1
+        if not opening and not _LITE[folder]:
+            server.release_server(folder)
+        uri = server.start_and_get_uri(folder) if opening else ""
         if uri is None:
-            raise StoreBusyError(
+            _LITE[folder] -= 1
+            raise errors.StoreBusyError(
                 f"milvus-lite could not open {folder!r}: another process holds it (milvus-lite "
                 "serves one folder to one process). For several processes run a Milvus server "
                 "(or `milvus-lite server --data-dir ...`) and give the store its url."
             )
-        _LITE[folder] = _LITE.get(folder, 0) + 1
         return str(uri)
 
 
-class MilvusVectorStore(VersionedDocuments):
+class MilvusVectorStore(versioned.VersionedDocuments):
     """Cosine, BM25 and hybrid search in a Milvus collection.
 
     Args:
@@ -106,6 +89,7 @@ class MilvusVectorStore(VersionedDocuments):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "milvus"
+    persistent = lexical = True
 
     def __init__(
         self,
@@ -118,14 +102,14 @@ class MilvusVectorStore(VersionedDocuments):
         self._pm: Any = require("pymilvus", "milvus", "pymilvus")
         folder = None if path is None else os.path.abspath(os.fspath(path))
         if (folder is None) == (url is None) or not _NAME.fullmatch(collection):
-            raise ConfigurationError(
+            raise errors.ConfigurationError(
                 "MilvusVectorStore takes a path or a url, and a collection name of letters, "
                 f"digits and _ (got {collection!r})"
             )
         if folder is not None and not folder.endswith(".db"):
-            raise ConfigurationError(f"a milvus-lite path ends in .db, got {folder!r}")
+            raise errors.ConfigurationError(f"a milvus-lite path ends in .db, got {folder!r}")
         self._collection, self._records_of = collection, f"{collection}__records"
-        self._lock = threading.RLock()
+        self._lock, self._records_seen = threading.RLock(), False
         self._secrets, self._folder, self._lite = [token, url], folder, folder is not None
         self._where = folder or redact(url or "")
         self._address = address(url, default_port=19530) if url else None
@@ -145,7 +129,7 @@ class MilvusVectorStore(VersionedDocuments):
             with self._writing():
                 self._create(dimension)
         elif dimension is not None and self._dim != dimension:
-            raise InvalidArgumentError(
+            raise errors.InvalidArgumentError(
                 f"collection {collection!r} has dimension {self._dim}, not {dimension}"
             )
 
@@ -159,7 +143,7 @@ class MilvusVectorStore(VersionedDocuments):
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except PyWrapAIError:
+        except errors.PyWrapAIError:
             raise
         except self._pm.MilvusException as exc:
             code = getattr(exc, "code", None)
@@ -167,7 +151,7 @@ class MilvusVectorStore(VersionedDocuments):
                 message = cannot_reach("Milvus", self._address, exc)
             else:
                 message = f"Milvus at {self._where!r} failed: {type(exc).__name__} (code {code})"
-            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
+            raise errors.VectorStoreError(message) from scrubbed(exc, self._secrets)
 
     def _engine_dimension(self) -> int | None:
         if not self._client.has_collection(self._collection):
@@ -178,102 +162,58 @@ class MilvusVectorStore(VersionedDocuments):
         fields = self._client.describe_collection(self._collection)["fields"]
         return int(next(f["params"]["dim"] for f in fields if f["name"] == "dense"))
 
-    def _new_collection(self, name: str, schema: Any, *indexes: dict[str, Any]) -> None:
-        index = self._client.prepare_index_params()
-        for spec in indexes:
-            index.add_index(**spec)
+    def _new_collection(self, name: str, fields: dict[str, Any], *indexes: Any) -> None:
+        """Create ``name`` with ``fields`` (name: (type, its settings)) and indexes."""
+        schema, index = self._client.create_schema(), self._client.prepare_index_params()
+        for field, (kind, settings) in fields.items():
+            element = {"element_type": self._pm.DataType.VARCHAR} if kind == "ARRAY" else {}
+            schema.add_field(field, getattr(self._pm.DataType, kind), **settings, **element)
+        for field, kind, metric in indexes:
+            # flat for a server, and in "params" as pymilvus 2 sent them (all milvus-lite reads)
+            bm25 = {**_BM25, "params": _BM25} if metric == "BM25" else {}
+            index.add_index(field, index_type=kind, metric_type=metric, params=bm25)
+        if "sparse" in fields:
+            bm25 = self._pm.FunctionType.BM25
+            schema.add_function(self._pm.Function("bm25", bm25, "terms", "sparse"))
         self._client.create_collection(name, schema=schema, index_params=index, **_STRONG)
 
-    def _create_records(self) -> None:
-        t, schema = self._pm.DataType, self._client.create_schema(auto_id=False)
-        schema.add_field("pk", t.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("pending", t.VARCHAR, max_length=64)
-        schema.add_field("body", t.JSON)
-        schema.add_field("v", t.FLOAT_VECTOR, dim=2)  # Milvus wants a vector in a collection
-        self._new_collection(
-            self._records_of, schema, {"field_name": "v", "index_type": "FLAT", "metric_type": "L2"}
-        )
+    def _ensure_records(self) -> None:
+        if not self._client.has_collection(self._records_of):
+            self._new_collection(self._records_of, rows.RECORD_SCHEMA, ("v", "FLAT", "L2"))
 
     def _create(self, dim: int) -> None:
-        pm, t = self._pm, self._pm.DataType
-        schema = self._client.create_schema(auto_id=False)
-        for name in ("pk", "key", "doc", "version"):
-            schema.add_field(name, t.VARCHAR, is_primary=name == "pk", max_length=64)
-        schema.add_field("body", t.JSON)
-        schema.add_field(
-            "terms",
-            t.VARCHAR,
-            max_length=rows.MAX_TERMS,
-            enable_analyzer=True,
-            analyzer_params=rows.ANALYZER,
-        )
-        schema.add_field(
-            "tags", t.ARRAY, element_type=t.VARCHAR, max_length=64, max_capacity=rows.MAX_TAGS
-        )
-        schema.add_field("dense", t.FLOAT_VECTOR, dim=dim)
-        schema.add_field("sparse", t.SPARSE_FLOAT_VECTOR)
-        bm25 = pm.Function(
-            name="bm25",
-            function_type=pm.FunctionType.BM25,
-            input_field_names=["terms"],
-            output_field_names=["sparse"],
-        )
-        schema.add_function(bm25)
-        dense = "FLAT" if self._lite else "AUTOINDEX"
-        self._new_collection(
-            self._collection,
-            schema,
-            {"field_name": "dense", "index_type": dense, "metric_type": "COSINE"},
-            # flat for a server, and in "params" as pymilvus 2 sent them (all milvus-lite reads)
-            {
-                "field_name": "sparse",
-                "index_type": "SPARSE_INVERTED_INDEX",
-                "metric_type": "BM25",
-                "params": {**_BM25, "params": _BM25},
-            },
-        )
+        self._ensure_records()  # searches read it: made first, no one finds it missing
+        fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
+        dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
+        sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
+        self._new_collection(self._collection, fields, dense, sparse)
         found = self._engine_dimension()
         if found != dim:  # another process created it first
-            raise InvalidArgumentError(
+            raise errors.InvalidArgumentError(
                 f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
         self._dim = dim
 
-    def _rows(self, collection: str, expr: str, fields: Sequence[str]) -> list[dict[str, Any]]:
-        """Every row ``expr`` selects, page after page."""
+    def _rows(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
+        """Every row ``expr`` selects (a filter without a limit: all of them)."""
         with self._errors():
             if not self._client.has_collection(collection):
                 return []
-            pages = self._client.query_iterator(
-                collection, batch_size=1000, filter=expr, output_fields=list(fields), **_STRONG
+            return list(
+                self._client.query(collection, filter=expr, output_fields=fields, **_STRONG)
             )
-            found: list[dict[str, Any]] = []
-            try:
-                while page := pages.next():
-                    found += page
-            finally:
-                pages.close()
-            return found
 
     # ------------------------------------------------------------------ port
     @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
     def exact(self) -> bool:
         return self._lite  # milvus-lite: FLAT; a server: its AUTOINDEX
-
-    @property
-    def lexical(self) -> bool:
-        return True
 
     @property
     def dimension(self) -> int | None:
         return self._dim
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._known_dim())
+        batch = vector_batches.prepare_batch(chunks, self._known_dim())
         if batch.ids:
             with self._writing():
                 self._add_versioned(batch)
@@ -281,7 +221,7 @@ class MilvusVectorStore(VersionedDocuments):
     def _count(self, filter: MetadataFilter | None = None) -> int:
         if not filter:
             return len(self)
-        found = self._rows(self._collection, rows.tags_expr(filter), _CHUNK_FIELDS)
+        found = self._rows(self._collection, rows.tags_expr(filter), ["body", "version"])
         return len(self._committed([(rows.chunk_of(r["body"]), r["version"]) for r in found]))
 
     def __len__(self) -> int:
@@ -318,17 +258,18 @@ class MilvusVectorStore(VersionedDocuments):
 
     # ------------------------------------------------------------------ records
     def _record_bodies(self, keys: Sequence[str]) -> list[dict[str, Any]]:
-        """The records of ``keys``, in one ``query``."""
+        """The records of ``keys`` in one ``query`` (whether their collection exists is asked
+        until it is seen, and again when a query misses it: another process's ``clear``)."""
         expr = rows.is_in("pk", [rows.digest(k) for k in keys])
         with self._errors():
+            seen = self._records_seen or self._client.has_collection(self._records_of)
             try:
-                found = self._client.query(
-                    self._records_of, filter=expr, output_fields=["body"], **_STRONG
-                )
+                found = self._client.query(self._records_of, filter=expr, **_BODY) if seen else []
             except self._pm.MilvusException as exc:
-                if exc.code != 100:  # 100: no such collection (no record written yet)
+                if exc.code != 100:  # 100: no such collection
                     raise
-                return []
+                seen, found = False, []
+        self._records_seen = seen
         return [r["body"] for r in found]
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
@@ -336,22 +277,19 @@ class MilvusVectorStore(VersionedDocuments):
         return {b["doc_id"]: DocRecord(**b) for b in found}
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """The records of a search's hits and the embedder record, in one request; the
-        identity is told to the caller's probe."""
+        """:meth:`_records` and the embedder's, told to the caller's probe: one request."""
         found = self._record_bodies([_EMBEDDER, *("d:" + d for d in doc_ids)])
         embedder = [b["embedder"] for b in found if "embedder" in b]
         report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
         return {b["doc_id"]: DocRecord(**b) for b in found if "embedder" not in b}
 
     def _pending_records(self) -> list[DocRecord]:
-        return [
-            DocRecord(**r["body"]) for r in self._rows(self._records_of, 'pending != ""', ["body"])
-        ]
+        found = self._rows(self._records_of, 'pending != ""', ["body"])
+        return [DocRecord(**r["body"]) for r in found]
 
     def _put_row(self, key: str, body: dict[str, Any], pending: str = "") -> None:
         with self._errors():
-            if not self._client.has_collection(self._records_of):
-                self._create_records()
+            self._ensure_records()
             row = {"pk": rows.digest(key), "pending": pending, "body": body, "v": [1.0, 0.0]}
             self._client.upsert(self._records_of, [row])
 
@@ -380,10 +318,10 @@ class MilvusVectorStore(VersionedDocuments):
         found: list[StoredChunk] = []
         for start in range(0, len(ids), _BATCH):
             expr = rows.is_in(field, [rows.digest(i) for i in ids[start : start + _BATCH]])
-            found += rows.stored_of(self._rows(self._collection, expr, _CHUNK_FIELDS))
+            found += rows.stored_of(self._rows(self._collection, expr, ["body", "version"]))
         return found
 
-    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+    def _upsert(self, batch: vector_batches.PreparedBatch, versions: Sequence[str]) -> None:
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
         found = [rows.chunk_row(c, v, version) for c, v, version in made]
         with self._errors():
@@ -402,10 +340,12 @@ class MilvusVectorStore(VersionedDocuments):
     def _selector(self, filter: MetadataFilter | None) -> str:
         return rows.tags_expr(filter)
 
-    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+    def _query(self, query: vector_batches.Matrix, n: int, selector: Any) -> list[Hit]:
         return self._query_many([query], n, selector)[0]
 
-    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+    def _query_many(
+        self, queries: Sequence[vector_batches.Matrix], n: int, selector: Any
+    ) -> list[list[Hit]]:
         """One ``search`` for every query."""
         return self._side_search([q.tolist() for q in queries], "dense", n, selector)
 
@@ -414,16 +354,10 @@ class MilvusVectorStore(VersionedDocuments):
     ) -> list[list[Hit]]:
         """The ``n`` best hits of each query on one side, of a reply of twice as many."""
         field, params = _params(mode, min_score)
+        side = {"anns_field": field, "search_params": params, "filter": expr}
         with self._errors():
             got = self._client.search(
-                self._collection,
-                data,
-                anns_field=field,
-                search_params=params,
-                limit=min(2 * n, _TOP),
-                filter=expr,
-                output_fields=_CHUNK_FIELDS,
-                **_STRONG,
+                self._collection, data, limit=min(2 * n, _TOP), **side, **_READ
             )
         return [rows.hits_of(found, mode, n) for found in got]
 
@@ -436,7 +370,7 @@ class MilvusVectorStore(VersionedDocuments):
         """One engine request (asked again, deeper, only while chunks of uncommitted
         versions took places), and the record lookup that drops them."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
-            raise InvalidArgumentError(
+            raise errors.InvalidArgumentError(
                 f"Milvus fixes BM25 in its index at k1={_BM25['bm25_k1']}, "
                 f"b={_BM25['bm25_b']}; got k1={query.k1}, b={query.b}. Use the defaults."
             )
@@ -467,12 +401,7 @@ class MilvusVectorStore(VersionedDocuments):
             ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
         with self._errors():
             got = self._client.hybrid_search(
-                self._collection,
-                requests,
-                ranker,
-                limit=min(2 * n, _TOP),
-                output_fields=_CHUNK_FIELDS,
-                **_STRONG,
+                self._collection, requests, ranker, limit=min(2 * n, _TOP), **_READ
             )
         hits = rows.hits_of(got[0], "hybrid", n)
         return [(ScoredChunk(h.chunk, h.score * scale), version) for h, version in hits]
