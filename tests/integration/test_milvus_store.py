@@ -192,3 +192,12 @@ def test_a_folder_another_process_holds_is_a_clear_busy_error(tmp_path: Path) ->
     store = MilvusVectorStore("held", path=path)  # let go at exit: open here now
     assert store.dimension == 4
     store.close()
+
+
+def test_an_unreachable_server_is_a_clear_error_without_the_token() -> None:
+    with pytest.raises(VectorStoreError, match=r"cannot reach Milvus at 127\.0\.0\.1:1") as info:
+        MilvusVectorStore("docs", url="http://127.0.0.1:1", token="root:milvus-SECRET")
+    chain: BaseException | None = info.value
+    while chain is not None:  # the message and every cause behind it
+        assert "milvus-SECRET" not in f"{chain} {chain!r}"
+        chain = chain.__cause__ or chain.__context__

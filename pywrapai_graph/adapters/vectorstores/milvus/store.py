@@ -101,13 +101,13 @@ class MilvusVectorStore(versioned.VersionedDocuments):
     ) -> None:
         self._pm: Any = require("pymilvus", "milvus", "pymilvus")
         folder = None if path is None else os.path.abspath(os.fspath(path))
-        if (folder is None) == (url is None) or not _NAME.fullmatch(collection):
+        if (folder is None) == (url is None) or not (
+            _NAME.fullmatch(collection) and (folder or ".db").endswith(".db")
+        ):
             raise errors.ConfigurationError(
-                "MilvusVectorStore takes a path or a url, and a collection name of letters, "
-                f"digits and _ (got {collection!r})"
+                "MilvusVectorStore takes a path ending in .db or a url, and a collection name of "
+                f"letters, digits and _ (got {collection!r}, {folder!r})"
             )
-        if folder is not None and not folder.endswith(".db"):
-            raise errors.ConfigurationError(f"a milvus-lite path ends in .db, got {folder!r}")
         self._collection, self._records_of = collection, f"{collection}__records"
         self._lock, self._records_seen = threading.RLock(), False
         self._secrets, self._folder, self._lite = [token, url], folder, folder is not None
@@ -157,8 +157,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         if not self._client.has_collection(self._collection):
             return None
         for name in (self._records_of, self._collection):  # a reopened folder loads none
-            if self._client.has_collection(name):
-                self._client.load_collection(name)
+            self._client.load_collection(name)  # records: made first, dropped last
         fields = self._client.describe_collection(self._collection)["fields"]
         return int(next(f["params"]["dim"] for f in fields if f["name"] == "dense"))
 
@@ -235,7 +234,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing():
             dim = self._known_dim()
-            for name in (self._records_of, self._collection):
+            for name in (self._collection, self._records_of):  # chunks first: see _create
                 if self._client.has_collection(name):
                     self._client.drop_collection(name)
             self._dim = None
@@ -370,10 +369,8 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         """One engine request (asked again, deeper, only while chunks of uncommitted
         versions took places), and the record lookup that drops them."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
-            raise errors.InvalidArgumentError(
-                f"Milvus fixes BM25 in its index at k1={_BM25['bm25_k1']}, "
-                f"b={_BM25['bm25_b']}; got k1={query.k1}, b={query.b}. Use the defaults."
-            )
+            got = f"k1={query.k1}, b={query.b}"
+            raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
         with self._lock:
             terms = rows.terms_of(query.text or "")
             if self._known_dim() is None or (query.mode == "lexical" and not terms):
