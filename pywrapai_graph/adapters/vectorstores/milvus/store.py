@@ -24,6 +24,7 @@ from pywrapai_graph import errors
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit import vector_batches, versioned
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
 from pywrapai_graph.adapters.vectorstores.milvus import rows
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -296,10 +297,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         self._put_row("d:" + record.doc_id, asdict(record), record.pending)
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
-        with self._errors():
-            if self._client.has_collection(self._records_of):
-                keys = [rows.digest("d:" + d) for d in doc_ids]
-                self._client.delete(self._records_of, filter=rows.is_in("pk", keys))
+        self._delete_rows(self._records_of, ["d:" + d for d in doc_ids])
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
         found = self._record_bodies([_EMBEDDER])
@@ -320,7 +318,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             found += rows.stored_of(self._rows(self._collection, expr, ["body", "version"]))
         return found
 
-    def _upsert(self, batch: vector_batches.PreparedBatch, versions: Sequence[str]) -> None:
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
         found = [rows.chunk_row(c, v, version) for c, v, version in made]
         with self._errors():
@@ -330,21 +328,22 @@ class MilvusVectorStore(versioned.VersionedDocuments):
                 self._client.upsert(self._collection, found[start : start + _BATCH])
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        self._delete_rows(self._collection, ids)
+
+    def _delete_rows(self, collection: str, keys: Sequence[str]) -> None:
         with self._errors():
-            for start in range(0, len(ids), _BATCH):
-                keys = [rows.digest(i) for i in ids[start : start + _BATCH]]
-                self._client.delete(self._collection, filter=rows.is_in("pk", keys))
+            for start in range(0, len(keys), _BATCH):
+                digests = [rows.digest(k) for k in keys[start : start + _BATCH]]
+                self._client.delete(collection, filter=rows.is_in("pk", digests))
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
         return rows.tags_expr(filter)
 
-    def _query(self, query: vector_batches.Matrix, n: int, selector: Any) -> list[Hit]:
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         return self._query_many([query], n, selector)[0]
 
-    def _query_many(
-        self, queries: Sequence[vector_batches.Matrix], n: int, selector: Any
-    ) -> list[list[Hit]]:
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``search`` for every query."""
         return self._side_search([q.tolist() for q in queries], "dense", n, selector)
 
@@ -353,11 +352,10 @@ class MilvusVectorStore(versioned.VersionedDocuments):
     ) -> list[list[Hit]]:
         """The ``n`` best hits of each query on one side, of a reply of twice as many."""
         field, params = _params(mode, min_score)
-        side = {"anns_field": field, "search_params": params, "filter": expr}
+        side: dict[str, Any] = {"anns_field": field, "search_params": params, "filter": expr}
+        side["limit"] = min(2 * n, _TOP)
         with self._errors():
-            got = self._client.search(
-                self._collection, data, limit=min(2 * n, _TOP), **side, **_READ
-            )
+            got = self._client.search(self._collection, data, **side, **_READ)
         return [rows.hits_of(found, mode, n) for found in got]
 
     def _lexical_search(
@@ -385,7 +383,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         if query.mode != "hybrid":
             data = [terms] if query.mode == "lexical" else vector
             return self._side_search(data, query.mode, n, expr, query.min_score)[0]
-        depth = min(max(query.depth, n), _TOP)
+        depth, top = min(max(query.depth, n), _TOP), {"limit": min(2 * n, _TOP)}
         sides = [(vector, "dense")] + ([([terms], "lexical")] if terms else [])
         requests = [
             pm.AnnSearchRequest(data, *_params(mode, query.min_score), depth, expr=expr)
@@ -397,9 +395,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         else:
             ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
         with self._errors():
-            got = self._client.hybrid_search(
-                self._collection, requests, ranker, limit=min(2 * n, _TOP), **_READ
-            )
+            got = self._client.hybrid_search(self._collection, requests, ranker, **top, **_READ)
         hits = rows.hits_of(got[0], "hybrid", n)
         return [(ScoredChunk(h.chunk, h.score * scale), version) for h, version in hits]
 
