@@ -3,9 +3,10 @@
 Documents are all-or-nothing as in the other server stores (``kit.versioned``): chunks are rows
 tagged with their version, records rows of ``<collection>__records``; every request reads at
 ``Strong`` consistency. :meth:`retrieve` is one ``search`` (dense or BM25 field) or one
-``hybrid_search`` fused by the engine (``rrf``: ``RRFRanker``; ``weighted`` and ``rescored``:
-``WeightedRanker``, which scales each side itself), with the metadata filter (a tenant scope
-is part of it) in every sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
+``hybrid_search`` fused by the engine (``rrf`` and ``rescored``: ``RRFRanker``, chosen for
+``rescored`` on Cranfield over ``WeightedRanker``; ``weighted``: ``WeightedRanker``, which
+scales each side itself), with the metadata filter (a tenant scope is part of it) in every
+sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
 """
 
 from __future__ import annotations
@@ -390,10 +391,11 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             for data, mode in sides
         ]
         weights = query.weights[: len(requests)]
-        if query.fusion == "rrf":  # equal weights scale every score; RRFRanker has no others
-            ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if len(set(weights)) == 1 else 1.0
-        else:
+        if query.fusion == "weighted":
             ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
+        else:  # rrf (equal weights scale every score; RRFRanker has no others), and rescored
+            same = query.fusion == "rrf" and len(set(weights)) == 1
+            ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if same else 1.0
         with self._errors():
             got = self._client.hybrid_search(self._collection, requests, ranker, **top, **_READ)
         hits = rows.hits_of(got[0], "hybrid", n)
