@@ -18,7 +18,7 @@ import pytest
 from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore
 from pywrapai_graph.errors import StoreBusyError, VectorStoreError
 from pywrapai_graph.ports.identity_probe import identity_probe
-from pywrapai_graph.ports.store_query import Fusion, StoreQuery
+from pywrapai_graph.ports.store_query import Fusion, RetrievalMode, StoreQuery
 from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus
 from pywrapai_graph.testing.contracts.store_data import document_chunks, manifest_for
 
@@ -201,3 +201,36 @@ def test_an_unreachable_server_is_a_clear_error_without_the_token() -> None:
     while chain is not None:  # the message and every cause behind it
         assert "milvus-SECRET" not in f"{chain} {chain!r}"
         chain = chain.__cause__ or chain.__context__
+
+
+class _Counted:
+    """The store's real pymilvus client, counting the requests made through it."""
+
+    def __init__(self, client: object) -> None:
+        self.client = client
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        self.calls.append(name)
+        return getattr(self.client, name)
+
+
+def test_a_retrieval_is_one_engine_request_and_one_record_lookup(tmp_path: Path) -> None:
+    store = MilvusVectorStore("counted", path=tmp_path / "milvus.db")
+    try:
+        corpus = lexical_corpus(n=30, dim=DIM)
+        store.add(corpus)
+        store.retrieve(StoreQuery("dense", 1, corpus[0].embedding))  # sees the records' collection
+        counted = store._client = _Counted(store._client)
+        sides: list[tuple[RetrievalMode, str]] = [
+            ("dense", "search"),
+            ("lexical", "search"),
+            ("hybrid", "hybrid_search"),
+        ]
+        for mode, engine in sides:
+            counted.calls.clear()
+            asked = StoreQuery(mode, 5, corpus[0].embedding, "shock waves", {"part": "odd"})
+            assert store.retrieve(asked)
+            assert counted.calls == [engine, "query"], mode  # the hits, then their records
+    finally:
+        store.close()
