@@ -407,6 +407,7 @@ BACKEND_KEYS: dict[str, frozenset[str]] = {
     "chroma": frozenset({"path", "url", "collection"}),
     "pgvector": frozenset({"dsn", "table", "dimension"}),
     "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension"}),
+    "milvus": frozenset({"path", "url", "api_key", "collection", "dimension"}),
 }
 _LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})
 
