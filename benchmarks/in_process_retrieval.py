@@ -1,5 +1,5 @@
 """Hybrid retrieval on the in-process stores: one pass (``retrieve``) against the composed
-path (``search`` + ``lexical_search`` + ``similarities`` + ``lexical_scores``), same run.
+path (``search`` + ``lexical_search``, fused by the retriever without re-scoring), same run.
 
 Run: .venv/bin/python -m benchmarks.in_process_retrieval [FOLDER] [--chunks N] [--rounds R]
 (FOLDER defaults to ../shared/data/cranfield; its abstracts, repeated as documents of their

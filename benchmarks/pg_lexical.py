@@ -16,7 +16,7 @@ loaded with ``bulk_load()`` (binary COPY, HNSW built once).
    and reads it again. Target: the growth differs by under 20 MB between 3,000 and 100,000.
 2. Latency at 100,000 chunks, median of the queries: lexical and hybrid as ratios to a dense
    query in the same run (store calls, and retriever calls that include the query embedding).
-3. Ingest: 20,000 chunks through ``add`` (batches of 100: INSERT; of 1,000: binary COPY) into
+3. Ingest: 20,000 chunks through ``add`` (batches of 100 and of 1,000, binary COPY) into
    a table that writes the lexical data, as a ratio to a table that does not (no postings,
    ``lex_len`` 0, its triggers dropped). Embedding is not included.
 4. Hot row: 4 concurrent writers (20-chunk adds) with the statistics as one global row vs
@@ -42,8 +42,7 @@ from benchmarks._data import clustered_vectors
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Chunk, Embedder, PGVectorStore, VectorRetriever
 from pywrapai_graph.adapters.sources.beir import load_beir
-from pywrapai_graph.adapters.vectorstores.postgres import lexical as _pg_lexical
-from pywrapai_graph.adapters.vectorstores.postgres import store as pgvector
+from pywrapai_graph.adapters.vectorstores.postgres import rows as _pg_lexical
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 DIM = 128
@@ -300,9 +299,8 @@ def run(url: str, folder: Path) -> None:
     for batch in (100, 1_000):
         bare = ingest_seconds(url, "bench_lex_ingest_bare", chunks, batch, lexical=False)
         full = ingest_seconds(url, "bench_lex_ingest_full", chunks, batch, lexical=True)
-        path = "INSERT" if batch < pgvector.COPY_MIN_ROWS else "binary COPY"
         for label, seconds in (("no lexical data", bare), ("lexical data", full)):
-            case = f"add, batches of {batch:,} ({path}), {label}"
+            case = f"add, batches of {batch:,} (binary COPY), {label}"
             print(f"{case:<52} {INGEST / seconds:>9,.0f} {bare / seconds:>7.2f}x")
     writers = chunks[:8_000]
     print(f"\n4 concurrent writers, {len(writers):,} chunks in 20-chunk adds (statistics rows)")

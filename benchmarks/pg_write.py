@@ -29,8 +29,7 @@ import numpy as np
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Chunk, PGVectorStore
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import analyse, copy_binary
-from pywrapai_graph.adapters.vectorstores.postgres.rows import copy_payload
+from pywrapai_graph.adapters.vectorstores.postgres.rows import analyse, copy_binary, copy_payload
 
 DIM = 384
 _COLUMNS = "(id, doc_id, text, metadata, embedding, lex_len, lex_doc)"

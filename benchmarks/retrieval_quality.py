@@ -54,6 +54,7 @@ from pywrapai_graph import (
     Embedder,
     FAISSVectorStore,
     InMemoryVectorStore,
+    MilvusVectorStore,
     PGVectorStore,
     QdrantVectorStore,
     SQLiteVectorStore,
@@ -177,6 +178,7 @@ BACKENDS: dict[str, Callable[[Path], BaseVectorStore]] = {
     "FAISS": lambda tmp: FAISSVectorStore(tmp / "store.faiss", tmp / "store.json"),
     "Qdrant local (sparse + IDF)": lambda tmp: QdrantVectorStore("bench", location=tmp / "q"),
     "Chroma embedded (dense only)": lambda tmp: ChromaVectorStore(tmp / "c", collection="bench"),
+    "Milvus Lite (BM25 function)": lambda tmp: MilvusVectorStore("bench", path=tmp / "m.db"),
 }
 
 

@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "ChromaVectorStore": "pywrapai_graph.adapters.vectorstores.chroma.store",
     "PGVectorStore": "pywrapai_graph.adapters.vectorstores.postgres.store",
     "QdrantVectorStore": "pywrapai_graph.adapters.vectorstores.qdrant.store",
+    "MilvusVectorStore": "pywrapai_graph.adapters.vectorstores.milvus.store",
     # retrieval
     "BaseRetriever": "pywrapai_graph.ports.retriever",
     "VectorRetriever": "pywrapai_graph.application.vector_retriever",
@@ -114,6 +115,7 @@ __all__ = [
     "LRUResponseCache",
     "MCPToolServer",
     "Message",
+    "MilvusVectorStore",
     "ModelPrice",
     "PGVectorStore",
     "PriceTable",
@@ -155,6 +157,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
     from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
     from pywrapai_graph.adapters.vectorstores.memory.store import InMemoryVectorStore
+    from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore
     from pywrapai_graph.adapters.vectorstores.postgres.store import PGVectorStore
     from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
     from pywrapai_graph.adapters.vectorstores.sqlite.store import SQLiteVectorStore

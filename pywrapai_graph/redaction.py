@@ -11,7 +11,16 @@ What is masked (replaced by ``***``):
   (``host=db password='p w'``, the value running to the next space), environment-style
   assignments (``OPENAI_API_KEY=``, ``PGPASSWORD=``, ``GITHUB_TOKEN=``...), ``key: value``
   pairs (to the end of the line) and HTTP ``Authorization`` values;
-* anything shaped like a provider API key (``sk-...``, ``sk-ant-...``, ``AIza...``);
+* anything shaped like a credential, wherever it stands (:data:`_TOKEN_SHAPES`): LLM
+  provider keys (``sk-...``, ``sk-ant-...``), cloud keys (AWS ``AKIA``/``ASIA`` key ids,
+  Google ``AIza`` keys, ``ya29.`` OAuth tokens and ``GOCSPX-`` client secrets, Azure AD
+  client secrets and storage ``AccountKey=``/``SharedAccessKey=`` values), VCS tokens
+  (GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab ``glpat-``
+  and its kin), chat tokens (Slack ``xoxb-``/``xoxp-``/``xapp-`` and webhook URLs, Discord
+  and Telegram bot tokens), package-registry and payment keys (npm, PyPI, Stripe,
+  SendGrid, Hugging Face, Twilio), JSON Web Tokens, and private-key blocks (PEM ``-----BEGIN
+  ... PRIVATE KEY-----`` to its end, or to the end of the text when cut; PuTTY's
+  ``Private-Lines``);
 * the exact secrets a caller names (and their percent-encoded forms).
 
 :func:`scrubbed` turns an exception chain into a copy that carries only redacted
@@ -30,7 +39,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import quote
 
-__all__ = ["MASK", "RedactedError", "redact", "scrubbed", "unencoded_userinfo"]
+__all__ = ["MASK", "RedactedError", "bare_url", "redact", "scrubbed", "unencoded_userinfo"]
 
 MASK = "***"
 
@@ -38,12 +47,14 @@ MASK = "***"
 _ASSIGNED = (
     "password|passwd|pwd|sslpassword|secret|client_secret|token|access_token|refresh_token|"
     "auth_token|id_token|session_token|api_key|apikey|api-key|x-api-key|x-goog-api-key|key|"
-    "private_key|credential|credentials|auth|sig|signature"
+    "private_key|private_key_id|credential|credentials|auth|sig|signature|"
+    "secret_access_key|secretaccesskey|accountkey|sharedaccesskey"
 )
 # The subset still unambiguous after ``:`` (headers, YAML); quoted JSON names take all.
 _LABELLED = (
     "password|passwd|sslpassword|secret|client_secret|access_token|refresh_token|auth_token|"
-    "api_key|apikey|api-key|x-api-key|x-goog-api-key|private_key|authorization"
+    "api_key|apikey|api-key|x-api-key|x-goog-api-key|private_key|private_key_id|authorization|"
+    "proxy-authorization|x-auth-token|secret_access_key|secretaccesskey"
 )
 # Environment-style names: a secret word after a prefix (``OPENAI_API_KEY``, ``PGPASSWORD``).
 _ENV = (
@@ -62,7 +73,7 @@ _NOT_IN_QUERY = r"(?<![\w\-?&;])"
 _NAMED = (
     re.compile(rf"(?<=[?&;])(?P<name>{_ASSIGNED})(?P<sep>=){_QUERY_VALUE}", re.IGNORECASE),
     re.compile(rf"{_NOT_IN_QUERY}(?P<name>{_ASSIGNED}|{_ENV})(?P<sep>\s*=\s*){_VALUE}", re.I),
-    re.compile(rf"{_NOT_GLUED}(?P<name>{_LABELLED})(?P<sep>\s*:\s*){_LINE_VALUE}", re.IGNORECASE),
+    re.compile(rf"{_NOT_GLUED}(?P<name>{_LABELLED}|{_ENV})(?P<sep>\s*:\s*){_LINE_VALUE}", re.I),
     re.compile(
         rf"(?P<name>([\"'])(?:{_ASSIGNED}|{_ENV})\2)(?P<sep>\s*:\s*){_VALUE}", re.IGNORECASE
     ),
@@ -72,10 +83,53 @@ _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"?#]*:)[^\
 # scheme://TOKEN@ — a userinfo without a password is masked whole.
 _BARE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)[^\s:/@'\"?#\[\]*]+@")
 _SCHEMES = re.compile(r"\b(?P<scheme>Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE)
-# OpenAI "sk-...", Anthropic "sk-ant-...", Google "AIza...".
-_KEY_SHAPES = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
+# Credentials recognisable by their shape alone. The shapes are the documented token
+# formats, as the detectors of Yelp's detect-secrets and of gitleaks know them; each stands
+# alone (not glued to a longer word) and is long enough not to hit ordinary text.
+_TOKEN_SHAPES = re.compile(
+    # one lookbehind for all: tried once per position, so only word starts try the shapes
+    r"(?<![\w\-])(?:"
+    + "|".join(
+        shape
+        for shape in (
+            r"sk-[A-Za-z0-9_\-*]{6,}",  # OpenAI, Anthropic (sk-ant-), DeepSeek...
+            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS key ids
+            r"AIza[0-9A-Za-z_\-]{10,}",  # Google API keys
+            r"ya29\.[0-9A-Za-z_\-.]{10,}",  # Google OAuth access tokens
+            r"GOCSPX-[0-9A-Za-z_\-]{10,}",  # Google OAuth client secrets
+            r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,40}",  # Azure AD client secrets
+            r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}",  # GitHub tokens
+            r"github_pat_[A-Za-z0-9_]{20,}",  # GitHub fine-grained tokens
+            r"(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_\-]{20,}",
+            r"GR1348941[A-Za-z0-9_\-]{20,}",  # GitLab runner registration tokens
+            r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+            r"xapp-\d-[A-Za-z0-9\-]{10,}",  # Slack app-level tokens
+            r"(?<=hooks\.slack\.com/services/)[A-Za-z0-9_/]{10,}",  # Slack webhooks
+            r"[MNO][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,}",  # Discord bots
+            r"(?:bot)?\d{8,10}:[0-9A-Za-z_\-]{35}(?![\w\-])",  # Telegram bots
+            r"npm_[A-Za-z0-9]{36}",
+            r"pypi-AgE[A-Za-z0-9_\-]{50,}",
+            r"[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe
+            r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
+            r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"SK[0-9a-fA-F]{32}(?![\w\-])",  # Twilio API keys
+            r"eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*",  # JSON Web Tokens
+        )
+    )
+    + ")"
+)
+# A PEM private key from BEGIN to END (any kind: RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK),
+# across real or escaped newlines, or to the end of the text when the block is cut short;
+# PuTTY's key lines.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|(?<=Private-Lines: )\d+(?:\s+[A-Za-z0-9+/=]+)+",
+    re.DOTALL,
+)
 _URL = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*://(?P<rest>\S*)")
 _RESERVED = frozenset("@:/?#[]")
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
 _PORT_THEN_PATH = re.compile(r"[0-9]*[/?#]")  # host:8000/path?mail=a@b: the '@' is no userinfo
 
 
@@ -99,12 +153,23 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
             encoded = quote(secret, safe="")
             if encoded != secret:
                 text = text.replace(encoded, MASK)
+    text = _PRIVATE_KEY.sub(MASK, text)
     text = _USERINFO.sub(lambda m: f"{m['head']}{MASK}@", text)
     text = _BARE_USERINFO.sub(lambda m: f"{m['head']}{MASK}@", text)
     text = _SCHEMES.sub(lambda m: f"{m['scheme']} {MASK}", text)
     for pattern in _NAMED:
         text = pattern.sub(_named, text)
-    return _KEY_SHAPES.sub(MASK, text)
+    return _TOKEN_SHAPES.sub(MASK, text)
+
+
+def bare_url(url: str) -> str:
+    """``url`` as a trace may keep it: scheme, host and path, without its userinfo
+    (``user:password@``), its query (which may sign it) and its fragment (which may carry a
+    token, as OAuth's implicit flow does), the rest redacted."""
+    scheme, sep, rest = url.partition("://")
+    rest = _QUERY_OR_FRAGMENT.split(rest, 1)[0]
+    authority, slash, path = rest.partition("/")
+    return redact(f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}")
 
 
 class RedactedError(Exception):

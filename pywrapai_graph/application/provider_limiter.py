@@ -1,4 +1,5 @@
-"""ProviderLimiter: requests and tokens per minute and requests in flight, for one provider key."""
+"""ProviderLimiter: requests and tokens per minute and requests in flight, for one provider key:
+kept in this process, or asked of a :class:`SharedBudget` that every process shares."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pywrapai_graph.domain import Limits
 from pywrapai_graph.errors import LimitWaitError
@@ -16,12 +17,24 @@ from pywrapai_graph.errors import LimitWaitError
 if TYPE_CHECKING:  # the event loop loads only when an async call waits (`ask` never does)
     import asyncio
 from pywrapai_graph.ports.clock import Clock
+from pywrapai_graph.ports.shared_budget import Admission, SharedBudget
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
-__all__ = ["LimiterStats", "Permit", "ProviderLimiter", "SystemClock", "TaskWaiter"]
+__all__ = [
+    "LimiterStats",
+    "Permit",
+    "ProviderLimiter",
+    "SystemClock",
+    "TaskWaiter",
+    "WindowEntry",
+    "window_delay",
+]
 
 #: the length of the "per minute" windows, in seconds
 WINDOW_S = 60.0
+#: how often a call waiting for a slot in flight of a shared budget asks again (a release in
+#: another process wakes nobody here)
+SHARED_POLL_S = 0.05
 
 
 class SystemClock(Clock):
@@ -39,14 +52,51 @@ class SystemClock(Clock):
         await asyncio.sleep(seconds)
 
 
+class WindowEntry(Protocol):
+    """One admitted request in a window: when, and how many tokens it counts for."""
+
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+
+def window_delay(
+    limits: Limits, window: Sequence[WindowEntry], used: int, tokens: int, now: float
+) -> float:
+    """Seconds until a request of ``tokens`` fits the 60 s windows (<= 0: now).
+
+    Args:
+        limits: the budget.
+        window: the requests admitted in the last 60 s, oldest first.
+        used: the tokens they count for.
+        tokens: the new request's.
+        now: the time on the clock of ``window``'s entries.
+    """
+    at = now
+    rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
+    if rpm is not None and len(window) >= rpm:
+        at = max(at, window[len(window) - rpm].at + WINDOW_S)
+    if tpm is not None and used + tokens > tpm:
+        excess = used + tokens - tpm
+        for entry in window:  # oldest first: until enough of them have left the window
+            excess -= entry.tokens
+            if excess <= 0:
+                at = max(at, entry.at + WINDOW_S)
+                break
+    return at - now
+
+
 class _Entry:
-    """One admitted request in the window: when, and how many tokens it counts for."""
+    """One admitted request: when, how many tokens it counts for, and its shared permit."""
 
-    __slots__ = ("at", "tokens")
+    __slots__ = ("at", "permit", "tokens")
 
-    def __init__(self, at: float, tokens: int) -> None:
+    def __init__(self, at: float, tokens: int, permit: int | None = None) -> None:
         self.at = at
         self.tokens = tokens
+        self.permit = permit
 
 
 @dataclass(slots=True)
@@ -81,6 +131,15 @@ def _resolve(future: asyncio.Future[None]) -> None:
 _Waiter = threading.Event | TaskWaiter
 
 
+class _Ask:
+    """The step "ask the shared budget for a turn" (answered with an :class:`Admission`)."""
+
+
+_ASK = _Ask()
+#: what an admission waits on (and the time left), or the shared budget to ask
+_Step = tuple[_Waiter | float | _Ask, float]
+
+
 class Permit:
     """One admitted request: :meth:`settle` its real token count, :meth:`release` its slot
     (a context manager releases on exit)."""
@@ -101,7 +160,7 @@ class Permit:
         """Free the request's in-flight slot (once)."""
         if not self._released:
             self._released = True
-            self._limiter._release()
+            self._limiter._release(self._entry)
 
     def __enter__(self) -> Permit:
         return self
@@ -115,15 +174,29 @@ class ProviderLimiter:
     event loops: a thread waits by sleeping (or on an event, for a slot in flight), a task by
     awaiting, so a waiting task never blocks its loop.
 
+    With ``shared``, the windows and slots are the shared budget's (one for every process
+    that uses it): each turn is asked of it (by a worker thread, for a task), a call that
+    finds every slot taken asks again every 50 ms, and :attr:`stats` and :attr:`in_flight`
+    count this process's requests only.
+
     Args:
         limits: the budget.
         clock: the time source (the system's monotonic clock by default).
         name: how errors name the budget (``"openai key 3f2a…"``; never the key itself).
+        shared: the budget every process shares; None keeps it in this process.
     """
 
-    def __init__(self, limits: Limits, *, clock: Clock | None = None, name: str = "") -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        clock: Clock | None = None,
+        name: str = "",
+        shared: SharedBudget | None = None,
+    ) -> None:
         self.limits = limits
         self.name = name or "this provider"
+        self.shared = shared
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.Lock()
         self._window: deque[_Entry] = deque()
@@ -150,21 +223,6 @@ class ProviderLimiter:
         while window and window[0].at <= now - WINDOW_S:
             self._window_tokens -= window.popleft().tokens
 
-    def _window_delay(self, tokens: int, now: float) -> float:
-        """Seconds until the windows admit a request of ``tokens`` (0: now)."""
-        limits, window, at = self.limits, self._window, now
-        rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
-        if rpm is not None and len(window) >= rpm:
-            at = max(at, window[len(window) - rpm].at + WINDOW_S)
-        if tpm is not None and self._window_tokens + tokens > tpm:
-            excess = self._window_tokens + tokens - tpm
-            for entry in window:  # oldest first: until enough of them have left the window
-                excess -= entry.tokens
-                if excess <= 0:
-                    at = max(at, entry.at + WINDOW_S)
-                    break
-        return at - now
-
     def _delay(self, tokens: int, now: float) -> float | None:
         """0: admit now; > 0: the windows admit it in that many seconds; None: every slot
         in flight is taken (wait for a release)."""
@@ -172,12 +230,13 @@ class ProviderLimiter:
         cap = self.limits.max_in_flight
         if cap is not None and self._in_flight >= cap:
             return None
-        return max(0.0, self._window_delay(tokens, now))
+        return max(0.0, window_delay(self.limits, self._window, self._window_tokens, tokens, now))
 
-    def _admit(self, tokens: int, now: float, waited: bool) -> Permit:
-        entry = _Entry(now, tokens)
-        self._window.append(entry)
-        self._window_tokens += tokens
+    def _admit(self, tokens: int, now: float, waited: bool, permit: int | None = None) -> Permit:
+        entry = _Entry(now, tokens, permit)
+        if permit is None:  # a shared budget keeps its window itself
+            self._window.append(entry)
+            self._window_tokens += tokens
         self._in_flight += 1
         stats = self.stats
         stats.admitted += 1
@@ -186,12 +245,17 @@ class ProviderLimiter:
         return Permit(self, entry)
 
     def _settle(self, entry: _Entry, tokens: int) -> None:
+        if self.shared is not None and entry.permit is not None:
+            self.shared.settle(entry.permit, tokens)
+            return
         with self._lock:
             if self._window and self._window[0].at <= entry.at:  # still in the window
                 self._window_tokens += tokens - entry.tokens
             entry.tokens = tokens
 
-    def _release(self) -> None:
+    def _release(self, entry: _Entry) -> None:
+        if self.shared is not None and entry.permit is not None:
+            self.shared.release(entry.permit)
         with self._lock:
             self._in_flight -= 1
             waiters, self._waiters = self._waiters, []
@@ -235,6 +299,19 @@ class ProviderLimiter:
             return made, deadline
         return delay, deadline
 
+    def _shared_step(
+        self, tokens: int, admission: Admission, deadline: float, waited: bool
+    ) -> Permit | float:
+        """The shared budget's answer as a permit or seconds to sleep."""
+        now = self._clock.now()
+        if admission.permit is not None:
+            with self._lock:
+                return self._admit(tokens, now, waited, admission.permit)
+        delay = admission.wait
+        if (delay is not None and now + delay > deadline) or now >= deadline:
+            raise self._refuse(tokens, delay)
+        return min(SHARED_POLL_S, deadline - now) if delay is None else delay
+
     # ------------------------------------------------------------------ admission
     def acquire(self, tokens: int = 0) -> Permit:
         """Wait (blocking this thread) until a request of ``tokens`` may start.
@@ -243,12 +320,15 @@ class ProviderLimiter:
             LimitWaitError: the wait would exceed ``max_wait_s`` (nothing was admitted).
         """
 
-        def wait(step: tuple[_Waiter | float, float]) -> None:
+        def wait(step: _Step) -> Admission | None:
             what, timeout = step
             if isinstance(what, threading.Event):
                 what.wait(timeout)
             elif isinstance(what, float):
                 self._clock.sleep(what)
+            elif self.shared is not None:
+                return self.shared.admit(tokens)
+            return None
 
         return drive(self._admission(tokens, threading.Event), wait)
 
@@ -262,26 +342,38 @@ class ProviderLimiter:
 
         loop = asyncio.get_running_loop()
 
-        async def wait(step: tuple[_Waiter | float, float]) -> None:
+        async def wait(step: _Step) -> Admission | None:
             what, timeout = step
             if isinstance(what, TaskWaiter):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(what.future, timeout)
             elif isinstance(what, float):
                 await self._clock.asleep(what)
+            elif self.shared is not None:  # a database round trip: never on the loop
+                return await asyncio.to_thread(self.shared.admit, tokens)
+            return None
 
         return await adrive(self._admission(tokens, lambda: TaskWaiter(loop)), wait)
 
-    def _admission(
-        self, tokens: int, waiter: Callable[[], _Waiter]
-    ) -> Core[tuple[_Waiter | float, float], Permit]:
+    def _admission(self, tokens: int, waiter: Callable[[], _Waiter]) -> Core[_Step, Permit]:
         """:meth:`acquire` and :meth:`aacquire`, written once: yields each wait (a waiter
-        registered for the next release and the time left, or seconds to sleep)."""
+        registered for the next release and the time left, or seconds to sleep) and, with a
+        shared budget, each turn to ask of it (sent back its :class:`Admission`)."""
         deadline: float | None = None
         waited = False
+        step: Permit | float | _Waiter
         while True:
-            with self._lock:
-                step, deadline = self._next_step(tokens, deadline, waited, waiter)
+            if self.shared is None:
+                with self._lock:
+                    step, deadline = self._next_step(tokens, deadline, waited, waiter)
+            else:
+                tpm = self.limits.tokens_per_minute
+                if tpm is not None and tokens > tpm:  # no window would ever have room for it
+                    raise self._refuse(tokens, None)
+                if deadline is None:  # from the moment the call was made
+                    deadline = self._clock.now() + self.limits.max_wait_s
+                admission = yield _ASK, 0.0
+                step = self._shared_step(tokens, admission, deadline, waited)
             if isinstance(step, Permit):
                 return step
             waited = True

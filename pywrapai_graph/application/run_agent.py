@@ -65,6 +65,8 @@ class _Run:
     usage: TokenUsage = field(default_factory=TokenUsage)
     cost: float = 0.0
     last_cost: float = 0.0
+    #: what a tool raised that stopped the run under the "raise" policy
+    tool_raised: Exception | None = None
 
     def book(self, response: LLMResponse) -> None:
         self.turns += 1
@@ -114,6 +116,17 @@ class _RunTools:
         return zip(self.tools, self.calls, strict=True)
 
 
+def _handed_on(raised: Exception, stopped: PyWrapAIError, run_id: str) -> Exception:
+    """The tool's own exception, carrying the run so far as ``partial`` and a note."""
+    tool = getattr(stopped, "tool", "?")
+    raised.partial = stopped.partial  # type: ignore[attr-defined]
+    raised.add_note(
+        f"pywrapai-graph: raised by tool {tool!r} in agent run {run_id} "
+        '(tool_error_policy="raise"); .partial holds the run so far'
+    )
+    return raised
+
+
 class Agent:
     """Drives the tool-calling loop until the model answers in plain text.
 
@@ -125,7 +138,9 @@ class Agent:
     ``ToolExecutionError`` with its redacted text: the tool's own exception never reaches a
     span, a log or the model), bad arguments, its timeout (``tool_timeout_s``: a sync tool
     with one runs in a thread of its own) or an oversized result — goes to
-    ``tool_error_policy``.
+    ``tool_error_policy``. Under "raise" the exception the tool raised propagates to the
+    caller of ``run``/``arun`` as it is (``except MyDomainError:`` catches it), with the run
+    so far as its ``partial`` attribute and a note naming the tool.
 
     Args:
         graph: the conversation to drive (a ``GraphLLM``).
@@ -137,9 +152,9 @@ class Agent:
     Raises:
         KeyError: (from run/arun) the model called a tool that is not registered —
             regardless of ``tool_error_policy``, as it is a programming error.
-        ToolExecutionError: (policy "raise") a tool failed: ``ToolTimeoutError``,
-            ``ToolResultTooLargeError``, or the redacted stand-in for what it raised;
-            ``ToolArgumentsError`` for bad arguments. Each carries ``partial``.
+        Exception: (policy "raise") what a tool raised, carrying ``partial``; our own
+            failures of a call stay typed: ``ToolTimeoutError``,
+            ``ToolResultTooLargeError``, ``ToolArgumentsError`` (each with ``partial``).
         AgentMaxTurnsError: no final answer within ``max_turns``.
         AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
         PyWrapAIError: a model call failed (rate limit, timeout, malformed reply...); the
@@ -186,6 +201,7 @@ class Agent:
             if o.error is None:
                 results.append(ToolResult(o.call.id, o.call.name, o.content))
             elif policy == "raise":
+                run.tool_raised = o.raised
                 raise o.error
             elif policy == "return_to_model":
                 results.append(ToolResult(o.call.id, o.call.name, error_text(o.error)))
@@ -225,21 +241,29 @@ class Agent:
         """The loop of :meth:`run` and :meth:`arun`: yields a model call or a turn's tool
         calls, and is sent the response or the outcomes (see
         :mod:`~pywrapai_graph.ports.sync_async`)."""
-        with self._observe_run(run) as observed, agent_run_context(run.run_id):
-            for turn in range(1, self.config.max_turns + 1):
-                self._check_budget(run)
-                with observe_agent_turn(turn):
-                    with run.interrupted():
-                        response: LLMResponse = yield _Chat(run.messages, history, options)
-                    run.book(response)
-                    if not response.tool_calls:
-                        observed.result = result = self._final(run, response)
-                        return result
-                    with run.interrupted():
-                        used = self._lookup(response.tool_calls)
-                        outcomes: list[ToolOutcome] = yield _RunTools(used, response.tool_calls)
-                        self._finish_turn(run, response, outcomes)
-            raise AgentMaxTurnsError(run.turns, run.result())
+        try:
+            with self._observe_run(run) as observed, agent_run_context(run.run_id):
+                for turn in range(1, self.config.max_turns + 1):
+                    self._check_budget(run)
+                    with observe_agent_turn(turn):
+                        with run.interrupted():
+                            response: LLMResponse = yield _Chat(run.messages, history, options)
+                        run.book(response)
+                        if not response.tool_calls:
+                            observed.result = result = self._final(run, response)
+                            return result
+                        with run.interrupted():
+                            used = self._lookup(response.tool_calls)
+                            outcomes: list[ToolOutcome] = yield _RunTools(used, response.tool_calls)
+                            self._finish_turn(run, response, outcomes)
+                raise AgentMaxTurnsError(run.turns, run.result())
+        except PyWrapAIError as exc:
+            if run.tool_raised is None:
+                raise
+            stopped = exc
+        # Spans and logs saw our typed, redacted error; the application gets its tool's own
+        # exception, raised outside the handler so that its chain stays the tool's.
+        raise _handed_on(run.tool_raised, stopped, run.run_id)
 
     def _options(
         self,

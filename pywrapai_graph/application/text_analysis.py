@@ -84,7 +84,27 @@ def document_parts(texts: Sequence[str], doc_ids: Sequence[str]) -> list[str]:
 
 
 def _overlap(before: str, text: str) -> int:
-    for size in range(min(len(before), len(text) - 1), 0, -1):
-        if before.endswith(text[:size]):
-            return size
-    return 0
+    """The longest start of ``text`` (short of all of it) that ends ``before``, in time
+    linear in their lengths: the Knuth-Morris-Pratt automaton of that start reads the tail
+    of ``before``; its state after the last character is the overlap."""
+    size = min(len(before), len(text) - 1)
+    if size <= 0:
+        return 0
+    start = text[:size]
+    border = [0] * size  # border[i]: longest proper border of start[: i + 1]
+    matched = 0
+    for i in range(1, size):
+        char = start[i]
+        while matched and start[matched] != char:
+            matched = border[matched - 1]
+        if start[matched] == char:
+            matched += 1
+        border[i] = matched
+    matched = 0
+    # the tail is ``size`` long, so a whole match can only come with its last character
+    for char in before[len(before) - size :]:
+        while matched and start[matched] != char:
+            matched = border[matched - 1]
+        if start[matched] == char:
+            matched += 1
+    return matched

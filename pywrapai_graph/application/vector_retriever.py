@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, get_args
 
-from pywrapai_graph.application.fusion import (
-    DEFAULT_RRF_K,
-    fuse,
-    fusion_problem,
-    fusion_weights,
-    one_sided,
-)
+from pywrapai_graph.application.fusion import DEFAULT_RRF_K, fuse, fusion_problem, fusion_weights
 from pywrapai_graph.application.ingest_options import (
     DEFAULT_EMBED_CONCURRENCY,
     OutcomeCallback,
@@ -66,27 +61,29 @@ class VectorRetriever(BaseRetriever):
     """Connects an embedder to a vector store; retrieves densely, lexically or both.
 
     Modes: ``"dense"`` ranks chunks by cosine similarity of embeddings (scores are cosines);
-    ``"lexical"`` by BM25 over their text (scores are BM25 scores; the store's
-    ``lexical_search``: every built-in store has one); ``"hybrid"`` takes the top
+    ``"lexical"`` by BM25 over their text (scores are BM25 scores); ``"hybrid"`` takes the top
     ``candidates`` of each and fuses them: by default (``fusion="rescored"``) every candidate
-    of either list gets both of its scores — its cosine and its BM25 score, asked of the
-    store for exactly the candidates one side missed (``similarities``,
-    ``lexical_scores``) — each side min-max scaled over the candidates, summed with
-    ``weights`` (default 0.6 dense, 0.4 lexical, chosen on Cranfield); ``"rrf"`` is
-    reciprocal-rank fusion (``Σ w/(rrf_k + rank)``, weights default 1, 1) and ``"weighted"``
-    sums each list's own min-max scaled scores (a chunk a list missed gets 0 from it).
-    Metadata filters apply to both sides; ``min_score`` applies to cosine similarities (dense
-    hits, also before fusion), never to BM25 or fused scores.
+    of either list gets both of its scores, each side min-max scaled over the candidates and
+    summed with ``weights`` (default 0.6 dense, 0.4 lexical, chosen on Cranfield); ``"rrf"``
+    is reciprocal-rank fusion (``Σ w/(rrf_k + rank)``, weights default 1, 1) and
+    ``"weighted"`` sums each list's own min-max scaled scores (a chunk a list missed gets 0
+    from it). Metadata filters apply to both sides; ``min_score`` applies to cosine
+    similarities (dense hits, also before fusion), never to BM25 or fused scores.
+
+    Each retrieval is one :class:`StoreQuery` the store answers in one engine request
+    (``store.retrieve``). A store without ``native_retrieval`` answers hybrid's sides apart
+    (``search``, ``lexical_search``), fused here from each side's own hits (``rescored``
+    then scales each list's own scores, as ``weighted`` does, with its weights).
 
     Every dense and hybrid query checks that the store holds vectors of this embedder, with
-    the identity the search itself read (so another process that cleared the store and
+    the identity the request itself read (so another process that cleared the store and
     ingested with another model, of the same dimension, is noticed at the next query, with
     no extra round trip on the built-in stores) and raises ``EmbedderMismatchError``.
     Lexical mode does not embed and is not checked: BM25 over the text does not depend on
     the embedder.
 
     :meth:`aretrieve` embeds with the embedder's native async client when it has one and
-    searches with the store's ``asearch``, so retrieval never blocks the event loop;
+    asks the store's ``aretrieve``, so retrieval never blocks the event loop;
     ``aadd_documents`` runs the (per-document atomic) ingest in the bounded offload pool.
 
     Args:
@@ -248,8 +245,8 @@ class VectorRetriever(BaseRetriever):
     async def aretrieve(
         self, query: str, k: int | None = None, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Async :meth:`retrieve` (the same steps): async embedding, the store's ``asearch``,
-        lexical work in a worker thread, the reranker's ``arerank``."""
+        """Async :meth:`retrieve` (the same steps): async embedding, the store's
+        ``aretrieve``, the reranker's ``arerank``."""
         wanted = self.k if k is None else k
         return await adrive(self._retrieval(query, wanted, filter), self._ado)
 
@@ -270,30 +267,10 @@ class VectorRetriever(BaseRetriever):
     def _candidates(
         self, query: str, wanted: int, filter: MetadataFilter | None
     ) -> Core[_Step, list[ScoredChunk]]:
-        if self.store.native_retrieval:
-            found: list[ScoredChunk] = yield from self._one_request(query, wanted, filter)
-            return found
-        if self.mode == "lexical":
-            lexical: list[ScoredChunk] = yield from self._observed(
-                "lexical_search", wanted, query, wanted, filter
-            )
-            return lexical
-        vector: list[float] = yield _Step("embed", query)
-        depth = wanted if self.mode == "dense" else max(wanted, self.candidates)
-        dense = self._keep((yield from self._dense(vector, depth, filter)))
-        if self.mode == "dense":
-            return dense
-        lexical = yield from self._observed("lexical_search", depth, query, depth, filter)
-        need_cosine, need_bm25 = self._one_sided(dense, lexical)
-        cosines = yield from self._observed("similarities", len(need_cosine), vector, need_cosine)
-        bm25 = yield from self._observed("lexical_scores", len(need_bm25), query, need_bm25)
-        return self._fuse(dense, lexical, wanted, cosines, bm25)
-
-    def _one_request(
-        self, query: str, wanted: int, filter: MetadataFilter | None
-    ) -> Core[_Step, list[ScoredChunk]]:
-        """The whole retrieval as one :class:`StoreQuery`, one engine request; the store
-        reports the embedder identity it read in that request (:func:`identity_probe`)."""
+        """The whole retrieval as one :class:`StoreQuery`, one engine request. A store
+        without ``native_retrieval`` answers hybrid's two sides apart (``search`` and
+        ``lexical_search``, once each), fused here from their own hits: ``rescored`` has no
+        other scores to re-score with, so it scales each list's own (``weighted``)."""
         vector: list[float] | None = None
         if self.mode != "lexical":
             vector = yield _Step("embed", query)
@@ -306,49 +283,34 @@ class VectorRetriever(BaseRetriever):
             *(self.candidates, self.fusion, self.weights, self.rrf_k),
             *(self.k1, self.b, self.min_score),
         )
-        with observe_store(self.store.db_system, "retrieve", k=wanted) as observed:
+        if self.mode != "hybrid" or self.store.native_retrieval:
+            found: list[ScoredChunk] = yield from self._request(asked)
+            return found
+        sides = [replace(asked, mode=mode, k=asked.depth) for mode in ("dense", "lexical")]
+        dense = yield from self._request(replace(sides[0], text=None))
+        lexical = yield from self._request(replace(sides[1], vector=None))
+        fusion = "weighted" if self.fusion == "rescored" else self.fusion
+        weights, rrf_k = self.weights, self.rrf_k
+        return fuse(fusion, dense, lexical, {}, {}, weights=weights, rrf_k=rrf_k, k=wanted)
+
+    def _request(self, asked: StoreQuery) -> Core[_Step, list[ScoredChunk]]:
+        """One ``retrieve`` in its span; the store reports the embedder identity it read in
+        that request (:func:`identity_probe`)."""
+        with observe_store(self.store.db_system, "retrieve", k=asked.k) as observed:
             with identity_probe() as probe:
                 hits: list[ScoredChunk] = yield _Step("retrieve", asked)
-            if hits and vector is not None:
+            if hits and asked.vector is not None:
                 seen = probe.identity if probe.seen else (yield _Step("embedder_identity"))
-                self._check_recorded(seen, len(vector))
+                self._check_recorded(seen, len(asked.vector))
             observed.result = len(hits)
         return hits
-
-    def _dense(
-        self, vector: list[float], k: int, filter: MetadataFilter | None
-    ) -> Core[_Step, list[ScoredChunk]]:
-        """The store's ``search`` in its span, refused when the store holds another
-        embedder's vectors (:meth:`_check_recorded`)."""
-        with observe_store(self.store.db_system, "search", k=k) as observed:
-            with identity_probe() as probe:
-                hits: list[ScoredChunk] = yield _Step("search", vector, k, filter)
-            if hits:
-                seen = probe.identity if probe.seen else (yield _Step("embedder_identity"))
-                self._check_recorded(seen, len(vector))
-            observed.result = len(hits)
-        return hits
-
-    def _observed(self, operation: str, k: int, *args: Any) -> Core[_Step, Any]:
-        """The store step ``operation`` in its span (nothing asked for no ids)."""
-        if operation in ("similarities", "lexical_scores") and not args[-1]:
-            return {}
-        with observe_store(self.store.db_system, operation, k=k) as observed:
-            result = yield _Step(operation, *args)
-            observed.result = len(result)
-        return result
 
     def _do(self, step: _Step) -> Any:
         """A step, done blocking."""
-        store, k1, b = self.store, self.k1, self.b
         steps: dict[str, Callable[..., Any]] = {
             "embed": self.embedder.embed_one,
-            "search": lambda vector, k, filter: store.search(vector, k=k, filter=filter),
-            "embedder_identity": store.embedder_identity,
-            "lexical_search": lambda *args: store.lexical_search(*args, k1=k1, b=b),
-            "lexical_scores": lambda *args: store.lexical_scores(*args, k1=k1, b=b),
-            "similarities": store.similarities,
-            "retrieve": store.retrieve,
+            "embedder_identity": self.store.embedder_identity,
+            "retrieve": self.store.retrieve,
         }
         if self.reranker is not None:
             steps["rerank"] = self.reranker.rerank
@@ -356,13 +318,10 @@ class VectorRetriever(BaseRetriever):
 
     async def _ado(self, step: _Step) -> Any:
         """A step, awaited: the embedder's, the store's and the reranker's async calls, the
-        rest (lexical work) in a worker thread."""
-        store = self.store
+        rest (``embedder_identity``) in a worker thread."""
         steps: dict[str, Callable[..., Awaitable[Any]]] = {
             "embed": lambda query: aembed_one(self.embedder, query),
-            "search": lambda vector, k, filter: store.asearch(vector, k=k, filter=filter),
-            "similarities": store.asimilarities,
-            "retrieve": store.aretrieve,
+            "retrieve": self.store.aretrieve,
         }
         if self.reranker is not None:
             steps["rerank"] = self.reranker.arerank
@@ -371,28 +330,6 @@ class VectorRetriever(BaseRetriever):
             return await run(*step.args)
         with call_clock():  # a store call: its deadline counts from here, queue included
             return await offload(self._do, step)
-
-    def _fuse(
-        self,
-        dense: list[ScoredChunk],
-        lexical: list[ScoredChunk],
-        k: int,
-        cosines: dict[str, float],
-        bm25: dict[str, float],
-    ) -> list[ScoredChunk]:
-        return fuse(
-            self.fusion, dense, lexical, cosines, bm25, weights=self.weights, rrf_k=self.rrf_k, k=k
-        )
-
-    def _one_sided(
-        self, dense: list[ScoredChunk], lexical: list[ScoredChunk]
-    ) -> tuple[list[str], list[str]]:
-        """The lexical hits dense search missed, and the dense hits lexical search missed
-        (none unless the fusion is ``rescored``)."""
-        return one_sided(dense, lexical) if self.fusion == "rescored" else ([], [])
-
-    def _keep(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
-        return [h for h in hits if h.score >= self.min_score]
 
     # ------------------------------------------------ the embedder check, every query
     def _check_recorded(self, recorded: EmbedderIdentity | None, dimension: int) -> None:

@@ -194,6 +194,17 @@ def _qdrant(store: StoreSettings) -> BaseVectorStore:
     return QdrantVectorStore(store.collection, location=location, dimension=store.dimension)
 
 
+def _milvus(store: StoreSettings) -> BaseVectorStore:
+    from pywrapai_graph.adapters.vectorstores.milvus.store import MilvusVectorStore
+
+    token = None if store.api_key is None else store.api_key.get_secret_value()
+    if store.url is not None:
+        return MilvusVectorStore(
+            store.collection, url=store.url, token=token, dimension=store.dimension
+        )
+    return MilvusVectorStore(store.collection, path=_file_path(store), dimension=store.dimension)
+
+
 _BACKENDS: dict[str, BackendEntry] = {
     e.name: e
     for e in (
@@ -211,6 +222,13 @@ _BACKENDS: dict[str, BackendEntry] = {
         BackendEntry("pgvector", _pgvector, _PGVectorSettings, extra="pgvector"),
         BackendEntry(
             "qdrant", _qdrant, _PathOrUrlSettings, extra="qdrant", default_path=".pywrapai/qdrant"
+        ),
+        BackendEntry(
+            "milvus",
+            _milvus,
+            _PathOrUrlSettings,
+            extra="milvus",
+            default_path=".pywrapai/milvus.db",
         ),
     )
 }

@@ -96,6 +96,7 @@ def make_llm(settings: Settings, ledger: TokenTracker, hooks: HookSet) -> LLM | 
             for f in s.fallbacks
         ],
         limits=settings.limits.of(s.provider),
+        cache=None if s.cache is None else s.cache.cache(),
         **_connection(s),
     )
 

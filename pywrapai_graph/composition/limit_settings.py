@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from pywrapai_graph.domain import Limits
 
@@ -11,7 +11,8 @@ __all__ = ["LimitSettings", "LimitsSection"]
 
 class LimitSettings(BaseModel):
     """One provider's limits: one budget for every LLM, fallback and embedder of the
-    process that uses that provider and key."""
+    process that uses that provider and key; with ``shared`` (a PostgreSQL DSN), for every
+    process using that database."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -19,10 +20,12 @@ class LimitSettings(BaseModel):
     tokens_per_minute: int | None = Field(default=None, gt=0)
     max_in_flight: int | None = Field(default=None, gt=0)
     max_wait_s: float = Field(default=60.0, gt=0)
+    shared: SecretStr | None = None
 
     def limits(self) -> Limits:
         """These settings as :class:`Limits`."""
-        return Limits(**self.model_dump())  # the same fields, by name
+        shared = None if self.shared is None else self.shared.get_secret_value()
+        return Limits(**self.model_dump(exclude={"shared"}), shared=shared)
 
 
 class LimitsSection(BaseModel):

@@ -41,7 +41,10 @@ class MCPToolServer:
         connect_timeout_s: seconds to start, shake hands and list the tools.
         tool_timeout_s: per-call timeout of these tools (None: the agent's
             ``tool_timeout_s``).
-        max_result_bytes: result size limit of these tools (None: the agent's).
+        max_result_bytes: result size limit of these tools (None: the agent's). A reply
+            is read up to 8 MiB (or six times this limit, the most a text at the limit
+            takes JSON-escaped, when that is more): a longer one is cut there and its call
+            fails at once with ``ToolResultTooLargeError``.
 
     Header and environment values are treated as secrets: never in a repr, a log or an
     error.
@@ -109,7 +112,12 @@ class MCPToolServer:
         )
 
     def _new_session(self) -> MCPSession:
-        from pywrapai_graph.adapters.mcp.session import HttpTarget, MCPSession, StdioTarget
+        from pywrapai_graph.adapters.mcp.session import (
+            DEFAULT_MAX_REPLY_BYTES,
+            HttpTarget,
+            MCPSession,
+            StdioTarget,
+        )
 
         target: StdioTarget | HttpTarget
         if self._command is not None:
@@ -117,7 +125,13 @@ class MCPToolServer:
         else:
             assert self._url is not None
             target = HttpTarget(self._url, self._headers)
-        return MCPSession(self.name, target, connect_timeout_s=self._connect_timeout_s)
+        limit = self._max_result_bytes
+        return MCPSession(
+            self.name,
+            target,
+            connect_timeout_s=self._connect_timeout_s,
+            max_reply_bytes=max(DEFAULT_MAX_REPLY_BYTES, 6 * limit if limit else 0),
+        )
 
     def _connection(self) -> MCPSession:
         """The session, made at the first open (it opens again after a close)."""

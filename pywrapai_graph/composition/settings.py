@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
+from pywrapai_graph.composition.cache_settings import ResponseCacheSettings
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.limit_settings import LimitsSection
 from pywrapai_graph.composition.mcp_settings import MCPSettings
@@ -122,6 +123,8 @@ class LLMSettings(_ChatModelSection):
     seed: int | None = None
     # the models asked, in order, when the provider fails in a way another may not
     fallbacks: list[FallbackSettings] = Field(default_factory=list)
+    # a response cache: in this process, or shared by every process through PostgreSQL
+    cache: ResponseCacheSettings | None = None
 
     def generation(self) -> GenerationParams:
         """These defaults as :class:`GenerationParams`."""
@@ -404,6 +407,7 @@ BACKEND_KEYS: dict[str, frozenset[str]] = {
     "chroma": frozenset({"path", "url", "collection"}),
     "pgvector": frozenset({"dsn", "table", "dimension"}),
     "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension"}),
+    "milvus": frozenset({"path", "url", "api_key", "collection", "dimension"}),
 }
 _LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})
 

@@ -1,5 +1,6 @@
 """The process's limiters: one per provider and key, shared by every ``LLM`` and ``Embedder``
-given limits for them. A key is known by a digest only (never kept, logged or shown)."""
+given limits for them, and with ``Limits(shared=dsn)`` by every process using that database.
+A key is known by a digest only (never kept, logged or shown)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pywrapai_graph.domain import Limits
 from pywrapai_graph.errors import ArgumentTypeError, ConfigurationError
 from pywrapai_graph.ports import ChatModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
+from pywrapai_graph.ports.shared_budget import SharedBudget
 
 __all__ = ["LimitsArg", "limit_chat_model", "limit_embeddings", "shared_limiter"]
 
@@ -49,7 +51,7 @@ def _as_limits(given: Limits | Mapping[str, Any]) -> Limits:
     except TypeError as exc:
         raise ConfigurationError(
             f"limits= holds an unknown field ({exc}); the fields are requests_per_minute, "
-            "tokens_per_minute, max_in_flight and max_wait_s"
+            "tokens_per_minute, max_in_flight, max_wait_s and shared"
         ) from None
 
 
@@ -76,13 +78,25 @@ def shared_limiter(
         limiter = _limiters.get((provider, digest))
         if limiter is None:
             name = f"{provider} key {digest[:8]}"
-            limiter = _limiters[(provider, digest)] = ProviderLimiter(limits, name=name)
+            shared = _shared_budget(f"{provider}:{digest}", limits)
+            limiter = ProviderLimiter(limits, name=name, shared=shared)
+            _limiters[(provider, digest)] = limiter
     if limiter.limits != limits:
+        other = " and another shared database" if limiter.limits.shared != limits.shared else ""
         raise ConfigurationError(
             f"{limiter.name} already has limits {limiter.limits}; every LLM and Embedder of a "
-            f"process shares them, so give the same ones (got {limits})"
+            f"process shares them, so give the same ones (got {limits}{other})"
         )
     return limiter
+
+
+def _shared_budget(key: str, limits: Limits) -> SharedBudget | None:
+    """The database row of ``limits.shared`` for ``key`` (None: this process's budget)."""
+    if limits.shared is None:
+        return None
+    from pywrapai_graph.adapters.shared.budget import PostgresBudget
+
+    return PostgresBudget(limits.shared, key, limits)
 
 
 def limit_chat_model(model: ChatModel, options: Mapping[str, Any], given: LimitsArg) -> ChatModel:

@@ -20,13 +20,16 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from typing import Any
 
-from pywrapai_graph.domain import Chunk
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import check_unicode
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import (
     ArgumentTypeError,
+    EmbedderMismatchError,
     InvalidArgumentError,
     UnsupportedOperationError,
 )
+from pywrapai_graph.ports.sync_async import Core
 
 __all__ = [
     "LEXICAL_BACKENDS",
@@ -36,17 +39,23 @@ __all__ = [
     "check_chunk",
     "check_delete_ids",
     "check_doc_id",
+    "check_document",
+    "check_embedder",
     "check_filter",
     "check_k",
     "check_name",
     "check_older_than",
     "check_query_text",
     "check_query_vector",
-    "check_score_ids",
+    "check_vectors",
     "checked_chunks",
+    "checked_filter",
+    "checked_query_vectors",
     "lexical_refusal",
     "matches_filter",
+    "paged",
     "same_value",
+    "settled",
 ]
 
 #: the largest k any backend is asked for; a larger k (2**63...) means "all of them"
@@ -162,6 +171,36 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
         check_value(value, f"filter value for {key!r}")
 
 
+def checked_filter(filter: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The filter after :func:`check_filter`, a tuple value given as the JSON list it is."""
+    check_filter(filter)
+    if filter and any(isinstance(v, tuple) for v in filter.values()):
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in filter.items()}
+    return filter
+
+
+def settled(
+    hits: Sequence[ScoredChunk], k: int, filter: Mapping[str, Any] | None, asked: int
+) -> list[ScoredChunk] | None:
+    """The first ``k`` of a page of ``asked`` hits of a store whose metadata *equals*
+    ``filter`` (a store comparing with Python's ``==``, where ``True == 1``, still answers
+    like the others), or None when the filter took hits from a full page: the store must
+    then be asked for more."""
+    kept = [h for h in hits if matches_filter(h.chunk.metadata, filter)] if filter else hits
+    if len(kept) < min(len(hits), k) and len(hits) >= asked and asked < MAX_K:
+        return None
+    return list(kept[:k])
+
+
+def paged(k: int, filter: Mapping[str, Any] | None, asked: int) -> Core[int, list[ScoredChunk]]:
+    """A search's first ``k`` hits equal to the filter, written once for the sync and
+    async twins (``drive``/``adrive``): yields how many hits to ask the store for and is
+    sent them, asking for twice as many while a full page lost hits to the filter."""
+    while (page := settled((yield asked), k, filter, asked)) is None:
+        asked = min(asked * 2, MAX_K)
+    return page
+
+
 def check_k(k: int) -> int:
     """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted).
 
@@ -198,13 +237,6 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
     return out
 
 
-def check_score_ids(ids: Sequence[str], method: str) -> list[str]:
-    """The distinct ids of a re-scoring call, in order (a bare ``str`` refused)."""
-    if isinstance(ids, str | bytes):
-        raise ArgumentTypeError(f"{method}() takes a list of ids, got the string {ids!r:.60}")
-    return check_delete_ids(ids)
-
-
 def check_doc_id(doc_id: str) -> None:
     """Raises ArgumentTypeError unless ``doc_id`` is a str."""
     if not isinstance(doc_id, str):
@@ -233,6 +265,19 @@ def check_query_vector(vector: object, method: str = "search") -> None:
         raise InvalidArgumentError(
             f"{method}() takes one flat query vector, got {shape}; search_many() takes many"
         )
+
+
+def checked_query_vectors(query_vectors: object) -> list[Any]:
+    """The query vectors of ``search_many`` as a list (an iterator is read once), each one
+    following :func:`check_query_vector`."""
+    if isinstance(query_vectors, str | bytes | Mapping) or not isinstance(query_vectors, Iterable):
+        raise ArgumentTypeError(
+            f"search_many() takes a list of query vectors, got a {type(query_vectors).__name__}"
+        )
+    vectors = list(query_vectors)
+    for vector in vectors:
+        check_query_vector(vector, "search_many")
+    return vectors
 
 
 def _is_sequence(item: object) -> bool:
@@ -309,3 +354,49 @@ def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
         f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
         f"run on the {LEXICAL_BACKENDS} stores; use one of them, or mode='dense'"
     )
+
+
+def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
+    """Raises ValueError unless the checked ``chunks`` are the manifest's document's."""
+    for c in chunks:
+        if c.doc_id != manifest.doc_id:
+            raise InvalidArgumentError(
+                f"chunk {c.id!r} belongs to document {c.doc_id!r}, not {manifest.doc_id!r}"
+            )
+    if len({c.id for c in chunks}) != manifest.chunk_count:
+        raise InvalidArgumentError(
+            f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
+            f"{len({c.id for c in chunks})} distinct ones were given"
+        )
+
+
+def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
+    """Raises ValueError unless ``vectors`` is a float32 matrix with one row per chunk."""
+    given: object = vectors  # callers outside mypy may pass an array
+    if not isinstance(given, memoryview) or given.ndim != 2 or given.format != "f":
+        raise InvalidArgumentError("vectors must be a 2-D float32 memoryview, one row per chunk")
+    if vectors.shape is None or vectors.shape[0] != len(chunks):
+        rows = vectors.shape[0] if vectors.shape else 0
+        raise InvalidArgumentError(f"{rows} vectors were given for {len(chunks)} chunks")
+
+
+def check_embedder(
+    recorded: EmbedderIdentity | None, given: EmbedderIdentity
+) -> EmbedderIdentity | None:
+    """The identity a store should hold after a write by ``given``.
+
+    A dimension of 0 means "not known yet" (a document without chunks) and is never recorded.
+
+    Raises:
+        EmbedderMismatchError: a store filled by ``recorded`` meets another embedder.
+    """
+    if recorded is None:
+        return given if given.dimension else None
+    same_model = (recorded.provider, recorded.model) == (given.provider, given.model)
+    if not same_model or given.dimension not in (0, recorded.dimension):
+        raise EmbedderMismatchError(
+            f"this store holds vectors from {recorded}, but the embedder in use is {given}; "
+            "vectors of different models do not compare. Configure the store's embedder, or "
+            "clear the store (store.clear(), or `pywrapai-graph store clear`) and ingest again"
+        )
+    return recorded

@@ -1,17 +1,17 @@
 """One retrieval, whole, as a store answers it in one engine request.
 
 The retriever hands a store a :class:`StoreQuery` (mode, the query vector and text, filter,
-``k``, candidate count, fusion) and a store that can answers it with one request to its
-engine: one SQL statement, one ``query_points``, one pass in process
-(``native_retrieval``). Any other store is composed by the retriever from ``search``,
-``lexical_search``, ``similarities`` and ``lexical_scores`` (the same ranking, several calls).
+``k``, candidate count, fusion) and the store answers it with one request to its engine: one
+SQL statement, one ``query_points``, one pass in process (``native_retrieval``). A store
+without its own ``_retrieve`` answers ``dense`` with its ``search`` and ``lexical`` with its
+``lexical_search``; the retriever fuses those two for ``hybrid``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.errors import UnsupportedOperationError
@@ -70,9 +70,30 @@ class StoreQuery:
 class StoreRetrieval:
     """``retrieve`` and ``aretrieve`` of a vector store: one request per retrieval."""
 
+    if TYPE_CHECKING:  # BaseVectorStore's
+
+        def search(
+            self, query_vector: Sequence[float], k: int = 4, filter: Mapping[str, Any] | None = None
+        ) -> list[ScoredChunk]: ...
+
+        async def asearch(
+            self, query_vector: Sequence[float], k: int = 4, filter: Mapping[str, Any] | None = None
+        ) -> list[ScoredChunk]: ...
+
+        def lexical_search(
+            self,
+            query: str,
+            k: int = 4,
+            filter: Mapping[str, Any] | None = None,
+            *,
+            k1: float = 1.2,
+            b: float = 0.75,
+        ) -> list[ScoredChunk]: ...
+
     @property
     def native_retrieval(self) -> bool:
-        """The store answers a whole :class:`StoreQuery` with one engine request."""
+        """The store answers a whole :class:`StoreQuery`, hybrid included, with one engine
+        request (it implements ``_retrieve``)."""
         return type(self)._retrieve is not StoreRetrieval._retrieve
 
     def retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
@@ -80,30 +101,38 @@ class StoreRetrieval:
         ``lexical``, fused scores in ``hybrid``.
 
         Raises:
-            UnsupportedOperationError: the store has no one-request retrieval
-                (``native_retrieval`` is False).
+            UnsupportedOperationError: ``hybrid`` on a store without ``native_retrieval``
+                (the retriever fuses its two sides), or a mode the store has no index for.
             ValueError: the query's vector or text is malformed.
         """
         self._check_query(query, "retrieve")
         return self._retrieve(query)
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """:meth:`retrieve`'s work, one engine request (the query checked)."""
-        raise NotImplementedError
+        """:meth:`retrieve`'s work, one engine request (the query checked). This default
+        serves ``dense`` from ``search`` (keeping cosines >= ``min_score``) and ``lexical``
+        from ``lexical_search``."""
+        if query.mode == "dense":
+            hits = self.search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        return self.lexical_search(query.text or "", query.k, query.filter, k1=query.k1, b=query.b)
 
     async def aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """Async :meth:`retrieve` (by default in the bounded offload pool)."""
+        """Async :meth:`retrieve` (by default ``asearch``, or the bounded offload pool)."""
         self._check_query(query, "aretrieve")
         return await self._aretrieve(query)
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        if query.mode == "dense" and not self.native_retrieval:
+            hits = await self.asearch(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
         return await offload(self._retrieve, query)
 
     def _check_query(self, query: StoreQuery, method: str) -> None:
-        if not self.native_retrieval:
+        if query.mode == "hybrid" and not self.native_retrieval:
             raise UnsupportedOperationError(
-                f"{type(self).__name__} has no one-request retrieval; "
-                "VectorRetriever composes its search and lexical_search"
+                f"{type(self).__name__} has no one-request retrieval: {method}() serves "
+                "dense and lexical queries; VectorRetriever fuses them for hybrid"
             )
         if query.mode != "lexical":
             check_query_vector(query.vector, method)

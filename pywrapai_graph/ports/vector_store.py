@@ -12,52 +12,43 @@ from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports.call_clock import timed
-from pywrapai_graph.ports.document_checks import check_document, check_embedder, check_vectors
-from pywrapai_graph.ports.filtered_search import (
-    FilteredPages,
-    checked_filter,
-    checked_query_vectors,
-)
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import (
+    MAX_K,
     check_bm25,
     check_delete_ids,
     check_doc_id,
+    check_document,
+    check_embedder,
+    check_k,
     check_older_than,
     check_query_text,
     check_query_vector,
+    check_vectors,
     checked_chunks,
+    checked_filter,
+    checked_query_vectors,
     lexical_refusal,
+    paged,
+    settled,
 )
 from pywrapai_graph.ports.store_query import StoreRetrieval
-from pywrapai_graph.ports.store_rescoring import StoreRescoring
 from pywrapai_graph.ports.sync_async import adrive, drive
 
-__all__ = [
-    "BaseVectorStore",
-    "MetadataFilter",
-    "check_document",
-    "check_embedder",
-    "check_ids",
-    "check_vectors",
-]
+__all__ = ["BaseVectorStore", "MetadataFilter", "check_embedder"]
 
 #: Metadata equality filter: every key must be present with exactly this value.
 MetadataFilter = Mapping[str, Any]
-
-#: The distinct ids, in order; a bare ``str`` or a non-str id is refused.
-check_ids = check_delete_ids
 
 #: The public methods whose work a store supplies: each calls the primitive ``_<name>``.
 TEMPLATE_METHODS = (
     *("add", "delete", "delete_by_doc", "count", "acount", "repair"),
     *("search", "search_many", "asearch", "asearch_many", "lexical_search"),
     *("replace_document", "replace_document_vectors"),
-    *("similarities", "asimilarities", "lexical_scores"),
 )
 
 
-class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
+class BaseVectorStore(StoreRetrieval, ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector.
 
     Every backend behaves the same (docs/writing-a-store.md has the details): ``add``
@@ -76,9 +67,10 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
     then calls the store's *primitive*, the same name with a leading underscore (``search``
     calls ``_search``, ``add`` calls ``_add``); ``search``, ``search_many`` and
     ``lexical_search`` then keep only the hits equal to the filter, asking for more when a
-    full page lost some. A store implements ``_add``, ``_search``, ``clear`` and ``__len__``
-    (required) and any optional primitive (``_delete``, ``_count``, ``_search_many``, a
-    native ``_asearch``...). A store written as the reference's example defines ``add`` and
+    full page lost some. A store implements
+    ``_add``, ``_search``, ``clear`` and ``__len__`` (required) and any optional primitive
+    (``_delete``, ``_count``, ``_search_many``, ``_lexical_search``, ``_retrieve``, a native
+    ``_asearch``...). A store written as the reference's example defines ``add`` and
     ``search`` themselves: they are taken as its primitives (:meth:`__init_subclass__`).
 
     ``db_system`` names the engine on tracing spans (``db.system.name``).
@@ -208,14 +200,14 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
         """
         check_query_vector(query_vector, "search")
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        return drive(pages.collect(), lambda p: self._search_page(query_vector, p.asked, p.filter))
+        k, filter, asked = self._first_page(k, filter)
+        pages = paged(k, filter, asked)
+        return drive(pages, lambda n: self._search_page(query_vector, n, filter))
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None). The
-        base keeps the first ``k`` hits equal to the filter."""
+        """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None)."""
         raise NotImplementedError
 
     if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
@@ -231,6 +223,14 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
             return self._search(query_vector, k, filter)
         return self._search(query_vector, k)
 
+    def _first_page(
+        self, k: int, filter: MetadataFilter | None
+    ) -> tuple[int, MetadataFilter | None, int]:
+        """``k`` and the filter checked, and the first page a search asks for: ``k``, four
+        times ``k`` when a filter meets a search primitive that takes none."""
+        k, filter = check_k(k), checked_filter(filter)
+        return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
+
     def search_many(
         self,
         query_vectors: Sequence[Sequence[float]],
@@ -243,11 +243,12 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
             ValueError: as for :meth:`search`, for any of the queries.
         """
         vectors = checked_query_vectors(query_vectors)
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        batch = self._search_many(vectors, pages.asked, pages.filter) if vectors else []
+        k, filter, asked = self._first_page(k, filter)
+        batch = self._search_many(vectors, asked, filter) if vectors else []
+        pages = [settled(hits, k, filter, asked) for hits in batch]
         return [  # a query whose page lost hits to the filter is searched again alone
-            self.search(v, k, filter) if page.more() else page.best()
-            for v, page in zip(vectors, map(pages.of, batch), strict=True)
+            self.search(v, k, filter) if page is None else page
+            for v, page in zip(vectors, pages, strict=True)
         ]
 
     def _search_many(
@@ -275,17 +276,13 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
             UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
             ValueError: k < 1, k1 < 0 or b outside [0, 1].
         """
-        self._check_lexical_query(query, k1, b, "lexical_search")
-        return drive(
-            FilteredPages(k, filter).collect(),
-            lambda p: self._lexical_search(query, p.asked, p.filter, k1=k1, b=b),
-        )
-
-    def _check_lexical_query(self, query: str, k1: float, b: float, method: str) -> None:
         if not self.lexical:
-            raise lexical_refusal(type(self).__name__, method)
-        check_query_text(query, method)
+            raise lexical_refusal(type(self).__name__, "lexical_search")
+        check_query_text(query, "lexical_search")
         check_bm25(k1, b)
+        k, filter = check_k(k), checked_filter(filter)
+        pages = paged(k, filter, k)
+        return drive(pages, lambda n: self._lexical_search(query, n, filter, k1=k1, b=b))
 
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
@@ -414,10 +411,9 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
     ) -> list[ScoredChunk]:
         """Async :meth:`search`."""
         check_query_vector(query_vector, "asearch")
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        return await adrive(
-            pages.collect(), lambda p: self._asearch(query_vector, p.asked, p.filter)
-        )
+        k, filter, asked = self._first_page(k, filter)
+        pages = paged(k, filter, asked)
+        return await adrive(pages, lambda n: self._asearch(query_vector, n, filter))
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None
@@ -433,11 +429,12 @@ class BaseVectorStore(StoreRetrieval, StoreRescoring, ABC):
     ) -> list[list[ScoredChunk]]:
         """Async :meth:`search_many`."""
         vectors = checked_query_vectors(query_vectors)
-        pages = FilteredPages(k, filter, store_filters=self._search_filters)
-        batch = await self._asearch_many(vectors, pages.asked, pages.filter) if vectors else []
+        k, filter, asked = self._first_page(k, filter)
+        batch = await self._asearch_many(vectors, asked, filter) if vectors else []
+        pages = [settled(hits, k, filter, asked) for hits in batch]
         return [
-            await self.asearch(v, k, filter) if page.more() else page.best()
-            for v, page in zip(vectors, map(pages.of, batch), strict=True)
+            await self.asearch(v, k, filter) if page is None else page
+            for v, page in zip(vectors, pages, strict=True)
         ]
 
     async def _asearch_many(

@@ -8,17 +8,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
+import struct
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from pywrapai import LLM, TokenUsage
 from pywrapai_graph import DocumentPart, ImagePart, LRUResponseCache, Message, Role, TextPart
+from pywrapai_graph.adapters.llm._media import anthropic_tokens, gemini_tokens, openai_tokens
 from pywrapai_graph.application.embed_texts import estimate_tokens
+from pywrapai_graph.application.input_tokens import generic_media_tokens
 from pywrapai_graph.domain import Part
 from pywrapai_graph.errors import IncompleteStreamError, UnsupportedContentError
 from pywrapai_graph.observability import configure
@@ -200,6 +207,67 @@ def test_a_part_the_provider_cannot_take_is_refused_before_any_request(
         assert not llm.tokens.records
 
 
+def _crafted_png(width: int, height: int) -> bytes:
+    """The 33-byte attack: a PNG signature and an IHDR chunk claiming any size, no pixels."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    ihdr = b"IHDR" + header
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+
+
+CRAFTED = [(2**32 - 1, 2**32 - 1), (2**31 - 1, 1), (20_000, 20_000), (0, 480)]
+
+
+@pytest.mark.parametrize("name", sorted(WIRES))
+@pytest.mark.parametrize("size", CRAFTED)
+def test_an_image_claiming_impossible_dimensions_is_refused_before_any_request(
+    name: str, size: tuple[int, int]
+) -> None:
+    crafted = _crafted_png(*size)
+    assert len(crafted) == 33
+    part = ImagePart.from_bytes(crafted)
+    assert part.size == size
+    with WIRES[name]() as wire:
+        llm = _llm(name, wire)
+        for send in (llm.chat, llm.stream):
+            with pytest.raises(UnsupportedContentError, match="damaged or crafted") as caught:
+                send([_asked([part])])
+            assert f"{size[0]} x {size[1]} pixels" in str(caught.value)
+        assert not list(wire.chat_requests())
+        assert not llm.tokens.records
+
+
+@pytest.mark.parametrize("name", ["openai", "gemini"])
+def test_the_largest_image_a_provider_takes_has_a_bounded_estimate(name: str) -> None:
+    # 13,000 x 13,000 claims 169 MP, under the ceiling: the providers scale it down, and so
+    # does the estimate (OpenAI: 2048 x 2048, then 768 x 768: 4 tiles; Gemini: 3072 x 3072,
+    # 16 tiles)
+    image = ImagePart.from_bytes(_crafted_png(13_000, 13_000))
+    with WIRES[name]() as wire:
+        wire.cut(ScriptedReply("Alpha beta gamma delta", usage=TokenUsage(30, 7)), KEEP[name])
+        llm = _llm(name, wire)
+        with pytest.raises(IncompleteStreamError):
+            llm.stream([_asked([image])]).text()
+    [record] = llm.tokens.records
+    image_tokens = {"openai": 85 + 170 * 4, "gemini": 16 * 258}[name]
+    assert record.usage.input_tokens == estimate_tokens(["What is this?"]) + image_tokens
+
+
+_FORMULAS = {
+    "generic": (generic_media_tokens, 2048 * 2048 // 750),
+    "openai": (openai_tokens, 85 + 170 * 8),  # 2048 x 768: 4 x 2 tiles
+    "anthropic": (anthropic_tokens, math.ceil(1568 * 1568 / 750)),
+    "gemini": (gemini_tokens, 16 * 258),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_no_header_makes_an_image_estimate_absurd(width: int, height: int) -> None:
+    part = ImagePart.from_bytes(_crafted_png(width, height))
+    for formula, most in _FORMULAS.values():
+        assert 0 <= formula(part) <= most
+
+
 def test_gemini_refuses_more_than_20_mb_inline() -> None:
     big = DocumentPart.from_bytes(PDF + b"\0" * (11 * 2**20))
     with GeminiWire() as wire:
@@ -228,7 +296,8 @@ def _traced_input(capture: bool) -> str | None:
     try:
         with OpenAIWire() as wire:
             wire.reply("a cat")
-            parts = [ImagePart.from_bytes(PNG), ImagePart.from_url(URL + "?sig=s3cr3t")]
+            signed = URL.replace("://", "://reader:pw-s3cr3t@") + "?sig=s3cr3t#token=s3cr3t"
+            parts = [ImagePart.from_bytes(PNG), ImagePart.from_url(signed)]
             _llm("openai", wire).chat([_asked(parts)])
     finally:
         configure()
@@ -241,7 +310,7 @@ def test_traces_carry_no_content_by_default() -> None:
     assert _traced_input(capture=False) is None
 
 
-def test_traces_summarise_binary_parts_and_drop_url_queries() -> None:
+def test_traces_summarise_binary_parts_and_drop_url_credentials_queries_fragments() -> None:
     raw = _traced_input(capture=True)
     assert raw is not None
     assert B64_PNG not in raw and "s3cr3t" not in raw

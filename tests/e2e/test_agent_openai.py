@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from pywrapai import LLM, TokenUsage, ToolCall
 from pywrapai_graph import Agent, AgentConfig, AgentResult, GraphLLM, ToolRegistry, tool
@@ -14,6 +19,7 @@ from pywrapai_graph.errors import (
     RateLimitError,
     ResponseFormatError,
 )
+from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.wire import OpenAIWire
 
@@ -173,3 +179,88 @@ def test_an_async_run_also_carries_the_partial_run() -> None:
         assert info.value.partial.total_turns == 1
         assert len(llm.tokens) == 2
         llm.close()
+
+
+# ----------------------------------------------------------------- the reference's "raise"
+
+PW = "Hunter2-weather-pw"
+
+
+class WeatherServiceDownError(Exception):
+    """An application's own error, raised by its tool."""
+
+
+@tool
+def get_weather_or_fail(city: str) -> str:
+    """Get the current weather for a city."""
+    try:
+        raise ConnectionRefusedError("port 5432")
+    except ConnectionRefusedError as exc:
+        raise WeatherServiceDownError(f"postgresql://app:{PW}@db/weather down ({city})") from exc
+
+
+@pytest.mark.parametrize("entry", ["run", "arun"])
+def test_under_raise_the_tools_own_exception_reaches_the_caller(
+    entry: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    spans = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(spans))
+    configure(tracer_provider=tracing, capture_content=True)
+    try:
+        with OpenAIWire() as wire, caplog.at_level(logging.DEBUG):
+            wire.reply(
+                ScriptedReply(
+                    tool_calls=[ToolCall("call_1", "get_weather_or_fail", {"city": "London"})],
+                    usage=TokenUsage(120, 30),
+                ),
+                "never asked for",
+            )
+            llm = LLM(
+                provider="openai",
+                model="gpt-4o-mini",
+                api_key="test",
+                base_url=wire.base_url,
+                max_retries=0,
+            )
+            registry = ToolRegistry()
+            registry.register(get_weather_or_fail)
+            graph = GraphLLM(llm=llm).with_system_prompt("Always call a tool.")
+            agent = Agent(graph, registry, AgentConfig(max_turns=4, tool_error_policy="raise"))
+            try:
+                if entry == "run":
+                    agent.run("What's the weather in London?")
+                else:
+                    asyncio.run(agent.arun("What's the weather in London?"))
+            except WeatherServiceDownError as exc:  # the application catches its own error
+                caught = exc
+            else:
+                pytest.fail("the tool's exception did not propagate")
+            assert len(wire.requests) == 1  # the model never saw the failure
+            llm.close()
+    finally:
+        configure()
+    assert str(caught) == f"postgresql://app:{PW}@db/weather down (London)"  # its own text
+    assert isinstance(caught.__cause__, ConnectionRefusedError)  # and its own chain
+    assert caught.__context__ is caught.__cause__
+    partial = caught.partial  # type: ignore[attr-defined]
+    assert isinstance(partial, AgentResult)
+    assert partial.total_turns == 1
+    assert partial.total_cost_usd == pytest.approx((120 * 0.15 + 30 * 0.60) / 1e6)
+    assert any("'get_weather_or_fail'" in note for note in caught.__notes__)
+    # spans and logs saw only our typed error, redacted
+    traced = "\n".join(
+        json.dumps(dict(s.attributes or {}), default=str)
+        + "".join(json.dumps(dict(e.attributes or {}), default=str) for e in s.events)
+        for s in spans.get_finished_spans()
+    )
+    assert PW not in traced + caplog.text
+    assert "postgresql://app:***@db/weather down (London)" in traced
+    assert "WeatherServiceDownError" not in traced
+    types = {
+        e.attributes["exception.type"]
+        for s in spans.get_finished_spans()
+        for e in s.events
+        if e.attributes and "exception.type" in e.attributes
+    }
+    assert types == {"pywrapai_graph.errors.ToolExecutionError"}

@@ -79,9 +79,9 @@ class StatementCounter:
         untyped = True
         try:
             while data := client.recv(65536):
-                server.sendall(data)
-                buffer += data
+                buffer += data  # counted before it is passed on: the reply cannot come first
                 buffer, untyped = self._parse(buffer, untyped)
+                server.sendall(data)
         except OSError:
             pass
         finally:

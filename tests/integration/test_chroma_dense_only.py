@@ -1,7 +1,7 @@
 """Chroma is dense only (issue 34 item 5): chromadb 1.5.9 serves no ranked text index outside
 Chroma Cloud, so lexical and hybrid retrieval are refused with a typed error naming the stores
 that have them — by the store, by a retriever at construction, by the settings before any
-store is built — and a dense retrieval is one ``query`` plus one records read on the wire."""
+store is built — and a dense retrieval is one ``query`` on the wire."""
 
 from __future__ import annotations
 
@@ -133,11 +133,11 @@ def chroma_proxy(chroma_url: str) -> Iterator[CountingProxy]:
     proxy.stop()
 
 
-def test_a_dense_retrieval_is_a_query_and_one_records_read_on_the_wire(
+def test_a_dense_retrieval_is_one_query_on_the_wire(
     chroma_proxy: CountingProxy, tmp_path: Path
 ) -> None:
-    """Sync and async, with a filter: the chunks' ``query`` and one read of their documents'
-    records (their committed versions), which carries the embedder identity; no count first."""
+    """Sync and async, with a filter: the chunks' ``query`` alone (its ``where`` keeps the
+    shown chunks, its hits carry the embedder identity); no count first, no records read."""
     url = f"http://127.0.0.1:{chroma_proxy.server.server_address[1]}"
     store = ChromaVectorStore(url=url, collection=name_for(tmp_path, "d"))
     retriever = VectorRetriever(FeatureHashingEmbedder(), store, k=3)
@@ -154,12 +154,11 @@ def test_a_dense_retrieval_is_a_query_and_one_records_read_on_the_wire(
         await store.aclose()
 
     asyncio.run(both())
-    # a filter that leaves no hit needs no records read
-    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "get", "query"]
+    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "query"]
     chroma_proxy.requests.clear()
     assert retriever.retrieve("shock")[0].chunk.doc_id == "doc-a"
     assert retriever.retrieve("shock", filter=part) == []
-    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "get", "query"]
+    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "query"]
     store.close()
 
 

@@ -83,11 +83,6 @@ def test_chunks_score_with_their_document_as_designed(store: BaseVectorStore) ->
     store.add(corpus)
     for query in QUERIES:
         _assert_exact(_ranking(store, query), fielded_reference(corpus, query)[:10])
-    # hybrid re-scoring gives the same combined scores
-    want = dict(fielded_reference(corpus, QUERIES[0]))
-    got = store.lexical_scores(QUERIES[0], [c.id for c in corpus[:25]])
-    assert got == pytest.approx({i: s for i, s in want.items() if i in got}, rel=1e-6)
-    assert set(got) == {c.id for c in corpus[:25]} & set(want)
 
 
 def test_a_chunk_of_a_document_about_the_query_outranks_the_same_chunk_elsewhere(
@@ -273,11 +268,7 @@ def test_chroma_refuses_lexical_search_naming_the_stores_that_have_it(tmp_path: 
     try:
         store.add(lexical_corpus(dim=8))
         assert not store.lexical
-        for refused in (
-            lambda: store.lexical_search(QUERIES[0], 10),
-            lambda: store.lexical_scores(QUERIES[0], ["lex-000"]),
-        ):
-            with pytest.raises(UnsupportedOperationError, match=r"PostgreSQL.*SQLite, Qdrant"):
-                refused()
+        with pytest.raises(UnsupportedOperationError, match=r"PostgreSQL.*SQLite, Qdrant"):
+            store.lexical_search(QUERIES[0], 10)
     finally:
         store.close()

@@ -20,7 +20,7 @@ from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
 from pywrapai_graph.testing.contracts.store_data import manifest_for
-from tests.integration.bm25_documents import chunk_bm25, expected_ranking, expected_scores
+from tests.integration.bm25_documents import chunk_bm25, expected_ranking
 
 pytestmark = pytest.mark.integration
 DIM = 16
@@ -104,11 +104,6 @@ def test_scores_are_chunk_plus_weighted_document_bm25(pg_url: str, admin: Any, t
     assert ranking(store, QUERIES[0], k1=0.9, b=0.4) == expected(corpus, QUERIES[0], k1=0.9, b=0.4)
     odd = {"part": "odd"}
     assert ranking(store, QUERIES[1], filter=odd) == expected(corpus, QUERIES[1], filter=odd)
-    # re-scoring (hybrid) gives each chunk the same combined score
-    want = expected_scores(corpus, QUERIES[1])
-    ids = [c.id for c in corpus[::3]] + ["no-such-id"]
-    got = store.lexical_scores(QUERIES[1], ids)
-    assert got == pytest.approx({i: want[i] for i in ids if i in want}, rel=1e-12)
     assert_statistics_exact(admin, table)
     store.close()
 
@@ -334,9 +329,6 @@ def test_another_process_changes_the_document_statistics_of_the_next_query(
     run_in_another_process(pg_url, table, "replace", new)
     live = [c for c in live if c.doc_id != "doc-2"] + new
     assert ranking(store, query) == expected(live, query)
-    assert store.lexical_scores(query, ["doc-1-more", "new-0"]) == pytest.approx(
-        {"new-0": expected_scores(live, query)["new-0"]}, rel=1e-12
-    )
     assert_statistics_exact(admin, table)
     store.close()
 

@@ -18,15 +18,18 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import Chunk, PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import analyse
+from pywrapai_graph.adapters.vectorstores.postgres.rows import analyse
 from pywrapai_graph.errors import StoreTimeoutError
 from tests.integration.pg_wire import StatementCounter
 
 pytestmark = pytest.mark.integration
 
 DIM = 16
-#: The upsert of one slice (one statement) starts with this.
-UPSERT = "WITH moved AS"
+
+
+def copies(sent: list[str]) -> int:
+    """The slices among the statements ``sent``: each upserts its chunks in one statement."""
+    return sum(s.startswith("WITH moved AS") for s in sent)
 
 
 class HoldingProxy(StatementCounter):
@@ -109,7 +112,7 @@ def test_a_write_of_several_statement_timeouts_succeeds_in_bounded_statements(
     took = time.monotonic() - started
     sent = proxy.take()
     assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"  # one transaction
-    slices = sum(s.startswith(UPSERT) for s in sent)
+    slices = copies(sent)
     assert slices >= 4, (slices, took)
 
     assert len(store) == 3000
@@ -149,7 +152,7 @@ def test_a_later_slice_that_fails_leaves_nothing_of_the_write(
     assert "statement_timeout (800 ms)" in message
     assert "the transaction was rolled back: nothing of this call was applied" in message
     assert "may have been applied" not in message
-    assert sum(s.startswith(UPSERT) for s in proxy.take()) >= 2  # failed mid-way
+    assert copies(proxy.take()) >= 2  # failed mid-way
 
     assert len(store) == 1
     assert rows(admin, f"SELECT count(*) FROM {table}__terms WHERE chunk_id <> %s", "c1999") == [
@@ -165,7 +168,7 @@ def test_a_later_slice_that_fails_leaves_nothing_of_the_write(
 @pytest.mark.parametrize(
     ("hold_after", "applied"),
     [
-        (lambda sent: sum(s.startswith(UPSERT) for s in sent) == 2, False),
+        (lambda sent: copies(sent) == 2, False),
         (lambda sent: bool(sent) and sent[-1] == "COMMIT", True),
     ],
     ids=["mid-write", "commit"],

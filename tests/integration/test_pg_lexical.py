@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.bm25 import bm25_params, bm25_query
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.bm25 import statement, statement_params
 from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
 from tests.integration.bm25_documents import expected_ranking
 
@@ -203,12 +203,11 @@ def test_a_query_reads_the_postings_of_its_terms_not_the_tables(
     plans = []
     with admin.cursor() as cur:
         cur.execute(f'VACUUM ANALYZE "{table}", "{table}__terms", "{table}__doclen"')
-        terms, counts = query_terms("zeppelin")
-        for keep, extra in ((None, []), (_sql().SQL("metadata @> %s::jsonb"), ['{"x": 1}'])):
-            statement = bm25_query(_sql(), table, keep).as_string(cur)
+        query = StoreQuery("lexical", 3, text="zeppelin")
+        for keep, extra in ((None, []), ("metadata @> %s::jsonb", ['{"x": 1}'])):
+            text = statement(_sql(), table, "lexical", "rescored", keep).as_string(cur)
             cur.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
-                bm25_params(terms, counts, 1.2, 0.75, extra, 3),
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + text, statement_params(query, extra, None)
             )
             plans.append(cur.fetchone()[0][0]["Plan"])
     for plan, hits in zip(plans, (3, 0), strict=True):

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pywrapai_graph import Chunk, Chunker, Document, Embedder
-from pywrapai_graph.adapters.vectorstores.postgres.store import COPY_MIN_ROWS, PGVectorStore
+from pywrapai_graph import Chunk, Chunker, Document, Embedder, PGVectorStore
 from pywrapai_graph.application.ingest_documents import IngestDocuments
 from tests.integration.test_server_stores import name_for
 
@@ -68,11 +67,11 @@ def test_bulk_load_into_an_empty_table_builds_hnsw_once_with_the_same_results(
 
 def test_copy_path_upserts_and_a_filled_table_keeps_its_index(pg_url: str, tmp_path: Path) -> None:
     store = PGVectorStore(pg_url, table_name=name_for(tmp_path, "copy"), dimension=8)
-    first = chunks(COPY_MIN_ROWS, 8, seed=2, text="old")
+    first = chunks(500, 8, seed=2, text="old")
     store.add(first)  # one COPY batch
-    again = chunks(COPY_MIN_ROWS + 10, 8, seed=3, text="new")
+    again = chunks(500 + 10, 8, seed=3, text="new")
     store.add(again)  # the same ids replaced, ten more added
-    assert len(store) == COPY_MIN_ROWS + 10
+    assert len(store) == 500 + 10
     assert store.search(again[3].embedding or [], k=1)[0].chunk.text == "new ünï 3 \u2603"
     hnsw = f"{store._table}_hnsw"
     with store.bulk_load():

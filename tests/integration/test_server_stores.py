@@ -118,11 +118,16 @@ def test_pg_one_round_trip_per_batch(pg_store1: PGVectorStore) -> None:
             statements.append(str(query))
             return super().execute(query, vars)
 
+        def copy_expert(self, query: object, file: object, *args: object) -> object:
+            statements.append(str(query))
+            return super().copy_expert(query, file, *args)
+
     conn.cursor_factory = Tracing
     pg_store.add(make_chunks(500, 8))
-    inserts = [s for s in statements if "INSERT INTO" in s]
-    assert len([s for s in inserts if "__terms" not in s]) == 1  # the chunks: one statement
-    assert len(inserts) == 2  # their lexical postings: one more
+    copies = [s for s in statements if s.startswith("COPY")]
+    assert len([s for s in copies if "__terms" not in s]) == 1  # the chunks: one COPY
+    assert len([s for s in statements if "INSERT INTO" in s]) == 1  # and one upsert
+    assert len(copies) == 2  # their lexical postings: one more
     assert len(pg_store) == 500
 
 

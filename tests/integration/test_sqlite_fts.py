@@ -127,7 +127,8 @@ def _old_release_file(path: Path, corpus: list[Chunk]) -> None:
     ]
     for name in sorted(names, key=lambda n: "vocab" not in n):  # vocabularies first
         conn.execute(f'DROP TABLE "{name}"')
-    conn.execute('DROP TABLE "vector_chunks__doc_keys"')
+    for name in ("vector_chunks__doc_keys", "vector_chunks__chunk_docs"):
+        conn.execute(f'DROP TABLE "{name}"')
     conn.commit()
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     conn.close()

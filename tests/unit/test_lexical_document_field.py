@@ -7,15 +7,19 @@ see ``_lexical_index``'s docstring.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pywrapai_graph import InMemoryVectorStore
 from pywrapai_graph.adapters.sources.beir import load_beir
 from pywrapai_graph.adapters.vectorstores.kit.lexical_index import LexicalIndex
 from pywrapai_graph.application.chunker import Chunker
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT as W
+from pywrapai_graph.application.text_analysis import document_parts
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus, reference_bm25
 from pywrapai_graph.testing.contracts.store_data import manifest_for
@@ -128,3 +132,45 @@ def test_a_chunkers_overlap_counts_once_in_the_document_field() -> None:
             if c.id in chunk_scores
         }
         assert got == pytest.approx(want, rel=1e-9)
+
+
+def _overlap_by_definition(before: str, text: str) -> int:
+    """The definition: the longest start of ``text``, short of all of it, ending ``before``."""
+    for size in range(min(len(before), len(text) - 1), 0, -1):
+        if before.endswith(text[:size]):
+            return size
+    return 0
+
+
+# few letters, so that overlaps, repeats and periodic texts are common
+_TEXTS = st.text(alphabet="ab c", max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_TEXTS, st.sampled_from("DE")), max_size=8))
+def test_document_parts_drop_exactly_the_overlap_by_its_definition(
+    chunks: list[tuple[str, str]],
+) -> None:
+    texts, doc_ids = [t for t, _ in chunks], [d for _, d in chunks]
+    previous: dict[str, str] = {}
+    want = []
+    for text, doc_id in chunks:
+        before = previous.get(doc_id)
+        want.append(text[_overlap_by_definition(before, text) :] if before else text)
+        previous[doc_id] = text
+    assert document_parts(texts, doc_ids) == want
+
+
+def test_two_long_chunks_of_one_document_are_added_in_linear_time() -> None:
+    # The attack: two 800k-character chunks of one document that share no overlap made the
+    # old search try every length (7.3 s per add); the issue asks for well under a second.
+    words = " ".join(f"w{i}" for i in range(120_000))
+    first, second = words[:800_000], "x" + words[1:800_000]
+    started = time.monotonic()
+    assert document_parts([first, second], ["D", "D"]) == [first, second]
+    periodic = "ab" * 400_000
+    assert document_parts([periodic + "c", periodic], ["D", "D"])[1] == periodic
+    store = InMemoryVectorStore()
+    store.add([_chunk("c1", "D", first), _chunk("c2", "D", second)])
+    assert store.count() == 2
+    assert time.monotonic() - started < 5.0  # a generous deadline, not a benchmark

@@ -14,9 +14,8 @@ from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmb
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, UnsupportedOperationError
 from pywrapai_graph.ports.identity_probe import report_identity
-from pywrapai_graph.ports.store_query import StoreQuery, StoreRetrieval
+from pywrapai_graph.ports.store_query import Fusion, StoreQuery, StoreRetrieval
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
-from pywrapai_graph.testing.contracts.one_request import composed_retrieval
 
 
 class _Fixed:
@@ -31,7 +30,7 @@ class _Fixed:
 
 
 class OneRequestStore(InMemoryVectorStore):
-    """Answers a whole query by composing its parts, and counts what it was asked."""
+    """The in-memory one pass, counting what it was asked."""
 
     def __init__(self, recorded: EmbedderIdentity | None = None) -> None:
         super().__init__()
@@ -40,7 +39,7 @@ class OneRequestStore(InMemoryVectorStore):
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         self.asked.append(query)
-        hits = composed_retrieval(self, query)
+        hits = super()._retrieve(query)
         report_identity(self.recorded)  # what the engine read in the request
         return hits
 
@@ -65,7 +64,7 @@ def test_the_retriever_hands_the_store_one_query(mode: str) -> None:
     assert (asked.mode, asked.k, asked.fusion, asked.min_score) == (mode, 2, "rescored", 0.0)
     assert (asked.text is None) == (mode == "dense")
     assert (asked.vector is None) == (mode == "lexical")
-    assert hits == composed_retrieval(store, asked)
+    assert hits == InMemoryVectorStore._retrieve(store, asked)
     assert asyncio.run(retriever.aretrieve("refunds")) == retriever.retrieve("refunds")
     assert len(store.asked) == 3
 
@@ -83,14 +82,20 @@ class _Composed(InMemoryVectorStore):
     """An in-memory store without its one-pass ``retrieve``."""
 
     _retrieve = StoreRetrieval._retrieve
+    _aretrieve = StoreRetrieval._aretrieve
 
 
-def test_a_store_without_it_refuses_and_is_composed() -> None:
+def test_a_store_without_it_serves_each_side_and_the_retriever_fuses() -> None:
     store = _Composed()
     store.add(_corpus())
     assert not store.native_retrieval
+    dense = StoreQuery("dense", 2, [1.0, 0.0, 0.5], min_score=0.9)
+    assert store.retrieve(dense) == [h for h in store.search([1.0, 0.0, 0.5], 2) if h.score >= 0.9]
+    assert asyncio.run(store.aretrieve(dense)) == store.retrieve(dense)
+    lexical = StoreQuery("lexical", 2, text="refunds receipt")
+    assert store.retrieve(lexical) == store.lexical_search("refunds receipt", 2)
     with pytest.raises(UnsupportedOperationError, match="one-request retrieval"):
-        store.retrieve(StoreQuery("dense", 2, [1.0, 0.0, 0.5]))
+        store.retrieve(StoreQuery("hybrid", 2, [1.0, 0.0, 0.5], "refunds"))
     hits = Retriever(_Fixed([1.0, 0.0, 0.5]), store, k=2, mode="hybrid").retrieve("refunds")
     assert [h.chunk.id for h in hits][:1] == ["c0"]
 
@@ -105,10 +110,12 @@ def test_malformed_queries_are_refused() -> None:
 
 
 @pytest.mark.parametrize("fusion", ["rescored", "rrf", "weighted"])
-def test_the_in_memory_one_pass_is_the_composed_retrieval(fusion: str) -> None:
-    """Through the retriever: one ``retrieve`` call on the in-memory store gives what the
-    retriever composes from the same store's parts (search, lexical_search, similarities,
-    lexical_scores), with and without a filter."""
+def test_the_in_memory_one_pass_fuses_as_the_retriever_does(fusion: Fusion) -> None:
+    """Through the retriever: one ``retrieve`` call on the in-memory store gives the fusion
+    the retriever computes from the same store's two sides (``rrf`` and ``weighted`` need
+    no other score: the same list; ``rescored`` re-scores the one-sided candidates, which
+    only the one pass can, so the two sides fuse as ``weighted`` with its weights), with
+    and without a filter."""
     embedder = FeatureHashingEmbedder(32)
     chunks = [
         Chunk(c.text, doc_id=c.doc_id, metadata=c.metadata, id=c.id, embedding=v)
@@ -120,9 +127,12 @@ def test_the_in_memory_one_pass_is_the_composed_retrieval(fusion: str) -> None:
     for store in (one, composed):
         store.add(chunks)
     assert one.native_retrieval and not composed.native_retrieval
-    options: dict[str, Any] = {"mode": "hybrid", "fusion": fusion, "candidates": 7, "k": 5}
+    options: dict[str, Any] = {"mode": "hybrid", "candidates": 7, "k": 5, "rrf_k": 20}
+    native: dict[str, Any] = {"fusion": fusion}
+    if fusion == "rescored":
+        native = {"fusion": "weighted", "weights": (0.6, 0.4)}
     for query, where in ((QUERIES[0], None), (QUERIES[1], {"part": "even"})):
-        got = Retriever(embedder, one, **options).retrieve(query, filter=where)
-        want = Retriever(embedder, composed, **options).retrieve(query, filter=where)
-        assert [(h.chunk.id, h.score) for h in got] == [(h.chunk.id, h.score) for h in want]
+        got = Retriever(embedder, one, **options, **native).retrieve(query, filter=where)
+        want = Retriever(embedder, composed, **options, fusion=fusion).retrieve(query, filter=where)
         assert got and all(h.chunk.metadata.get("part") == "even" for h in got if where)
+        assert [(h.chunk.id, h.score) for h in got] == [(h.chunk.id, h.score) for h in want]

@@ -12,7 +12,8 @@ import pytest
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.errors import PyWrapAIError, VectorStoreError
-from pywrapai_graph.redaction import RedactedError, redact, scrubbed
+from pywrapai_graph.redaction import MASK, RedactedError, bare_url, redact, scrubbed
+from tests.secret_forms import FORMS, GITHUB
 
 PW = "Hunter2-pw"
 
@@ -45,9 +46,33 @@ def test_redact_masks_every_form(text: str, kept: str) -> None:
     assert kept in out
 
 
-def test_redact_leaves_ordinary_text_alone() -> None:
-    text = "max_tokens=5, k=3, table 'docs', http://localhost:8000/api/v1 tokens: 12"
+@pytest.mark.parametrize(("text", "secret", "kept"), FORMS)
+def test_redact_masks_secrets_in_every_common_form(text: str, secret: str, kept: str) -> None:
+    out = redact(text)
+    assert secret not in out
+    assert kept in out and MASK in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens=5, k=3, table 'docs', http://localhost:8000/api/v1 tokens: 12",
+        "chunk 3f2504e0-4f89-11d3-9a0c-0305e82c3301 of doc 9b74c9897bac770ffc029102a200c5de",
+        "commit 0123456789abcdef0123456789abcdef01234567 at 2026-12-07T07:30:37Z",
+        "pywrapai_graph.adapters.vectorstores.qdrant.store.QdrantVectorStore.add failed",
+        "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 (0 bytes)",
+        "output_tokens: 12, input_tokens: 30, cache_read_tokens: 0",
+    ],
+)
+def test_redact_leaves_ordinary_text_alone(text: str) -> None:
     assert redact(text) == text
+
+
+def test_an_image_url_keeps_only_its_scheme_host_and_path() -> None:
+    url = f"https://user:{PW}@cdn.example.com/cat.png?sig={PW}#access_token={PW}"
+    assert bare_url(url) == "https://cdn.example.com/cat.png"
+    assert bare_url(f"https://{GITHUB}@cdn.example.com/a.png") == "https://cdn.example.com/a.png"
+    assert bare_url(f"https://u:{PW}/x@host/p.png") == "https://u:***@host/p.png"
 
 
 def test_known_secrets_are_masked_also_percent_encoded() -> None:

@@ -9,11 +9,15 @@ from typing import Any
 import pytest
 
 from pywrapai_graph.application.tools import ToolRegistry
-from pywrapai_graph.application.tools.remote_schema import lower_schema
+from pywrapai_graph.application.tools.remote_schema import (
+    MAX_SCHEMA_DEPTH,
+    SchemaLimitError,
+    lower_schema,
+)
 from pywrapai_graph.application.tools.remote_tools import remote_tools
 from pywrapai_graph.domain import ToolCall
 from pywrapai_graph.domain.remote_tool import RemoteToolSpec
-from pywrapai_graph.errors import InvalidStateError, ToolArgumentsError
+from pywrapai_graph.errors import InvalidStateError, ToolArgumentsError, ToolServerError
 from pywrapai_graph.ports.tool_server import ToolServer
 
 PYDANTIC_STYLE = {
@@ -141,3 +145,59 @@ def test_names_are_lowered_to_what_every_provider_accepts() -> None:
     first, second = remote_tools(server, prefix="fs-")
     assert (first.name, len(second.name)) == ("fs-files_read_v2", 64)
     assert asyncio.run(first.ainvoke({})) == "files.read/v2:[]"  # called by its own name
+
+
+def exponential(depth: int) -> dict[str, Any]:
+    """``depth`` definitions, each referring twice to the next: 2**depth copies inlined."""
+    defs: dict[str, Any] = {f"L{depth}": {"type": "string"}}
+    for level in range(depth):
+        ref = {"$ref": f"#/$defs/L{level + 1}"}
+        defs[f"L{level}"] = {"type": "object", "properties": {"a": ref, "b": ref}}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/L0"}}, "$defs": defs}
+
+
+def test_repeated_references_are_bounded_in_size() -> None:
+    assert lower_schema(exponential(8))["properties"]["x"]["properties"]["a"]["type"] == "object"
+    with pytest.raises(SchemaLimitError, match="more than 20,000 keywords and values"):
+        lower_schema(exponential(30))
+
+
+def test_a_large_value_inlined_many_times_counts_every_copy() -> None:
+    """Four references to a definition whose enum has 6,000 values: 24,000 copies."""
+    schema = {
+        "type": "object",
+        "$defs": {"Big": {"enum": list(range(6_000))}},
+        "properties": {k: {"$ref": "#/$defs/Big"} for k in "abcd"},
+    }
+    with pytest.raises(SchemaLimitError):
+        lower_schema(schema)
+    del schema["properties"]["d"]  # type: ignore[attr-defined]
+    assert len(lower_schema(schema)["properties"]["c"]["enum"]) == 6_000
+
+
+def test_a_long_chain_of_references_is_bounded_in_depth() -> None:
+    defs: dict[str, Any] = {f"D{i}": {"$ref": f"#/$defs/D{i + 1}"} for i in range(40)}
+    defs["D40"] = {"type": "object", "properties": {"v": {"$ref": "#/$defs/D0"}}}
+    chain = {"type": "object", "properties": {"p": {"$ref": "#/$defs/D0"}}, "$defs": defs}
+    assert lower_schema(chain)["properties"]["p"]["properties"]["v"] == {"type": "object"}
+    nested: dict[str, Any] = {"type": "string"}
+    for _ in range(MAX_SCHEMA_DEPTH + 1):
+        nested = {"type": "array", "items": nested}
+    with pytest.raises(SchemaLimitError, match=f"deeper than {MAX_SCHEMA_DEPTH} levels"):
+        lower_schema({"type": "object", "properties": {"n": nested}})
+
+
+def test_a_tool_whose_schema_is_over_the_limits_fails_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = FakeServer(
+        [RemoteToolSpec("bomb", "Hostile.", exponential(30)), RemoteToolSpec("fine", "", {})]
+    )
+    bomb, fine = remote_tools(server)
+    assert "over the limits" in caplog.text
+    assert bomb.description == "Hostile."
+    with pytest.raises(ToolServerError, match="listed tool 'bomb' with an input schema") as info:
+        bomb.invoke({"x": 1})
+    assert (info.value.server, info.value.tool) == ("fake", "bomb")
+    assert server.calls == []
+    assert asyncio.run(fine.ainvoke({})) == "fine:[]"

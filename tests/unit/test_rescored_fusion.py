@@ -66,8 +66,7 @@ def test_rescored_scores_are_the_weighted_min_max_of_both_scores() -> None:
     assert [h.chunk.id for h in dense] == ["a", "c"]
     assert [h.chunk.id for h in lexical] == ["b", "d"]
     cosines = {"a": 0.95, "b": 0.93, "c": 0.94, "d": 0.10}
-    assert r.store.similarities(vector, ["b", "d"]) == pytest.approx({"b": 0.93, "d": 0.10})
-    bm25 = r.store.lexical_scores("panel flutter", list(cosines))
+    bm25 = {h.chunk.id: h.score for h in r.store.lexical_search("panel flutter", k=5)}
     assert set(bm25) == {"b", "d"}  # a and c share no term: no score
     got = {h.chunk.id: h.score for h in r.retrieve("panel flutter", k=4)}
     w_dense, w_lexical = DEFAULT_RESCORED_WEIGHTS

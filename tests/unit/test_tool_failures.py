@@ -25,13 +25,13 @@ from pywrapai_graph.errors import (
     ProviderUnavailableError,
     PyWrapAIError,
     ToolArgumentsError,
-    ToolExecutionError,
     ToolResultTooLargeError,
     ToolTimeoutError,
 )
 from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedChatModel
 from pywrapai_graph.testing.scripted import ScriptedReply
+from tests.secret_forms import FORMS
 
 PW = "Hunter2-tool-pw"
 DSN = f"postgresql://app:{PW}@db.internal:5432/orders"
@@ -151,26 +151,43 @@ def test_rejected_argument_values_stay_out_of_spans(spans: Spans) -> None:
     assert ARG_SECRET in sent_to_model(fake)  # the model learns what it got wrong
 
 
-def test_policy_raise_raises_our_error_with_a_redacted_chain(
+def test_policy_raise_raises_the_tools_own_error_and_traces_ours(
     spans: Spans, caplog: pytest.LogCaptureFixture
 ) -> None:
-    agent, _ = agent_with(
+    agent, fake = agent_with(
         [call("lookup_order", order_id="A-1")],
         lookup_order,
         config=AgentConfig(tool_error_policy="raise"),
     )
-    with pytest.raises(ToolExecutionError) as info:
+    with caplog.at_level(logging.DEBUG), pytest.raises(ConnectionError) as info:
         agent.run("where is A-1?")
     error = info.value
-    assert error.tool == "lookup_order"
-    assert error.original_type == "builtins.ConnectionError"
+    assert PW in str(error)  # the application's own exception, in its own process
     assert error.__context__ is None
-    with caplog.at_level(logging.ERROR):
-        logging.getLogger("test").error("run failed", exc_info=error)
-    assert "ConnectionError" in caplog.text and PW not in caplog.text
-    assert PW not in spans.text()
+    assert error.partial.total_turns == 1  # type: ignore[attr-defined]
+    assert len(fake.requests) == 1
+    assert PW not in spans.text() + caplog.text
     run_events = spans.exception_events("invoke_agent pywrapai.Agent")
     assert run_events == [{"exception.type": "pywrapai_graph.errors.ToolExecutionError"}]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), FORMS)
+def test_secrets_in_every_form_stay_out_of_the_model_spans_and_logs(
+    text: str, secret: str, kept: str, spans: Spans, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy to a target."""
+        raise PermissionError(f"deploy to {target} failed: {text}")
+
+    configure(tracer_provider=spans.provider, capture_content=True)
+    agent, fake = agent_with([call("deploy", target="prod"), "it failed"], deploy)
+    with caplog.at_level(logging.DEBUG):
+        agent.run("deploy")
+    to_model = sent_to_model(fake)
+    assert to_model.startswith("Error: deploy to prod failed")
+    assert kept in to_model
+    assert secret not in to_model + spans.text() + caplog.text
 
 
 def test_registry_execute_returns_the_redacted_error() -> None:
@@ -325,12 +342,12 @@ def test_agent_errors_carry_the_steps_so_far_under_every_policy(policy: Any) -> 
         config=AgentConfig(tool_error_policy=policy),
         respond=provider_down,
     )
-    with pytest.raises(PyWrapAIError) as info:
+    with pytest.raises(ConnectionError if policy == "raise" else PyWrapAIError) as info:
         agent.run("go")
-    partial = info.value.partial
+    partial = info.value.partial  # type: ignore[attr-defined]
     assert partial is not None
-    if policy == "raise":
-        assert isinstance(info.value, ToolExecutionError)
+    if policy == "raise":  # the tool's own exception
+        assert isinstance(info.value, ConnectionError)
         assert [s.tool_calls[0].name for s in partial.steps] == ["get_weather"]
     else:
         assert isinstance(info.value, ProviderUnavailableError)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 
+from pywrapai_graph.application.input_tokens import fitted
 from pywrapai_graph.domain import DocumentPart, ImagePart, Message, TextPart
 from pywrapai_graph.errors import UnsupportedContentError
 
 __all__ = [
+    "MAX_IMAGE_PIXELS",
     "anthropic_tokens",
     "data_url",
     "gemini_tokens",
@@ -34,14 +36,34 @@ def media_parts(messages: Sequence[Message]) -> Iterator[tuple[int, Media]]:
                 yield i, part
 
 
-def refuse(provider: str, messages: Sequence[Message], why: Refusal) -> None:
-    """Raise for the first part ``provider`` cannot take, before any request is sent.
+#: The most pixels an image may claim, whatever the provider. OpenAI and Gemini document no
+#: pixel limit (they scale an image down: OpenAI to fit 2048 x 2048 and 768 px on its short
+#: side, Gemini to fit 3072 x 3072) and Anthropic refuses more than 8000 px a side; beyond
+#: Pillow's decompression-bomb limit (twice its ``MAX_IMAGE_PIXELS``, 89,478,485) the
+#: decoders image services use refuse a file, so a header claiming more is crafted or broken.
+MAX_IMAGE_PIXELS = 178_956_970
+
+
+def _undecodable(part: Media) -> str | None:
+    size = part.size if isinstance(part, ImagePart) else None
+    if size is None or (min(size) >= 1 and size[0] * size[1] <= MAX_IMAGE_PIXELS):
+        return None
+    return (
+        f"its header claims {size[0]} x {size[1]} pixels; an image has at least one and at "
+        f"most {MAX_IMAGE_PIXELS:,} pixels, so the file is damaged or crafted: send it "
+        "re-encoded, scaled down"
+    )
+
+
+def refuse(provider: str, messages: Sequence[Message], why: Refusal | None = None) -> None:
+    """Raise for the first part ``provider`` cannot take, before any request is sent: an
+    image of no pixels or more than :data:`MAX_IMAGE_PIXELS`, or what ``why`` refuses.
 
     Raises:
         UnsupportedContentError: names the message, the part and what to do instead.
     """
     for i, part in media_parts(messages):
-        reason = why(part)
+        reason = _undecodable(part) or (why(part) if why is not None else None)
         if reason is not None:
             raise UnsupportedContentError(
                 f"{provider} cannot take {part!r} (messages[{i}]): {reason}"
@@ -51,13 +73,6 @@ def refuse(provider: str, messages: Sequence[Message], why: Refusal) -> None:
 def data_url(part: Media) -> str:
     """The part's bytes as a ``data:`` URL."""
     return f"data:{part.media_type};base64,{part.base64()}"
-
-
-def _fit(size: tuple[int, int], longest: int) -> tuple[float, float]:
-    """``size`` scaled down (never up) so its longer side is at most ``longest``."""
-    width, height = size
-    scale = min(1.0, longest / max(width, height, 1))
-    return width * scale, height * scale
 
 
 def _counted(
@@ -78,7 +93,7 @@ _ANTHROPIC_IMAGE_MAX = 1_590
 
 
 def _anthropic_image(size: tuple[int, int]) -> int:
-    width, height = _fit(size, 1568)
+    width, height = fitted(size, 1568)
     return max(1, math.ceil(width * height / 750))
 
 
@@ -95,11 +110,9 @@ _OPENAI_URL = 765
 
 
 def _openai_image(size: tuple[int, int]) -> int:
-    width, height = _fit(size, 2048)
-    shorter = min(width, height)
-    if shorter > 768:
-        width, height = width * 768 / shorter, height * 768 / shorter
-    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)
+    width, height = fitted(size, 2048)
+    scale = min(1.0, 768 / max(1, min(width, height)))
+    return 85 + 170 * math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
 
 
 def openai_tokens(part: Media) -> int:
@@ -107,15 +120,16 @@ def openai_tokens(part: Media) -> int:
     return _counted(part, page=500 + _OPENAI_URL, unsized=_OPENAI_URL, image=_openai_image)
 
 
-# Gemini: 258 tokens for an image with both sides <= 384 px, else 258 per 768 x 768 tile;
-# 258 tokens per PDF page.
+# Gemini: images are scaled down to fit 3072 x 3072; then 258 tokens for an image with both
+# sides <= 384 px, else 258 per 768 x 768 tile; 258 tokens per PDF page.
 _GEMINI_UNIT = 258
 
 
 def _gemini_image(size: tuple[int, int]) -> int:
     if max(size) <= 384:
         return _GEMINI_UNIT
-    return math.ceil(size[0] / 768) * math.ceil(size[1] / 768) * _GEMINI_UNIT
+    width, height = fitted(size, 3072)
+    return math.ceil(width / 768) * math.ceil(height / 768) * _GEMINI_UNIT
 
 
 def gemini_tokens(part: Media) -> int:

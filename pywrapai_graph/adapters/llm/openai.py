@@ -15,7 +15,7 @@ from pywrapai_graph.adapters._provider_payload import (
     parse_arguments,
 )
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
-from pywrapai_graph.adapters.llm._media import data_url, openai_tokens
+from pywrapai_graph.adapters.llm._media import data_url, openai_tokens, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
@@ -166,6 +166,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
+        refuse(_PROVIDER, request.messages)
         params: dict[str, Any] = {
             "model": request.model,
             "messages": [_message(m) for m in request.messages],

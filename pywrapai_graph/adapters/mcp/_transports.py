@@ -7,15 +7,16 @@ import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
+from pywrapai_graph.adapters.mcp._guard import Guard, guarded
+from pywrapai_graph.adapters.mcp._stdio import bounded_stdio
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.redaction import redact
 
 try:
     import httpx2
     from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as exc:  # this module loads only when an MCP server is configured
     raise MissingExtraError("mcp", "mcp") from exc
@@ -61,9 +62,12 @@ Target = StdioTarget | HttpTarget
 
 
 @contextlib.asynccontextmanager
-async def connected(target: Target) -> AsyncIterator[Client]:
+async def connected(target: Target, max_reply_bytes: int) -> AsyncIterator[tuple[Client, Guard]]:
     """An initialized MCP client session with ``target``, closed (its process stopped and
-    reaped, its HTTP session ended) on exit."""
+    reaped, its HTTP session ended) on exit, and the guard of its messages; a reply is read
+    up to ``max_reply_bytes`` (a stdio server's line by our reader, an HTTP server's event
+    by the SDK's, its JSON body by :class:`_BoundedJson`)."""
+    guard = Guard(verbatim=isinstance(target, StdioTarget))
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(target, StdioTarget):
             params = StdioServerParameters(
@@ -72,16 +76,59 @@ async def connected(target: Target) -> AsyncIterator[Client]:
                 env=dict(target.env) or None,
                 cwd=target.cwd,
             )
-            transport = stdio_client(params, errlog=_server_errlog(stack))
+            transport = bounded_stdio(params, _server_errlog(stack), max_reply_bytes, guard)
         else:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
                     headers=dict(target.headers),
                     timeout=httpx2.Timeout(target.timeout_s, read=300.0),
+                    transport=_BoundedJson(max_reply_bytes),
                 )
             )
-            transport = streamable_http_client(target.url, http_client=http)
-        yield await stack.enter_async_context(Client(transport, mode="legacy"))
+            transport = streamable_http_client(
+                target.url, http_client=http, max_sse_event_size=max_reply_bytes
+            )
+        client = await stack.enter_async_context(Client(guarded(transport, guard), mode="legacy"))
+        try:
+            yield client, guard
+        finally:
+            guard.ended = True  # before the SDK fails the calls still in flight
+
+
+class _BoundedJson(httpx2.AsyncBaseTransport):
+    """HTTP whose JSON bodies are read up to ``limit`` bytes (the SDK reads them whole; its
+    SSE events it bounds itself): a longer one fails its read with ``StreamError``, which
+    the SDK reports as an unreadable reply (the guard makes it ``ReplyTooLarge``)."""
+
+    def __init__(self, limit: int) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            response.stream = _Bounded(response.stream, self._limit)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._limit:
+                raise httpx2.StreamError(f"a reply over the {self._limit} byte limit")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def _server_errlog(stack: contextlib.AsyncExitStack) -> TextIO:

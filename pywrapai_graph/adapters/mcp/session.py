@@ -9,6 +9,14 @@ gone) fails that call with :class:`ToolServerError` and the session is wound dow
 so no process is left unreaped; the next call connects again (a stdio server is started
 again once the dead process was reaped).
 
+A hostile or broken server cannot make calls wait for their timeout: replies are read up to
+``max_reply_bytes`` (a longer one fails its call with ``ToolResultTooLargeError``), and a
+reply the protocol does not allow fails the call it was meant for at once (see
+:mod:`._guard`). After a call that timed out or was answered badly, the next call first
+pings the server; one that does not answer within ``_PROBE_S`` (stuck on the abandoned
+call) is stopped and started again. A JSON-RPC error is the server's answer
+(``RemoteToolError``) and the session stays.
+
 Secrets (header and environment values) never reach a repr, a log record or an error: the
 errors carry the SDK's message redacted, with these values masked.
 """
@@ -23,6 +31,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from pywrapai_graph.adapters.mcp._guard import DamagedReply, Guard, ReplyTooLarge
 from pywrapai_graph.adapters.mcp._loop_thread import LoopThread
 from pywrapai_graph.adapters.mcp._results import result_text
 from pywrapai_graph.adapters.mcp._transports import HttpTarget, StdioTarget, Target, connected
@@ -32,6 +41,7 @@ from pywrapai_graph.errors import (
     MissingExtraError,
     PyWrapAIError,
     RemoteToolError,
+    ToolResultTooLargeError,
     ToolServerError,
 )
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
@@ -57,6 +67,11 @@ _MAX_PAGES = 100
 #: seconds :meth:`MCPSession.close` waits for the SDK's shutdown (stdin closed, then
 #: SIGTERM, then SIGKILL: about 4 s at worst for a stdio server that ignores all three)
 _CLOSE_TIMEOUT_S = 10.0
+#: bytes of one reply read at most (a stdio server's line): beyond, the call fails at once
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+#: seconds a suspect session (a call abandoned or answered badly) has to answer a ping
+#: before the next call: a server still stuck on that call is stopped and started again
+_PROBE_S = 2.0
 
 
 class MCPSession(ToolServer):
@@ -67,16 +82,28 @@ class MCPSession(ToolServer):
         target: how to reach it.
         connect_timeout_s: seconds :meth:`open` waits for the server to start, answer the
             handshake and list its tools.
+        max_reply_bytes: bytes of one reply (a stdio server's line) read at most: a longer
+            one is cut there and its call fails at once with ``ToolResultTooLargeError``.
     """
 
-    def __init__(self, name: str, target: Target, *, connect_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: Target,
+        *,
+        connect_timeout_s: float = 30.0,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ) -> None:
         self._name = name
         self._target = target
         self._secrets = target.secrets()
         self._connect_timeout_s = connect_timeout_s
+        self._max_reply_bytes = max_reply_bytes
         self._lock = threading.Lock()
         self._runner: LoopThread | None = None
         self._client: Client | None = None  # read and written on the runner's loop only
+        self._guard = Guard()  # the current connection's (runner's loop only)
+        self._suspect = False  # a call was abandoned or answered badly: ping before the next
         self._stop: asyncio.Event | None = None  # set: the serving task leaves the session
         self._serving: asyncio.Task[None] | None = None
         self._giving_up: anyio.CancelScope | None = None  # cancelled: the serving task gives up
@@ -204,9 +231,9 @@ class MCPSession(ToolServer):
         # cancellation only; a Task.cancel() would cut it short and leave the child unreaped.
         with anyio.CancelScope() as self._giving_up:
             try:
-                async with connected(self._target) as client:
+                async with connected(self._target, self._max_reply_bytes) as (client, guard):
                     tools = await self._list(client)
-                    self._client = client
+                    self._client, self._guard, self._suspect = client, guard, False
                     _settle(ready, tools)
                     await self._stop.wait()
             except BaseException as exc:  # an exception group, a cancellation...
@@ -270,7 +297,10 @@ class MCPSession(ToolServer):
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
-                raise  # our caller cancelled (a timeout): the call was cancelled there too
+                # our caller gave up (a timeout): the call is cancelled there too, but the
+                # server may be stuck on it; marked now, before the caller's next call
+                self._suspect = True
+                raise
             raise self._lost(tool, "the session was closed or lost during the call") from None
 
     def _unavailable(self, tool: str) -> ToolServerError:
@@ -291,7 +321,8 @@ class MCPSession(ToolServer):
         )
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        client = self._client or await self._reconnect()
+        client = await self._usable()
+        guard = self._guard
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:  # typed below, outside this block: not even its __context__
@@ -305,41 +336,74 @@ class MCPSession(ToolServer):
                     server=self._name,
                 )
             return result_text(result)
-        raise self._call_error(tool, failure)
+        lost = isinstance(failure, MCPError) and failure.code == mcp_types.CONNECTION_CLOSED
+        if lost and not guard.ended:  # the server's error, or the SDK's for a lost stream?
+            lost = not guard.verbatim and not await self._answers(client)
+        raise self._call_error(tool, failure, lost)
 
-    async def _reconnect(self) -> Client:
-        """Connect again after the server went away (a stdio server is started again, once
-        the previous process was reaped); concurrent callers share one reconnection.
+    async def _usable(self) -> Client:
+        """The session's client: a suspect session's server must answer a ping first, a
+        session that ended is started again; concurrent callers share one of each.
 
         Raises:
             ToolServerError: the server could not be started or reached in time.
         """
+        if self._client is not None and not self._suspect:
+            return self._client
         self._restart = self._restart or asyncio.Lock()
         async with self._restart:
-            if self._client is not None:
-                return self._client
-            if self._serving is not None:
-                await asyncio.wait({self._serving})
-            ready: Ready = concurrent.futures.Future()
-            self._serving = asyncio.get_running_loop().create_task(self._serve(ready))
-            try:
-                await self._await_or_close(ready)
-            except TimeoutError:
-                if self._giving_up is not None:  # the new task's: it started before this timeout
-                    self._giving_up.cancel()
-                raise self._timed_out() from None
-            _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
-            self._gone = ""
-            return self._connected_client()
+            if self._client is not None and self._suspect:
+                await self._probe(self._client)
+            return self._client or await self._reconnect()
+
+    @staticmethod
+    async def _answers(client: Client) -> bool:
+        """Whether the server answers a ping within ``_PROBE_S``."""
+        with anyio.move_on_after(_PROBE_S), contextlib.suppress(Exception):
+            await client.session.send_ping()
+            return True
+        return False
+
+    async def _probe(self, client: Client) -> None:
+        """Keep a suspect session if its server answers a ping in time, else end it (a
+        server stuck on an abandoned call would make every next call wait)."""
+        if await self._answers(client):
+            self._suspect = False
+            return
+        _log.info("MCP server %r: no answer to a ping after a failed call; restarting", self._name)
+        self._gone = self._gone or "it stopped answering"
+        self._guard.stuck = True
+        self._end_session()
+
+    async def _reconnect(self) -> Client:
+        """Connect again after the session ended (a stdio server is started again, once
+        the previous process was reaped); called under ``self._restart``."""
+        if self._serving is not None:
+            await asyncio.wait({self._serving})
+        ready: Ready = concurrent.futures.Future()
+        self._serving = asyncio.get_running_loop().create_task(self._serve(ready))
+        try:
+            await self._await_or_close(ready)
+        except TimeoutError:
+            if self._giving_up is not None:  # the new task's: it started before this timeout
+                self._giving_up.cancel()
+            raise self._timed_out() from None
+        _log.info("MCP server %r: connected again (%s)", self._name, self._gone)
+        self._gone = ""
+        return self._connected_client()
 
     def _connected_client(self) -> Client:
         client = self._client
         assert client is not None  # set by _serve before it settles ``ready``
         return client
 
-    def _call_error(self, tool: str, exc: Exception) -> PyWrapAIError:
-        """Our error for what the SDK raised during a call (the SDK's own kept redacted)."""
-        if isinstance(exc, MCPError) and exc.code != mcp_types.CONNECTION_CLOSED:
+    def _call_error(self, tool: str, exc: Exception, lost: bool) -> PyWrapAIError:
+        """Our error for what the SDK raised during a call (the SDK's own kept redacted);
+        ``lost``: the connection ended (a server may answer with the SDK's "connection
+        closed" code too: then its error is its answer)."""
+        if isinstance(exc, MCPError) and isinstance(exc.data, DamagedReply):
+            return self._damaged(tool, exc.data)
+        if isinstance(exc, MCPError) and not lost:
             return RemoteToolError(
                 f"MCP server {self._name!r} refused the call to {tool!r}: "
                 f"{redact(exc.message, self._secrets)}",
@@ -358,6 +422,26 @@ class MCPSession(ToolServer):
         error.__cause__ = scrubbed(exc, self._secrets)
         return error
 
+    def _damaged(self, tool: str, damage: DamagedReply) -> PyWrapAIError:
+        """A reply cut at the read limit, or one that broke the protocol: the session
+        stays, but the server must answer a ping before the next call."""
+        self._suspect = True
+        if isinstance(damage, ReplyTooLarge):
+            return ToolResultTooLargeError(tool, damage.size, damage.limit)
+        return ToolServerError(
+            f"MCP server {self._name!r} broke the protocol while calling {tool!r}: it sent "
+            f"{damage}; the call may or may not have run",
+            server=self._name,
+            tool=tool,
+        )
+
+    def _end_session(self) -> None:
+        """End the session now; the next call connects again once it has ended (the SDK
+        stops and reaps a stdio server's process)."""
+        self._client = None
+        if self._stop is not None:
+            self._stop.set()
+
     def _wind_down(
         self, tool: str, why: str, cause: BaseException | None = None
     ) -> ToolServerError:
@@ -365,9 +449,7 @@ class MCPSession(ToolServer):
         error = self._lost(tool, why)
         if cause is not None:
             error.__cause__ = scrubbed(cause, self._secrets)
-        self._client = None  # the next call connects again, once this session has ended
-        if self._stop is not None:
-            self._stop.set()
+        self._end_session()
         return error
 
 

@@ -30,6 +30,7 @@ from pywrapai_graph.domain import (
 )
 from pywrapai_graph.domain.events import LLMCallEvent
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.redaction import bare_url
 
 __all__ = [
     "genai_attributes",
@@ -70,11 +71,12 @@ def genai_attributes(operation: str, provider: str, model: str) -> dict[str, Att
 
 def _part_summary(part: Part) -> dict[str, Any]:
     """A part as traced with content capture on: text as is; an image or document by its
-    type, size and digest (never its bytes); a URL without its query (which may sign it)."""
+    type, size and digest (never its bytes); a URL without its credentials, query and
+    fragment."""
     if isinstance(part, TextPart):
         return {"type": "text", "content": part.text}
     if isinstance(part, ImagePart) and part.url is not None:
-        return {"type": "uri", "modality": "image", "uri": part.url.split("?", 1)[0]}
+        return {"type": "uri", "modality": "image", "uri": bare_url(part.url)}
     data = part.data or b""
     return {
         "type": "blob",

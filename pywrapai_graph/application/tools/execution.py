@@ -63,12 +63,17 @@ class ToolLimits:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """One call's text for the model, or its typed failure, with its timing."""
+    """One call's text for the model, or its typed failure, with its timing.
+
+    ``raised`` is the exception the tool itself raised when ``error`` stands in for it: only
+    the agent's "raise" policy hands it on, to the application that called the run.
+    """
 
     call: ToolCall
     timing: ToolTiming
     content: str = ""
     error: PyWrapAIError | None = None
+    raised: Exception | None = None
 
 
 def format_tool_output(value: Any) -> str:
@@ -136,6 +141,7 @@ class _Attempt:
         self._started = 0.0
         self._content = ""
         self._error: PyWrapAIError | None = None
+        self._raised: Exception | None = None
 
     def __enter__(self) -> _Attempt:
         self._started = time.perf_counter()
@@ -156,15 +162,16 @@ class _Attempt:
         if exc is not None and not isinstance(exc, Exception):  # cancelled, interrupted
             self._observation.__exit__(kind, exc, tb)
             return False
-        if exc is not None:
+        if isinstance(exc, Exception):
             self._error = _typed(self.tool, exc)
+            self._raised = None if self._error is exc else exc
         error = self._error
         self._observation.__exit__(type(error) if error else None, error, None)
         return True
 
     def outcome(self) -> ToolOutcome:
         timing = ToolTiming(self.call.id, self.call.name, self._started, time.perf_counter())
-        return ToolOutcome(self.call, timing, self._content, self._error)
+        return ToolOutcome(self.call, timing, self._content, self._error, self._raised)
 
 
 def execute_tool(

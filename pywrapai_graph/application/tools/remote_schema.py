@@ -9,76 +9,123 @@ references inlined, ``X | None`` as ``X`` (the argument is then simply not requi
 ``Optional[X]`` in ``@tool``), one ``type`` per schema, ``anyOf`` for alternatives, ``enum``
 for a constant. Keywords with no meaning to a model (``title``, ``$schema``, ``$id``,
 ``$comment``) are dropped; everything else is kept for the provider converters to filter.
+
+Inlining is bounded: a few KB of definitions that each refer twice to the next inline to
+an exponential size, so the lowered schema may nest at most :data:`MAX_SCHEMA_DEPTH` levels
+and hold at most :data:`MAX_SCHEMA_NODES` keywords and values, or lowering stops at once
+with :class:`SchemaLimitError`. A recursive reference (a tree) becomes a plain object.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["lower_schema"]
+from pywrapai_graph.errors import InvalidArgumentError
+
+__all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "SchemaLimitError", "lower_schema"]
 
 _DROPPED = frozenset({"title", "$schema", "$id", "$comment", "$defs", "definitions"})
 _NULL = {"type": "null"}
-#: how deep references are followed before a (recursive) one becomes a plain object
-_MAX_DEPTH = 32
+#: schema levels the lowered schema may nest (references inlined)
+MAX_SCHEMA_DEPTH = 64
+#: keywords and values the lowered schema may hold (references inlined)
+MAX_SCHEMA_NODES = 20_000
+
+
+class SchemaLimitError(InvalidArgumentError):
+    """A schema that would nest too deep or grow too large once its references are inlined."""
 
 
 def lower_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` (an object's argument schema) in the neutral shape; the input is unchanged."""
+    """``schema`` (an object's argument schema) in the neutral shape; the input is unchanged.
+
+    Raises:
+        SchemaLimitError: inlined, it would nest deeper than :data:`MAX_SCHEMA_DEPTH` or
+            hold more than :data:`MAX_SCHEMA_NODES` keywords and values.
+    """
     defs: dict[str, Any] = {}
     for key in ("definitions", "$defs"):
         found = schema.get(key)
         if isinstance(found, Mapping):
             defs.update({f"#/{key}/{name}": sub for name, sub in found.items()})
-    lowered = _lower(schema, defs, ())
+    lowered = _Lowering(defs).lower(schema, (), 0)
     lowered["type"] = "object"
     lowered.setdefault("properties", {})
     return lowered
 
 
-def _lower(
-    schema: Mapping[str, Any], defs: Mapping[str, Any], seen: tuple[str, ...]
-) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        return _resolved(schema, ref, defs, seen)
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _DROPPED:
-            continue
-        if key == "properties" and isinstance(value, Mapping):
-            out[key] = {name: _lower_any(sub, defs, seen) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
-            out[key] = _lower(value, defs, seen)
-        elif key in ("anyOf", "oneOf") and isinstance(value, list):
-            out.setdefault("anyOf", []).extend(_lower_any(sub, defs, seen) for sub in value)
-        elif key == "allOf" and isinstance(value, list):
-            out.setdefault("allOf", []).extend(_lower_any(sub, defs, seen) for sub in value)
-        elif key == "const":
-            out["enum"] = [copy.deepcopy(value)]
+class _Lowering:
+    """One schema's lowering: its definitions, and what it has produced so far."""
+
+    def __init__(self, defs: Mapping[str, Any]) -> None:
+        self._defs = defs
+        self._nodes = 0
+
+    def _charge(self, nodes: int, depth: int) -> None:
+        self._nodes += nodes
+        if self._nodes > MAX_SCHEMA_NODES:
+            raise SchemaLimitError(
+                f"the schema inlines to more than {MAX_SCHEMA_NODES:,} keywords and values "
+                "(references repeated)"
+            )
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaLimitError(
+                f"the schema nests deeper than {MAX_SCHEMA_DEPTH} levels (references inlined)"
+            )
+
+    def lower(self, schema: Mapping[str, Any], seen: tuple[str, ...], depth: int) -> dict[str, Any]:
+        self._charge(1 + len(schema), depth)
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            return self._resolved(schema, ref, seen, depth)
+        out: dict[str, Any] = {}
+        below = depth + 1
+        for key, value in schema.items():
+            if key in _DROPPED:
+                continue
+            if key == "properties" and isinstance(value, Mapping):
+                out[key] = {n: self._any(sub, seen, below) for n, sub in value.items()}
+            elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+                out[key] = self.lower(value, seen, below)
+            elif key in ("anyOf", "oneOf") and isinstance(value, list):
+                out.setdefault("anyOf", []).extend(self._any(sub, seen, below) for sub in value)
+            elif key == "allOf" and isinstance(value, list):
+                out.setdefault("allOf", []).extend(self._any(sub, seen, below) for sub in value)
+            elif key == "const":
+                out["enum"] = [self._copy(value, below)]
+            else:
+                out[key] = self._copy(value, below)
+        return _simplified(out)
+
+    def _any(self, value: Any, seen: tuple[str, ...], depth: int) -> Any:
+        return (
+            self.lower(value, seen, depth)
+            if isinstance(value, Mapping)
+            else self._copy(value, depth)
+        )
+
+    def _copy(self, value: Any, depth: int) -> Any:
+        """A deep copy of a JSON value, charged to the budget."""
+        self._charge(1, depth)
+        if isinstance(value, Mapping):
+            return {k: self._copy(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._copy(v, depth + 1) for v in value]
+        return value
+
+    def _resolved(
+        self, schema: Mapping[str, Any], ref: str, seen: tuple[str, ...], depth: int
+    ) -> dict[str, Any]:
+        """The referenced schema inlined, the referring schema's own keywords (a description,
+        a default) on top; a recursive or unknown reference becomes a plain object."""
+        target = self._defs.get(ref)
+        if not isinstance(target, Mapping) or ref in seen:
+            inlined: dict[str, Any] = {"type": "object"}
         else:
-            out[key] = copy.deepcopy(value)
-    return _simplified(out)
-
-
-def _lower_any(value: Any, defs: Mapping[str, Any], seen: tuple[str, ...]) -> Any:
-    return _lower(value, defs, seen) if isinstance(value, Mapping) else copy.deepcopy(value)
-
-
-def _resolved(
-    schema: Mapping[str, Any], ref: str, defs: Mapping[str, Any], seen: tuple[str, ...]
-) -> dict[str, Any]:
-    """The referenced schema inlined, the referring schema's own keywords (a description,
-    a default) on top; a recursive or unknown reference becomes a plain object."""
-    target = defs.get(ref)
-    if not isinstance(target, Mapping) or ref in seen or len(seen) >= _MAX_DEPTH:
-        inlined: dict[str, Any] = {"type": "object"}
-    else:
-        inlined = _lower(target, defs, (*seen, ref))
-    rest = _lower({k: v for k, v in schema.items() if k != "$ref"}, defs, seen)
-    return _simplified({**inlined, **rest})
+            inlined = self.lower(target, (*seen, ref), depth)
+        rest = self.lower({k: v for k, v in schema.items() if k != "$ref"}, seen, depth)
+        return _simplified({**inlined, **rest})
 
 
 def _simplified(schema: dict[str, Any]) -> dict[str, Any]:

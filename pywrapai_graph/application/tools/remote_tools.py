@@ -7,18 +7,26 @@ against the lowered schema before anything is sent, the call is bounded by the t
 ``execute_tool`` span, and its failures go to the agent's ``tool_error_policy``. ``fn``
 carries a signature made from the schema's properties, so an unknown or a missing argument
 is caught here, not by the server.
+
+A tool whose schema is over the lowering's limits (a few KB of ``$ref``s can inline to an
+exponential size, see :mod:`~pywrapai_graph.application.tools.remote_schema`) is still
+listed, with no arguments: calling it fails with a :class:`ToolServerError` that names the
+server and the tool (logged once as a warning when the tool is made), so one hostile tool
+neither hangs the listing nor takes its server's other tools away.
 """
 
 from __future__ import annotations
 
 import inspect
 import keyword
+import logging
 import re
 from typing import Any
 
-from pywrapai_graph.application.tools.remote_schema import lower_schema
+from pywrapai_graph.application.tools.remote_schema import SchemaLimitError, lower_schema
 from pywrapai_graph.application.tools.tool import Tool
 from pywrapai_graph.domain.remote_tool import RemoteToolSpec
+from pywrapai_graph.errors import ToolServerError
 from pywrapai_graph.ports.tool_server import ToolServer
 
 __all__ = ["model_tool_name", "remote_tool", "remote_tools"]
@@ -26,6 +34,9 @@ __all__ = ["model_tool_name", "remote_tool", "remote_tools"]
 #: what OpenAI and Anthropic accept as a tool name (Gemini accepts a superset)
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
+#: the arguments of a tool whose own schema could not be lowered: any (the call fails anyway)
+_ANY_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": True}
+_log = logging.getLogger(__name__)
 
 
 def model_tool_name(name: str) -> str:
@@ -70,11 +81,19 @@ def remote_tool(
     timeout_s: float | None = None,
     max_result_bytes: int | None = None,
 ) -> Tool:
-    """The :class:`Tool` that calls ``spec`` on ``server``."""
-    parameters = lower_schema(spec.input_schema)
+    """The :class:`Tool` that calls ``spec`` on ``server``; one that fails with a
+    :class:`ToolServerError` when ``spec``'s schema is over the lowering's limits."""
     remote_name, name = spec.name, model_tool_name(prefix + spec.name)
+    why = ""
+    try:
+        parameters = lower_schema(spec.input_schema)
+    except SchemaLimitError as exc:
+        why, parameters = str(exc), dict(_ANY_ARGUMENTS)
+        _log.warning("%s", _unusable(server, remote_name, why))
 
     async def call_remote(**arguments: Any) -> str:
+        if why:
+            raise _unusable(server, remote_name, why)
         return await server.acall(remote_name, arguments)
 
     call_remote.__name__ = call_remote.__qualname__ = name
@@ -86,6 +105,15 @@ def remote_tool(
         fn=call_remote,
         timeout_s=timeout_s,
         max_result_bytes=max_result_bytes,
+    )
+
+
+def _unusable(server: ToolServer, tool: str, why: str) -> ToolServerError:
+    return ToolServerError(
+        f"MCP server {server.name!r} listed tool {tool!r} with an input schema over the "
+        f"limits: {why}; the tool cannot be called",
+        server=server.name,
+        tool=tool,
     )
 
 

@@ -56,7 +56,6 @@ from pywrapai_graph.testing.contracts.documents import DocumentContract
 from pywrapai_graph.testing.contracts.hostile_inputs import HostileInputContract
 from pywrapai_graph.testing.contracts.lexical_quality import LexicalQualityContract
 from pywrapai_graph.testing.contracts.one_request import OneRequestContract
-from pywrapai_graph.testing.contracts.rescoring import RescoringContract
 from pywrapai_graph.testing.contracts.scoped_views import ScopedViewContract
 from pywrapai_graph.testing.contracts.store_data import (
     WordEmbedder,
@@ -73,7 +72,6 @@ class VectorStoreContract(
     DeletionContract,
     DocumentContract,
     AsyncTwinsContract,
-    RescoringContract,
     OneRequestContract,
     LexicalQualityContract,
     HostileInputContract,

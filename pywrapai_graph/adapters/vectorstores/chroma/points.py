@@ -1,5 +1,6 @@
 """How the Chroma store lays chunks out: each chunk's metadata as JSON and again flattened
-for Chroma's ``where`` filters, and the hits and stored copies read back."""
+for Chroma's ``where`` filters, whether it is hidden (a version not committed, or replaced)
+and the embedder recorded when it was written; and the hits and stored copies read back."""
 
 from __future__ import annotations
 
@@ -15,20 +16,21 @@ from pywrapai_graph.ports.store_inputs import canonical_json
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import GetResult, Include, Metadata, QueryResult
+    from chromadb.api.types import GetResult, Include, QueryResult
 
 __all__ = [
     "DOC",
+    "EMBEDDER",
+    "HIDDEN",
     "HITS",
     "chunk_metadata",
     "chunk_of",
-    "hit",
-    "hits_of",
+    "found_of",
     "ids_where",
     "paged_chunks",
     "pages",
     "stored_of",
-    "where_filter",
+    "visible_where",
 ]
 
 _PAGE = 5000  # chunks per request of a paged read
@@ -39,6 +41,10 @@ FIELD = "m."  # scalar metadata values, flattened for Chroma's where filters
 # lists and None as canonical JSON text: Chroma cannot match either by equality
 JSON_FIELD = "j."
 SCALARS = (str, int, float, bool)
+#: True on a chunk no reader may see (absent on chunks written before this key existed)
+HIDDEN = "pywrapai_hidden"
+#: the embedder identity recorded when the chunk was written ("" for none)
+EMBEDDER = "pywrapai_embedder"
 
 HITS: Include = ["documents", "metadatas", "distances"]
 
@@ -52,12 +58,6 @@ def chunk_of(engine_id: str, text: str | None, meta: Any) -> tuple[Chunk, str]:
         id=str(meta.get(ID_KEY, engine_id)),
     )
     return chunk, str(meta.get(VERSION_KEY, ""))
-
-
-def hit(engine_id: str, text: str | None, meta: Any, score: float) -> Hit:
-    """One hit (with its chunk version) from a chunk's stored text and metadata."""
-    chunk, version = chunk_of(engine_id, text, meta)
-    return ScoredChunk(chunk, score), version
 
 
 def pages(collection: Collection, include: Include, where: Any = None) -> Iterator[GetResult]:
@@ -82,8 +82,9 @@ def paged_chunks(collection: Collection, where: Any) -> list[tuple[Chunk, str]]:
     ]
 
 
-def hits_of(result: QueryResult) -> list[list[Hit]]:
-    """Each query's hits (with their chunk versions) from one ``query`` result."""
+def found_of(result: QueryResult) -> tuple[list[list[Hit]], str]:
+    """Each query's hits (with their chunk versions) from one ``query`` result, and an
+    embedder identity (JSON) one of them was written under ("" when none was)."""
     rows = zip(
         result["ids"],
         result.get("documents") or [],
@@ -91,13 +92,15 @@ def hits_of(result: QueryResult) -> list[list[Hit]]:
         result.get("distances") or [],
         strict=True,
     )
-    return [
-        [
-            hit(chunk_id, doc, meta, min(1.0 - float(distance), 1.0))
-            for chunk_id, doc, meta, distance in zip(*row, strict=True)
-        ]
-        for row in rows
-    ]
+    stamp = ""
+    hits: list[list[Hit]] = []
+    for row in rows:
+        hits.append([])
+        for chunk_id, doc, meta, distance in zip(*row, strict=True):
+            chunk, version = chunk_of(chunk_id, doc, meta)
+            hits[-1].append((ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), version))
+            stamp = stamp or str(meta.get(EMBEDDER) or "")
+    return hits, stamp
 
 
 def ids_where(ids: Sequence[str]) -> Any:
@@ -105,19 +108,18 @@ def ids_where(ids: Sequence[str]) -> Any:
     return {ID_KEY: {"$in": list(ids)}}
 
 
-def where_filter(filter: MetadataFilter | None) -> Any:
-    clauses: list[dict[str, Any]] = []
+def visible_where(filter: MetadataFilter | None) -> Any:
+    """The ``where`` of the visible chunks ``filter`` keeps."""
+    clauses: list[dict[str, Any]] = [{HIDDEN: {"$ne": True}}]
     for key, value in (filter or {}).items():
         if isinstance(value, SCALARS):
             clauses.append({FIELD + key: value})
         else:  # a list or None: the canonical JSON text written next to it
             clauses.append({JSON_FIELD + key: canonical_json(value)})
-    if not clauses:
-        return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def chunk_metadata(chunk: Chunk) -> Metadata:
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
     out: dict[str, Any] = {META: metadata_json(chunk), DOC: chunk.doc_id}
     for key, value in chunk.metadata.items():
         if isinstance(value, SCALARS):

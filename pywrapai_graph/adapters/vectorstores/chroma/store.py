@@ -30,36 +30,30 @@ from pywrapai_graph.adapters.vectorstores.chroma.handle import FollowingHandle
 from pywrapai_graph.adapters.vectorstores.chroma.points import (
     DOC,
     HITS,
-    chunk_metadata,
-    hits_of,
+    found_of,
     ids_where,
     paged_chunks,
     stored_of,
-    where_filter,
+    visible_where,
 )
 from pywrapai_graph.adapters.vectorstores.chroma.records import ChromaRecords
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
     WriteLock,
-    check_room,
     nearly_full,
-    subfolder_bytes,
 )
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     Matrix,
-    PreparedBatch,
     prepare_batch,
+    prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
-    ID_KEY,
-    VERSION_KEY,
     Hit,
     StoredChunk,
-    VersionedDocuments,
-    engine_id,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidStateError,
@@ -68,6 +62,7 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_inputs import lexical_refusal
 from pywrapai_graph.ports.store_query import StoreQuery
@@ -102,18 +97,23 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
-class ChromaVectorStore(ChromaRecords, VersionedDocuments):
+class ChromaVectorStore(ChromaRecords):
     """Chroma collection in cosine space; embeddings always passed explicitly.
 
     Chroma's default embedding function (which downloads a model) is never used, and its
     telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
     ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
     nothing through versions and records kept in a second collection, ``<collection>.docs``
-    (see ``versioned``). Dense only: chromadb 1.5.9 serves no ranked text index outside
-    Chroma Cloud (a sparse index is refused, ``search()`` is not implemented locally), so
-    ``lexical`` is False and lexical or hybrid retrieval raise
-    :class:`UnsupportedOperationError`. A retrieval is one ``query`` of the chunks and one
-    read of their documents' records (their committed versions and the embedder).
+    (see ``versioned``), and a flag on each chunk: a new version is written hidden and,
+    once its record is committed, one ``update`` (one log submission, so readers see all of
+    it or none) shows it and hides every other version, which is then deleted. A crash
+    before that ``update`` leaves the old version shown (the open's recovery, or
+    ``repair`` on a server, finishes it). Dense only: chromadb 1.5.9 serves no ranked text
+    index outside Chroma Cloud (a sparse index is refused, ``search()`` is not implemented
+    locally), so ``lexical`` is False and lexical or hybrid retrieval raise
+    :class:`UnsupportedOperationError`. A retrieval is one ``query``: its ``where`` keeps
+    the shown chunks only, and the hits carry the embedder recorded when they were written
+    (when none does, the retriever asks for it).
 
     Embedded mode is one process at a time: Chroma's ``PersistentClient`` loads the folder
     once and never sees another process's writes, so the first store of a process holds the
@@ -311,41 +311,6 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
                     found.update((c.engine_id, c) for c in stored_of(got))
         return list(found.values())
 
-    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        if not batch.ids:
-            return
-        metadatas: list[Any] = [
-            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v}
-            for c, v in zip(batch.chunks, versions, strict=True)
-        ]
-        ids = [engine_id(c.id, v) for c, v in zip(batch.chunks, versions, strict=True)]
-        self._check_room(batch)
-        with self._errors():
-            limit = int(self._client.get_max_batch_size())
-            for start in range(0, len(ids), limit):
-                end = start + limit
-                self._collection.upsert(
-                    ids=ids[start:end],
-                    embeddings=batch.vectors[start:end],
-                    documents=[c.text for c in batch.chunks[start:end]],
-                    metadatas=metadatas[start:end],
-                )
-        self._dim = int(batch.vectors.shape[1])
-
-    def _check_room(self, batch: PreparedBatch) -> None:
-        """Embedded mode: refuse a write the disk may not hold, before Chroma starts it.
-
-        Chroma does not survive running out of room mid-write (its index files are left
-        cut short and the folder no longer opens), so a write needs room for a rewrite of
-        the index segments plus a generous share per chunk (log, metadata, text index).
-        """
-        if self._file_lock is None:
-            return
-        folder = self._file_lock.path.parent
-        text = sum(len(c.text.encode()) for c in batch.chunks)
-        per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
-        check_room(folder, subfolder_bytes(folder) + len(batch.ids) * per_chunk + 8 * text)
-
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         with self._errors():
             for start in range(0, len(ids), 500):
@@ -355,7 +320,7 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
         if not filter:
             return len(self)
         with self._lock, self._errors():
-            return len(self._committed(paged_chunks(self._collection, where_filter(filter))))
+            return len(paged_chunks(self._collection, visible_where(filter)))
 
     # ------------------------------------------------------------------ port
     def _add(self, chunks: Sequence[Chunk]) -> None:
@@ -366,29 +331,62 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
             self._add_versioned(batch)
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        return where_filter(filter)
+        return visible_where(filter)
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        # chromadb 1.5.9 answers an n_results above the collection's count with what it
-        # holds, so no count is asked first (``_available`` stays None)
         return self._query_many([query], n, selector)[0]
 
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``query`` request for every query (rows of one float32 matrix); the hits'
+        embedder is told to the caller's identity probe."""
+        # chromadb 1.5.9 answers an n_results above the collection's count with what it
+        # holds, so no count is asked first
+        with self._errors():
+            result = self._collection.query(
+                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+            )
+        return _reported(result)
+
+    def _search(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        return self._search_many([query_vector], k, filter)[0]
+
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        """One ``query`` for the batch: its ``where`` keeps the shown chunks only."""
+        with self._lock:
+            if self._known_dim() is None or not query_vectors:
+                return [[] for _ in query_vectors]
+            queries = [prepare_query(q, self._dim) for q in query_vectors]
+            found = self._query_many(queries, k, visible_where(filter))
+        return [[h for h, _ in hits] for hits in found]
+
+    async def _asearch(
+        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        return (await self._asearch_many([query_vector], k, filter))[0]
+
+    async def _asearch_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        if not self._native_async:
+            return await offload(self._search_many, query_vectors, k, filter)
+        if self._known_dim() is None or not query_vectors:
+            return [[] for _ in query_vectors]
+        queries = [prepare_query(q, self._dim) for q in query_vectors]
+        found = await self._aquery_many(queries, k, visible_where(filter))
+        return [[h for h, _ in hits] for hits in found]
+
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """Dense retrieval: :meth:`search` (the ``query`` and one records read)."""
+        """Dense retrieval: one ``query`` (:meth:`search`)."""
         hits = self.search(_vector(query), query.k, query.filter)
         return [h for h in hits if h.score >= query.min_score]
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         hits = await self.asearch(_vector(query), query.k, query.filter)
         return [h for h in hits if h.score >= query.min_score]
-
-    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """One ``query`` request for every query (rows of one float32 matrix)."""
-        with self._errors():
-            result = self._collection.query(
-                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
-            )
-        return hits_of(result)
 
     # ------------------------------------------------------------------ native async (server)
     @property
@@ -424,7 +422,7 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
                 query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
             )
         )
-        return hits_of(result)
+        return _reported(result)
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
@@ -459,6 +457,15 @@ class ChromaVectorStore(ChromaRecords, VersionedDocuments):
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
+
+
+def _reported(result: Any) -> list[list[Hit]]:
+    """The hits of a ``query`` result; the embedder they were written under (if one was) is
+    told to the caller's identity probe, else the retriever asks the store."""
+    hits, stamp = found_of(result)
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
+    return hits
 
 
 def _vector(query: StoreQuery) -> Sequence[float]:

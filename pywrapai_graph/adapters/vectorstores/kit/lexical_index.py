@@ -50,8 +50,7 @@ from pywrapai_graph.application.fusion import fuse, one_sided
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.filtered_search import checked_filter
-from pywrapai_graph.ports.store_inputs import matches_filter
+from pywrapai_graph.ports.store_inputs import checked_filter, matches_filter
 from pywrapai_graph.ports.store_query import StoreQuery
 
 __all__ = ["InProcessRetrieval", "LexicalIndex", "LexicalMirror", "LexicalSearch"]
@@ -348,14 +347,6 @@ class LexicalSearch:
             self._before_lexical()
             return self._lexical.index().search(query, k, filter, k1=k1, b=b)
 
-    def _lexical_scores(
-        self, query: str, ids: list[str], *, k1: float, b: float
-    ) -> dict[str, float]:
-        """The BM25 score of each chunk of ``ids`` sharing a term with ``query``."""
-        with self._lock:
-            self._before_lexical()
-            return self._lexical.index().scores_of(query, ids, k1, b)
-
 
 class InProcessRetrieval(LexicalSearch):
     """``retrieve`` answered in one pass over the store's own structures (in-memory, FAISS).
@@ -364,8 +355,7 @@ class InProcessRetrieval(LexicalSearch):
     takes the dense candidates from the matrix, the lexical ones from the BM25 index (the
     query scored once: its top and the dense candidates' missing scores both come from that
     one score array), the lexical candidates' missing cosines from the matrix, and fuses them
-    with :mod:`pywrapai_graph.application.fusion`: the retrieval the retriever would compose
-    from ``search``, ``lexical_search``, ``similarities`` and ``lexical_scores``, exactly.
+    with :mod:`pywrapai_graph.application.fusion`.
     """
 
     if TYPE_CHECKING:  # the store's

@@ -40,16 +40,12 @@ def engine_id(chunk_id: str, version: str) -> str:
 Hit = tuple[ScoredChunk, str]
 
 
-def next_ask(k: int, asked: int, hits: list[Hit], visible: int, available: int | None) -> int:
-    """How many hits to ask the engine for next, or 0 when the visible ones are the answer.
-
-    ``available`` bounds the request for engines that refuse to be asked for more results
-    than they hold; None means unbounded (chromadb 1.5.9 answers with what it holds).
-    """
-    if visible >= k or len(hits) < asked or asked == available:
+def next_ask(k: int, asked: int, hits: list[Hit], visible: int) -> int:
+    """How many hits to ask the engine for next, or 0 when the visible ones are the answer
+    (engines answer a request for more than they hold with what they hold)."""
+    if visible >= k or len(hits) < asked:
         return 0
-    wanted = asked * 2 + (len(hits) - visible)
-    return wanted if available is None else min(wanted, available)
+    return asked * 2 + (len(hits) - visible)
 
 
 def docs_of(pairs: Iterable[tuple[Any, str]]) -> list[str]:
@@ -114,15 +110,11 @@ def stale(record: DocRecord, stored: list[StoredChunk]) -> list[str]:
 
 
 def settle(
-    batches: list[list[Hit]],
-    known: dict[str, DocRecord],
-    k: int,
-    asked: int,
-    available: int | None,
+    batches: list[list[Hit]], known: dict[str, DocRecord], k: int
 ) -> list[list[ScoredChunk] | None]:
     """Each query's visible top ``k``, or None where it must be searched again alone."""
     out: list[list[ScoredChunk] | None] = []
     for hits in batches:
         visible = visible_of(hits, known)
-        out.append(None if next_ask(k, asked, hits, len(visible), available) else visible[:k])
+        out.append(None if next_ask(k, k, hits, len(visible)) else visible[:k])
     return out

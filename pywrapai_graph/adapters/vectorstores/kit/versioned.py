@@ -80,7 +80,7 @@ __all__ = [
 _RECORDS_BATCH = 500
 
 
-#: An engine read a search asks for: ``("available",)``, ``("query", query, n, selector)``,
+#: An engine read a search asks for: ``("query", query, n, selector)``,
 #: ``("query_many", queries, n, selector)`` or ``("search_records", doc_ids)``.
 _Read = tuple[Any, ...]
 
@@ -160,10 +160,6 @@ class VersionedDocuments(BaseVectorStore):
             self._dim = self._engine_dimension()
         return self._dim
 
-    def _available(self) -> int | None:
-        """How many hits the engine can give at most, for engines that need the bound."""
-        return None
-
     def _now_ns(self) -> int:
         """The clock :meth:`repair` ages versions by: the engine's where it has one."""
         return time.time_ns()
@@ -196,9 +192,6 @@ class VersionedDocuments(BaseVectorStore):
 
     async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         return await offload(self._search_records, doc_ids)
-
-    async def _aavailable(self) -> int | None:
-        return None
 
     # ------------------------------------------------------------------ documents
     @property
@@ -255,20 +248,11 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def _repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove the chunks of versions whose writer stopped mid-replace, beside live writers.
-
-        Readers never see them, but they take room (and count in ``len``) until the
-        document's next replace. Embedded and local stores do this on open; use it on a
-        server. A committed version whose clean-up was cut short is finished at once. An
-        uncommitted one is left to its writer until a repair has seen it pending for
-        ``older_than_s`` seconds (the first run marks it, by the engine's clock where it has
-        one, never the writer's): run it with ``0`` only when no other process is writing
-        the collection. A record is changed only if it is still the one this repair read,
-        and a writer whose version was removed refuses to commit it (it raises).
-
-        Returns:
-            how many documents were repaired.
-        """
+        """Remove the chunks of versions whose writer stopped mid-replace, beside live
+        writers, as the module docstring says: a committed version's clean-up is finished at
+        once, an uncommitted one only once a repair has seen it pending for ``older_than_s``
+        seconds (run it with ``0`` only when no other process writes the collection).
+        Returns how many documents were repaired."""
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
@@ -390,7 +374,7 @@ class VersionedDocuments(BaseVectorStore):
             if self._known_dim() is None:
                 return []
             query = prepare_query(query_vector, self._dim)
-            return drive(self._nearest(query, k, self._selector(filter)), self._read)
+            return drive(self._visible_top(k, query, self._selector(filter)), self._read)
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -410,7 +394,7 @@ class VersionedDocuments(BaseVectorStore):
         if self._known_dim() is None:
             return []
         query = prepare_query(query_vector, self._dim)
-        return await adrive(self._nearest(query, k, self._selector(filter)), self._aread)
+        return await adrive(self._visible_top(k, query, self._selector(filter)), self._aread)
 
     async def _asearch_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -422,44 +406,36 @@ class VersionedDocuments(BaseVectorStore):
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         return await adrive(self._nearest_many(queries, k, self._selector(filter)), self._aread)
 
-    def _nearest(self, query: Matrix, k: int, selector: Any) -> Core[_Read, list[ScoredChunk]]:
-        """The visible top ``k`` of one query: the reads of ``_search`` and ``_asearch``,
-        written once (yields the engine reads it needs, see :data:`_Read`)."""
-        available = yield ("available",)
-        return (yield from self._visible_top(k, available, query, selector))
-
     def _nearest_many(
         self, queries: list[Matrix], k: int, selector: Any
     ) -> Core[_Read, list[list[ScoredChunk]]]:
-        """:meth:`_nearest` of each query: one engine request for the batch, one record
+        """:meth:`_visible_top` of each query: one engine request for the batch, one record
         lookup for all its hits, and a query whose hits were taken searched again alone."""
-        available = yield ("available",)
-        asked = k if available is None else min(k, available)
-        if not queries or not asked:
-            return [[] for _ in queries]
-        batches = yield ("query_many", queries, asked, selector)
+        if not queries:
+            return []
+        batches = yield ("query_many", queries, k, selector)
         found = [h for hits in batches for h in hits]
         known = (yield ("search_records", docs_of(found))) if found else {}
         out: list[list[ScoredChunk]] = []
-        for q, top in zip(queries, settle(batches, known, k, asked, available), strict=True):
-            alone = self._visible_top(k, available, q, selector)
+        for q, top in zip(queries, settle(batches, known, k), strict=True):
+            alone = self._visible_top(k, q, selector)
             out.append((yield from alone) if top is None else top)
         return out
 
     def _visible_top(
-        self, k: int, available: int | None, query: Matrix | None = None, selector: Any = None
+        self, k: int, query: Matrix | None = None, selector: Any = None
     ) -> Core[_Read, list[ScoredChunk]]:
-        """The visible top ``k`` of an engine query: asked for more while chunks of
-        uncommitted versions took places."""
-        asked = k if available is None else min(k, available)
-        while asked:
+        """The visible top ``k`` of an engine query, the reads of ``_search`` and
+        ``_asearch`` written once (yields the engine reads it needs, see :data:`_Read`):
+        asked for more while chunks of uncommitted versions took places."""
+        asked = k
+        while True:
             hits = yield ("query", query, asked, selector)
             known = (yield ("search_records", docs_of(hits))) if hits else {}
             visible = visible_of(hits, known)
-            asked = next_ask(k, asked, hits, len(visible), available)
+            asked = next_ask(k, asked, hits, len(visible))
             if not asked:
                 return visible[:k]
-        return []
 
     def _read(self, read: _Read) -> Any:
         """An engine read, done blocking: ``("query", ...)`` calls ``self._query(...)``."""
@@ -469,18 +445,9 @@ class VersionedDocuments(BaseVectorStore):
         """An engine read, awaited: ``("query", ...)`` awaits ``self._aquery(...)``."""
         return await getattr(self, f"_a{read[0]}")(*read[1:])
 
-    def _search_visible(
-        self, ask: Callable[[int], list[Hit]], k: int, available: int | None
-    ) -> list[ScoredChunk]:
+    def _search_visible(self, ask: Callable[[int], list[Hit]], k: int) -> list[ScoredChunk]:
         """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
         return drive(
-            self._visible_top(k, available),
+            self._visible_top(k),
             lambda read: ask(read[2]) if read[0] == "query" else self._read(read),
         )
-
-    def _asker(self, query: Matrix, selector: Any) -> Callable[[int], list[Hit]]:
-        return lambda n: self._query(query, n, selector)
-
-    async def _asearch_visible(self, query: Matrix, k: int, selector: Any) -> list[ScoredChunk]:
-        available = await self._aavailable()
-        return await adrive(self._visible_top(k, available, query, selector), self._aread)

@@ -1,32 +1,23 @@
-"""The BM25 and hybrid statements of PGVectorStore: a whole retrieval, one statement.
+"""The statements of PGVectorStore's retrievals, one for each, and their rows back into hits.
 
 A chunk ``c`` of document ``D`` scores (the document field, as every backend computes it)::
 
     score(q, c) = BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)
 
-Both are Okapi BM25 with Lucene's idf (a term repeated in the query counts each time): over
-chunks with the chunk statistics (``N`` chunks, ``df`` chunks holding the term, ``|c|``, mean
-chunk length), and over documents with the document statistics (``N_doc`` documents,
-``df_doc`` documents holding the term, ``tf(t, D)`` and ``|D|`` summed over the shares of
-its chunks — each chunk's text without the overlap it repeats from the chunk before it,
-:func:`~pywrapai_graph.application.text_analysis.document_parts` — and the mean ``|D|``).
-Statistics cover the whole table; a metadata filter selects among the candidates, the chunks
-holding a query term.
+Both are Okapi BM25 with Lucene's idf (a term repeated in the query counts each time), over
+the chunk statistics and over the document statistics (``tf(t, D)`` and ``|D|`` summed over
+the shares of its chunks, ``lexical``). Statistics cover the whole table; a metadata filter
+selects among the candidates, the chunks holding a query term. A statement reads the
+postings of the query's terms once for each field, the statistics' delta rows and, for the
+hits, their rows: its cost follows the postings of its terms, not the size of the tables.
+It runs in one snapshot, so only committed writes count; every sum over terms runs in term
+order, so chunks that tie score the same to the last bit, ordered by id.
 
-A statement reads the postings of the query's terms once for each field (index range scans
-ordered by term then document, so the per-term counts are window counts and the per-document
-groups stream without a sort), the statistics' delta rows, the lengths of the documents it
-scores and, for a search, the rows of the ``k`` hits: its cost follows the postings of its
-terms, not the size of the tables. It runs in one snapshot: only committed writes count, and
-a document another process replaced or deleted is scored as it is now. Every sum over terms
-runs in term order, so chunks that tie score the same to the last bit, and their order is the
-chunk ids'.
-
-A hybrid retrieval (:func:`hybrid_statement`) adds to the lexical side the dense one (the HNSW
-index, with the session's ``hnsw.ef_search``) in the same statement, gives the union of
-the two candidate lists both scores when the fusion asks for them, fuses them as
-:mod:`~pywrapai_graph.application.fusion` does (the same float operations, so the scores
-are the composed retrieval's) and reads the ``k`` hits' rows and the recorded embedder.
+A hybrid statement adds the dense side (the HNSW index, with the session's
+``hnsw.ef_search``), gives the union of the two candidate lists both scores when the fusion
+asks for them, and fuses them as :mod:`~pywrapai_graph.application.fusion` does (the same
+float operations, so the scores are the composed retrieval's). Every statement also reads
+the recorded embedder, told to the caller's identity probe at no extra round trip.
 """
 
 from __future__ import annotations
@@ -35,11 +26,14 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import names, query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.rows import from_pg, names, query_terms
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["WORK_MEM", "bm25_params", "bm25_query", "hybrid_params", "hybrid_statement"]
+__all__ = ["WORK_MEM", "scored_row", "search_hits", "statement", "statement_params"]
 
 #: Set once per pooled connection: memory for the statements' hash aggregates (one group per
 #: candidate chunk); with the default 4MB they spilled to disk at 100,000 chunks (226 ms vs
@@ -57,14 +51,15 @@ def _weight(qtf: str, tf: str, length: str, n: str, df: str, total: str) -> str:
 
 
 _QTF = "prm.qtf[array_position(prm.terms, m.term)]"
+_COMBINED = "c.score + prm.w * d.score"
 
-#: The candidates' scores: ``c`` the chunk field of each candidate chunk (``{where}`` selects
-#: among them), ``d`` the document field of each document holding a query term (``{docs}``
-#: may select among them). Each reads the postings of the query's terms in index order —
-#: by term, then document — so the per-term counts are window counts and the per-document
-#: groups stream without a sort, and every sum runs in term order. Parameters: the terms,
-#: their counts, k1, b, the document weight, the terms, ``{where}``'s, the terms.
-_SCORED = (
+#: The candidates' BM25 ``lex``: ``c`` the chunk field of each candidate chunk (``{where}``
+#: selects among them), ``d`` the document field of each document holding a query term
+#: (``{docs}`` may select among them). Each reads the postings of the query's terms in index
+#: order — by term, then document — so the per-term counts are window counts and the
+#: per-document groups stream without a sort. Parameters: the terms, their counts, k1, b, the
+#: document weight, the terms, ``{where}``'s, the terms.
+_LEXICAL = (
     "WITH prm AS (SELECT %s::text[] AS terms, %s::int[] AS qtf, %s::float8 AS k1, "
     "%s::float8 AS b, %s::float8 AS w), "
     "st AS (SELECT greatest(coalesce(sum(n), 0), 1)::float8 AS n, "
@@ -82,50 +77,9 @@ _SCORED = (
     + ") AS score FROM (SELECT term, doc_id, sum(dtf)::float8 AS tf, "
     "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
     "WHERE term = ANY (%s::text[]) AND dtf > 0 GROUP BY term, doc_id) m "
-    "JOIN {l} l USING (doc_id) CROSS JOIN st CROSS JOIN prm {docs} GROUP BY m.doc_id) "
+    "JOIN {l} l USING (doc_id) CROSS JOIN st CROSS JOIN prm {docs} GROUP BY m.doc_id), "
+    f"lex AS (SELECT c.id, {_COMBINED} AS score FROM c JOIN d USING (doc_id) CROSS JOIN prm)"
 )
-_COMBINED = "c.score + prm.w * d.score"
-_OF_CANDIDATES = "WHERE m.doc_id IN (SELECT doc_id FROM c)"
-
-
-def _scored(sql: Any, table: str, where: Any, tail: str, **more: Any) -> Any:
-    docs = sql.SQL("" if where is None else _OF_CANDIDATES)
-    where = sql.SQL("") if where is None else where
-    return sql.SQL(_SCORED + tail).format(where=where, docs=docs, **names(sql, table), **more)
-
-
-def bm25_params(
-    terms: Sequence[str], counts: Sequence[int], k1: float, b: float, chosen: Sequence[Any], *k: int
-) -> list[Any]:
-    """The parameters of :func:`bm25_query` and of :func:`hybrid_query`'s lexical side
-    (``chosen``: the filter's parameters; then ``k``)."""
-    listed = list(terms)
-    return [listed, list(counts), k1, b, DOCUMENT_WEIGHT, listed, *chosen, listed, *k]
-
-
-def _candidates_of(sql: Any, table: str, keep: Any | None) -> Any | None:
-    """The filter as a selection among the scored postings (the statistics count them all)."""
-    if keep is None:
-        return None
-    return sql.SQL("WHERE m.chunk_id IN (SELECT id FROM {t} WHERE {keep})").format(
-        t=sql.Identifier(table), keep=keep
-    )
-
-
-def bm25_query(sql: Any, table: str, keep: Any | None) -> Any:
-    """One statement ranking the chunks; ``keep`` is the filter's predicate on a chunk row
-    (None: no filter). Only the ``k`` best chunks' rows are read for their text: ``(id,
-    doc_id, text, metadata, score)`` best first, ties by id. Parameters:
-    :func:`bm25_params` with the filter's parameters and ``k``.
-    """
-    return _scored(
-        sql,
-        table,
-        _candidates_of(sql, table, keep),
-        "SELECT t.id, t.doc_id, t.text, t.metadata, top.score FROM ("
-        f"SELECT c.id, {_COMBINED} AS score FROM c JOIN d USING (doc_id) CROSS JOIN prm "
-        "ORDER BY 2 DESC, 1 LIMIT %s) top JOIN {t} t USING (id) ORDER BY top.score DESC, t.id",
-    )
 
 
 def _min_max(x: str) -> str:
@@ -164,51 +118,86 @@ _FUSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: The two candidate lists of a hybrid retrieval after the lexical scores ``c``, ``d``:
-#: ``lt`` the ``depth`` best by BM25 (``lex``: every candidate's), ``dt`` the ``depth``
-#: nearest by the HNSW index, cosines below ``min_score`` dropped.
+#: The two candidate lists of a hybrid retrieval: ``lt`` the ``depth`` best by BM25, ``dt``
+#: the ``depth`` nearest by the HNSW index, cosines below ``min_score`` dropped.
 _SIDES = (
-    f", lex AS (SELECT c.id, {_COMBINED} AS score FROM c JOIN d USING (doc_id) CROSS JOIN prm), "
-    "lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT %s), "
+    ", lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT %s), "
     "dn AS MATERIALIZED (SELECT id, embedding <=> %s AS dist FROM {t} {dw} "
     "ORDER BY dist LIMIT %s), "
     "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %s), "
 )
+_EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
+#: The ``k`` best of ``{ranked}`` with their rows and the recorded embedder, best first.
 _TOP = (
-    ", top AS (SELECT id, score FROM sc ORDER BY score DESC, id LIMIT %s) "
-    "SELECT t.id, t.doc_id, t.text, t.metadata, top.score, "
-    "(SELECT value FROM {i} WHERE key = 'embedder') "
+    ", top AS (SELECT id, score FROM {ranked} ORDER BY score DESC, id LIMIT %s) "
+    f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {_EMBEDDER} "
     "FROM top JOIN {t} t USING (id) ORDER BY top.score DESC, t.id"
+)
+#: A dense search: the HNSW index (``{dw}`` the filter), the recorded embedder in the same
+#: snapshot. Parameters: the vector, the filter's, the vector, ``k``.
+_DENSE = (
+    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, {_EMBEDDER} "
+    "FROM {t} {dw} ORDER BY embedding <=> %s LIMIT %s"
 )
 
 
 @functools.lru_cache(maxsize=256)
-def hybrid_statement(sql: Any, table: str, fusion: str, keep: str | None) -> Any:
-    """One statement answering a hybrid query: both candidate lists (a text without terms:
-    the dense one alone), the fusion and the recorded embedder, ``(id, doc_id, text,
-    metadata, score, embedder)`` best first, ties by id. ``keep`` is the filter's predicate
-    (None: no filter). Built once per table, fusion and filter shape. Parameters:
-    :func:`hybrid_params`.
-    """
+def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) -> Any:
+    """The one statement answering a query of ``mode`` (and ``fusion``, in hybrid; a text
+    without terms ranks by the dense side alone): ``(id, doc_id, text, metadata, score,
+    embedder)`` best first, ties by id. ``keep`` is the filter's predicate on a chunk row
+    (None: no filter). Built once per table, mode, fusion and filter shape. Parameters:
+    :func:`statement_params`."""
+    if mode == "dense":
+        text = _DENSE
+    elif mode == "lexical":
+        text = _LEXICAL + _TOP.replace("{ranked}", "lex")
+    else:
+        text = _LEXICAL + _SIDES + _FUSIONS[fusion][0] + _TOP.replace("{ranked}", "sc")
     predicate = None if keep is None else sql.SQL(keep)
-    return _scored(
-        sql,
-        table,
-        _candidates_of(sql, table, predicate),
-        _SIDES + _FUSIONS[fusion][0] + _TOP,
+    where = "" if keep is None else "WHERE m.chunk_id IN (SELECT id FROM {t} WHERE {keep})"
+    return sql.SQL(text).format(
+        where=sql.SQL(where).format(t=sql.Identifier(table), keep=predicate),
+        docs=sql.SQL("" if keep is None else "WHERE m.doc_id IN (SELECT doc_id FROM c)"),
         dw=sql.SQL("") if predicate is None else sql.SQL("WHERE ") + predicate,
         i=sql.Identifier(table + "__info"),
+        **names(sql, table),
     )
 
 
-def hybrid_params(query: StoreQuery, chosen: list[Any], vector: Any) -> list[Any]:
-    """The parameters of :func:`hybrid_statement` for ``query``, the filter's parameters
-    ``chosen`` and the query's ``vector`` (adapted)."""
+def statement_params(query: StoreQuery, chosen: Sequence[Any], vector: Any) -> list[Any]:
+    """The parameters of :func:`statement` for ``query``, the filter's parameters ``chosen``
+    and the query's ``vector`` (adapted; None in lexical mode)."""
+    if query.mode == "dense":
+        return [vector, *chosen, vector, query.k]
     terms, counts = query_terms(query.text or "")
+    lexical = [terms, counts, query.k1, query.b, DOCUMENT_WEIGHT, terms, *chosen, terms]
+    if query.mode == "lexical":
+        return [*lexical, query.k]
     given = {"v": vector, "w": query.weights[0], "wl": query.weights[1], "r": query.rrf_k}
     return [
-        *bm25_params(terms, counts, query.k1, query.b, chosen, query.depth),
-        *(vector, *chosen, query.depth, query.min_score),
+        *lexical,
+        *(query.depth, vector, *chosen, query.depth, query.min_score),
         *(given[name] for name in _FUSIONS[query.fusion][1]),
         query.k,
     ]
+
+
+def scored_row(row: Sequence[Any], *, clamp: bool = True) -> ScoredChunk:
+    """A hit from a row of ``id, doc_id, text, metadata, score`` (a cosine, at most 1, unless
+    ``clamp`` is False: a fused or BM25 score)."""
+    chunk = Chunk(text=from_pg(row[2]), doc_id=row[1], metadata=dict(row[3]), id=row[0])
+    score = float(row[4])
+    return ScoredChunk(chunk, min(score, 1.0) if clamp else score)
+
+
+def search_hits(rows: list[Any], *, clamp: bool = True) -> list[ScoredChunk]:
+    """The hits of a retrieval statement, best first; the recorded embedder identity (JSON or
+    NULL) that ends each row is told to the caller's identity probe
+    (:mod:`...ports.identity_probe`)."""
+    if rows:
+        value = rows[0][5]
+        report_identity(None if value is None else EmbedderIdentity.from_json(value))
+    hits = [scored_row(r, clamp=clamp) for r in rows]
+    hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
+    return hits

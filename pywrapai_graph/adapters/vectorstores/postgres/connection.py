@@ -2,10 +2,6 @@
 per call, session settings, and the driver's errors turned into ours (a disk full, a
 missing right, a timeout, an unreachable server), never showing the DSN's password.
 
-:class:`PGConnection` is that half of the store: :meth:`_prepare` (validate the arguments,
-load the driver, open the pool), :meth:`_run` (one transaction, a dropped connection
-replaced once) and :meth:`_read` (one statement in autocommit).
-
 A call's deadline starts when the call was made (:func:`call_made`): the wait for a thread,
 behind the store's lock and for a connection (first come, first served: ``pool``), the
 connect and the statement all count; the statement gets what is left, as the server's
@@ -25,14 +21,15 @@ from typing import Any, TypeVar
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
-from pywrapai_graph.adapters.vectorstores.postgres.deadline import (
+from pywrapai_graph.adapters.vectorstores.postgres.pool import (
     NEVER,
     UNBOUNDED,
     Deadline,
+    FairPool,
+    Slot,
     Watch,
     watch,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.pool import FairPool, Slot
 from pywrapai_graph.adapters.vectorstores.postgres.schema import (
     committing,
     in_transaction,
@@ -66,7 +63,6 @@ _CONNECT_OPTIONS = {
     "keepalives_interval": 10,
     "keepalives_count": 3,
 }
-
 #: A call's remaining time is SET as the session's statement_timeout only when it differs
 #: from the value the session has by more than this (ms): a call that did not wait costs
 #: no extra round trip.
@@ -79,8 +75,9 @@ DEFAULT_EF_SEARCH = 200
 
 
 class PGConnection:
-    """Connections, deadlines and error translation for a PostgreSQL store (see the module
-    docstring); the store calls :meth:`_prepare` first and sets ``_ef_search``."""
+    """Connections, deadlines and error translation for a PostgreSQL store: :meth:`_prepare`
+    (validate the arguments, load the driver, open the pool), :meth:`_run` (one transaction,
+    a dropped connection replaced once) and :meth:`_read` (one statement in autocommit)."""
 
     def _prepare(
         self,
@@ -96,38 +93,32 @@ class PGConnection:
                 f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
                 "underscores, starting with a letter or underscore (at most 51 characters)"
             )
-        if not is_positive_int(dimension):
-            raise ConfigurationError(f"dimension must be a positive int, got {dimension!r}")
+        for name, value in (("dimension", dimension), ("pool_size", pool_size)):
+            if not is_positive_int(value):
+                raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
         refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
-        if not is_positive_int(pool_size):
-            raise ConfigurationError(f"pool_size must be a positive int, got {pool_size!r}")
         if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
             raise ConfigurationError(
                 f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
             )
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
-        self._extras = require("psycopg2.extras", "pgvector", "psycopg2-binary")
         self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
         self._dsn = dsn
+        self._params: dict[str, str] = {}
+        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
+            self._params = self._pg.extensions.parse_dsn(dsn)
         self._table = table_name
         self._dim = dimension
         self._ef_search = DEFAULT_EF_SEARCH
         self._pool_size = pool_size
         self._timeout_ms = statement_timeout_ms
-        self._pool_timeout: float | None = (
-            None  # init_schema's one connection waits as long as it takes
-        )
+        self._pool_timeout: float | None = None  # init_schema's one connection waits
         self._pool = self._open_pool()
 
     def _secrets(self) -> list[str]:
         """The DSN and the password inside it, whatever the form (URL or key=value)."""
-        secrets = [self._dsn]
-        with contextlib.suppress(Exception):  # an unparsable DSN fails in connect, redacted
-            password = self._pg.extensions.parse_dsn(self._dsn).get("password")
-            if password:
-                secrets.append(password)
-        return secrets
+        return [self._dsn, *([self._params["password"]] if self._params.get("password") else [])]
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets())
@@ -136,19 +127,10 @@ class PGConnection:
         """The DSN without its password, for messages and the repr."""
         return redact(self._dsn, self._secrets()[1:])
 
-    def _server(self) -> tuple[str, dict[str, Any]]:
-        """``host:port`` for messages (never the user or password), and connect() options."""
-        params: dict[str, str] = {}
-        with contextlib.suppress(Exception):
-            params = self._pg.extensions.parse_dsn(self._dsn)
-        host = params.get("host") or "localhost"
-        where = f"{host}:{params.get('port') or 5432}" if "," not in host else host
-        # libpq waits forever by default; the DSN's own values win over ours
-        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
-        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
-            given = params.get("options", "")
-            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
-        return where, options
+    def _host(self) -> str:
+        """``host:port`` for messages (never the user or password)."""
+        host = self._params.get("host") or "localhost"
+        return f"{host}:{self._params.get('port') or 5432}" if "," not in host else host
 
     def _open_pool(self) -> FairPool:
         """Every connection, now: a first burst of calls finds them open."""
@@ -163,11 +145,17 @@ class PGConnection:
 
     def _connect(self, slot: Slot, due: Deadline) -> None:
         """A new connection for ``slot``, given up with the call (a whole second at least:
-        libpq counts in seconds)."""
-        _, options = self._server()
+        libpq counts in seconds); the DSN's own options win over ours."""
+        params = self._params
+        options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
         options["application_name"] = f"pywrapai-graph:{self._table}"
+        if self._timeout_ms is not None:  # added to the DSN's own server options, if any
+            given = params.get("options", "")
+            options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
         if due.bounded:
-            limit = options.get("connect_timeout") or self._dsn_connect_timeout()
+            limit = 0
+            with contextlib.suppress(ValueError):  # a value libpq refuses fails in connect
+                limit = int(params.get("connect_timeout", _CONNECT_OPTIONS["connect_timeout"]))
             seconds = int(due.remaining() + CLIENT_GRACE_S)
             options["connect_timeout"] = max(1, seconds if limit <= 0 else min(limit, seconds))
         try:
@@ -176,14 +164,9 @@ class PGConnection:
             raise self._unreachable(exc) from scrubbed(exc, self._secrets())
         slot.statement_ms = self._timeout_ms
 
-    def _dsn_connect_timeout(self) -> int:
-        with contextlib.suppress(Exception):  # a value libpq refuses fails in connect
-            return int(self._pg.extensions.parse_dsn(self._dsn)["connect_timeout"])
-        return 0
-
     def _unreachable(self, exc: BaseException) -> VectorStoreError:
         if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
-            message = self._redact(cannot_reach("PostgreSQL", self._server()[0], exc))
+            message = self._redact(cannot_reach("PostgreSQL", self._host(), exc))
             if reason_of(exc) == "timeout":  # connect_timeout: the server did not answer
                 return StoreTimeoutError(message)
             return VectorStoreError(message)
@@ -194,7 +177,7 @@ class PGConnection:
 
     @contextlib.contextmanager
     def _connection(self, due: Deadline = UNBOUNDED) -> Iterator[Any]:
-        """A pooled connection for one unit of work, until ``due``.
+        """A pooled connection for one unit of work, until ``due`` (a broken one is closed).
 
         Raises:
             StoreBusyError: every connection stayed in use past the pool timeout.
@@ -202,10 +185,29 @@ class PGConnection:
                 server did not answer within it.
         """
         slot = self._slot(due)
+        armed: Watch = NEVER
+        seconds = round(due.remaining() + CLIENT_GRACE_S, 2) if due.bounded else None
         try:
-            with self._session(slot, due) as conn:
-                yield conn
+            if slot.conn is None:
+                self._connect(slot, due)
+            with watch(slot.conn, seconds) as armed:
+                try:
+                    self._configure(slot, due)
+                except self._pg.Error as exc:
+                    slot.discard()
+                    failure = (
+                        self._too_slow(armed.seconds) if armed.fired else self._unreachable(exc)
+                    )
+                    raise failure from scrubbed(exc, self._secrets())
+                yield slot.conn
+        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+            slot.discard()
+            if armed.fired:
+                raise self._too_slow(armed.seconds) from scrubbed(exc, self._secrets())
+            raise
         finally:
+            if slot.conn is not None and slot.conn.closed:
+                slot.discard()
             self._pool.release(slot)
 
     def _slot(self, due: Deadline) -> Slot:
@@ -218,34 +220,14 @@ class PGConnection:
         if slot is not None:
             return slot
         if wait < left:
-            raise self._busy()
+            raise StoreBusyError(
+                f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
+                f"{self._host()} stayed in use for {self._pool_timeout:g} s "
+                "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
+                "pg_stat_activity), or the load is more than store.pool_size connections "
+                "serve; nothing was done, retry later"
+            )
         raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
-
-    @contextlib.contextmanager
-    def _session(self, slot: Slot, due: Deadline) -> Iterator[Any]:
-        armed: Watch = NEVER
-        if slot.conn is None:
-            self._connect(slot, due)
-        conn = slot.conn
-        broken = False
-        seconds = round(due.remaining() + CLIENT_GRACE_S, 2) if due.bounded else None
-        try:
-            with watch(conn, seconds) as armed:
-                try:
-                    self._configure(slot, due)
-                except self._pg.Error as exc:
-                    broken = True
-                    failure = self._too_slow(seconds) if armed.fired else self._unreachable(exc)
-                    raise failure from scrubbed(exc, self._secrets())
-                yield conn
-        except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-            broken = True
-            if armed.fired:
-                raise self._too_slow(seconds) from scrubbed(exc, self._secrets())
-            raise
-        finally:
-            if broken or conn.closed:
-                slot.discard()
 
     def _configure(self, slot: Slot, due: Deadline) -> None:
         """Session settings once per connection, and the statement_timeout of this call."""
@@ -269,25 +251,16 @@ class PGConnection:
                 cur.execute("SET statement_timeout = %s", (wanted,))
             slot.statement_ms = wanted
 
-    def _busy(self) -> StoreBusyError:
-        return StoreBusyError(
-            f"all {self._pool_size} connections of table {self._table!r} to PostgreSQL at "
-            f"{self._server()[0]} stayed in use for {self._pool_timeout:g} s "
-            "(store.pool_timeout_ms): the server may be slow or stuck (look at its "
-            "pg_stat_activity), or the load is more than store.pool_size connections serve; "
-            "nothing was done, retry later"
-        )
-
     def _expired(self, due: Deadline, where: str) -> StoreTimeoutError:
         return StoreTimeoutError(
-            f"a call on table {self._table!r} to PostgreSQL at {self._server()[0]} reached "
+            f"a call on table {self._table!r} to PostgreSQL at {self._host()} reached "
             f"its deadline {where}, {due.waited():.2f} s after it was made "
             f"(store.statement_timeout_ms = {self._timeout_ms} ms counts from the call): "
             "nothing was done. This process has more calls than store.pool_size connections "
             "serve in time, or the server is slow or stuck; retry later"
         )
 
-    def _too_slow(self, seconds: float | None) -> StoreTimeoutError:
+    def _too_slow(self, seconds: float) -> StoreTimeoutError:
         """Raised while handling the driver's error: its COMMIT note says what became of the
         transaction (closed before COMMIT: the server can only roll it back)."""
         outcome = (
@@ -296,7 +269,7 @@ class PGConnection:
             else "the transaction was rolled back: nothing of this call was applied (retry it)"
         )
         return StoreTimeoutError(
-            f"PostgreSQL at {self._server()[0]} did not answer within {seconds:g} s "
+            f"PostgreSQL at {self._host()} did not answer within {seconds:g} s "
             f"(store.statement_timeout_ms = {self._timeout_ms} ms, plus {CLIENT_GRACE_S:g} s): "
             "the connection was closed. Check that the server is up, reachable and not "
             f"overloaded; {outcome}"
@@ -310,15 +283,7 @@ class PGConnection:
         try:
             return work()
         except self._pg.Error as exc:
-            failure = (
-                self._failure(exc, operation)
-                if getattr(exc, "pgcode", None) == _NO_PRIVILEGE
-                else VectorStoreError(
-                    f"PostgreSQL error setting up table {self._table!r}: "
-                    f"{self._redact(str(exc).strip())}"
-                )
-            )
-            raise failure from scrubbed(exc, self._secrets())
+            raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
 
     def _read(self, work: Callable[[Any], T]) -> T:
         """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
@@ -343,10 +308,12 @@ class PGConnection:
         deadline: bool = True,
     ) -> T:
         """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
-        one deadline (:meth:`_deadline`); a dropped connection
-        is replaced once before an error is raised. ``deadline=False``: maintenance (an index
-        build) that may outlast the client deadline; its work lifts statement_timeout."""
-        due = self._deadline() if deadline else UNBOUNDED
+        one deadline (``statement_timeout_ms`` from the moment the call was made); a dropped
+        connection is replaced once before an error is raised. ``deadline=False``:
+        maintenance (an index build) that may outlast it; its work lifts statement_timeout."""
+        due = UNBOUNDED
+        if deadline and self._timeout_ms is not None:
+            due = Deadline(call_made(), self._timeout_ms / 1000)
         for attempt in (1, 2):
             try:
                 with self._connection(due) as conn, conn.cursor() as cur:
@@ -360,14 +327,9 @@ class PGConnection:
                 raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _deadline(self) -> Deadline:
-        """The current call's: ``statement_timeout_ms`` from the moment it was made."""
-        if self._timeout_ms is None:
-            return UNBOUNDED
-        return Deadline(call_made(), self._timeout_ms / 1000)
-
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
         code = getattr(exc, "pgcode", None)
+        said = self._redact(str(exc).strip())
         if code == _DISK_FULL:  # the server names the file it could not extend
             said = self._redact(str(getattr(getattr(exc, "diag", None), "message_primary", "")))
             file = re.search(r'"([^"]+)"', said)
@@ -392,12 +354,9 @@ class PGConnection:
             )
         if isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError):
             return VectorStoreError(
-                f"lost the PostgreSQL connection to {self._location()!r}: "
-                f"{self._redact(str(exc).strip())}"
+                f"lost the PostgreSQL connection to {self._location()!r}: {said}"
             )
-        return VectorStoreError(
-            f"PostgreSQL error on table {self._table!r}: {self._redact(str(exc).strip())}"
-        )
+        return VectorStoreError(f"PostgreSQL error on table {self._table!r}: {said}")
 
     @classmethod
     def _administer(

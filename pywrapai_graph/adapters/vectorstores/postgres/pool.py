@@ -1,30 +1,44 @@
-"""A fair pool of PostgreSQL connections: callers are served in the order they asked.
+"""The calls of PGVectorStore to its server: a fair pool of connections, and a deadline on
+each call.
 
-``threading.Semaphore`` (and ``psycopg2.pool`` behind one) is not fair: ``release()`` only
-wakes a waiter, and a thread that releases and asks again at once takes the permit back
-before the woken waiter runs. Under steady load some waiters are overtaken again and again
-until their timeout, although every call is short. Here a released slot is handed directly
-to the oldest waiter, so a newcomer never takes a slot while anyone waits: the wait is
-bounded by the calls ahead in the queue.
+The pool serves callers in the order they asked. ``threading.Semaphore`` (and
+``psycopg2.pool`` behind one) is not fair: a thread that releases and asks again at once takes
+the permit back before the woken waiter runs, so under steady load some waiters are overtaken
+until their timeout. Here a released slot is handed directly to the oldest waiter, and a
+newcomer never takes a slot while anyone waits.
 
-A :class:`Slot` is one of the ``size`` places of the pool, with its connection (None until
-opened, or after a broken one was discarded) and that connection's session state; the store
-opens, configures and closes connections, the pool only hands out the slots.
+A call's deadline runs from when it was made, so a server that stops answering cannot hold a
+thread (and its pooled connection) forever. A stopped, partitioned or swapping server cancels
+nothing (``statement_timeout``), and libpq waits on its socket without a timeout (a stopped
+server's kernel still acknowledges TCP keepalives). :func:`watch` arms a deadline for one
+call; if the call has not returned by then, the watchdog thread shuts the connection's socket
+down (on a duplicate descriptor, which cannot be reused under libpq), the call returns at
+once with a connection error, the caller sees :attr:`Watch.fired` and reports a timeout, and
+the pool discards the connection. A long write gives each statement a fresh deadline with
+:func:`renew`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import socket
 import threading
+import time
 from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pywrapai_graph.errors import InvalidStateError
 
-__all__ = ["FairPool", "Slot"]
+__all__ = ["NEVER", "UNBOUNDED", "Deadline", "FairPool", "Slot", "Watch", "renew", "watch"]
 
 
 class Slot:
-    """A place in the pool: ``conn`` (None: not open), and what was set on its session."""
+    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and what
+    the store set on its session (the store opens, configures and closes connections)."""
 
     __slots__ = ("configured", "conn", "statement_ms")
 
@@ -85,8 +99,7 @@ class FairPool:
         with self._lock:
             if self.closed:
                 slot.discard()
-                return
-            if self._waiters:
+            elif self._waiters:
                 waiter = self._waiters.popleft()
                 waiter.slot = slot
                 waiter.wake.release()
@@ -106,3 +119,136 @@ class FairPool:
     def _check_open(self) -> None:
         if self.closed:
             raise InvalidStateError("this PostgreSQL store was closed; open a new one")
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A call made at ``made`` (``time.monotonic()``, the port's call clock: time queued
+    counts) that has ``seconds`` (inf: no limit)."""
+
+    made: float
+    seconds: float
+
+    @property
+    def bounded(self) -> bool:
+        return self.seconds != math.inf
+
+    def remaining(self) -> float:
+        """Seconds left (negative once passed; inf without a limit)."""
+        return self.made + self.seconds - time.monotonic()
+
+    def waited(self) -> float:
+        """Seconds since the call was made."""
+        return time.monotonic() - self.made
+
+
+#: A call without a deadline (maintenance: a schema change, an index build).
+UNBOUNDED = Deadline(0.0, math.inf)
+
+
+class Watch:
+    """One armed deadline: :attr:`fired` tells whether it expired during the call, after
+    :attr:`seconds` (as last armed or renewed)."""
+
+    __slots__ = ("deadline", "fd", "fired", "seconds")
+
+    def __init__(self, deadline: float, fd: int) -> None:
+        self.deadline = deadline
+        self.fd = fd
+        self.fired = False
+        self.seconds = math.inf
+
+
+#: A call without a deadline.
+NEVER = Watch(math.inf, -1)
+#: The watchdog looks at least this often (seconds), so arming a later deadline never has
+#: to wake it: a call pays for a lock, not a thread switch.
+_TICK = 1.0
+
+
+class _Watchdog:
+    """One daemon thread for the process, sleeping until the earliest armed deadline; the
+    deadlines armed, by connection, change only under ``wake``."""
+
+    def __init__(self) -> None:
+        self.wake = threading.Condition()
+        self.armed: dict[Any, Watch] = {}
+        self.thread: threading.Thread | None = None
+        self.wakes_at = 0.0  # when the thread looks next
+
+    def set(self, conn: Any, seconds: float, armed: Watch | None = None) -> None:
+        """Arm ``armed`` over ``conn`` for ``seconds`` from now, or (None) move the deadline
+        armed over ``conn`` there (nothing when none is)."""
+        deadline = time.monotonic() + seconds
+        with self.wake:
+            armed = armed or self.armed.get(conn)
+            if armed is None:
+                return
+            armed.deadline, armed.seconds = deadline, seconds
+            self.armed[conn] = armed
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._run, name="pywrapai-pg-deadlines", daemon=True
+                )
+                self.thread.start()
+            elif deadline < self.wakes_at:
+                self.wake.notify()
+
+    def _run(self) -> None:
+        with self.wake:
+            while True:
+                now = time.monotonic()
+                for conn, armed in list(self.armed.items()):
+                    if armed.deadline <= now:
+                        del self.armed[conn]
+                        armed.fired = True
+                        _shut(armed.fd)
+                soonest = min((a.deadline for a in self.armed.values()), default=math.inf)
+                self.wakes_at = min(soonest, now + _TICK)
+                self.wake.wait(self.wakes_at - now)
+
+
+def _shut(fd: int) -> None:
+    """Shut the socket down through a duplicate descriptor (``fd`` stays libpq's)."""
+    with contextlib.suppress(OSError):  # already closed: nothing to interrupt
+        sock = socket.socket(fileno=os.dup(fd))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()  # the duplicate only
+
+
+_watchdogs: dict[str, _Watchdog] = {}  # explicit cache: one watchdog thread per process
+_watchdogs_lock = threading.Lock()
+
+
+def _watchdog() -> _Watchdog:
+    with _watchdogs_lock:
+        dog = _watchdogs.get("dog")
+        if dog is None:  # made on first use, never at import
+            dog = _watchdogs["dog"] = _Watchdog()
+        return dog
+
+
+@contextlib.contextmanager
+def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
+    """Arm a deadline of ``seconds`` (None: none) over the calls made on ``conn`` inside;
+    once it is left the watchdog never touches the socket."""
+    if seconds is None:
+        yield NEVER
+        return
+    dog = _watchdog()
+    armed = Watch(math.inf, conn.fileno())
+    dog.set(conn, seconds, armed)
+    try:
+        yield armed
+    finally:
+        with dog.wake:
+            if dog.armed.get(conn) is armed:
+                del dog.armed[conn]
+
+
+def renew(conn: Any, seconds: float) -> None:
+    """Give the call running on ``conn`` a fresh deadline, ``seconds`` from now: a write of
+    many bounded statements arms each one (nothing happens when the call has none)."""
+    _watchdog().set(conn, seconds)

@@ -1,25 +1,42 @@
-"""The PostgreSQL schema of PGVectorStore: creation, version row, and rights-aware errors.
+"""The PostgreSQL schema of PGVectorStore: creation, upgrade, version row, rights-aware errors.
 
-``init_schema`` creates (idempotently) the ``vector`` extension, the chunk table, its three
-indexes, the manifest and info tables (``<table>__docs``, ``<table>__info``), the lexical
-postings, document lengths and statistics (``<table>__terms``, ``<table>__doclen``,
-``<table>__bm25`` and their triggers, see ``lexical``) and a row in ``pywrapai_schema``
-naming the table, its dimension and the schema version; it upgrades a table of an older version
-in the same transaction. An owner runs it once (``pywrapai-graph store init``); the service can
-then use roles with only the rights ``pywrapai-graph store grants`` prints
+``init_schema`` creates (idempotently, in one transaction) the ``vector`` extension, the chunk
+table ``<table>`` and its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and
+info tables (``<table>__docs``, ``<table>__info``), a row in ``pywrapai_schema`` naming the
+table, its dimension and the schema version, and the lexical tables:
+
+- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings (``lexical``), keyed
+  ``(term, doc_id, chunk_id)`` with the counts included, so a term's postings are one index
+  range read grouped by document; an index on ``chunk_id`` serves deletes;
+- ``<table>__doclen (doc_id, chunks, len)``: each document's chunks and length (the sum of
+  its chunks' shares, ``lex_doc``), the document field's ``|D|``;
+- ``<table>__bm25 (slot, n, total, docs, dtotal)``: chunk and document counts and total
+  lengths as delta rows, one per ``pg_backend_pid() % 64``, so concurrent writers rarely
+  update the same row and a query sums at most 64 rows.
+
+Statement-level triggers on the chunk table (with transition tables) keep the counts and drop
+the postings of deleted or overwritten chunks, so every write path leaves them exact: a
+document's row is upserted with the statement's deltas (documents in id order, so writers lock
+them in one order) and removed with its last chunk. A table of an older layout gets its lexical
+tables made again from its chunks. An owner runs it once (``pywrapai-graph store init``); the
+service can then use roles with only the rights ``pywrapai-graph store grants`` prints
 (``store.create_schema: false``; docs/least-privilege.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import (
-    add_lexical_columns,
-    create_lexical,
+from pywrapai_graph.adapters.vectorstores.postgres.rows import (
+    analyse,
+    from_pg,
+    lexical_tables,
+    names,
+    write_postings,
 )
+from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 
 __all__ = [
@@ -92,73 +109,62 @@ def _creation_right(text: str, table: str) -> str | None:
     return None
 
 
-def _schema_row(cur: Any, sql: Any, table: str) -> tuple[int, int] | None:
-    cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
-    if cur.fetchone()[0] is None:
-        return None
+def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | None]:
+    """Whether ``table`` exists, and its recorded schema version (None: not recorded).
+
+    Raises:
+        ConfigurationError: another dimension, or a schema version newer than this release.
+    """
     cur.execute(
-        sql.SQL("SELECT version, dimension FROM {s} WHERE table_name = %s").format(
-            s=sql.Identifier(SCHEMA_TABLE)
-        ),
-        (table,),
+        "SELECT atttypmod FROM pg_attribute "
+        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+        (sql.Identifier(table).as_string(cur),),
     )
     row = cur.fetchone()
-    return (int(row[0]), int(row[1])) if row is not None else None
-
-
-def _check_version(row: tuple[int, int] | None, table: str) -> None:
+    if row is None:
+        return False, None
+    if int(row[0]) != dimension:
+        raise ConfigurationError(
+            f"table {table!r} stores vectors of dimension {row[0]}, but dimension={dimension} "
+            "was given; use another table or the matching model"
+        )
+    cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
+    if cur.fetchone()[0] is None:
+        return True, None
+    schema = sql.Identifier(SCHEMA_TABLE)
+    cur.execute(sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table])
+    row = cur.fetchone()
     if row is not None and row[0] > SCHEMA_VERSION:
         raise ConfigurationError(
             f"table {table!r} has schema version {row[0]}, newer than the version {SCHEMA_VERSION} "
             "this pywrapai-graph knows; upgrade pywrapai-graph (nothing was changed)"
         )
-
-
-def _table_dimension(cur: Any, sql: Any, table: str, conn: Any) -> int | None:
-    cur.execute(
-        "SELECT atttypmod FROM pg_attribute "
-        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
-        (sql.Identifier(table).as_string(conn),),
-    )
-    row = cur.fetchone()
-    return int(row[0]) if row is not None else None
-
-
-def _check_dimension(found: int | None, dimension: int, table: str) -> None:
-    if found is not None and found != dimension:
-        raise ConfigurationError(
-            f"table {table!r} stores vectors of dimension {found}, but dimension={dimension} "
-            "was given; use another table or the matching model"
-        )
+    return True, None if row is None else int(row[0])
 
 
 def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
-    """Read-only checks for a role without DDL rights: the table exists, fits, and is not
-    of a newer schema version.
+    """Read-only checks for a role without DDL rights: the table exists, fits, and has this
+    release's schema version.
 
     Raises:
-        VectorStoreError: the table does not exist (run ``store init``).
+        VectorStoreError: the table does not exist, or has an older layout (run ``store init``).
         ConfigurationError: another dimension, or a newer schema version.
     """
     with conn.cursor() as cur:
-        found = _table_dimension(cur, sql, table, conn)
-        if found is None:
-            raise VectorStoreError(
-                f"table {table!r} does not exist and create_schema is off: run "
-                "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
-                "the table, its indexes and the schema-version row)"
-            )
-        _check_dimension(found, dimension, table)
-        row = _schema_row(cur, sql, table)
-        _check_version(row, table)
-        if row is None or row[0] < SCHEMA_VERSION:
-            raise VectorStoreError(
-                f"table {table!r} has the layout of an older pywrapai-graph (schema version "
-                f"{row[0] if row else 'unrecorded'}; this release needs {SCHEMA_VERSION}, "
-                "whose lexical search PostgreSQL serves): run `pywrapai-graph store init` once "
-                "with an owner's DSN to upgrade it (one transaction; it analyses the stored "
-                "chunks)"
-            )
+        exists, version = _found(cur, sql, table, dimension)
+    if not exists:
+        raise VectorStoreError(
+            f"table {table!r} does not exist and create_schema is off: run "
+            "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
+            "the table, its indexes and the schema-version row)"
+        )
+    if version != SCHEMA_VERSION:
+        raise VectorStoreError(
+            f"table {table!r} has the layout of an older pywrapai-graph (schema version "
+            f"{version or 'unrecorded'}; this release needs {SCHEMA_VERSION}): run "
+            "`pywrapai-graph store init` once with an owner's DSN to upgrade it (one "
+            "transaction; it analyses the stored chunks)"
+        )
 
 
 #: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
@@ -180,15 +186,16 @@ def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
     """
     with conn.cursor() as cur:
-        if _up_to_date(cur, conn, sql, table, dimension):
+        if _found(cur, sql, table, dimension)[1] == SCHEMA_VERSION:
             return False  # the usual start: nothing to lock
 
         def locked() -> bool:
             cur.execute("SET LOCAL statement_timeout = 0")  # waiting for the lock included
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            if _up_to_date(cur, conn, sql, table, dimension):
+            exists, version = _found(cur, sql, table, dimension)
+            if version == SCHEMA_VERSION:
                 return False  # another process made it while we waited
-            _create(cur, sql, table, dimension)
+            _create(cur, sql, table, dimension, older=exists)
             return True
 
         return in_transaction(conn, cur, locked)
@@ -226,62 +233,207 @@ def committing(exc: BaseException | None) -> bool:
     return False
 
 
-def _up_to_date(cur: Any, conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    found = _table_dimension(cur, sql, table, conn)
-    _check_dimension(found, dimension, table)
-    row = _schema_row(cur, sql, table) if found is not None else None
-    _check_version(row, table)
-    return row is not None and row[0] == SCHEMA_VERSION
+#: The extension, the chunk table with its indexes, the manifest and info tables, the
+#: lexical tables (their layout in the module docstring) and the schema-version table.
+_CREATE = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+    "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
+    "embedding vector({dim}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)",
+    "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)",
+    "CREATE INDEX IF NOT EXISTS {doc} ON {t} (doc_id)",
+    "CREATE INDEX IF NOT EXISTS {meta} ON {t} USING gin (metadata)",
+    "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {sv} (table_name TEXT PRIMARY KEY, version INT NOT NULL, "
+    "dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+)
+#: An older layout's lexical tables dropped (made again from its chunks), and the chunk
+#: columns it may lack.
+_DROP_OLD = (
+    "LOCK TABLE {t} IN SHARE MODE",  # writers wait until the triggers exist
+    "DROP TABLE IF EXISTS {p}, {l}, {s}",
+    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
+    "ADD COLUMN IF NOT EXISTS lex_doc INT",
+)
+_LEXICAL = (
+    "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
+    "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
+    "PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl))",
+    "CREATE INDEX IF NOT EXISTS {pc} ON {p} (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS {l} (doc_id TEXT PRIMARY KEY, chunks BIGINT NOT NULL, "
+    "len BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, "
+    "total BIGINT NOT NULL, docs BIGINT NOT NULL, dtotal BIGINT NOT NULL)",
+)
 
 
-def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
-    t = sql.Identifier(table)
-    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
-            "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
-            "embedding vector({d}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)"
-        ).format(t=t, d=sql.Literal(dimension))
-    )
-    upgraded = add_lexical_columns(cur, sql, table)
-    cur.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-        ).format(i=sql.Identifier(table + "_hnsw"), t=t)
-    )
-    cur.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(
-            i=sql.Identifier(table + "_doc"), t=t
+def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> None:
+    """Create what is missing; ``older``: the table has an older layout, upgraded here."""
+    ids = {
+        **names(sql, table),
+        **{k: sql.Identifier(table + suffix) for k, suffix in _SUFFIXES.items()},
+        "sv": sql.Identifier(SCHEMA_TABLE),
+        "dim": sql.Literal(dimension),
+    }
+
+    def run(statements: Sequence[str]) -> None:
+        for statement in statements:
+            cur.execute(sql.SQL(statement).format(**ids))
+
+    run(_CREATE + (_DROP_OLD if older else ()) + _LEXICAL)
+    cur.execute(sql.SQL(_FUNCTION).format(**ids))
+    for trigger, event, tables in _TRIGGERS:
+        cur.execute(
+            sql.SQL(
+                "CREATE OR REPLACE TRIGGER {name} AFTER " + event + " ON {t} "
+                "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
+            ).format(name=ids[trigger], **ids)
         )
-    )
-    cur.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata)").format(
-            i=sql.Identifier(table + "_meta"), t=t
-        )
-    )
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-        ).format(d=sql.Identifier(table + "__docs"))
-    )
+    if older:
+        _backfill(cur, sql, table)
+        run(_RECOUNT)
+        for name in lexical_tables(table):  # the rights the roles have on the chunks
+            _grant_as(cur, sql, table, name)
     cur.execute(
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        ).format(i=sql.Identifier(table + "__info"))
-    )
-    create_lexical(cur, sql, table, backfill=upgraded)
-    cur.execute(
-        sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {s} (table_name TEXT PRIMARY KEY, "
-            "version INT NOT NULL, dimension INT NOT NULL, "
-            "created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        ).format(s=sql.Identifier(SCHEMA_TABLE))
-    )
-    cur.execute(
-        sql.SQL(
-            "INSERT INTO {s} (table_name, version, dimension) VALUES (%s, %s, %s) "
+            "INSERT INTO {sv} (table_name, version, dimension) VALUES (%s, %s, %s) "
             "ON CONFLICT (table_name) DO UPDATE SET version = EXCLUDED.version"
-        ).format(s=sql.Identifier(SCHEMA_TABLE)),
+        ).format(**ids),
         (table, SCHEMA_VERSION, dimension),
     )
+
+
+_SUFFIXES = {"hnsw": "_hnsw", "doc": "_doc", "meta": "_meta", "d": "__docs", "i": "__info"}
+
+
+# ----------------------------------------------------------------------------- lexical
+#: A chunk row's share of its document's length (``lex_doc``; NULL, in rows written before
+#: the column: the whole chunk).
+_PART = "coalesce(lex_doc, lex_len)"
+#: One statement's changes per document, in doc_id order: chunks, their length, their share
+#: of the document's length (``{rows}``: the rows with their signs).
+_DELTAS = (
+    "SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id), "
+    "array_agg(len ORDER BY doc_id), array_agg(part ORDER BY doc_id) INTO ids, ns, lens, parts "
+    "FROM (SELECT doc_id, sum(n) AS n, sum(len) AS len, sum(part) AS part FROM ({rows}) u "
+    "GROUP BY doc_id HAVING sum(n) <> 0 OR sum(len) <> 0 OR sum(part) <> 0) x;"
+)
+_NEW = "SELECT doc_id, 1 AS n, lex_len AS len, " + _PART + " AS part FROM new_rows"
+_OLD = "SELECT doc_id, -1 AS n, -lex_len AS len, -" + _PART + " AS part FROM old_rows"
+
+#: The triggers' function: each statement's deltas per document upserted into the document
+#: lengths (a row created is a document more, a row at 0 chunks is deleted: a document
+#: less), then the store's counts into this backend's delta row.
+_FUNCTION = (
+    """
+CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE ids text[]; ns bigint[]; lens bigint[]; parts bigint[];
+        dn bigint; dt bigint; dp bigint; dd bigint;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    """
+    + _DELTAS.replace("{rows}", _NEW)
+    + """
+  ELSIF TG_OP = 'DELETE' THEN
+    """
+    + _DELTAS.replace("{rows}", _OLD)
+    + """
+    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
+  ELSE
+    """
+    + _DELTAS.replace("{rows}", _NEW + " UNION ALL " + _OLD)
+    + """
+    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
+  END IF;
+  IF ids IS NULL THEN
+    RETURN NULL;
+  END IF;
+  WITH up AS (
+    INSERT INTO {l} AS l (doc_id, chunks, len) SELECT * FROM unnest(ids, ns, parts)
+    ON CONFLICT (doc_id) DO UPDATE SET chunks = l.chunks + EXCLUDED.chunks,
+                                       len = l.len + EXCLUDED.len
+    RETURNING l.doc_id, l.chunks)
+  SELECT sum(d.n), sum(d.len), sum(d.part),
+         count(*) FILTER (WHERE up.chunks = d.n) - count(*) FILTER (WHERE up.chunks = 0)
+  INTO dn, dt, dp, dd
+  FROM up JOIN unnest(ids, ns, lens, parts) AS d(doc_id, n, len, part) USING (doc_id);
+  DELETE FROM {l} WHERE doc_id = ANY (ids) AND chunks = 0;
+  INSERT INTO {s} AS s (slot, n, total, docs, dtotal)
+  VALUES (pg_backend_pid() % {slots}, dn, dt, dd, dp)
+  ON CONFLICT (slot) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total,
+    docs = s.docs + EXCLUDED.docs, dtotal = s.dtotal + EXCLUDED.dtotal;
+  RETURN NULL;
+END
+$body$
+"""
+)
+
+
+_BACKFILL_BATCH = 1000
+#: Document lengths and store counts derived from the chunk table.
+_RECOUNT = (
+    "DELETE FROM {l}",
+    f"INSERT INTO {{l}} (doc_id, chunks, len) SELECT doc_id, count(*), sum({_PART}) "
+    "FROM {t} GROUP BY doc_id",
+    "DELETE FROM {s}",
+    "INSERT INTO {s} (slot, n, total, docs, dtotal) SELECT 0, count(*), "
+    f"coalesce(sum(lex_len), 0), (SELECT count(*) FROM {{l}}), coalesce(sum({_PART}), 0) "
+    "FROM {t}",
+)
+_TRIGGERS = (
+    ("ins", "INSERT", "NEW TABLE AS new_rows"),
+    ("upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    ("del", "DELETE", "OLD TABLE AS old_rows"),
+)
+
+
+def _backfill(cur: Any, sql: Any, table: str) -> None:
+    """Analyse every chunk already in the table, each counting whole in its document (the
+    order it was written in is not known): its length, then its postings (the triggers drop
+    the postings of the rows an UPDATE touches)."""
+    t = sql.Identifier(table)
+    after = ""
+    while True:  # keyset pages by id, in this transaction
+        cur.execute(
+            sql.SQL("SELECT id, doc_id, text FROM {t} WHERE id > %s ORDER BY id LIMIT %s").format(
+                t=t
+            ),
+            (after, _BACKFILL_BATCH),
+        )
+        rows = cur.fetchall()
+        if not rows:
+            return
+        chunks = [Chunk(from_pg(text), doc_id=doc, id=chunk_id) for chunk_id, doc, text in rows]
+        analysis = analyse(chunks, parts=False)
+        cur.execute(
+            sql.SQL(
+                "UPDATE {t} SET lex_len = u.len, lex_doc = NULL FROM unnest(%s::text[], "
+                "%s::int[]) AS u(id, len) WHERE {t}.id = u.id"
+            ).format(t=t),
+            ([c.id for c in chunks], analysis.lengths),
+        )
+        write_postings(cur, sql, table, chunks, analysis)
+        after = rows[-1][0]
+
+
+_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES"})
+
+
+def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
+    """Give the roles holding rights on ``model`` (other than its owner) the same rights on
+    ``table``, new in an upgrade, so the roles ``store grants`` set up keep working."""
+    cur.execute(
+        "SELECT a.privilege_type, r.rolname FROM pg_class c "
+        "CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = to_regclass(%s) AND a.grantee <> c.relowner",
+        (sql.Identifier(model).as_string(cur),),
+    )
+    for privilege, role in cur.fetchall():
+        if privilege in _PRIVILEGES:
+            cur.execute(
+                sql.SQL("GRANT " + privilege + " ON {t} TO {r}").format(
+                    t=sql.Identifier(table),
+                    r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
+                )
+            )

@@ -5,32 +5,32 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    PreparedBatch,
     prepare_batch,
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
-    bm25_params,
-    bm25_query,
-    hybrid_params,
-    hybrid_statement,
+    scored_row,
+    search_hits,
+    statement,
+    statement_params,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     CLIENT_GRACE_S,
     DEFAULT_EF_SEARCH,
     PGConnection,
+    T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.deadline import renew
 from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
-from pywrapai_graph.adapters.vectorstores.postgres.lexical import lexical_tables, query_terms
+from pywrapai_graph.adapters.vectorstores.postgres.pool import renew
 from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     Pacer,
     delete_document,
     delete_rows,
+    lexical_tables,
     metadata_predicate,
     write_chunks,
 )
@@ -38,7 +38,6 @@ from pywrapai_graph.adapters.vectorstores.postgres.schema import (
     check_schema,
     init_schema,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.search_hits import scored_row, search_hits
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
@@ -53,31 +52,24 @@ from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["PGVectorStore"]
 
-#: Server connections a store opens at most (threads and the async offload share them).
 DEFAULT_POOL_SIZE = 4
-#: How long a call waits for a pooled connection before StoreBusyError: a service sheds load
-#: in seconds rather than queueing callers behind a stuck server until their clients give up.
+#: A service sheds load in seconds rather than queueing callers behind a stuck server.
 DEFAULT_POOL_TIMEOUT_MS = 5_000
-#: The server cancels a statement running longer; 30 s is far beyond any search or
-#: document write, and short enough for a request to fail while its client still waits.
+#: Far beyond any search or document write, short enough to fail while the client waits.
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
-#: From this many rows a batch goes in with binary COPY instead of an INSERT.
-COPY_MIN_ROWS = 500
 
 
 class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
-    On first use it runs ``CREATE EXTENSION IF NOT EXISTS vector`` and creates the table with
-    an HNSW index (``vector_cosine_ops``), a ``doc_id`` index and a GIN index on the JSONB
-    metadata. Lexical (BM25) search is computed by PostgreSQL from each chunk's analysed
-    terms and statistics written in the chunk's own transaction (``lexical``); a table
-    written by an older release is upgraded on open (or by ``pywrapai-graph store init``).
-    The table name is validated and always passed as an identifier, never formatted into SQL.
-    A write is one transaction of slices, each one statement for its chunks
-    (``execute_values``, or binary COPY) and one for their postings, sized so that each
-    statement stays well within ``statement_timeout_ms`` (``rows.Pacer``): a write of any
-    size fits. A dropped connection is re-established once before an error is raised.
+    On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
+    with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
+    computes BM25 from (``lexical``); a table of an older release is upgraded on open (or by
+    ``pywrapai-graph store init``). Each retrieval is one statement (``bm25``). A write is
+    one transaction of slices, each statement sized to stay well within
+    ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
+    validated and always passed as an identifier. A dropped connection is re-established
+    once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -88,16 +80,14 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             are in use, callers wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
-        statement_timeout_ms: each call's deadline, from the moment it is made: queueing for
-            a thread and a connection count, the statement gets what is left (the server
-            cancels it then), and the client closes a connection whose server has not
-            answered 2 s after the deadline (a stopped or unreachable server): all raise
-            :class:`StoreTimeoutError` naming the setting and saying whether the write was
-            rolled back. A large write runs as bounded statements in one transaction, each
-            with its own deadline. None leaves the server's default and sets no deadline.
-        create_schema: create the extension, table and indexes when missing (needs DDL
-            rights). False for a role with only SELECT/INSERT/UPDATE/DELETE: the schema must
-            exist (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
+        statement_timeout_ms: each call's deadline, from the moment it is made (queueing
+            counts; the statement gets what is left, and the client closes a connection whose
+            server has not answered 2 s after it): :class:`StoreTimeoutError` names the
+            setting and says whether the write was rolled back. Each statement of a large
+            write has its own. None leaves the server's default and sets no deadline.
+        create_schema: create the extension, tables and indexes when missing (needs DDL
+            rights). False for a role with only DML rights: the schema must exist
+            (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
 
     Raises:
         ConfigurationError: invalid table name, or a dimension that disagrees with the table.
@@ -204,26 +194,30 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def atomic_documents(self) -> bool:
         return True
 
-    def _insert(self, cur: Any, batch: PreparedBatch, pace: Pacer) -> None:
-        if batch.ids:
-            copy = bool(self._bulk) or len(batch.ids) >= COPY_MIN_ROWS
-            write_chunks(cur, self._sql, self._extras, self._table, batch, copy=copy, pace=pace)
+    def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
+        """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
+        client deadline (the server's statement_timeout bounds each already)."""
 
-    def _pacer(self, cur: Any) -> Pacer:
-        """Slices for a write on ``cur``'s transaction, each statement under a fresh client
-        deadline (the server's statement_timeout applies to each statement already)."""
-        if self._timeout_ms is None:
-            return Pacer(None, lambda: None)
-        seconds = self._timeout_ms / 1000
-        return Pacer(seconds, lambda: renew(cur.connection, seconds + CLIENT_GRACE_S))
+        def paced(cur: Any) -> T:
+            seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
+
+            def fresh() -> None:
+                if seconds is not None:
+                    renew(cur.connection, seconds + CLIENT_GRACE_S)
+
+            pace = Pacer(seconds, fresh)
+            result = work(cur, pace)
+            pace.statement()  # for the statements left and the COMMIT
+            return result
+
+        with self._lock:
+            return self._run(paced, operation)
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Load many chunks fast: every write inside sends its rows with binary COPY, and when
-        the table is empty on entry its HNSW index is dropped and built once on exit (building
-        the graph over loaded rows is far faster than inserting into a live one); the indexes
-        are the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer.
-        """
+        """Load many chunks fast: when the table is empty on entry its HNSW index is dropped
+        and built once on exit (far faster than inserting into a live graph); the indexes are
+        the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer."""
         with self._lock:
             # a DML-only role (create_schema=False) may not drop and rebuild the index
             rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
@@ -255,33 +249,28 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
 
-    def _forget(self, cur: Any, doc_ids: list[str]) -> None:
+    def _forget(self, cur: Any, doc_ids: Sequence[str]) -> None:
         """Drop the manifests of documents changed outside ``replace_document``."""
         cur.execute(
             self._sql.SQL("DELETE FROM {d} WHERE doc_id = ANY(%s)").format(d=self._ident("__docs")),
-            (doc_ids,),
+            (sorted(set(doc_ids)),),
         )
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         batch = prepare_batch(chunks, self._dim)
-        if not batch.ids:
-            return
 
-        def work(cur: Any) -> None:
-            pace = self._pacer(cur)
-            self._insert(cur, batch, pace)
-            pace.statement()  # for the statements left and the COMMIT
-            self._forget(cur, sorted({c.doc_id for c in batch.chunks}))
+        def work(cur: Any, pace: Pacer) -> None:
+            write_chunks(cur, self._sql, self._table, batch, pace)
+            self._forget(cur, [c.doc_id for c in batch.chunks])
 
-        with self._lock:
-            self._run(work, "INSERT")
+        if batch.ids:
+            self._write("INSERT", work)
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         batch = prepare_batch(chunks, self._dim)
         sql = self._sql
-        info = self._ident("__info")
 
-        def work(cur: Any) -> int:
+        def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, manifest.doc_id)
             # the first writer's identity wins, even against a concurrent first writer
             if manifest.embedder.dimension:
@@ -289,14 +278,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                     sql.SQL(
                         "INSERT INTO {i} (key, value) VALUES ('embedder', %s) "
                         "ON CONFLICT (key) DO NOTHING"
-                    ).format(i=info),
+                    ).format(i=self._ident("__info")),
                     (manifest.embedder.to_json(),),
                 )
             check_embedder(self._recorded(cur), manifest.embedder)
-            pace = self._pacer(cur)
-            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
-            self._insert(cur, batch, pace)
-            pace.statement()  # for the statements left and the COMMIT
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {d} (doc_id, manifest) VALUES (%s, %s) "
@@ -304,10 +289,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 ).format(d=self._ident("__docs")),
                 (manifest.doc_id, manifest.to_json()),
             )
+            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            write_chunks(cur, sql, self._table, batch, pace)
             return removed
 
-        with self._lock:
-            return self._run(work, "INSERT")
+        return self._write("INSERT", work)
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
         cur.execute(
@@ -336,16 +322,30 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        query = self._literal(query_vector)
-        sql = self._sql
-        where, filter_params = self._where(filter)
-        statement = sql.SQL(  # the recorded embedder too, in the same snapshot (one round trip)
-            "SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, "
-            "(SELECT value FROM {i} WHERE key = 'embedder') FROM {t} "
-            "{w} ORDER BY embedding <=> %s LIMIT %s"
-        ).format(t=self._ident(), w=where, i=self._ident("__info"))
-        params: list[Any] = [query, *filter_params, query, k]
-        return search_hits(self._rows(statement, params))
+        return self._retrieve(StoreQuery("dense", k, vector=query_vector, filter=filter))
+
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available, computed by PostgreSQL."""
+        return True
+
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
+        hybrid both candidate lists, both scores of their union, the fusion, the filter and
+        the recorded embedder (``bm25.statement``)."""
+        keep, chosen = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
+        vector = None if query.vector is None else self._literal(query.vector)
+        rows = self._rows(sql, statement_params(query, chosen, vector))
+        if query.mode != "dense":
+            return search_hits(rows, clamp=False)
+        return [h for h in search_hits(rows) if h.score >= query.min_score]
 
     def _literal(self, query_vector: Sequence[float]) -> Any:
         """The query vector as one SQL literal, adapted once however often a statement names
@@ -358,51 +358,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
         keep, params = metadata_predicate(self._sql, filter)
         return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
-
-    @property
-    def lexical(self) -> bool:
-        """Lexical (BM25) search is available, computed by PostgreSQL."""
-        return True
-
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        """The ``k`` chunks whose text best matches ``query`` by BM25, best first: one
-        statement whose cost follows the postings of the query's terms (``lexical``)."""
-        terms, counts = query_terms(query)
-        if not terms:
-            return []
-        keep, filter_params = metadata_predicate(self._sql, filter)
-        statement = bm25_query(self._sql, self._table, keep if filter_params else None)
-        params = bm25_params(terms, counts, k1, b, filter_params, k)
-        return [scored_row(r, clamp=False) for r in self._rows(statement, params)]
-
-    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """The whole retrieval in one statement, read in autocommit (no BEGIN/COMMIT): a dense
-        or lexical search, or for hybrid both candidate lists, both scores of their union,
-        the fusion, the filter and the recorded embedder (``bm25.hybrid_statement``)."""
-        if query.mode == "lexical":
-            return self._lexical_search(
-                query.text or "", query.k, query.filter, k1=query.k1, b=query.b
-            )
-        if query.mode == "dense":
-            hits = self._search(query.vector or [], query.k, query.filter)
-            return [h for h in hits if h.score >= query.min_score]
-        keep, chosen = metadata_predicate(self._sql, query.filter)
-        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
-        statement = hybrid_statement(self._sql, self._table, query.fusion, shape)
-        params = hybrid_params(query, chosen, self._literal(query.vector or []))
-        return search_hits(self._rows(statement, params), clamp=False)
-
-    def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
-        """Cosines of the stored vectors of ``ids``: one statement by primary key."""
-        query = prepare_query(query_vector, self._dim)
-        if not ids:
-            return {}
-        statement = self._sql.SQL(
-            "SELECT id, 1 - (embedding <=> %s) FROM {t} WHERE id = ANY(%s)"
-        ).format(t=self._ident())
-        return {str(i): min(float(s), 1.0) for i, s in self._rows(statement, [query, list(ids)])}
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -435,38 +390,28 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return int(self._rows(statement, params)[0][0])
 
     def _delete(self, ids: list[str]) -> int:
-        if not ids:
-            return 0
-
-        def work(cur: Any) -> int:
-            pace = self._pacer(cur)
+        def work(cur: Any, pace: Pacer) -> int:
             docs = delete_rows(cur, self._sql, self._table, ids, pace)
-            pace.statement()
-            self._forget(cur, sorted(set(docs)))
+            self._forget(cur, docs)
             return len(docs)
 
-        with self._lock:
-            return self._run(work, "DELETE")
+        return self._write("DELETE", work) if ids else 0
 
     def _delete_by_doc(self, doc_id: str) -> int:
-        def work(cur: Any) -> int:
+        def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, doc_id)
-            pace = self._pacer(cur)
             removed = delete_document(cur, self._sql, self._table, doc_id, pace)
-            pace.statement()
             self._forget(cur, [doc_id])
             return removed
 
-        with self._lock:
-            return self._run(work, "DELETE")
+        return self._write("DELETE", work)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        tables = [self._table, *(self._table + s for s in ("__docs", "__info"))]
+        tables = [self._table, self._table + "__docs", self._table + "__info"]
+        every = (*tables, *lexical_tables(self._table))
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(
-                self._sql.Identifier(t) for t in (*tables, *lexical_tables(self._table))
-            )
+            self._sql.SQL(", ").join(map(self._sql.Identifier, every))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")

@@ -96,9 +96,7 @@ class QdrantQuery(QdrantDocumentField):
             selector = self._ready(query)
             if selector is False:
                 return []
-            return self._search_visible(
-                lambda n: self._ranked(query, n, selector), query.k, self._available()
-            )
+            return self._search_visible(lambda n: self._ranked(query, n, selector), query.k)
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         if not self._native_async:
@@ -116,7 +114,7 @@ class QdrantQuery(QdrantDocumentField):
                 )
             return _hits(query, got.points, asked[2])
 
-        return await adrive(self._visible_top(query.k, await self._aavailable()), read)
+        return await adrive(self._visible_top(query.k), read)
 
     def _ready(self, query: StoreQuery) -> Any:
         """The engine filter of ``query`` (False: nothing to rank)."""

@@ -442,13 +442,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         with self._lock, self._reading():
             return self._text.query(self._conn, query, k, filter)[0]
 
-    def _lexical_scores(
-        self, query: str, ids: list[str], *, k1: float, b: float
-    ) -> dict[str, float]:
-        check_fts5_bm25(k1, b)
-        with self._lock, self._reading():
-            return self._text.query(self._conn, query, 0, None, ids)[1]
-
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
         candidates, then one statement for the lexical ones, the BM25 scores of the dense

@@ -8,8 +8,10 @@ changes nothing else, so the engine's BM25 sees exactly our terms:
 - ``T__terms``: one row per chunk (rowid = the chunk's rowid in ``T``): its terms, and the
   terms of its document part (:func:`document_parts`, unindexed) kept to rebuild its
   document's row;
-- ``T__doc_terms``: one row per document (rowid = its key in ``T__doc_keys``): its chunks'
-  parts together.
+- ``T__doc_terms``: one row per document (rowid = its key in ``T__doc_keys``, kept while
+  the document has chunks): its chunks' parts together;
+- ``T__chunk_docs``: each chunk's document key, so a query scores its chunks and cuts them
+  to the best without reading the wide chunk table (read for the filter and the hits only).
 
 A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)`` with the idf of the
 other stores (Lucene's, ``ln(1 + (N − df + 0.5) / (df + 0.5))``), in one statement with the
@@ -123,12 +125,8 @@ class TextTables:
         self._terms = f'"{table}__terms"'
         self._docs = f'"{table}__doc_terms"'
         self._keys = f'"{table}__doc_keys"'
-        self._name = f"{table}__terms"
-        #: :meth:`query` for a text without terms: the chunks of ``ids``, unscored
-        self._by_ids = (
-            f"SELECT id, doc_id, text, metadata, NULL, 0 FROM {self._t} "
-            "WHERE id IN (SELECT value FROM json_each(:ids))"
-        )
+        self._of = f'"{table}__chunk_docs"'
+        self._name = f"{table}__chunk_docs"  # the table made last: its presence means all are
         self._vocab = f'"{table}__terms_vocab"'
         self._doc_vocab = f'"{table}__doc_terms_vocab"'
 
@@ -139,13 +137,15 @@ class TextTables:
     # ------------------------------------------------------------------ schema
     def ensure(self, conn: sqlite3.Connection) -> None:
         """Create the tables and index what ``T`` holds, once: a file of an earlier
-        release gets them at its first open. One write transaction, so processes opening
-        the file at once build them once (the others find them made)."""
+        release gets them (made again) at its first open. One write transaction, so
+        processes opening the file at once build them once (the others find them made)."""
         if self._exist(conn):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             if not self._exist(conn):
+                for table in (self._vocab, self._doc_vocab, self._terms, self._docs, self._keys):
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
                 fts5 = "USING fts5(terms, {}tokenize='ascii')"
                 conn.execute(
                     f"CREATE VIRTUAL TABLE {self._terms} {fts5.format('part UNINDEXED, ')}"
@@ -157,6 +157,7 @@ class TextTables:
                     f"CREATE TABLE {self._keys} "
                     "(key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
                 )
+                conn.execute(f"CREATE TABLE {self._of} (r INTEGER PRIMARY KEY, key INTEGER)")
                 rows = conn.execute(f"SELECT rowid, doc_id, text FROM {self._t} ORDER BY rowid")
                 self._put(conn, rows.fetchall())
                 self._refresh(conn, None)
@@ -185,7 +186,8 @@ class TextTables:
         self._put(conn, [(rowids[c.id], c.doc_id, c.text) for c in chunks])
 
     def _put(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Index ``(rowid, doc_id, text)`` rows, each with its part within ``rows``."""
+        """Index ``(rowid, doc_id, text)`` rows, each with its part within ``rows``, and
+        each under its document's key (kept while the document has chunks)."""
         parts = document_parts([text for _, _, text in rows], [d for _, d, _ in rows])
         values = []
         for (rowid, _, text), part in zip(rows, parts, strict=True):
@@ -193,13 +195,20 @@ class TextTables:
             share = terms if len(part) == len(text) else " ".join(analyze(part))
             values.append((rowid, terms, share))
         conn.executemany(f"INSERT INTO {self._terms} (rowid, terms, part) VALUES (?, ?, ?)", values)
+        docs = [(d,) for d in dict.fromkeys(d for _, d, _ in rows)]
+        conn.executemany(f"INSERT OR IGNORE INTO {self._keys} (doc_id) VALUES (?)", docs)
+        conn.executemany(
+            f"INSERT INTO {self._of} (r, key) SELECT ?, key FROM {self._keys} WHERE doc_id = ?",
+            [(rowid, doc_id) for rowid, doc_id, _ in rows],
+        )
 
     def drop(self, conn: sqlite3.Connection, where: str, param: str) -> set[str]:
         """Drop the terms of the chunks of ``T`` matching ``where`` (before they change);
         returns their documents."""
         rows = conn.execute(f"SELECT rowid, doc_id FROM {self._t} WHERE {where}", (param,))
         found = rows.fetchall()
-        conn.executemany(f"DELETE FROM {self._terms} WHERE rowid = ?", [(r,) for r, _ in found])
+        for table in (self._terms, self._of):
+            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r, _ in found])
         return {d for _, d in found}
 
     def drop_ids(self, conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
@@ -208,7 +217,7 @@ class TextTables:
 
     def refresh(self, conn: sqlite3.Connection, doc_ids: set[str]) -> None:
         """Rebuild the rows of these documents from their chunks' parts (a document left
-        without chunks loses its row)."""
+        without chunks loses its row and its key)."""
         if doc_ids:
             self._refresh(conn, json.dumps(sorted(doc_ids)))
 
@@ -217,16 +226,12 @@ class TextTables:
         which = (
             "(SELECT value FROM json_each(:docs))" if doc_ids else f"(SELECT doc_id FROM {self._t})"
         )
+        keys = f"(SELECT key FROM {self._keys} WHERE doc_id IN {which})"
         docs = {"docs": doc_ids} if doc_ids else {}
+        conn.execute(f"DELETE FROM {self._docs} WHERE rowid IN {keys}", docs)
         conn.execute(
-            f"DELETE FROM {self._docs} WHERE rowid IN "
-            f"(SELECT key FROM {self._keys} WHERE doc_id IN {which})",
-            docs,
-        )
-        conn.execute(f"DELETE FROM {self._keys} WHERE doc_id IN {which}", docs)
-        conn.execute(
-            f"INSERT INTO {self._keys} (doc_id) SELECT DISTINCT doc_id FROM {self._t} "
-            f"WHERE doc_id IN {which}",
+            f"DELETE FROM {self._keys} WHERE doc_id IN {which} AND NOT EXISTS "
+            f"(SELECT 1 FROM {self._t} t WHERE t.doc_id = {self._keys}.doc_id)",
             docs,
         )
         conn.execute(
@@ -239,7 +244,7 @@ class TextTables:
 
     def clear(self, conn: sqlite3.Connection) -> None:
         """Forget every chunk and document."""
-        for table in (self._terms, self._docs, self._keys):
+        for table in (self._terms, self._docs, self._keys, self._of):
             conn.execute(f"DELETE FROM {table}")
 
     # ------------------------------------------------------------------ queries
@@ -255,42 +260,55 @@ class TextTables:
         keeps, best first; the scores of the chunks of ``ids`` not among them (those holding
         a query term); and the chunks of both, by id."""
         terms = query_terms(text)
-        where, params = filter_sql(filter, "s.metadata")
-        statement = self._statement(where) if terms else self._by_ids
-        params.update(terms=terms, weight=DOCUMENT_WEIGHT, k=k, ids=json.dumps(list(ids)))
-        rows = conn.execute(statement, params).fetchall()
+        where, params = filter_sql(filter, "t.metadata")
+        params.update(terms=terms or "{}", weight=DOCUMENT_WEIGHT, k=k, ids=json.dumps(list(ids)))
+        rows = conn.execute(self._statement(where), params).fetchall()
         chunks = {r[0]: stored_chunk(r[:4], self._where) for r in rows}
-        top = sorted((r for r in rows if r[5]), key=lambda r: (-r[4], r[0]))
-        scores = {r[0]: r[4] for r in rows if not r[5] and r[4] is not None}
+        top = sorted((r for r in rows if r[5]), key=lambda r: (-r[4], r[0]))[:k]
+        shown = {r[0] for r in top}
+        scores = {r[0]: r[4] for r in rows if r[0] not in shown and r[4] is not None}
         return [ScoredChunk(chunks[r[0]], r[4]) for r in top], scores, chunks
 
     def _statement(self, where: str) -> str:
-        """:meth:`query`'s statement, with the filter condition ``where`` on ``s``."""
+        """:meth:`query`'s statement, with the filter condition ``where`` on ``t``.
+
+        Chunks are scored and cut to the ``k`` best (with the ties at the cut) through the
+        narrow ``chunk_docs`` table; the chunk table is read for the filter (when there is
+        one) and for the rows returned only."""
+        kept, source = "", "scored"
+        if where != "1":
+            kept, source = (
+                f"kept AS MATERIALIZED (SELECT s.r, s.score FROM scored s "
+                f"JOIN {self._t} t ON t.rowid = s.r WHERE {where}),",
+                "kept",
+            )
         return f"""
 WITH q(term, n) AS (SELECT key, value FROM json_each(:terms)),
-{self._field("c", "r", self._terms, self._vocab, self._t)},
+{self._field("c", "r", self._terms, self._vocab, self._of)},
 {self._field("d", "key", self._docs, self._doc_vocab, self._keys)},
-scored AS MATERIALIZED (
-    SELECT t.rowid AS r, t.id AS id, t.metadata AS metadata,
-        c.s + :weight * coalesce(d.s, 0.0) AS score
-    FROM c JOIN {self._t} t ON t.rowid = c.r
-    LEFT JOIN {self._keys} k ON k.doc_id = t.doc_id LEFT JOIN d ON d.key = k.key),
-top AS MATERIALIZED (SELECT r, score FROM scored s WHERE {where}
-    ORDER BY score DESC, id LIMIT :k)
+asked AS MATERIALIZED (SELECT rowid AS r FROM {self._t}
+    WHERE id IN (SELECT value FROM json_each(:ids))),
+scored AS MATERIALIZED (SELECT c.r AS r, c.s + :weight * coalesce(d.s, 0.0) AS score,
+    c.r IN asked AS asked FROM c JOIN {self._of} o ON o.r = c.r LEFT JOIN d ON d.key = o.key),
+{kept}
+top AS MATERIALIZED (SELECT r, score FROM {source} WHERE :k > 0 AND score >= coalesce(
+    (SELECT score FROM {source} ORDER BY score DESC LIMIT 1 OFFSET :k - 1), -1e308))
 SELECT t.id, t.doc_id, t.text, t.metadata, top.score, 1 FROM top
     JOIN {self._t} t ON t.rowid = top.r
 UNION ALL
-SELECT t.id, t.doc_id, t.text, t.metadata, s.score, 0 FROM {self._t} t
-    LEFT JOIN scored s ON s.r = t.rowid
-    WHERE t.id IN (SELECT value FROM json_each(:ids)) AND t.rowid NOT IN (SELECT r FROM top)"""
+SELECT t.id, t.doc_id, t.text, t.metadata, s.score, 0 FROM asked a
+    JOIN {self._t} t ON t.rowid = a.r LEFT JOIN (SELECT r, score FROM scored WHERE asked) s
+    ON s.r = a.r WHERE a.r NOT IN (SELECT r FROM top)"""
 
     @staticmethod
     def _field(name: str, key: str, fts: str, vocab: str, units: str) -> str:
         """CTEs scoring one field: ``name`` (``key``, ``s``), the BM25 with Lucene's idf of
-        each unit of ``fts`` holding a query term (``units`` counts them)."""
+        each unit of ``fts`` holding a query term (``units`` counts them). ``CROSS JOIN``
+        keeps the query's terms the outer loop: the vocabulary is looked up by term, never
+        scanned whole."""
         return f"""{name}_w AS MATERIALIZED (SELECT '"' || q.term || '"' AS phrase,
     q.n * pywrapai_idf_ratio((SELECT count(*) FROM {units}), v.doc) AS w
-    FROM q JOIN {vocab} v ON v.term = q.term),
+    FROM q CROSS JOIN {vocab} v ON v.term = q.term),
 {name}_t AS MATERIALIZED (SELECT {fts}.rowid AS {key}, w.w * -bm25({fts}) AS s
     FROM {name}_w w JOIN {fts} ON {fts} MATCH w.phrase),
 {name} AS MATERIALIZED (SELECT {key}, sum(s) AS s FROM {name}_t GROUP BY {key})"""

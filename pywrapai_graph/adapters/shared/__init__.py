@@ -1,0 +1,1 @@
+"""State every process shares, held by PostgreSQL: client-side limits and responses."""

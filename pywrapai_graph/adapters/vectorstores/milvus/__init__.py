@@ -1,0 +1,1 @@
+"""MilvusVectorStore: Milvus by URL, or milvus-lite in a local file."""

@@ -1,0 +1,412 @@
+"""MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
+
+Documents are all-or-nothing as in the other server stores (``kit.versioned``): chunks are rows
+tagged with their version, records rows of ``<collection>__records``; every request reads at
+``Strong`` consistency. :meth:`retrieve` is one ``search`` (dense or BM25 field) or one
+``hybrid_search`` fused by the engine (``rrf`` and ``rescored``: ``RRFRanker``, chosen for
+``rescored`` on Cranfield over ``WeightedRanker``; ``weighted``: ``WeightedRanker``, which
+scales each side itself), with the metadata filter (a tenant scope is part of it) in every
+sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pywrapai_graph import errors
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters.vectorstores.kit import vector_batches, versioned
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
+from pywrapai_graph.adapters.vectorstores.milvus import rows
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.redaction import redact, scrubbed
+
+__all__ = ["MilvusVectorStore"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
+_BATCH = 500
+#: the most hits Milvus returns for one query
+_TOP = 16_384
+_STRONG = {"consistency_level": "Strong"}
+_READ = {"output_fields": ["body", "version"], **_STRONG}
+_BODY = {"output_fields": ["body"], **_STRONG}
+#: the BM25 parameters the index fixes: StoreQuery's defaults
+_BM25 = {"bm25_k1": StoreQuery("dense", 1).k1, "bm25_b": StoreQuery("dense", 1).b}
+_EMBEDDER = "e:embedder"
+#: how many stores of this process use each milvus-lite folder it serves
+_LITE: Counter[str] = Counter()
+_LITE_LOCK = threading.Lock()
+
+
+def _lite(folder: str, opening: bool) -> str:
+    """Serve ``folder`` by milvus-lite in this process (its URL), or let it go (last store)."""
+    server = require("milvus_lite.server_manager", "milvus", "milvus-lite").server_manager_instance
+    with _LITE_LOCK:
+        _LITE[folder] += 1 if opening else -1
+        if not opening and not _LITE[folder]:
+            server.release_server(folder)
+        uri = server.start_and_get_uri(folder) if opening else ""
+        if uri is None:
+            _LITE[folder] -= 1
+            raise errors.StoreBusyError(
+                f"milvus-lite could not open {folder!r}: another process holds it (milvus-lite "
+                "serves one folder to one process). For several processes run a Milvus server "
+                "(or `milvus-lite server --data-dir ...`) and give the store its url."
+            )
+        return str(uri)
+
+
+class MilvusVectorStore(versioned.VersionedDocuments):
+    """Cosine, BM25 and hybrid search in a Milvus collection.
+
+    Args:
+        collection: the collection name (letters, digits, ``_``; not starting with a digit).
+        path: a milvus-lite folder ending in ``.db`` (made if missing), held by one process.
+        url: a Milvus server (``http://host:19530``), instead of ``path``.
+        token: the server's ``user:password`` or API key; never shown in reprs or errors.
+        dimension: create the collection up front; otherwise the first add decides.
+
+    Lexical search is Milvus's BM25 function (k1 1.2, b 0.75: fixed in the index) over the
+    library's analysed text. Async calls run their sync twin in the thread offload.
+
+    Raises:
+        MissingExtraError: ``pymilvus`` (or, for a path, ``milvus-lite``) is not installed.
+        ConfigurationError: both or neither of a path and a url; a bad collection name.
+        StoreBusyError: another process holds the milvus-lite folder.
+    """
+
+    #: ``db.system.name`` on this store's spans.
+    db_system = "milvus"
+    persistent = lexical = True
+
+    def __init__(
+        self,
+        collection: str,
+        path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        token: str | None = None,
+        dimension: int | None = None,
+    ) -> None:
+        self._pm: Any = require("pymilvus", "milvus", "pymilvus")
+        folder = None if path is None else os.path.abspath(os.fspath(path))
+        if (folder is None) == (url is None) or not (
+            _NAME.fullmatch(collection) and (folder or ".db").endswith(".db")
+        ):
+            raise errors.ConfigurationError(
+                "MilvusVectorStore takes a path ending in .db or a url, and a collection name of "
+                f"letters, digits and _ (got {collection!r}, {folder!r})"
+            )
+        self._collection, self._records_of = collection, f"{collection}__records"
+        self._lock, self._records_seen = threading.RLock(), False
+        self._secrets, self._folder, self._lite = [token, url], folder, folder is not None
+        self._where = folder or redact(url or "")
+        self._address = address(url, default_port=19530) if url else None
+        if folder is not None:
+            Path(folder).parent.mkdir(parents=True, exist_ok=True)
+            url = _lite(folder, opening=True)
+        try:
+            with self._errors():
+                self._client: Any = self._pm.MilvusClient(uri=url, token=token or "")
+                self._dim = self._engine_dimension()
+                if self._lite and self._pending_records():  # a writer died: this one holds it
+                    self._recover()
+        except BaseException:
+            self._release()
+            raise
+        if self._dim is None and dimension is not None:
+            with self._writing():
+                self._create(dimension)
+        elif dimension is not None and self._dim != dimension:
+            raise errors.InvalidArgumentError(
+                f"collection {collection!r} has dimension {self._dim}, not {dimension}"
+            )
+
+    # ------------------------------------------------------------------ collections
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        with self._lock, self._errors():
+            yield
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except errors.PyWrapAIError:
+            raise
+        except self._pm.MilvusException as exc:
+            code = getattr(exc, "code", None)
+            if self._address is not None and code in (1, 2, 401, 403):
+                message = cannot_reach("Milvus", self._address, exc)
+            else:
+                message = f"Milvus at {self._where!r} failed: {type(exc).__name__} (code {code})"
+            raise errors.VectorStoreError(message) from scrubbed(exc, self._secrets)
+
+    def _engine_dimension(self) -> int | None:
+        if not self._client.has_collection(self._collection):
+            return None
+        for name in (self._records_of, self._collection):  # a reopened folder loads none
+            self._client.load_collection(name)  # records: made first, dropped last
+        fields = self._client.describe_collection(self._collection)["fields"]
+        return int(next(f["params"]["dim"] for f in fields if f["name"] == "dense"))
+
+    def _new_collection(self, name: str, fields: dict[str, Any], *indexes: Any) -> None:
+        """Create ``name`` with ``fields`` (name: (type, its settings)) and indexes."""
+        schema, index = self._client.create_schema(), self._client.prepare_index_params()
+        for field, (kind, settings) in fields.items():
+            element = {"element_type": self._pm.DataType.VARCHAR} if kind == "ARRAY" else {}
+            schema.add_field(field, getattr(self._pm.DataType, kind), **settings, **element)
+        for field, kind, metric in indexes:
+            # flat for a server, and in "params" as pymilvus 2 sent them (all milvus-lite reads)
+            bm25 = {**_BM25, "params": _BM25} if metric == "BM25" else {}
+            index.add_index(field, index_type=kind, metric_type=metric, params=bm25)
+        if "sparse" in fields:
+            bm25 = self._pm.FunctionType.BM25
+            schema.add_function(self._pm.Function("bm25", bm25, "terms", "sparse"))
+        self._client.create_collection(name, schema=schema, index_params=index, **_STRONG)
+
+    def _ensure_records(self) -> None:
+        if not self._client.has_collection(self._records_of):
+            self._new_collection(self._records_of, rows.RECORD_SCHEMA, ("v", "FLAT", "L2"))
+
+    def _create(self, dim: int) -> None:
+        self._ensure_records()  # searches read it: made first, no one finds it missing
+        fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
+        dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
+        sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
+        self._new_collection(self._collection, fields, dense, sparse)
+        found = self._engine_dimension()
+        if found != dim:  # another process created it first
+            raise errors.InvalidArgumentError(
+                f"collection {self._collection!r} has dimension {found}, not {dim}"
+            )
+        self._dim = dim
+
+    def _rows(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
+        """Every row ``expr`` selects (a filter without a limit: all of them)."""
+        with self._errors():
+            if not self._client.has_collection(collection):
+                return []
+            return list(
+                self._client.query(collection, filter=expr, output_fields=fields, **_STRONG)
+            )
+
+    # ------------------------------------------------------------------ port
+    @property
+    def exact(self) -> bool:
+        return self._lite  # milvus-lite: FLAT; a server: its AUTOINDEX
+
+    @property
+    def dimension(self) -> int | None:
+        return self._dim
+
+    def _add(self, chunks: Sequence[Chunk]) -> None:
+        batch = vector_batches.prepare_batch(chunks, self._known_dim())
+        if batch.ids:
+            with self._writing():
+                self._add_versioned(batch)
+
+    def _count(self, filter: MetadataFilter | None = None) -> int:
+        if not filter:
+            return len(self)
+        found = self._rows(self._collection, rows.tags_expr(filter), ["body", "version"])
+        return len(self._committed([(rows.chunk_of(r["body"]), r["version"]) for r in found]))
+
+    def __len__(self) -> int:
+        with self._lock, self._errors():
+            if self._known_dim() is None:
+                return 0
+            got = self._client.query(self._collection, output_fields=["count(*)"], **_STRONG)
+            return int(got[0]["count(*)"])
+
+    def clear(self) -> None:
+        """Remove every chunk, every manifest and the recorded embedder."""
+        with self._writing():
+            dim = self._known_dim()
+            for name in (self._collection, self._records_of):  # chunks first: see _create
+                if self._client.has_collection(name):
+                    self._client.drop_collection(name)
+            self._dim = None
+            if dim is not None:
+                self._create(dim)
+
+    def close(self) -> None:
+        """Close the client; a milvus-lite folder is let go when its last store closes."""
+        with self._lock:
+            self._client.close()
+            self._release()
+
+    def _release(self) -> None:
+        if self._folder is not None:
+            _lite(self._folder, opening=False)
+            self._folder = None
+
+    def __repr__(self) -> str:
+        return f"MilvusVectorStore(collection={self._collection!r}, location={self._where!r})"
+
+    # ------------------------------------------------------------------ records
+    def _record_bodies(self, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """The records of ``keys`` in one ``query`` (whether their collection exists is asked
+        until it is seen, and again when a query misses it: another process's ``clear``)."""
+        expr = rows.is_in("pk", [rows.digest(k) for k in keys])
+        with self._errors():
+            seen = self._records_seen or self._client.has_collection(self._records_of)
+            try:
+                found = self._client.query(self._records_of, filter=expr, **_BODY) if seen else []
+            except self._pm.MilvusException as exc:
+                if exc.code != 100:  # 100: no such collection
+                    raise
+                seen, found = False, []
+        self._records_seen = seen
+        return [r["body"] for r in found]
+
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        found = self._record_bodies(["d:" + d for d in doc_ids])
+        return {b["doc_id"]: DocRecord(**b) for b in found}
+
+    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_records` and the embedder's, told to the caller's probe: one request."""
+        found = self._record_bodies([_EMBEDDER, *("d:" + d for d in doc_ids)])
+        embedder = [b["embedder"] for b in found if "embedder" in b]
+        report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
+        return {b["doc_id"]: DocRecord(**b) for b in found if "embedder" not in b}
+
+    def _pending_records(self) -> list[DocRecord]:
+        found = self._rows(self._records_of, 'pending != ""', ["body"])
+        return [DocRecord(**r["body"]) for r in found]
+
+    def _put_row(self, key: str, body: dict[str, Any], pending: str = "") -> None:
+        with self._errors():
+            self._ensure_records()
+            row = {"pk": rows.digest(key), "pending": pending, "body": body, "v": [1.0, 0.0]}
+            self._client.upsert(self._records_of, [row])
+
+    def _put_record(self, record: DocRecord) -> None:
+        self._put_row("d:" + record.doc_id, asdict(record), record.pending)
+
+    def _drop_records(self, doc_ids: Sequence[str]) -> None:
+        self._delete_rows(self._records_of, ["d:" + d for d in doc_ids])
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        found = self._record_bodies([_EMBEDDER])
+        return EmbedderIdentity.from_json(found[0]["embedder"]) if found else None
+
+    def _put_embedder(self, identity: EmbedderIdentity) -> None:
+        self._put_row(_EMBEDDER, {"embedder": identity.to_json()})
+
+    # ------------------------------------------------------------------ chunks
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        return self._copies([doc_id], field="doc")
+
+    def _copies(self, ids: Sequence[str], field: str = "key") -> list[StoredChunk]:
+        """Every stored copy of these chunk ids (or every chunk of these documents)."""
+        found: list[StoredChunk] = []
+        for start in range(0, len(ids), _BATCH):
+            expr = rows.is_in(field, [rows.digest(i) for i in ids[start : start + _BATCH]])
+            found += rows.stored_of(self._rows(self._collection, expr, ["body", "version"]))
+        return found
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
+        found = [rows.chunk_row(c, v, version) for c, v, version in made]
+        with self._errors():
+            if found and self._known_dim() is None:
+                self._create(int(batch.vectors.shape[1]))
+            for start in range(0, len(found), _BATCH):
+                self._client.upsert(self._collection, found[start : start + _BATCH])
+
+    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
+        self._delete_rows(self._collection, ids)
+
+    def _delete_rows(self, collection: str, keys: Sequence[str]) -> None:
+        with self._errors():
+            for start in range(0, len(keys), _BATCH):
+                digests = [rows.digest(k) for k in keys[start : start + _BATCH]]
+                self._client.delete(collection, filter=rows.is_in("pk", digests))
+
+    # ------------------------------------------------------------------ search
+    def _selector(self, filter: MetadataFilter | None) -> str:
+        return rows.tags_expr(filter)
+
+    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
+        return self._query_many([query], n, selector)[0]
+
+    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
+        """One ``search`` for every query."""
+        return self._side_search([q.tolist() for q in queries], "dense", n, selector)
+
+    def _side_search(
+        self, data: list[Any], mode: str, n: int, expr: str, min_score: float = -1.0
+    ) -> list[list[Hit]]:
+        """The ``n`` best hits of each query on one side, of a reply of twice as many."""
+        field, params = _params(mode, min_score)
+        side: dict[str, Any] = {"anns_field": field, "search_params": params, "filter": expr}
+        side["limit"] = min(2 * n, _TOP)
+        with self._errors():
+            got = self._client.search(self._collection, data, **side, **_READ)
+        return [rows.hits_of(found, mode, n) for found in got]
+
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """One engine request (asked again, deeper, only while chunks of uncommitted
+        versions took places), and the record lookup that drops them."""
+        if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
+            got = f"k1={query.k1}, b={query.b}"
+            raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
+        with self._lock:
+            terms = rows.terms_of(query.text or "")
+            if self._known_dim() is None or (query.mode == "lexical" and not terms):
+                return []
+            expr = rows.tags_expr(query.filter)
+            ask = lambda n: self._ranked(query, terms, n, expr)  # noqa: E731
+            return self._search_visible(ask, query.k, None)
+
+    def _ranked(self, query: StoreQuery, terms: str, n: int, expr: str) -> list[Hit]:
+        """The ``n`` best hits of ``query`` in one engine request."""
+        pm, vector = self._pm, [list(query.vector or [])]
+        if query.mode != "hybrid":
+            data = [terms] if query.mode == "lexical" else vector
+            return self._side_search(data, query.mode, n, expr, query.min_score)[0]
+        depth, top = min(max(query.depth, n), _TOP), {"limit": min(2 * n, _TOP)}
+        sides = [(vector, "dense")] + ([([terms], "lexical")] if terms else [])
+        requests = [
+            pm.AnnSearchRequest(data, *_params(mode, query.min_score), depth, expr=expr)
+            for data, mode in sides
+        ]
+        weights = query.weights[: len(requests)]
+        if query.fusion == "weighted":
+            ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
+        else:  # rrf (equal weights scale every score; RRFRanker has no others), and rescored
+            same = query.fusion == "rrf" and len(set(weights)) == 1
+            ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if same else 1.0
+        with self._errors():
+            got = self._client.hybrid_search(self._collection, requests, ranker, **top, **_READ)
+        hits = rows.hits_of(got[0], "hybrid", n)
+        return [(ScoredChunk(h.chunk, h.score * scale), version) for h, version in hits]
+
+
+def _params(mode: str, min_score: float) -> tuple[str, dict[str, Any]]:
+    """The field one side searches, and its search parameters."""
+    if mode == "lexical":
+        return "sparse", {"metric_type": "BM25"}
+    params: dict[str, Any] = {"metric_type": "COSINE"}
+    if min_score > -1.0:  # a range search: cosines of at least min_score
+        params["params"] = {"radius": min_score, "range_filter": 1.0}
+    return "dense", params
