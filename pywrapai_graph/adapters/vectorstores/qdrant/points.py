@@ -1,12 +1,14 @@
-"""How the Qdrant store lays chunks out as points: point ids, payload fields, the BM25 sparse
-vector's name, and the chunk a payload carries back."""
+"""How the Qdrant store lays chunks out as points: point ids, payload fields and their
+indexes, the BM25 sparse vectors' names, and the chunk a payload carries back."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import VectorStoreError
@@ -21,6 +23,8 @@ __all__ = [
     "chunk_of",
     "field_name",
     "hits_of",
+    "ids_filter",
+    "index_payload",
     "metadata_fields",
     "metadata_filter",
     "point_id",
@@ -28,16 +32,13 @@ __all__ = [
     "version_of",
 ]
 
+_log = logging.getLogger(__name__)
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
-#: the named sparse vector of each chunk's BM25 term weights, its own and its document's
-#: (the engine applies the idf)
+#: the named sparse vectors of a chunk's BM25 term weights and its document's (the engine
+#: applies the idf)
 SPARSE = "pywrapai_bm25"
-#: the named sparse vector of a chunk's document's BM25 term weights (on every chunk of it;
-#: an earlier release held it on one point per document: ``pywrapai-graph store migrate``)
 DOCUMENT_SPARSE = "pywrapai_bm25_doc"
-
-
 #: the payload field of a chunk's own distinct term indices: a lexical query ranks only the
 #: chunks holding one of its terms (the document's vector is on every chunk of it)
 TERMS = "pywrapai_terms"
@@ -126,3 +127,32 @@ def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         )
         for p in points
     ]
+
+
+def ids_filter(ids: Sequence[str]) -> Any:
+    """A filter on the ``id`` payload field (the chunk id; a point id is per version)."""
+    m = require("qdrant_client.models", "qdrant", "qdrant-client")
+    return m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=list(ids)))])
+
+
+def index_payload(client: Any, collection: str) -> None:
+    """Create the payload indexes a new collection's lookups filter on: ``id`` (deletes and
+    lookups by chunk id) and ``TERMS`` (lexical queries); without them a server looks through
+    every payload. A key that may not change the collection (read-only) leaves it as it is,
+    with a warning: searches stay correct, only slower."""
+    m = require("qdrant_client.models", "qdrant", "qdrant-client")
+    errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+    try:
+        for field, schema in (("id", m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
+            client.create_payload_index(
+                collection, field_name=field, field_schema=schema, wait=True
+            )
+    except errors.UnexpectedResponse as exc:
+        if exc.status_code not in (401, 403):
+            raise
+        _log.warning(
+            "Qdrant collection %r has no payload indexes and this key may not create them "
+            "(HTTP %s): lookups scan payloads",
+            collection,
+            exc.status_code,
+        )

@@ -9,24 +9,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord
 from pywrapai_graph.adapters.vectorstores.qdrant.points import point_id
-from pywrapai_graph.adapters.vectorstores.qdrant.sparse_terms import LengthTotals
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports.identity_probe import report_identity
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["FIELDS_MARK", "QdrantRecords"]
+__all__ = ["LengthTotals", "QdrantRecords"]
 
 _EMBEDDER = "e:embedder"
 _LENGTHS = "e:lengths"
 _DOCUMENT_LENGTHS = "e:document-lengths"
-#: written by ``migrate``: the collection's chunks hold their document field themselves
-FIELDS_MARK = "e:fields"
+
+
+@dataclass(frozen=True, slots=True)
+class LengthTotals:
+    """Running totals of analysed lengths (of chunks, or of documents): ``avgdl``."""
+
+    tokens: int = 0
+    chunks: int = 0
+
+    @property
+    def avgdl(self) -> float:
+        return self.tokens / self.chunks if self.tokens and self.chunks else 1.0
+
+    def plus(self, lengths: Sequence[int]) -> LengthTotals:
+        return LengthTotals(self.tokens + sum(lengths), self.chunks + len(lengths))
 
 
 def _record(payload: Any) -> DocRecord:
@@ -48,10 +61,6 @@ def _payload(record: DocRecord) -> dict[str, Any]:
     }
 
 
-def _records_of(points: list[Any]) -> dict[str, DocRecord]:
-    return {r.doc_id: r for r in (_record(p.payload) for p in points)}
-
-
 def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
     """The document records among ``points``; the embedder record's identity (None: there
     is none) is told to the caller's identity probe."""
@@ -63,12 +72,15 @@ def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
 
 class QdrantRecords:
     """Document records, the embedder and length totals in ``<collection>.docs``; the store
-    sets ``_client``, ``_models``, ``_collection`` and ``_docs_seen``."""
+    sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``, ``_cluster`` and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
     _docs_seen: bool
+    #: the collection settings of a cluster, and what each read asks of it
+    _cluster: dict[str, Any]
+    _consistency: dict[str, Any]
 
     if TYPE_CHECKING:  # the store's
 
@@ -88,8 +100,11 @@ class QdrantRecords:
     def _ensure_docs(self) -> None:
         m = self._models
         if not self._docs_exist():
+            copies = {k: v for k, v in self._cluster.items() if k != "shard_number"}
             self._create_collection(
-                self._docs, vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE)
+                self._docs,
+                vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE),
+                **copies,
             )
 
     def _match(self, key: str, value: Any) -> Any:
@@ -101,14 +116,20 @@ class QdrantRecords:
         offset = None
         while True:
             page, offset = self._client.scroll(
-                collection, scroll_filter=selector, limit=1000, offset=offset, with_payload=True
+                collection,
+                scroll_filter=selector,
+                limit=1000,
+                offset=offset,
+                with_payload=True,
+                **self._consistency,
             )
             points += page
             if offset is None:
                 return points
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        return _records_of(self._record_points(["d:" + d for d in doc_ids]))
+        points = self._record_points(["d:" + d for d in doc_ids])
+        return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """:meth:`_records` of a search's hits, with the embedder record in the same request:
@@ -129,12 +150,14 @@ class QdrantRecords:
             got = None
             if self._docs_seen:
                 with suppress(Exception):
-                    got = self._client.retrieve(self._docs, ids, with_payload=True)
+                    got = self._client.retrieve(
+                        self._docs, ids, with_payload=True, **self._consistency
+                    )
             if got is None:
                 self._docs_seen = self._docs_exist()
                 if not self._docs_seen:
                     return []
-                got = self._client.retrieve(self._docs, ids, with_payload=True)
+                got = self._client.retrieve(self._docs, ids, with_payload=True, **self._consistency)
         return list(got)
 
     def _pending_records(self) -> list[DocRecord]:
@@ -181,21 +204,14 @@ class QdrantRecords:
                 self._client.delete(self._docs, m.PointIdsList(points=ids), wait=True)
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
-        with self._errors():
-            if not self._docs_exist():
-                return None
-            got = self._client.retrieve(self._docs, [point_id(_EMBEDDER)], with_payload=True)
+        got = self._record_points([_EMBEDDER])
         return EmbedderIdentity.from_json((got[0].payload or {})["embedder"]) if got else None
 
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
     def _length_totals(self, documents: bool = False) -> LengthTotals:
-        key = _DOCUMENT_LENGTHS if documents else _LENGTHS
-        with self._errors():
-            if not self._docs_exist():
-                return LengthTotals()
-            got = self._client.retrieve(self._docs, [point_id(key)], with_payload=True)
+        got = self._record_points([_DOCUMENT_LENGTHS if documents else _LENGTHS])
         payload = (got[0].payload or {}) if got else {}
         return LengthTotals(int(payload.get("tokens", 0)), int(payload.get("chunks", 0)))
 
@@ -213,9 +229,13 @@ class QdrantRecords:
             got = None
             if self._docs_seen:
                 with suppress(Exception):
-                    got = await client.retrieve(self._docs, ids, with_payload=True)
+                    got = await client.retrieve(
+                        self._docs, ids, with_payload=True, **self._consistency
+                    )
             if got is None:
                 self._docs_seen = bool(await client.collection_exists(self._docs))
                 if self._docs_seen:
-                    got = await client.retrieve(self._docs, ids, with_payload=True)
+                    got = await client.retrieve(
+                        self._docs, ids, with_payload=True, **self._consistency
+                    )
         return _seen_records(list(got or []))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,20 +23,15 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     StoredChunk,
     engine_id,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder
-from pywrapai_graph.adapters.vectorstores.qdrant.folder import (
-    local_location,
-    migrate_folder,
-    open_folder,
-)
-from pywrapai_graph.adapters.vectorstores.qdrant.ids import ids_filter
-from pywrapai_graph.adapters.vectorstores.qdrant.index import ensure_id_index, index_chunk_ids
+from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     DOCUMENT_SPARSE,
     FIELDS,
     SPARSE,
     chunk_of,
     hits_of,
+    ids_filter,
+    index_payload,
     metadata_fields,
     metadata_filter,
     point_id,
@@ -45,9 +39,10 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     version_of,
 )
 from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
-from pywrapai_graph.adapters.vectorstores.qdrant.records import FIELDS_MARK, QdrantRecords
+from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import (
+    ConfigurationError,
     InvalidArgumentError,
     InvalidStateError,
     PyWrapAIError,
@@ -59,17 +54,10 @@ from pywrapai_graph.redaction import redact, scrubbed
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["QdrantVectorStore", "migrate_folder"]
+__all__ = ["QdrantVectorStore"]
 
 _UPSERT_BATCH = 512
-_log = logging.getLogger(__name__)
-
-#: what a collection of the carrier-point release says (once per store) until it is migrated
-NOT_MIGRATED = (
-    "Qdrant collection %r holds its document field on one point per document (an earlier "
-    "release): its lexical scores are those of chunks alone until `pywrapai-graph store "
-    "migrate` writes every chunk's field (one pass, no re-embedding)"
-)
+_READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
 class QdrantVectorStore(QdrantRecords, QdrantQuery):
@@ -79,14 +67,18 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         collection: the collection name.
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
             Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one
-            store per folder at a time (:meth:`close` lets it go). A folder of an earlier
-            release (qdrant-client's local mode) is refused until ``pywrapai-graph store
-            migrate`` moves it onto Edge (``folder``).
+            store per folder at a time (:meth:`close` lets it go); a damaged folder is
+            refused when it opens (``StoreDamagedError``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location`` for a local directory.
         timeout: seconds a server request may take (the client's default otherwise).
+        shard_number: a server: shards of a new collection, spread over a cluster's nodes.
+        replication_factor: a server: copies of each shard (of both collections).
+        write_consistency_factor: a server: copies that must take a write before it returns.
+        read_consistency: a server: copies each read asks (a number, ``"majority"``,
+            ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
 
     Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
     go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
@@ -104,7 +96,8 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
             installed.
-        ConfigurationError: both or neither of a location and a url.
+        ConfigurationError: both or neither of a location and a url; a cluster setting
+            without a url, or out of range.
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -120,6 +113,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         *,
         path: str | os.PathLike[str] | None = None,
         timeout: int | None = None,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+        write_consistency_factor: int | None = None,
+        read_consistency: int | str | None = None,
     ) -> None:
         qc = require("qdrant_client", "qdrant", "qdrant-client")
         self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
@@ -128,13 +125,15 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         self._lock = threading.RLock()
         #: the records collection was seen to exist (a record lookup is then one request)
         self._docs_seen = False
-        #: the collection has the sparse vector of lexical search (created by this version)
+        #: the collection has the sparse vectors of lexical search (made by this release)
         self._sparse = False
-        #: ... and the sparse vector of the document field
-        self._doc_vector = False
-        #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
-        self._legacy = False
-        self._warned = False  # NO_DOCUMENT_FIELD was said
+        self._cluster = _cluster(
+            url, shard_number, replication_factor, write_consistency_factor, read_consistency
+        )
+        #: what every read asks of a cluster (read consistency)
+        self._consistency: dict[str, Any] = (
+            {} if read_consistency is None else {"consistency": read_consistency}
+        )
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
@@ -150,16 +149,12 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             )
         else:  # Qdrant Edge answers the same calls (a temporary folder for ":memory:")
             folder = None if self._mode == "memory" else Path(os.fspath(where))  # type: ignore[arg-type]
-            self._client = cast(
-                "QdrantClient", EdgeFolder(None) if folder is None else open_folder(folder)
-            )
+            self._client = cast("QdrantClient", EdgeFolder(folder))
         self._secrets = [api_key, url]
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
-            if self._mode == "server" and self._dim is not None:
-                ensure_id_index(self._client, collection)  # made before the index existed?
         if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
@@ -213,11 +208,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             return None
         info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
-        self._sparse, self._doc_vector = SPARSE in sparse, DOCUMENT_SPARSE in sparse
-        if self._doc_vector and not self._legacy:
-            self._legacy = not self._record_points([FIELDS_MARK])
-            if self._legacy:
-                _log.warning(NOT_MIGRATED, self._collection)
+        self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -228,7 +219,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def _create(self, dim: int) -> None:
         m = self._models
-        self._put_point(FIELDS_MARK, {"kind": "fields"})  # before: no one sees it unmarked
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
@@ -236,9 +226,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 name: m.SparseVectorParams(modifier=m.Modifier.IDF)
                 for name in (SPARSE, DOCUMENT_SPARSE)
             },
+            **self._cluster,
         )
         if made:
-            index_chunk_ids(self._client, self._collection)
+            index_payload(self._client, self._collection)
         found = dim if made else self._existing_dimension()
         if found != dim:
             raise InvalidArgumentError(
@@ -246,8 +237,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
-        self._sparse = self._doc_vector = True
-        self._legacy = self._legacy and not made
+        self._sparse = True
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -373,6 +363,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 limit=n,
                 query_filter=selector,
                 with_payload=True,
+                **self._consistency,
             )
         return hits_of(result.points)
 
@@ -380,7 +371,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         """One ``query_batch_points`` request for every query."""
         with self._errors():
             results = self._client.query_batch_points(
-                self._collection, self._requests(queries, n, selector)
+                self._collection, self._requests(queries, n, selector), **self._consistency
             )
         return [hits_of(r.points) for r in results]
 
@@ -399,7 +390,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     ) -> list[list[Hit]]:
         with self._errors():
             results = await self._aclient().query_batch_points(
-                self._collection, self._requests(queries, n, selector)
+                self._collection, self._requests(queries, n, selector), **self._consistency
             )
         return [hits_of(r.points) for r in results]
 
@@ -410,7 +401,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         if self._known_dim() is None:
             return 0
         with self._errors():
-            got = await self._aclient().count(self._collection, exact=True)
+            got = await self._aclient().count(self._collection, exact=True, **self._consistency)
         return int(got.count)
 
     async def aclose(self) -> None:
@@ -419,27 +410,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             await self._aclients.aclose()
         await super().aclose()
 
-    def _count_points(self, selector_filter: Any = None) -> int:
+    def _count_points(self) -> int:
         if self._known_dim() is None:
             return 0
-        return int(
-            self._client.count(self._collection, count_filter=selector_filter, exact=True).count
-        )
-
-    def migrate(self) -> int:
-        """Write every chunk's lexical field as this release does, in a collection made by
-        the carrier-point release (``pywrapai-graph store migrate``; no re-embedding).
-
-        Returns:
-            How many document versions were rewritten (0: nothing to migrate).
-        """
-        with self._writing():
-            if self._known_dim() is None or not self._legacy:
-                return 0
-            done = self._migrate_fields()
-            self._put_point(FIELDS_MARK, {"kind": "fields"})
-            self._legacy = False
-            return done
+        return int(self._client.count(self._collection, exact=True, **self._consistency).count)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
@@ -464,3 +438,35 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def __repr__(self) -> str:
         return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"
+
+
+def _cluster(
+    url: str | None, shards: Any, replicas: Any, writes: Any, reads: Any
+) -> dict[str, Any]:
+    """The collection settings of a cluster that were given, checked (module docstring).
+
+    Raises:
+        ConfigurationError: a setting without a url, not a positive integer, or a read
+            consistency that is neither a count nor a Qdrant level.
+    """
+    given = {"shard_number": shards, "replication_factor": replicas}
+    given = {
+        k: v for k, v in {**given, "write_consistency_factor": writes}.items() if v is not None
+    }
+    if url is None and (given or reads is not None):
+        raise ConfigurationError(
+            f"{', '.join(given) or 'read_consistency'} needs a Qdrant server (url=)"
+        )
+    for key, value in given.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigurationError(f"{key} must be a positive integer, not {value!r}")
+    if (
+        reads is not None
+        and reads not in _READ_CONSISTENCY
+        and (not isinstance(reads, int) or isinstance(reads, bool) or reads < 1)
+    ):
+        raise ConfigurationError(
+            f"read_consistency must be a positive integer or one of {_READ_CONSISTENCY}, "
+            f"not {reads!r}"
+        )
+    return given
