@@ -185,6 +185,15 @@ class StoreSettings(_Section):
         description="chroma server only: seconds each request may take (StoreTimeoutError); "
         "null: no deadline",
     )
+    # Qdrant server only (a cluster); null: Qdrant's default
+    shard_number: int | None = Field(default=None, gt=0, description="shards of a new collection")
+    replication_factor: int | None = Field(default=None, gt=0, description="copies of a shard")
+    write_consistency_factor: int | None = Field(
+        default=None, gt=0, description="copies that take a write before it returns"
+    )
+    read_consistency: int | Literal["majority", "quorum", "all"] | None = Field(
+        default=None, description="copies each read asks: a number, majority, quorum or all"
+    )
 
     @field_validator("backend")
     @classmethod
@@ -403,7 +412,19 @@ BACKEND_KEYS: dict[str, frozenset[str]] = {
     "faiss": frozenset({"path", "dimension"}),
     "chroma": frozenset({"path", "url", "collection"}),
     "pgvector": frozenset({"dsn", "table", "dimension"}),
-    "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension"}),
+    "qdrant": frozenset(
+        {
+            "path",
+            "url",
+            "api_key",
+            "collection",
+            "dimension",
+            "shard_number",
+            "replication_factor",
+            "write_consistency_factor",
+            "read_consistency",
+        }
+    ),
 }
 _LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})
 

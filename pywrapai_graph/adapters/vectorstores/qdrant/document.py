@@ -14,7 +14,7 @@ version, its *carrier*, is flagged (``CARRIER``): the document vector's IDF coun
 only, so document frequencies count documents. Each chunk also lists its own term indices
 (``TERMS``): a chunk ranks only if it holds a query term itself.
 
-``avgdl`` comes from running totals of lengths in the records (:class:`LengthTotals`): each
+``avgdl`` comes from running totals of lengths in the records (``_add_lengths``): each
 write weighs its chunks with the mean including its own batch. Concurrent writers may lose
 each other's increments; on Cranfield an ``avgdl`` off by a factor of 0.5 to 1.25 moves
 nDCG@10 by under 0.005. A write or delete of some chunks of a document writes its other
@@ -38,7 +38,6 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     chunk_of,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.records import LengthTotals
 from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import InvalidArgumentError
@@ -93,20 +92,19 @@ def _document_counts(texts: Sequence[str]) -> Counter[str]:
 
 class QdrantDocumentField(VersionedDocuments):
     """The sparse vectors of each chunk; the store sets ``_client``, ``_models``,
-    ``_collection``, ``_consistency`` and ``_sparse``."""
+    ``_collection`` and ``_sparse``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
-    _consistency: dict[str, Any]
     #: the collection has the sparse vectors of lexical search
     _sparse: bool
 
     if TYPE_CHECKING:  # the records'
 
-        def _length_totals(self, documents: bool = False) -> LengthTotals: ...
+        def _add_lengths(self, lengths: list[int], documents: bool = False) -> float: ...
 
-        def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None: ...
+        def _scroll(self, collection: str, selector: Any, vectors: bool = False) -> list[Any]: ...
 
     @property
     def lexical(self) -> bool:
@@ -120,13 +118,6 @@ class QdrantDocumentField(VersionedDocuments):
                 f"k1={k1}, b={b}. Use the defaults with this store (or PostgreSQL or an "
                 "embedded store, which apply k1 and b per query)."
             )
-
-    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
-        """The running length totals with ``lengths`` added and recorded; their avgdl."""
-        totals = self._length_totals(documents).plus(lengths)
-        if lengths:
-            self._put_length_totals(totals, documents)
-        return totals.avgdl
 
     def _fielded(
         self, texts: Sequence[str], groups: Sequence[_Group]
@@ -207,29 +198,11 @@ class QdrantDocumentField(VersionedDocuments):
             of_docs = m.FieldCondition(
                 key="doc_id", match=m.MatchAny(any=docs[start : start + _PAGE])
             )
-            for p in self._points(m.Filter(must=[of_docs, versions])):
+            for p in self._scroll(self._collection, m.Filter(must=[of_docs, versions]), True):
                 key = (chunk_of(p.payload).doc_id, version_of(p.payload))
                 if key in wanted:
                     out.setdefault(key, []).append(p)
         return {g: sorted(found, key=lambda p: str(p.payload["id"])) for g, found in out.items()}
-
-    def _points(self, selector: Any) -> list[Any]:
-        """Every chunk point matching ``selector``, with payloads and vectors."""
-        points: list[Any] = []
-        offset = None
-        while True:
-            page, offset = self._client.scroll(
-                self._collection,
-                scroll_filter=selector,
-                limit=1000,
-                offset=offset,
-                with_payload=True,
-                with_vectors=True,
-                **self._consistency,
-            )
-            points += page
-            if offset is None:
-                return points
 
     def _put_fields(
         self, stored: Sequence[Any], fields: Sequence[tuple[dict[str, Any], dict[str, Any]]]

@@ -3,21 +3,17 @@
 
 :class:`EdgeFolder` holds a folder (``location=``, or a temporary one for ``":memory:"``):
 one Qdrant Edge shard per collection under ``<folder>/edge/<name>``, each with the engine's
-write-ahead log, so a write the engine has taken survives the death of the process. Nothing
-in the folder is unpickled: the engine reads its own binary segments and JSON. Search is
-exhaustive (no HNSW index is built); a shard holding many deleted points is compacted when
-it is opened, if the disk has room for that.
+write-ahead log (a write the engine took survives the death of the process), its binary
+segments and JSON (nothing is unpickled). Search is exhaustive (no HNSW index). One store
+holds a folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link anywhere in it
+is refused, and so is a write the disk may not hold (:func:`check_room`: the engine maps its
+files into memory, and a full disk under a mapped page ends the process).
 
-One store holds a folder at a time (an exclusive ``flock`` on ``.pywrapai.lock``, dropped
-when the store closes or its process dies). A folder holding a symbolic link anywhere is
-refused. A write the disk may not hold is refused before it starts (:func:`check_room`): the
-engine maps its files into memory, and a full disk under a mapped page ends the process.
-
-Damage: the engine reads a shard whose file was cut short or zeroed either with a failure
-or, for some files, with fewer points and no error. So each shard's point count is recorded
-in ``.pywrapai-points.json`` (after each write; before a delete, the count it may fall to),
-and every shard is opened and counted when the folder is: fewer points than recorded, a
-recorded shard missing, or the engine failing to load one is a :class:`StoreDamagedError`.
+Damage: the engine loads some damaged files with fewer points and no error. Each shard's
+point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
+count it may fall to), and every shard is loaded and counted when the folder opens: fewer
+points than recorded, a recorded shard missing, or one the engine cannot load is a
+:class:`StoreDamagedError`.
 """
 
 from __future__ import annotations
@@ -345,14 +341,9 @@ class EdgeFolder:
         )
 
     def _record(self, record: Any) -> SimpleNamespace:
-        """A point as qdrant-client gives it: named vectors, sparse ones as its models."""
-        m = self._models
-        named = {"": record.vector} if isinstance(record.vector, list) else record.vector
-        vector = {
-            name: m.SparseVector(indices=v.indices, values=v.values) if hasattr(v, "indices") else v
-            for name, v in (named or {}).items()
-        }
-        return SimpleNamespace(id=str(record.id), payload=record.payload, vector=vector or None)
+        """A point as qdrant-client gives it (its vectors by name)."""
+        vector = {"": record.vector} if isinstance(record.vector, list) else record.vector
+        return SimpleNamespace(id=str(record.id), payload=record.payload, vector=vector)
 
     # ------------------------------------------------------------------ qdrant-client's calls
     def collection_exists(self, name: str) -> bool:

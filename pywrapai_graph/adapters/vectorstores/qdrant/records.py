@@ -1,15 +1,13 @@
 """The records collection of a Qdrant store (``<collection>.docs``): each document's versions
-and manifest, the embedder, and the BM25 length totals, as points with a one-value vector.
-
-:class:`QdrantRecords` is the part of :class:`QdrantVectorStore` that reads and writes them,
-sync and (with a server) async.
-"""
+and manifest, the embedder, and the BM25 length totals, as points with a one-value vector,
+read and written by :class:`QdrantRecords`, the part of :class:`QdrantVectorStore` that
+holds them (sync, and with a server async)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord
@@ -20,50 +18,18 @@ from pywrapai_graph.ports.identity_probe import report_identity
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["LengthTotals", "QdrantRecords"]
+__all__ = ["QdrantRecords"]
 
 _EMBEDDER = "e:embedder"
-_LENGTHS = "e:lengths"
-_DOCUMENT_LENGTHS = "e:document-lengths"
-
-
-@dataclass(frozen=True, slots=True)
-class LengthTotals:
-    """Running totals of analysed lengths (of chunks, or of documents): ``avgdl``."""
-
-    tokens: int = 0
-    chunks: int = 0
-
-    @property
-    def avgdl(self) -> float:
-        return self.tokens / self.chunks if self.tokens and self.chunks else 1.0
-
-    def plus(self, lengths: Sequence[int]) -> LengthTotals:
-        return LengthTotals(self.tokens + sum(lengths), self.chunks + len(lengths))
 
 
 def _record(payload: Any) -> DocRecord:
-    return DocRecord(
-        str(payload["doc_id"]),
-        str(payload["version"]),
-        str(payload["manifest"]),
-        str(payload["pending"]),
-    )
-
-
-def _payload(record: DocRecord) -> dict[str, Any]:
-    return {
-        "kind": "doc",
-        "doc_id": record.doc_id,
-        "version": record.version,
-        "manifest": record.manifest,
-        "pending": record.pending,
-    }
+    return DocRecord(*(str(payload[k]) for k in ("doc_id", "version", "manifest", "pending")))
 
 
 def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
     """The document records among ``points``; the embedder record's identity (None: there
-    is none) is told to the caller's identity probe."""
+    is none) is told to the caller's identity probe (:mod:`...ports.identity_probe`)."""
     found = [(p.payload or {}) for p in points]
     embedder = [p["embedder"] for p in found if p.get("kind") == "embedder"]
     report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
@@ -71,14 +37,15 @@ def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
 
 
 class QdrantRecords:
-    """Document records, the embedder and length totals in ``<collection>.docs``; the store
-    sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``, ``_cluster`` and ``_consistency``."""
+    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``,
+    ``_cluster`` and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
+    #: the records collection was seen to exist (a record lookup is then one request)
     _docs_seen: bool
-    #: the collection settings of a cluster, and what each read asks of it
+    #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
 
@@ -97,21 +64,12 @@ class QdrantRecords:
     def _docs_exist(self) -> bool:
         return bool(self._client.collection_exists(self._docs))
 
-    def _ensure_docs(self) -> None:
-        m = self._models
-        if not self._docs_exist():
-            copies = {k: v for k, v in self._cluster.items() if k != "shard_number"}
-            self._create_collection(
-                self._docs,
-                vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE),
-                **copies,
-            )
-
     def _match(self, key: str, value: Any) -> Any:
         m = self._models
         return m.FieldCondition(key=key, match=m.MatchValue(value=value))
 
-    def _scroll(self, collection: str, selector: Any) -> list[Any]:
+    def _scroll(self, collection: str, selector: Any, vectors: bool = False) -> list[Any]:
+        """Every point of ``collection`` matching ``selector``, with payloads (and vectors)."""
         points: list[Any] = []
         offset = None
         while True:
@@ -121,6 +79,7 @@ class QdrantRecords:
                 limit=1000,
                 offset=offset,
                 with_payload=True,
+                with_vectors=vectors,
                 **self._consistency,
             )
             points += page
@@ -132,33 +91,39 @@ class QdrantRecords:
         return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` of a search's hits, with the embedder record in the same request:
-        the identity is told to the caller's probe (:mod:`...ports.identity_probe`)."""
+        """:meth:`_records` of a search's hits, with the embedder record in the same request."""
         return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist.
-
-        Its existence is asked while it has not been seen, and again when the retrieve
-        fails (another process's ``clear`` drops the collection): then the retrieve is
-        repeated, so a real failure raises its own error.
-        """
-        if not keys:
-            return []
+        """One ``retrieve`` by point ids once the records collection was seen to exist; its
+        existence is asked again when the retrieve fails (another process's ``clear`` drops
+        it), and the retrieve repeated, so a real failure raises its own error."""
         ids = [point_id(key) for key in keys]
+        with self._errors():
+            got = None
+            if self._docs_seen and ids:
+                with suppress(Exception):
+                    got = self._client.retrieve(self._docs, ids, **self._consistency)
+            if got is None and ids:
+                self._docs_seen = self._docs_exist()
+                if self._docs_seen:
+                    got = self._client.retrieve(self._docs, ids, **self._consistency)
+        return list(got or [])
+
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_search_records` on the async client."""
+        client = self._aclient()
+        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
         with self._errors():
             got = None
             if self._docs_seen:
                 with suppress(Exception):
-                    got = self._client.retrieve(
-                        self._docs, ids, with_payload=True, **self._consistency
-                    )
+                    got = await client.retrieve(self._docs, ids, **self._consistency)
             if got is None:
-                self._docs_seen = self._docs_exist()
-                if not self._docs_seen:
-                    return []
-                got = self._client.retrieve(self._docs, ids, with_payload=True, **self._consistency)
-        return list(got)
+                self._docs_seen = bool(await client.collection_exists(self._docs))
+                if self._docs_seen:
+                    got = await client.retrieve(self._docs, ids, **self._consistency)
+        return _seen_records(list(got or []))
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models
@@ -173,12 +138,17 @@ class QdrantRecords:
     def _put_point(self, key: str, payload: dict[str, Any]) -> None:
         m = self._models
         with self._errors():
-            self._ensure_docs()
+            if not self._docs_exist():
+                self._create_collection(
+                    self._docs,
+                    vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE),
+                    **{k: v for k, v in self._cluster.items() if k != "shard_number"},
+                )
             point = m.PointStruct(id=point_id(key), vector=[1.0], payload=payload)
             self._client.upsert(self._docs, [point], wait=True)
 
     def _put_record(self, record: DocRecord) -> None:
-        self._put_point("d:" + record.doc_id, _payload(record))
+        self._put_point("d:" + record.doc_id, {"kind": "doc", **asdict(record)})
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """One conditional ``set_payload``: Qdrant applies it only to the record point whose
@@ -192,8 +162,9 @@ class QdrantRecords:
                 self._match("version", expected.version),
             ]
         )
+        payload = {"kind": "doc", **asdict(record)}
         with self._errors():
-            self._client.set_payload(self._docs, _payload(record), points=condition, wait=True)
+            self._client.set_payload(self._docs, payload, points=condition, wait=True)
         return self._records([record.doc_id]).get(record.doc_id) == record
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
@@ -210,32 +181,14 @@ class QdrantRecords:
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
-    def _length_totals(self, documents: bool = False) -> LengthTotals:
-        got = self._record_points([_DOCUMENT_LENGTHS if documents else _LENGTHS])
+    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
+        """The mean analysed length (of chunks, or of documents: ``avgdl``) once ``lengths``
+        are added to the running totals recorded here."""
+        key = "e:document-lengths" if documents else "e:lengths"
+        got = self._record_points([key])
         payload = (got[0].payload or {}) if got else {}
-        return LengthTotals(int(payload.get("tokens", 0)), int(payload.get("chunks", 0)))
-
-    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
-        self._put_point(
-            _DOCUMENT_LENGTHS if documents else _LENGTHS,
-            {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks},
-        )
-
-    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_search_records` on the async client."""
-        client = self._aclient()
-        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
-        with self._errors():
-            got = None
-            if self._docs_seen:
-                with suppress(Exception):
-                    got = await client.retrieve(
-                        self._docs, ids, with_payload=True, **self._consistency
-                    )
-            if got is None:
-                self._docs_seen = bool(await client.collection_exists(self._docs))
-                if self._docs_seen:
-                    got = await client.retrieve(
-                        self._docs, ids, with_payload=True, **self._consistency
-                    )
-        return _seen_records(list(got or []))
+        tokens = int(payload.get("tokens", 0)) + sum(lengths)
+        chunks = int(payload.get("chunks", 0)) + len(lengths)
+        if lengths:
+            self._put_point(key, {"kind": "lengths", "tokens": tokens, "chunks": chunks})
+        return tokens / chunks if tokens and chunks else 1.0

@@ -80,18 +80,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         read_consistency: a server: copies each read asks (a number, ``"majority"``,
             ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
 
-    Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
-    go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
-    that loop shuts down. Writes, and every async call in process, run their sync twin in
-    the bounded thread offload (the in-process engine has no async interface).
-    ``search_many`` is one batch query, with one record lookup for the batch.
-
-    Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
-    own and its document's BM25 term weights (k1 1.2, b 0.75, see ``document``) and
-    the collection applies its IDF modifier, so document frequencies are the engine's at
-    query time. :meth:`retrieve` is one ``query_points``: dense, lexical, or both as
-    prefetches fused by the engine (``rrf``: Qdrant's weighted RRF; ``rescored`` and
-    ``weighted``: its DBSF).
+    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
+    (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
+    thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
+    ``query_points`` (``query``); lexical search is Qdrant's sparse vectors (``document``).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
@@ -128,24 +120,23 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         #: the collection has the sparse vectors of lexical search (made by this release)
         self._sparse = False
         self._cluster = _cluster(
-            url, shard_number, replication_factor, write_consistency_factor, read_consistency
+            url,
+            shard_number=shard_number,
+            replication_factor=replication_factor,
+            write_consistency_factor=write_consistency_factor,
+            read_consistency=read_consistency,
         )
-        #: what every read asks of a cluster (read consistency)
-        self._consistency: dict[str, Any] = (
-            {} if read_consistency is None else {"consistency": read_consistency}
-        )
+        read = self._cluster.pop("read_consistency", None)
+        #: what every read asks of a cluster
+        self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
             # no background version-check thread: failures surface on our own calls
-            self._client: QdrantClient = qc.QdrantClient(
-                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-            )
+            reach = {"url": url, "api_key": api_key, "timeout": timeout}
+            self._client: QdrantClient = qc.QdrantClient(**reach, check_compatibility=False)
             self._aclients = PerLoop(
-                lambda: qc.AsyncQdrantClient(
-                    url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-                ),
-                close_async,
+                lambda: qc.AsyncQdrantClient(**reach, check_compatibility=False), close_async
             )
         else:  # Qdrant Edge answers the same calls (a temporary folder for ":memory:")
             folder = None if self._mode == "memory" else Path(os.fspath(where))  # type: ignore[arg-type]
@@ -329,10 +320,11 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._lock, self._errors():
-            if not filter:
-                return self._count_points()
             if self._known_dim() is None:
                 return 0
+            if not filter:
+                got = self._client.count(self._collection, exact=True)
+                return int(got.count)
             points = self._scroll(self._collection, metadata_filter(self._models, filter))
             pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
             return len(self._committed(pairs))
@@ -401,7 +393,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         if self._known_dim() is None:
             return 0
         with self._errors():
-            got = await self._aclient().count(self._collection, exact=True, **self._consistency)
+            got = await self._aclient().count(self._collection, exact=True)
         return int(got.count)
 
     async def aclose(self) -> None:
@@ -409,11 +401,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         if self._aclients is not None:
             await self._aclients.aclose()
         await super().aclose()
-
-    def _count_points(self) -> int:
-        if self._known_dim() is None:
-            return 0
-        return int(self._client.count(self._collection, exact=True, **self._consistency).count)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
@@ -428,8 +415,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             self._create(dim)
 
     def __len__(self) -> int:
-        with self._lock, self._errors():
-            return self._count_points()
+        return self._count()
 
     def close(self) -> None:
         """Close the client (in process: lets the folder go; ``:memory:`` is deleted)."""
@@ -440,33 +426,18 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"
 
 
-def _cluster(
-    url: str | None, shards: Any, replicas: Any, writes: Any, reads: Any
-) -> dict[str, Any]:
-    """The collection settings of a cluster that were given, checked (module docstring).
+def _cluster(url: str | None, **given: Any) -> dict[str, Any]:
+    """The cluster settings that were given (None: Qdrant's default), checked.
 
     Raises:
-        ConfigurationError: a setting without a url, not a positive integer, or a read
-            consistency that is neither a count nor a Qdrant level.
+        ConfigurationError: a setting without a url, or one that is not a positive integer
+            (or, for the read consistency, one of Qdrant's levels).
     """
-    given = {"shard_number": shards, "replication_factor": replicas}
-    given = {
-        k: v for k, v in {**given, "write_consistency_factor": writes}.items() if v is not None
-    }
-    if url is None and (given or reads is not None):
-        raise ConfigurationError(
-            f"{', '.join(given) or 'read_consistency'} needs a Qdrant server (url=)"
-        )
+    given = {k: v for k, v in given.items() if v is not None}
     for key, value in given.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if url is None:
+            raise ConfigurationError(f"{key} needs a Qdrant server (url=)")
+        level = key == "read_consistency" and value in _READ_CONSISTENCY
+        if not level and (type(value) is not int or value < 1):
             raise ConfigurationError(f"{key} must be a positive integer, not {value!r}")
-    if (
-        reads is not None
-        and reads not in _READ_CONSISTENCY
-        and (not isinstance(reads, int) or isinstance(reads, bool) or reads < 1)
-    ):
-        raise ConfigurationError(
-            f"read_consistency must be a positive integer or one of {_READ_CONSISTENCY}, "
-            f"not {reads!r}"
-        )
     return given
