@@ -170,18 +170,19 @@ class EdgeFolder:
                 "local mode, which this release no longer reads): ingest into a new folder"
             )
         try:
-            recorded = json.loads((self.root / _COUNTS).read_bytes())
+            saved = json.loads((self.root / _COUNTS).read_bytes())
+            recorded = {str(name): int(n) for name, n in saved.items()}
         except FileNotFoundError:
             recorded = {}  # a new folder, or one of the release before the record
-        except ValueError:
+        except (ValueError, TypeError, AttributeError):
             raise self._damaged(_COUNTS, "the point record is unreadable") from None
-        on_disk = {p.name for p in self._shards.iterdir()} if self._shards.is_dir() else set()
-        self._counts = {}
-        for name in sorted(on_disk | set(recorded)):
-            if not (self._shards / name / _CONFIG).is_file():
+        made = {p.parent.name for p in self._shards.glob(f"*/{_CONFIG}")}  # (a crash while
+        self._counts = {}  # creating one leaves a shard without its configuration: unused)
+        for name in sorted(made | set(recorded)):
+            if name not in made:
                 raise self._damaged(name, "its shard or its configuration is missing")
             live = self._live(name)
-            if live < int(recorded.get(name, 0)):
+            if live < recorded.get(name, 0):
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
             self._counts[name] = live
         self._write_counts()
