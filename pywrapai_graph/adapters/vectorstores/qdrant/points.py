@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports.store_inputs import canonical_json
@@ -21,14 +21,11 @@ __all__ = [
     "SPARSE",
     "TERMS",
     "chunk_of",
-    "field_name",
     "hits_of",
-    "ids_filter",
     "index_payload",
     "metadata_fields",
     "metadata_filter",
     "point_id",
-    "stored_of",
     "version_of",
 ]
 
@@ -53,14 +50,14 @@ CARRIER = "pywrapai_carrier"
 FIELDS = "pywrapai_fields"
 
 
-def field_name(key: str, value: Any) -> str:
+def _field(key: str, value: Any) -> str:
     kind = "k" if isinstance(value, str | int | float | bool) else "j"
     return f"{FIELDS}.{kind}{key.encode('utf-8').hex()}"
 
 
 def metadata_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        field_name(k, v).split(".", 1)[1]: v
+        _field(k, v).split(".", 1)[1]: v
         if isinstance(v, str | int | float | bool)
         else canonical_json(v)
         for k, v in metadata.items()
@@ -98,7 +95,7 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
     if doc_id is not None:
         conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
     for key, value in (filter or {}).items():
-        field = field_name(key, value)
+        field = _field(key, value)
         if isinstance(value, int | float) and not isinstance(value, bool):
             # a range, not a match: MatchValue(1) misses a stored 1.0 (other stores match)
             conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
@@ -106,16 +103,6 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
             wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
             conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
     return m.Filter(must=conditions) if conditions else None
-
-
-def stored_of(points: list[Any]) -> list[StoredChunk]:
-    """The stored copies (id, version, document) of chunk points."""
-    out = []
-    for p in points:
-        version = str(p.payload.get("version", ""))
-        chunk = str(p.payload["id"])
-        out.append(StoredChunk(engine_id(chunk, version), chunk, version, p.payload["doc_id"]))
-    return out
 
 
 def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
@@ -127,12 +114,6 @@ def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         )
         for p in points
     ]
-
-
-def ids_filter(ids: Sequence[str]) -> Any:
-    """A filter on the ``id`` payload field (the chunk id; a point id is per version)."""
-    m = require("qdrant_client.models", "qdrant", "qdrant-client")
-    return m.Filter(must=[m.FieldCondition(key="id", match=m.MatchAny(any=list(ids)))])
 
 
 def index_payload(client: Any, collection: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -30,12 +30,10 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     SPARSE,
     chunk_of,
     hits_of,
-    ids_filter,
     index_payload,
     metadata_fields,
     metadata_filter,
     point_id,
-    stored_of,
     version_of,
 )
 from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
@@ -49,6 +47,7 @@ from pywrapai_graph.errors import (
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
@@ -261,22 +260,34 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
-        with self._errors():
-            if self._known_dim() is None:
-                return []
-            return stored_of(
-                self._scroll(self._collection, metadata_filter(self._models, None, doc_id))
-            )
+        return self._stored([metadata_filter(self._models, None, doc_id)])
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        m = self._models
+        return self._stored(
+            m.Filter(
+                must=[
+                    m.FieldCondition(key="id", match=m.MatchAny(any=list(chunk_ids[i : i + 500])))
+                ]
+            )
+            for i in range(0, len(chunk_ids), 500)
+        )
+
+    def _stored(self, selectors: Iterable[Any]) -> list[StoredChunk]:
+        """The stored copies (one per version) of the chunks each selector matches."""
         with self._errors():
             if self._known_dim() is None:
                 return []
-            found: list[StoredChunk] = []
-            for start in range(0, len(chunk_ids), 500):
-                selector = ids_filter(chunk_ids[start : start + 500])
-                found += stored_of(self._scroll(self._collection, selector))
-            return found
+            points = [p for s in selectors for p in self._scroll(self._collection, s)]
+        return [
+            StoredChunk(
+                engine_id(p.payload["id"], version_of(p.payload)),
+                p.payload["id"],
+                version_of(p.payload),
+                p.payload["doc_id"],
+            )
+            for p in points
+        ]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         m = self._models
@@ -348,16 +359,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         ]
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        with self._errors():
-            result = self._client.query_points(
-                self._collection,
-                query=query.tolist(),
-                limit=n,
-                query_filter=selector,
-                with_payload=True,
-                **self._consistency,
-            )
-        return hits_of(result.points)
+        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), n, selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query_batch_points`` request for every query."""
