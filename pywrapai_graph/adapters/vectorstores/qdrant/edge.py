@@ -181,7 +181,10 @@ class EdgeFolder:
         for name in sorted(made | set(recorded)):
             if name not in made:
                 raise self._damaged(name, "its shard or its configuration is missing")
-            live = self._live(name)
+            with self._loading(name):  # its count, and one point read whole
+                live = self._live(name)
+                probe = self._edge.ScrollRequest(limit=1, with_payload=True, with_vector=True)
+                self._shard(name).scroll(probe)
             if live < recorded.get(name, 0):
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
             self._counts[name] = live
@@ -212,6 +215,17 @@ class EdgeFolder:
                 f"Qdrant Edge failed on the folder {str(self.root)!r}: {exc}"
             ) from exc
 
+    @contextmanager
+    def _loading(self, name: str) -> Iterator[None]:
+        """The engine failing on a shard as the folder opens: damage (a full disk aside)."""
+        try:
+            with self._failures():
+                yield
+        except (StorageFullError, StoreDamagedError):
+            raise
+        except VectorStoreError as exc:
+            raise self._damaged(name, f"the engine cannot read it: {exc}") from exc
+
     def _path(self, name: str) -> Path:
         if not name or Path(name).name != name or name in (".", ".."):
             raise VectorStoreError(f"{name!r} cannot name a collection in a folder")
@@ -222,13 +236,8 @@ class EdgeFolder:
             path = self._path(name)
             with self._failures():
                 check_room(self.root, _SHARD_ROOM)  # loading writes (its log, a segment)
-            try:
-                with self._failures():
-                    shard = self._open[name] = self._edge.EdgeShard.load(str(path))
-            except StorageFullError:
-                raise
-            except VectorStoreError as exc:
-                raise self._damaged(name, f"the engine cannot load it: {exc}") from exc
+            with self._loading(name):
+                shard = self._open[name] = self._edge.EdgeShard.load(str(path))
             with self._failures():
                 if shutil.disk_usage(self.root).free > 2 * _allocated(path) + _SHARD_ROOM:
                     shard.optimize()  # rewrites segments that hold many deleted points
