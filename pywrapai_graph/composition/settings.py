@@ -185,15 +185,11 @@ class StoreSettings(_Section):
         description="chroma server only: seconds each request may take (StoreTimeoutError); "
         "null: no deadline",
     )
-    # Qdrant server only (a cluster); null: Qdrant's default
-    shard_number: int | None = Field(default=None, gt=0, description="shards of a new collection")
-    replication_factor: int | None = Field(default=None, gt=0, description="copies of a shard")
-    write_consistency_factor: int | None = Field(
-        default=None, gt=0, description="copies that take a write before it returns"
-    )
-    read_consistency: int | Literal["majority", "quorum", "all"] | None = Field(
-        default=None, description="copies each read asks: a number, majority, quorum or all"
-    )
+    # Qdrant server only (a cluster; README "A Qdrant cluster"); null: Qdrant's default
+    shard_number: int | None = Field(default=None, gt=0)
+    replication_factor: int | None = Field(default=None, gt=0)
+    write_consistency_factor: int | None = Field(default=None, gt=0)
+    read_consistency: int | Literal["majority", "quorum", "all"] | None = None
 
     @field_validator("backend")
     @classmethod
@@ -404,6 +400,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+_CLUSTER = ("shard_number", "replication_factor", "write_consistency_factor", "read_consistency")
 #: The store keys each backend reads. Locations (path, url, dsn, api_key) are never carried
 #: from one backend to another; the other keys are when the new backend reads them.
 BACKEND_KEYS: dict[str, frozenset[str]] = {
@@ -412,19 +409,7 @@ BACKEND_KEYS: dict[str, frozenset[str]] = {
     "faiss": frozenset({"path", "dimension"}),
     "chroma": frozenset({"path", "url", "collection"}),
     "pgvector": frozenset({"dsn", "table", "dimension"}),
-    "qdrant": frozenset(
-        {
-            "path",
-            "url",
-            "api_key",
-            "collection",
-            "dimension",
-            "shard_number",
-            "replication_factor",
-            "write_consistency_factor",
-            "read_consistency",
-        }
-    ),
+    "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension", *_CLUSTER}),
 }
 _LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})
 
