@@ -61,6 +61,9 @@ def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
 class QdrantQuery(QdrantDocumentField):
     """``retrieve`` and ``lexical_search`` of :class:`QdrantVectorStore`."""
 
+    #: what each read asks of a cluster (the store's)
+    _consistency: dict[str, Any]
+
     if TYPE_CHECKING:  # the store's
 
         def _errors(self) -> AbstractContextManager[None]: ...
