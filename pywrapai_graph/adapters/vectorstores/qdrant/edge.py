@@ -184,7 +184,9 @@ class EdgeFolder:
             with self._loading(name):  # its count, and one point read whole
                 live = self._live(name)
                 probe = self._edge.ScrollRequest(limit=1, with_payload=True, with_vector=True)
-                self._shard(name).scroll(probe)
+                first, _ = self._shard(name).scroll(probe)
+            if first and not first[0].payload:  # every point the store writes has one
+                raise self._damaged(name, "a point lost its payload")
             if live < recorded.get(name, 0):
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
             self._counts[name] = live
