@@ -37,6 +37,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   └── VectorStoreError
     │       ├── StorageFullError
     │       ├── StoreBusyError
+    │       ├── StoreDamagedError
     │       └── StoreTimeoutError (TimeoutError, OSError)
     └── UsageError
         ├── ArgumentTypeError (TypeError)
@@ -90,6 +91,7 @@ __all__ = [
     "ScopeError",
     "StorageFullError",
     "StoreBusyError",
+    "StoreDamagedError",
     "StoreTimeoutError",
     "StreamNotFinishedError",
     "StructuredOutputError",
@@ -410,6 +412,11 @@ class StoreBusyError(VectorStoreError):
     """The store could not be had in time: another process held its write lock, or every
     pooled server connection stayed in use past the pool's deadline (the message says which
     and what to check). Nothing was done; the call may be retried later."""
+
+
+class StoreDamagedError(VectorStoreError):
+    """A store's files were found damaged when it opened (a file cut short, zeroed or
+    missing): nothing was served from them. The message names the folder and what to do."""
 
 
 class StoreTimeoutError(VectorStoreError, TimeoutError):

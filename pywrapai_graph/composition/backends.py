@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
@@ -186,12 +186,20 @@ def _qdrant(store: StoreSettings) -> BaseVectorStore:
     from pywrapai_graph.adapters.vectorstores.qdrant.store import QdrantVectorStore
 
     key = None if store.api_key is None else store.api_key.get_secret_value()
+    cluster: dict[str, Any] = {  # a folder refuses them (ConfigurationError)
+        "shard_number": store.shard_number,
+        "replication_factor": store.replication_factor,
+        "write_consistency_factor": store.write_consistency_factor,
+        "read_consistency": store.read_consistency,
+    }
     if store.url is not None:
         return QdrantVectorStore(
-            store.collection, url=store.url, api_key=key, dimension=store.dimension
+            store.collection, url=store.url, api_key=key, dimension=store.dimension, **cluster
         )
     location = store.path if store.path == ":memory:" else _file_path(store)
-    return QdrantVectorStore(store.collection, location=location, dimension=store.dimension)
+    return QdrantVectorStore(
+        store.collection, location=location, dimension=store.dimension, **cluster
+    )
 
 
 def _milvus(store: StoreSettings) -> BaseVectorStore:

@@ -216,10 +216,8 @@ def _parser() -> argparse.ArgumentParser:
         "migrate",
         help="bring a store written by an earlier release up to this one",
         description=(
-            "Upgrade the store in place, once: a Qdrant folder of qdrant-client's local mode "
-            "moves onto Qdrant Edge, and a Qdrant collection whose document field sits on one "
-            "point per document gets it on every chunk (no re-embedding). Other stores need "
-            "nothing: the command says so and exits 0."
+            "Upgrade the store in place, once, for a backend that has something to upgrade. "
+            "Other stores need nothing: the command says so and exits 0."
         ),
     )
     add_schema_parsers(store_sub)
@@ -342,12 +340,6 @@ def _compact(container: ObjectGraph, out: TextIO) -> int:
 
 def _migrate(container: ObjectGraph, out: TextIO) -> int:
     settings = container.settings()
-    if settings.store.backend == "qdrant" and settings.store.url is None:
-        from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
-
-        where = settings.store.location()
-        if where != ":memory:" and migrate_folder(Path(where)):
-            out.write(f"moved onto Qdrant Edge: {where}\n")
     with container.vector_store() as store:
         migrate = getattr(store, "migrate", None)
         if not callable(migrate):

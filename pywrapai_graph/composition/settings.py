@@ -188,6 +188,11 @@ class StoreSettings(_Section):
         description="chroma server only: seconds each request may take (StoreTimeoutError); "
         "null: no deadline",
     )
+    # Qdrant server only (a cluster; README "A Qdrant cluster"); null: Qdrant's default
+    shard_number: int | None = Field(default=None, gt=0)
+    replication_factor: int | None = Field(default=None, gt=0)
+    write_consistency_factor: int | None = Field(default=None, gt=0)
+    read_consistency: int | Literal["majority", "quorum", "all"] | None = None
 
     @field_validator("backend")
     @classmethod
@@ -398,6 +403,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+_CLUSTER = ("shard_number", "replication_factor", "write_consistency_factor", "read_consistency")
 #: The store keys each backend reads. Locations (path, url, dsn, api_key) are never carried
 #: from one backend to another; the other keys are when the new backend reads them.
 BACKEND_KEYS: dict[str, frozenset[str]] = {
@@ -406,7 +412,7 @@ BACKEND_KEYS: dict[str, frozenset[str]] = {
     "faiss": frozenset({"path", "dimension"}),
     "chroma": frozenset({"path", "url", "collection"}),
     "pgvector": frozenset({"dsn", "table", "dimension"}),
-    "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension"}),
+    "qdrant": frozenset({"path", "url", "api_key", "collection", "dimension", *_CLUSTER}),
     "milvus": frozenset({"path", "url", "api_key", "collection", "dimension"}),
 }
 _LOCATION_KEYS = frozenset({"path", "url", "dsn", "api_key"})

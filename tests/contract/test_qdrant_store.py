@@ -1,13 +1,9 @@
 """QdrantVectorStore in process (Qdrant Edge): the contract, Qdrant specifics, and folders of
-the previous release (qdrant-client's local mode, sealed) moved onto Edge by
-``pywrapai-graph store migrate``."""
+an earlier release (qdrant-client's local mode) refused unread."""
 
 from __future__ import annotations
 
-import io
-import json
 import pickle
-import shutil
 import sqlite3
 import uuid
 from pathlib import Path
@@ -19,8 +15,6 @@ import pytest
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix
 from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
-from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
-from pywrapai_graph.composition.cli import main
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidStateError,
@@ -139,146 +133,21 @@ def test_nothing_in_a_folder_is_ever_unpickled(
     assert calls == []
 
 
-# ------------------------------------------------------------------ folders of earlier releases
-FIXTURE = Path(__file__).parents[1] / "fixtures"
-
-
-def _sealed_copy(tmp_path: Path) -> Path:
-    """A copy of a folder as the previous release wrote it (qdrant-client's local mode,
-    sealed; ``tests/fixtures/write_sealed_qdrant.py``)."""
-    folder = tmp_path / "qdrant"
-    shutil.copytree(FIXTURE / "sealed_qdrant", folder)
-    return folder
-
-
-def _answers(store: QdrantVectorStore) -> dict[str, Any]:
-    """What the fixture writer recorded of the old store, asked of ``store``."""
-    from pywrapai_graph.testing.contracts.lexical_search import lexical_corpus
-    from tests.fixtures.write_sealed_qdrant import answers
-
-    corpus = lexical_corpus(n=30, dim=8)
-    for c in corpus:
-        c.metadata["doc"] = c.doc_id
-    found: dict[str, Any] = json.loads(json.dumps(answers(store, corpus)))
-    return found
-
-
-def _same(got: Any, want: Any) -> None:
-    """Equal, scores within float32 rounding."""
-    if isinstance(want, float):
-        assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            _same(g, w)
-    elif isinstance(want, dict):
-        assert isinstance(got, dict) and got.keys() == want.keys()
-        for key in want:
-            _same(got[key], want[key])
-    else:
-        assert got == want
-
-
-def _cli_migrate(folder: Path) -> str:
-    """``pywrapai-graph store migrate`` on a Qdrant folder; its output."""
-    out, err = io.StringIO(), io.StringIO()
-    env = {"PYWRAPAI_STORE__BACKEND": "qdrant", "PYWRAPAI_STORE__PATH": str(folder)}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(folder.parent)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        mp.setenv("PYWRAPAI_STORE__COLLECTION", "docs")
-        assert main(["store", "migrate"], out=out, err=err) == 0, err.getvalue()
-    return out.getvalue()
-
-
-def _migrated_like(got: dict[str, Any], want: dict[str, Any]) -> None:
-    """The old store's answers, lexical scores within 5%: ``migrate`` weighs every chunk
-    with the mean lengths of the whole collection, the old release with those of when it
-    wrote each document."""
-    _same({**got, "lexical": []}, {**want, "lexical": []})
-    for hits, old in zip(got["lexical"], want["lexical"], strict=True):
-        assert [h[0] for h in hits[:3]] == [h[0] for h in old[:3]]
-        assert [h[4] for h in hits] == pytest.approx([h[4] for h in old], rel=0.05)
-
-
-def test_a_folder_of_the_previous_release_is_refused_until_migrated(tmp_path: Path) -> None:
-    folder = _sealed_copy(tmp_path)
-    want = json.loads((FIXTURE / "sealed_qdrant.json").read_text())
-    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    with pytest.raises(InvalidStateError, match="pywrapai-graph store migrate"):
-        QdrantVectorStore("docs", location=str(folder))
-    assert {p: p.read_bytes() for p in before} == before  # opening moved nothing
-    assert "moved onto Qdrant Edge" in _cli_migrate(folder)
-    store = QdrantVectorStore("docs", location=str(folder))
-    try:
-        _migrated_like(_answers(store), want)  # same ids, documents, manifests, hits
-    finally:
-        store.close()
-    assert sorted(p.name for p in folder.iterdir()) == [".pywrapai.lock", "edge"]
-    assert "moved" not in _cli_migrate(folder)  # once
-    store = QdrantVectorStore("docs", location=str(folder))  # now an Edge folder
-    try:
-        _migrated_like(_answers(store), want)
-        store.add(make_chunks(2, 8, prefix="new-"))
-        assert len(store) == want["len"] + 2
-    finally:
-        store.close()
-
-
-def test_a_migration_cut_short_leaves_the_old_folder_usable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pywrapai_graph.adapters.vectorstores.qdrant import folder as _qdrant_folder
-
-    folder = _sealed_copy(tmp_path)
-    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-
-    def fail(*_: object) -> None:
-        raise OSError("killed mid-migration")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(_qdrant_folder, "_copy", fail)
-        with pytest.raises(OSError, match="killed"):
-            migrate_folder(folder)
-    assert {p: p.read_bytes() for p in before} == before  # the old files untouched
-    assert not (folder / "edge").exists()
-    assert migrate_folder(folder)  # (a staging copy was left)
-    store = QdrantVectorStore("docs", location=str(folder))
-    try:
-        assert len(store) == 30
-    finally:
-        store.close()
-
-
-def test_a_planted_pickle_in_an_old_folder_is_never_unpickled(tmp_path: Path) -> None:
-    folder, marker = _sealed_copy(tmp_path), tmp_path / "pwned"
-    _plant(folder, marker)
-    with pytest.raises(VectorStoreError, match="changed since pywrapai-graph last wrote it"):
-        migrate_folder(folder)
-    assert not marker.exists()
-    assert not (folder / "edge").exists()
-
-
-def test_a_folder_we_did_not_write_is_refused(tmp_path: Path) -> None:
+def test_a_folder_of_an_earlier_release_is_refused_unread(tmp_path: Path) -> None:
+    """qdrant-client's local mode (earlier releases) unpickles its points: such a folder is
+    refused, naming what to do, and nothing of it is read or changed."""
     from qdrant_client import QdrantClient, models
 
-    folder, marker = tmp_path / "foreign", tmp_path / "pwned"
+    folder, marker = tmp_path / "old", tmp_path / "pwned"
     client = QdrantClient(path=str(folder))
     client.create_collection("docs", models.VectorParams(size=2, distance=models.Distance.COSINE))
     client.upsert("docs", [models.PointStruct(id=1, vector=[1.0, 0.0], payload={})])
     client.close()
     _plant(folder, marker)
-    with pytest.raises(VectorStoreError, match="not written by pywrapai-graph"):
-        migrate_folder(folder)
-    out, err = io.StringIO(), io.StringIO()
-    env = {"PYWRAPAI_STORE__BACKEND": "qdrant", "PYWRAPAI_STORE__PATH": str(folder)}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(tmp_path)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        assert main(["store", "migrate"], out=out, err=err) == 1
-    assert "not written by pywrapai-graph" in err.getvalue()
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidStateError, match=r"earlier release.*new folder"):
+        QdrantVectorStore("docs", location=str(folder))
+    assert {p: p.read_bytes() for p in before} == before
     assert not marker.exists()
 
 
@@ -305,44 +174,6 @@ def test_a_link_in_the_folder_is_refused(tmp_path: Path) -> None:
     (folder / "edge" / "link").symlink_to(tmp_path)
     with pytest.raises(VectorStoreError, match="symbolic link"):
         QdrantVectorStore("docs", location=str(folder))
-
-
-def _interrupted_write(folder: Path) -> Path:
-    """What a writer of the previous release killed mid-write left: the sealed files copied
-    aside, the live ones changed, a journal and a new collection's file added."""
-    rollback = folder / ".pywrapai-rollback"
-    for name in ("meta.json", "collection/docs/storage.sqlite"):
-        (rollback / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / name, rollback / name)
-    with sqlite3.connect(folder / "collection" / "docs" / "storage.sqlite") as conn:
-        conn.execute("DELETE FROM points")
-    conn.close()
-    (folder / "collection" / "docs" / "storage.sqlite-journal").write_bytes(b"half")
-    (folder / "collection" / "new").mkdir()
-    (folder / "collection" / "new" / "storage.sqlite").write_bytes(b"half")
-    return rollback
-
-
-def test_an_interrupted_write_of_the_previous_release_is_undone_first(tmp_path: Path) -> None:
-    folder = _sealed_copy(tmp_path)
-    _interrupted_write(folder)
-    assert migrate_folder(folder)
-    store = QdrantVectorStore("docs", location=str(folder))
-    try:
-        assert len(store) == 30  # as the last seal left it
-    finally:
-        store.close()
-    assert sorted(p.name for p in folder.iterdir()) == [".pywrapai.lock", "edge"]
-
-
-def test_a_planted_copy_is_not_put_back(tmp_path: Path) -> None:
-    """The copy kept to undo a write is checked against the record before it is used."""
-    folder, marker = _sealed_copy(tmp_path), tmp_path / "pwned"
-    rollback = _interrupted_write(folder)
-    _plant(rollback, marker)
-    with pytest.raises(VectorStoreError, match="does not match the folder's record"):
-        migrate_folder(folder)
-    assert not marker.exists()
 
 
 def test_the_batch_request_gives_the_hits_of_single_queries() -> None:

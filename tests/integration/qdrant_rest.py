@@ -31,11 +31,24 @@ def _update(_: object) -> models.UpdateResult:
     return models.UpdateResult(operation_id=0, status=models.UpdateStatus.COMPLETED)
 
 
+#: what a cluster would hold of each collection's creation (the local engine keeps none)
+CLUSTER_KEYS = ("shard_number", "replication_factor", "write_consistency_factor")
+_cluster: dict[str, dict[str, Any]] = {}
+
+
 def _create(engine: QdrantClient, name: str, body: Any) -> bool:
     request = models.CreateCollection.model_validate(body)
+    _cluster[name] = {k: getattr(request, k) for k in CLUSTER_KEYS}
     return engine.create_collection(
         name, vectors_config=request.vectors, sparse_vectors_config=request.sparse_vectors
     )
+
+
+def _info(engine: QdrantClient, name: str, _: Any) -> Any:
+    """The collection as a server describes it, with the cluster settings it was made with."""
+    info = engine.get_collection(name)
+    params = info.config.params.model_copy(update=_cluster.get(name, {}))
+    return info.model_copy(update={"config": info.config.model_copy(update={"params": params})})
 
 
 def _upsert(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
@@ -114,7 +127,7 @@ def _query_batch(engine: QdrantClient, name: str, body: Any) -> Any:
 _C = r"/collections/(?P<name>[^/]+)"
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(_C + "/exists"), lambda e, n, b: {"exists": e.collection_exists(n)}),
-    ("GET", re.compile(_C), lambda e, n, b: e.get_collection(n)),
+    ("GET", re.compile(_C), _info),
     ("PUT", re.compile(_C), _create),
     ("DELETE", re.compile(_C), lambda e, n, b: e.delete_collection(n)),
     ("PUT", re.compile(_C + "/index"), _index),
@@ -146,6 +159,8 @@ class QdrantRest:
         self.engine = QdrantClient(location=":memory:")
         self.lock = threading.Lock()  # the local engine is not thread-safe
         self.requests: list[tuple[str, str]] = []
+        #: every request whole: method, path with its query string, JSON body
+        self.sent: list[tuple[str, str, Any]] = []
         self.errors: list[str] = []
         front = self
 
@@ -163,6 +178,7 @@ class QdrantRest:
                     match = pattern.fullmatch(path)
                     if verb == method and match:
                         front.requests.append((method, path))
+                        front.sent.append((method, unquote(self.path), body))
                         try:
                             with front.lock:
                                 result = handler(front.engine, match["name"], body)

@@ -4,15 +4,13 @@ refusal of lexical search (dense only since issue 34).
 A chunk of document D scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(D)``, D being the
 concatenation of its chunks, with document statistics the engine holds. Checked against the
 formula written out plainly (the contract's ``reference_bm25``): exactly after one write, closely
-(running length totals) after later ones; across processes on the Qdrant server path, and on stores written before the field existed. On Qdrant one ``query_points``
-adds the two scores (every chunk holds its document's sparse vector, one carrier per document
-counted by the document IDF); a collection of the carrier-point release is brought to that
-by ``migrate`` (``pywrapai-graph store migrate``).
+(running length totals) after later ones; across processes on the Qdrant server path. On
+Qdrant one ``query_points`` adds the two scores (every chunk holds its document's sparse
+vector, one carrier per document counted by the document IDF).
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +22,10 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     CARRIER,
     DOCUMENT_SPARSE,
     SPARSE,
-    point_id,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.records import FIELDS_MARK
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.errors import UnsupportedOperationError
+from pywrapai_graph.errors import InvalidStateError, UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.lexical_search import (
     QUERIES,
@@ -145,61 +141,11 @@ def _carriers(store: BaseVectorStore) -> int:
 # ---------------------------------------------------------------------- written before
 
 
-def test_a_qdrant_folder_without_the_field_serves_chunk_scores(tmp_path: Path) -> None:
+def test_a_server_collection_without_the_field_serves_dense_and_says_what_to_do(
+    qdrant_rest_url: str, tmp_path: Path
+) -> None:
     """Qdrant cannot add a sparse vector to a collection: one made before the document field
-    keeps serving the chunks' scores, as on a server (re-created by ``store clear``)."""
-    corpus = lexical_corpus(dim=8)
-    old = QdrantVectorStore("docs", location=str(tmp_path / "q"))
-    m = old._models
-    with old._writing():  # the collection as the previous release made it
-        old._client.create_collection(
-            "docs",
-            vectors_config=m.VectorParams(size=8, distance=m.Distance.COSINE),
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
-        )
-    old._dim, old._sparse, old._doc_vector = 8, True, False
-    old.add(corpus)
-    old.close()
-    store = QdrantVectorStore("docs", location=str(tmp_path / "q"))
-    try:
-        for query in QUERIES:
-            alone = fielded_reference(corpus, query, weight=0.0)[:10]  # chunk scores alone
-            assert [s for _, s in _ranking(store, query)] == pytest.approx([s for _, s in alone])
-        assert len(store) == len(corpus)
-    finally:
-        store.close()
-
-
-def test_a_qdrant_collection_of_the_carrier_release_is_migrated_by_the_command(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Until ``migrate`` marks it, a collection with the document vector serves chunk scores
-    (and says how to upgrade); ``migrate`` writes every chunk's fields once."""
-    corpus = lexical_corpus(dim=8)
-    folder = str(tmp_path / "q")
-    store = QdrantVectorStore("docs", location=folder)
-    store.add(corpus)
-    store._client.delete(store._docs, store._models.PointIdsList(points=[point_id(FIELDS_MARK)]))
-    store.close()
-    with caplog.at_level(logging.WARNING):
-        store = QdrantVectorStore("docs", location=folder)
-    try:
-        assert "store migrate" in caplog.text
-        for query in QUERIES:
-            alone = fielded_reference(corpus, query, weight=0.0)[:10]
-            assert [s for _, s in _ranking(store, query)] == pytest.approx([s for _, s in alone])
-        assert store.migrate() == 6  # document versions
-        assert store.migrate() == 0  # once
-        for query in QUERIES:
-            _assert_close(_ranking(store, query), fielded_reference(corpus, query))
-        assert _carriers(store) == 6
-    finally:
-        store.close()
-
-
-def test_a_server_collection_without_the_field_serves_chunk_scores_and_says_so(
-    qdrant_rest_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+    keeps serving dense search; lexical and hybrid say how to re-create it."""
     from qdrant_client import QdrantClient, models
 
     name = name_for(tmp_path, "old")
@@ -211,13 +157,13 @@ def test_a_server_collection_without_the_field_serves_chunk_scores_and_says_so(
     )
     corpus = lexical_corpus(dim=8)
     store = QdrantVectorStore(name, url=qdrant_rest_url)
-    store.add(corpus)
-    with caplog.at_level(logging.WARNING):
-        got = _ranking(store, QUERIES[0])
-    alone = fielded_reference(corpus, QUERIES[0], weight=0.0)[:10]
-    assert [s for _, s in got] == pytest.approx([s for _, s in alone])
-    assert "store clear --yes" in caplog.text
-    store.close()
+    try:
+        store.add(corpus)
+        assert store.search(corpus[0].embedding or [], k=1)[0].chunk.id == corpus[0].id
+        with pytest.raises(InvalidStateError, match="store clear --yes"):
+            store.lexical_search(QUERIES[0], 10)
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------------- other processes

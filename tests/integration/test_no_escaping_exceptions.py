@@ -33,7 +33,6 @@ from pywrapai_graph import (
     QdrantVectorStore,
     SQLiteVectorStore,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.redaction import RedactedError
@@ -163,7 +162,6 @@ def test_sqlite_a_truncated_file(tmp_path: Path) -> None:
 
 def test_sqlite_a_read_only_file(tmp_path: Path) -> None:
     """The file is immutable (``chattr +i``: read-only even for root, as tests run here)."""
-    import shutil
     import subprocess
 
     path = tmp_path / "store.db"
@@ -265,18 +263,13 @@ def test_qdrant_folder_a_corrupted_storage_file(tmp_path: Path, name: str) -> No
     drive(lambda: QdrantVectorStore("docs", location=str(folder)))
 
 
-def test_qdrant_folder_of_the_previous_release_with_a_record_that_is_not_json(
+def test_qdrant_folder_of_an_earlier_release_with_a_record_that_is_not_json(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "qdrant"
-    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
+    (folder / "collection").mkdir(parents=True)
     (folder / "pywrapai-integrity.json").write_text("{ not json", encoding="utf-8")
-
-    def migrated() -> QdrantVectorStore:  # `pywrapai-graph store migrate`, then open
-        migrate_folder(folder)
-        return QdrantVectorStore("docs", location=str(folder))
-
-    drive(migrated)
+    drive(lambda: QdrantVectorStore("docs", location=str(folder)))
 
 
 # ---------------------------------------------------------------------------- pgvector

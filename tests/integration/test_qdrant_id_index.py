@@ -1,8 +1,6 @@
 """The Qdrant server store keeps payload indexes on ``id`` (the chunk id, which deletes and
 lookups by chunk id filter on) and on ``pywrapai_terms`` (which lexical queries filter on):
-created with the collection,
-and asked again when a store opens a collection whose schema lacks it (one made before the
-index existed). The server path runs against the REST front over qdrant-client's local
+created with the collection, never asked again at open. The server path runs against the REST front over qdrant-client's local
 engine (``qdrant_rest``): the requests are the server's, the engine ignores the index."""
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import pytest
 
 from pywrapai_graph import Document, QdrantVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
-from pywrapai_graph.adapters.vectorstores.qdrant.index import index_chunk_ids
+from pywrapai_graph.adapters.vectorstores.qdrant.points import index_payload
 from tests.integration.qdrant_rest import QdrantRest
 
 pytestmark = pytest.mark.integration
@@ -28,7 +26,7 @@ def _index_requests(front: QdrantRest, name: str) -> int:
     return front.requests.count(("PUT", f"/collections/{name}/index"))
 
 
-def test_a_server_collection_gets_the_id_index_at_creation_and_at_open(
+def test_a_server_collection_gets_the_payload_indexes_at_creation_only(
     qdrant_rest: QdrantRest,
 ) -> None:
     name = f"ids_{uuid.uuid4().hex[:10]}"
@@ -39,10 +37,8 @@ def test_a_server_collection_gets_the_id_index_at_creation_and_at_open(
     assert _index_requests(qdrant_rest, name) == 2  # with the collection: id, terms
     assert hybrid.retrieve("laminar boundary plate", k=2)[0].chunk.doc_id == "d1"
     store.close()
-    # the front's engine reports no payload schema, as a collection made before the index:
-    # an open asks for it again (a server that has it lists it, and is not asked)
-    QdrantVectorStore(name, url=qdrant_rest.url).close()
-    assert _index_requests(qdrant_rest, name) == 4
+    QdrantVectorStore(name, url=qdrant_rest.url).close()  # an open is no upgrade
+    assert _index_requests(qdrant_rest, name) == 2
     assert not [e for e in qdrant_rest.errors if name in e]
 
 
@@ -54,6 +50,6 @@ def test_local_mode_accepts_the_index_call() -> None:
     with warnings.catch_warnings():  # (once per process) that it has no payload indexes
         warnings.simplefilter("ignore", UserWarning)
         for _ in range(2):
-            index_chunk_ids(client, "ids")
+            index_payload(client, "ids")
     assert hybrid.retrieve("supersonic shock cone", k=2)[0].chunk.doc_id == "d2"
     store.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import logging
 import pickle
-import shutil
 import sqlite3
 import traceback
 from pathlib import Path
@@ -21,7 +20,6 @@ import pytest
 
 from pywrapai import LLM
 from pywrapai_graph import InMemoryVectorStore, QdrantVectorStore, SQLiteVectorStore
-from pywrapai_graph.adapters.vectorstores.qdrant.store import migrate_folder
 from pywrapai_graph.composition.cli import main
 from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.domain import Chunk
@@ -110,19 +108,21 @@ class _CreatesFile:
 
 
 def test_a_planted_pickle_in_a_qdrant_folder_never_runs(here: Path) -> None:
-    """A folder of the previous release (qdrant-client's local mode, which unpickles points)
-    is refused on open, and checked against its seal by ``store migrate`` before anything in
-    it is read."""
+    """A folder of an earlier release (qdrant-client's local mode, which unpickles points)
+    is refused on open before anything in it is read."""
+    from qdrant_client import QdrantClient, models
+
     folder, marker = here / "qdrant", here / "pwned"
-    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sealed_qdrant", folder)
+    client = QdrantClient(path=str(folder))
+    client.create_collection("docs", models.VectorParams(size=2, distance=models.Distance.COSINE))
+    client.upsert("docs", [models.PointStruct(id=1, vector=[1.0, 0.0], payload={})])
+    client.close()
     with sqlite3.connect(folder / "collection" / "docs" / "storage.sqlite") as conn:
         conn.execute("UPDATE points SET point = ?", (pickle.dumps(_CreatesFile(marker)),))
     conn.close()
     code, text = cli("store", "stats")  # the default config is SQLite; open it directly too
-    with pytest.raises(InvalidStateError, match="store migrate"):
+    with pytest.raises(InvalidStateError, match="earlier release"):
         QdrantVectorStore("docs", location=str(folder))
-    with pytest.raises(VectorStoreError, match="changed since"):
-        migrate_folder(folder)
     assert not marker.exists()
     assert code in (0, 1) and "Traceback" not in text
 

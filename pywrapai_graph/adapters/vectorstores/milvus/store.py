@@ -376,7 +376,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
                 return []
             expr = rows.tags_expr(query.filter)
             ask = lambda n: self._ranked(query, terms, n, expr)  # noqa: E731
-            return self._search_visible(ask, query.k, None)
+            return self._search_visible(ask, query.k)
 
     def _ranked(self, query: StoreQuery, terms: str, n: int, expr: str) -> list[Hit]:
         """The ``n`` best hits of ``query`` in one engine request."""

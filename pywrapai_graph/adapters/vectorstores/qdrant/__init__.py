@@ -1,2 +1,2 @@
-"""Qdrant, a folder on Qdrant Edge (``edge``, ``folder``) or a server: ``store.QdrantVectorStore``;
-a retrieval is one ``query_points`` (``query``), the document field in ``document``."""
+"""Qdrant, a folder on Qdrant Edge (``edge``) or a server: ``store.QdrantVectorStore``;
+a retrieval is one ``query_points`` (``query``), the lexical index in ``document``."""

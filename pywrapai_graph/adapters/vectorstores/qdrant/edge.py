@@ -3,18 +3,17 @@
 
 :class:`EdgeFolder` holds a folder (``location=``, or a temporary one for ``":memory:"``):
 one Qdrant Edge shard per collection under ``<folder>/edge/<name>``, each with the engine's
-write-ahead log, so a write the engine has taken survives the death of the process. It takes
-the store's qdrant-client models (filters, points, sparse vectors) and answers with what the
-store reads of qdrant-client's replies (``.points``, ``.count``, records with ``.id``,
-``.payload`` and ``.vector``). Nothing in the folder is unpickled: the engine reads its own
-binary segments and JSON. Search is exhaustive (no HNSW index is built); a shard holding
-many deleted points is compacted when a store first opens it, if the disk has room for that.
+write-ahead log (a write the engine took survives the death of the process), its binary
+segments and JSON (nothing is unpickled). Search is exhaustive (no HNSW index). One store
+holds a folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link anywhere in it
+is refused, and so is a write the disk may not hold (:func:`check_room`: the engine maps its
+files into memory, and a full disk under a mapped page ends the process).
 
-One store holds a folder at a time (an exclusive ``flock`` on ``.pywrapai.lock``, dropped
-when the store closes or its process dies). A folder holding a symbolic link anywhere is
-refused. A write the disk may not hold is refused before it starts
-(:func:`check_room`), and so is opening a shard on a nearly full disk: the engine maps its
-files into memory, and a full disk under a mapped page ends the process instead of raising.
+Damage: the engine loads some damaged files with fewer points and no error. Each shard's
+point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
+count it may fall to), and every shard is loaded and counted when the folder opens: fewer
+points than recorded, a recorded shard missing, or one the engine cannot load is a
+:class:`StoreDamagedError`.
 """
 
 from __future__ import annotations
@@ -34,33 +33,58 @@ from typing import Any
 import numpy as np
 
 from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.kit.local_files import check_room, os_failure
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
 from pywrapai_graph.errors import (
+    ConfigurationError,
+    InvalidStateError,
     PyWrapAIError,
     StorageFullError,
     StoreBusyError,
+    StoreDamagedError,
     VectorStoreError,
 )
 
-__all__ = ["SHARDS", "EdgeFolder", "refuse_links_in"]
+__all__ = ["EdgeFolder", "local_location"]
 
-#: the subfolder holding one shard per collection
-SHARDS = "edge"
+_SHARDS = "edge"
 _LOCK = ".pywrapai.lock"
+_COUNTS = ".pywrapai-points.json"
 _CONFIG = "edge_config.json"
+#: what qdrant-client's local mode (earlier releases) kept at the top of a folder
+_OLD = ("collection", "meta.json", "pywrapai-integrity.json")
 #: bytes a point may take on disk per byte of its vectors and payload (log, segment, index)
 _SPREAD = 4
 #: room a new shard or payload index may take at once (its files and first pages: ~5 MB)
 _SHARD_ROOM = 8 << 20
 
 
-def refuse_links_in(root: Path) -> None:
-    """Refuse a folder that is, or holds anywhere, a symbolic link (never followed).
+def local_location(
+    collection: object,
+    location: str | os.PathLike[str] | None,
+    path: str | os.PathLike[str] | None,
+    url: str | None,
+) -> str | os.PathLike[str] | None:
+    """The local location (``":memory:"`` by default; None with a url), the arguments checked.
 
     Raises:
-        VectorStoreError: naming the link.
+        ConfigurationError: both location= and path=, a location and a url, a url with an
+            unencoded userinfo, or no collection name.
     """
+    if path is not None and location is not None:
+        raise ConfigurationError("pass either location= or path=, not both")
+    where = location if location is not None else path
+    if url is not None and where is not None:
+        raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
+    if url is not None:
+        refuse_unencoded_userinfo(url, "Qdrant url")
+    if not collection or not isinstance(collection, str):
+        raise ConfigurationError("collection must be a non-empty string")
+    return ":memory:" if url is None and where is None else where
+
+
+def _refuse_links_in(root: Path) -> None:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in [*dirnames, *filenames]:
             if Path(dirpath, name).is_symlink():
@@ -94,28 +118,36 @@ class EdgeFolder:
 
     Args:
         root: the folder; None for a temporary one, removed by :meth:`close`.
-        hold: take the folder's lock (False only inside a folder whose lock the caller holds).
 
     Raises:
         StoreBusyError: another store, in this process or another, holds the folder.
+        StoreDamagedError: a shard has fewer points than recorded, is missing, or does
+            not load.
+        InvalidStateError: a folder of an earlier release (qdrant-client's local mode).
         VectorStoreError: a symbolic link in the folder.
     """
 
-    def __init__(self, root: Path | None, hold: bool = True) -> None:
+    def __init__(self, root: Path | None) -> None:
         self._edge = require("qdrant_edge", "qdrant", "qdrant-edge-py")
         self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
-        temporary = root is None
         self.root = Path(tempfile.mkdtemp(prefix="pywrapai-qdrant-")) if root is None else root
-        self._shards = self.root / SHARDS
+        self._shards = self.root / _SHARDS
         self._open: dict[str, Any] = {}
-        self._release: Callable[[], object] = lambda: None
-        if temporary:
+        #: each shard's recorded point count (None: a temporary folder, nothing recorded)
+        self._counts: dict[str, int] | None = None
+        self._release: Callable[[], object]
+        if root is None:
             self._release = weakref.finalize(self, shutil.rmtree, self.root, True)
-        elif hold:
-            self._release = self._take()
+            return
+        self._release = self._take()
+        try:
+            self._check()
+        except BaseException:
+            self.close()
+            raise
 
     def _take(self) -> Callable[[], object]:
-        refuse_links_in(self.root)
+        _refuse_links_in(self.root)
         with self._failures():
             self.root.mkdir(parents=True, exist_ok=True)
             fd = open_file(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
@@ -129,6 +161,43 @@ class EdgeFolder:
                 "store first, or use a Qdrant server for concurrent access"
             ) from None
         return weakref.finalize(self, os.close, fd)  # also for a store dropped unclosed
+
+    def _check(self) -> None:
+        """Refuse an earlier release's folder; open and count every shard (module docstring)."""
+        if not self._shards.exists() and any((self.root / n).exists() for n in _OLD):
+            raise InvalidStateError(
+                f"{str(self.root)!r} is a Qdrant folder of an earlier release (qdrant-client's "
+                "local mode, which this release no longer reads): ingest into a new folder"
+            )
+        try:
+            saved = json.loads((self.root / _COUNTS).read_bytes())
+            recorded = {str(name): int(n) for name, n in saved.items()}
+        except FileNotFoundError:
+            recorded = {}  # a new folder, or one of the release before the record
+        except (ValueError, TypeError, AttributeError):
+            raise self._damaged(_COUNTS, "the point record is unreadable") from None
+        made = {p.parent.name for p in self._shards.glob(f"*/{_CONFIG}")}  # (a crash while
+        self._counts = {}  # creating one leaves a shard without its configuration: unused)
+        for name in sorted(made | set(recorded)):
+            if name not in made:
+                raise self._damaged(name, "its shard or its configuration is missing")
+            with self._loading(name):  # its count, and one point read whole
+                live = self._live(name)
+                probe = self._edge.ScrollRequest(limit=1, with_payload=True, with_vector=True)
+                first, _ = self._shard(name).scroll(probe)
+            if first and not first[0].payload:  # every point the store writes has one
+                raise self._damaged(name, "a point lost its payload")
+            if live < recorded.get(name, 0):
+                raise self._damaged(name, f"{live} points of the {recorded[name]} written")
+            self._counts[name] = live
+        self._write_counts()
+
+    def _damaged(self, name: str, what: str) -> StoreDamagedError:
+        return StoreDamagedError(
+            f"the Qdrant folder {str(self.root)!r} is damaged ({name!r}: {what}); nothing was "
+            "served from it. Restore the folder from a backup, or move it aside and ingest "
+            "into a new folder."
+        )
 
     @contextmanager
     def _failures(self) -> Iterator[None]:
@@ -148,6 +217,17 @@ class EdgeFolder:
                 f"Qdrant Edge failed on the folder {str(self.root)!r}: {exc}"
             ) from exc
 
+    @contextmanager
+    def _loading(self, name: str) -> Iterator[None]:
+        """The engine failing on a shard as the folder opens: damage (a full disk aside)."""
+        try:
+            with self._failures():
+                yield
+        except (StorageFullError, StoreDamagedError):
+            raise
+        except VectorStoreError as exc:
+            raise self._damaged(name, f"the engine cannot read it: {exc}") from exc
+
     def _path(self, name: str) -> Path:
         if not name or Path(name).name != name or name in (".", ".."):
             raise VectorStoreError(f"{name!r} cannot name a collection in a folder")
@@ -158,10 +238,35 @@ class EdgeFolder:
             path = self._path(name)
             with self._failures():
                 check_room(self.root, _SHARD_ROOM)  # loading writes (its log, a segment)
+            with self._loading(name):
                 shard = self._open[name] = self._edge.EdgeShard.load(str(path))
+            with self._failures():
                 if shutil.disk_usage(self.root).free > 2 * _allocated(path) + _SHARD_ROOM:
                     shard.optimize()  # rewrites segments that hold many deleted points
         return self._open[name]
+
+    def _live(self, name: str) -> int:
+        with self._failures():
+            return int(self._shard(name).count(self._edge.CountRequest(exact=True)))
+
+    def _note(self, name: str, points: int | None) -> None:
+        """Record ``name``'s point count (None: forget the shard)."""
+        if self._counts is None:
+            return
+        if points is None:
+            self._counts.pop(name, None)
+        else:
+            self._counts[name] = max(points, 0)
+        self._write_counts()
+
+    def _write_counts(self) -> None:
+        """The record replaced whole (a process killed mid-write leaves the old one)."""
+        temporary = self.root / f"{_COUNTS}.tmp"
+        with self._failures():
+            fd = open_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(self._counts, out)
+            os.replace(temporary, self.root / _COUNTS)
 
     # ------------------------------------------------------------------ models in, replies out
     def _vector(self, vector: Any) -> Any:
@@ -205,7 +310,7 @@ class EdgeFolder:
         if isinstance(query, m.RrfQuery):
             return e.Fusion.Rrf(k=query.rrf.k, weights=query.rrf.weights), None
         if isinstance(query, m.FusionQuery):
-            return e.Fusion.Dbsf() if query.fusion == m.Fusion.DBSF else e.Fusion.Rrf(k=2), None
+            return e.Fusion.Dbsf(), None
         if isinstance(query, m.FormulaQuery):
             return e.Formula(self._expression(query.formula), defaults=query.defaults), None
         nearest = e.Query.Nearest(self._vector(query), using=using)
@@ -226,45 +331,30 @@ class EdgeFolder:
             return ex.Sum([self._expression(y) for y in x.sum])
         return ex.Mult([self._expression(y) for y in x.mult])
 
-    def _prefetch(self, p: Any) -> Any:
-        query, params = self._scoring(p.query, p.using, p.params)
-        return self._edge.Prefetch(
-            limit=p.limit,
-            query=query,
-            prefetches=[self._prefetch(q) for q in p.prefetch or []] or None,
-            filter=self._filter(p.filter),
-            score_threshold=p.score_threshold,
-            params=params,
-        )
-
-    def _request(self, limit: int, selector: Any, payload: Any, **asked: Any) -> Any:
-        """The engine's request of a ``query_points`` (or a batch's ``QueryRequest``)."""
+    def _request(self, kind: Any, asked: dict[str, Any]) -> Any:
+        """The engine's ``kind`` (a request, or a prefetch) of qdrant-client's query fields."""
         query, params = self._scoring(asked["query"], asked.get("using"), asked.get("params"))
-        return self._edge.QueryRequest(
-            limit=limit,
+        prefetches = [
+            self._request(self._edge.Prefetch, dict(p)) for p in asked.get("prefetch") or []
+        ]
+        extra = (
+            {"with_payload": asked.get("with_payload", True)}
+            if kind is self._edge.QueryRequest
+            else {}
+        )
+        return kind(
+            limit=asked["limit"],
             query=query,
-            prefetches=[self._prefetch(p) for p in asked.get("prefetch") or []] or None,
-            filter=self._filter(selector),
-            with_payload=payload,
+            prefetches=prefetches or None,
+            filter=self._filter(asked.get("filter")),
             score_threshold=asked.get("score_threshold"),
             params=params,
+            **extra,
         )
 
     def _record(self, record: Any) -> SimpleNamespace:
-        """A point as qdrant-client gives it: named vectors, sparse ones as its models."""
-        named: dict[str, Any] | None = (
-            {"": record.vector} if isinstance(record.vector, list) else record.vector
-        )
-        vector = (
-            None
-            if named is None
-            else {
-                name: self._models.SparseVector(indices=v.indices, values=v.values)
-                if hasattr(v, "indices")
-                else v
-                for name, v in named.items()
-            }
-        )
+        """A point as qdrant-client gives it (its vectors by name)."""
+        vector = {"": record.vector} if isinstance(record.vector, list) else record.vector
         return SimpleNamespace(id=str(record.id), payload=record.payload, vector=vector)
 
     # ------------------------------------------------------------------ qdrant-client's calls
@@ -283,7 +373,7 @@ class EdgeFolder:
         return SimpleNamespace(config=SimpleNamespace(params=params))
 
     def create_collection(
-        self, name: str, vectors_config: Any, sparse_vectors_config: Any = None
+        self, name: str, vectors_config: Any, sparse_vectors_config: Any = None, **_: Any
     ) -> None:
         """A shard of cosine vectors and IDF-weighted sparse vectors (the store's only kind)."""
         e, path = self._edge, self._path(name)
@@ -299,8 +389,10 @@ class EdgeFolder:
             check_room(self.root, _SHARD_ROOM)
             shutil.rmtree(path, ignore_errors=True)  # what a crash while creating it left
             self._open[name] = e.EdgeShard.create(str(path), config)
+        self._note(name, 0)
 
     def delete_collection(self, name: str) -> None:
+        self._note(name, None)
         shard = self._open.pop(name, None)
         with self._failures():
             if shard is not None:
@@ -325,11 +417,14 @@ class EdgeFolder:
             check_room(self.root, _SPREAD * sum(_point_bytes(p) for p in points) + _SHARD_ROOM)
             moved = [e.Point(p.id, self._vector(p.vector), p.payload) for p in points]
             self._shard(name).update(e.UpdateOperation.upsert_points(moved))
+        self._note(name, self._live(name))
 
     def delete(self, name: str, points_selector: Any, **_: Any) -> None:
+        ids = list(points_selector.points)
+        self._note(name, self._live(name) - len(ids))  # what a crash below may leave
         with self._failures():
-            operation = self._edge.UpdateOperation.delete_points(list(points_selector.points))
-            self._shard(name).update(operation)
+            self._shard(name).update(self._edge.UpdateOperation.delete_points(ids))
+        self._note(name, self._live(name))
 
     def set_payload(self, name: str, payload: dict[str, Any], points: Any, **_: Any) -> None:
         with self._failures():
@@ -347,6 +442,7 @@ class EdgeFolder:
         offset: Any = None,
         with_payload: bool = True,
         with_vectors: bool = False,
+        **_: Any,
     ) -> tuple[list[SimpleNamespace], Any]:
         request = self._edge.ScrollRequest(
             offset=offset,
@@ -369,30 +465,24 @@ class EdgeFolder:
             return [self._record(r) for r in self._shard(name).retrieve(list(ids), True, False)]
 
     def query_points(
-        self,
-        name: str,
-        query: Any,
-        limit: int = 10,
-        query_filter: Any = None,
-        with_payload: Any = True,
-        **asked: Any,
+        self, name: str, query: Any, limit: int = 10, query_filter: Any = None, **asked: Any
     ) -> SimpleNamespace:
         """One query: a vector's nearest, or a fusion or formula over ``prefetch`` queries
         (``using``, ``prefetch``, ``search_params``, ``score_threshold`` as qdrant-client's)."""
-        asked["params"] = asked.pop("search_params", None)
-        request = self._request(limit, query_filter, with_payload, query=query, **asked)
+        asked.update(
+            query=query, limit=limit, filter=query_filter, params=asked.get("search_params")
+        )
+        request = self._request(self._edge.QueryRequest, asked)
         with self._failures():
             return SimpleNamespace(points=self._shard(name).query(request))
 
-    def query_batch_points(self, name: str, requests: Sequence[Any]) -> list[SimpleNamespace]:
+    def query_batch_points(
+        self, name: str, requests: Sequence[Any], **_: Any
+    ) -> list[SimpleNamespace]:
         e = self._edge
-        batch = [
-            self._request(r.limit, r.filter, r.with_payload, query=r.query, using=r.using)
-            for r in requests
-        ]
+        batch = e.QueryBatchRequest([self._request(e.QueryRequest, dict(r)) for r in requests])
         with self._failures():
-            found = self._shard(name).query_batch(e.QueryBatchRequest(batch))
-        return [SimpleNamespace(points=points) for points in found]
+            return [SimpleNamespace(points=found) for found in self._shard(name).query_batch(batch)]
 
     def close(self) -> None:
         """Close every shard (their logs flushed), then let the folder go (idempotent)."""

@@ -1,13 +1,15 @@
-"""How the Qdrant store lays chunks out as points: point ids, payload fields, the BM25 sparse
-vector's name, and the chunk a payload carries back."""
+"""How the Qdrant store lays chunks out as points: point ids, payload fields and their
+indexes, the BM25 sparse vectors' names, and the chunk a payload carries back."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
+from pywrapai_graph.adapters._optional import require
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports.store_inputs import canonical_json
@@ -19,25 +21,21 @@ __all__ = [
     "SPARSE",
     "TERMS",
     "chunk_of",
-    "field_name",
     "hits_of",
+    "index_payload",
     "metadata_fields",
     "metadata_filter",
     "point_id",
-    "stored_of",
     "version_of",
 ]
 
+_log = logging.getLogger(__name__)
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
-#: the named sparse vector of each chunk's BM25 term weights, its own and its document's
-#: (the engine applies the idf)
+#: the named sparse vectors of a chunk's BM25 term weights and its document's (the engine
+#: applies the idf)
 SPARSE = "pywrapai_bm25"
-#: the named sparse vector of a chunk's document's BM25 term weights (on every chunk of it;
-#: an earlier release held it on one point per document: ``pywrapai-graph store migrate``)
 DOCUMENT_SPARSE = "pywrapai_bm25_doc"
-
-
 #: the payload field of a chunk's own distinct term indices: a lexical query ranks only the
 #: chunks holding one of its terms (the document's vector is on every chunk of it)
 TERMS = "pywrapai_terms"
@@ -52,14 +50,14 @@ CARRIER = "pywrapai_carrier"
 FIELDS = "pywrapai_fields"
 
 
-def field_name(key: str, value: Any) -> str:
+def _field(key: str, value: Any) -> str:
     kind = "k" if isinstance(value, str | int | float | bool) else "j"
     return f"{FIELDS}.{kind}{key.encode('utf-8').hex()}"
 
 
 def metadata_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        field_name(k, v).split(".", 1)[1]: v
+        _field(k, v).split(".", 1)[1]: v
         if isinstance(v, str | int | float | bool)
         else canonical_json(v)
         for k, v in metadata.items()
@@ -97,7 +95,7 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
     if doc_id is not None:
         conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
     for key, value in (filter or {}).items():
-        field = field_name(key, value)
+        field = _field(key, value)
         if isinstance(value, int | float) and not isinstance(value, bool):
             # a range, not a match: MatchValue(1) misses a stored 1.0 (other stores match)
             conditions.append(m.FieldCondition(key=field, range=m.Range(gte=value, lte=value)))
@@ -105,16 +103,6 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
             wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
             conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
     return m.Filter(must=conditions) if conditions else None
-
-
-def stored_of(points: list[Any]) -> list[StoredChunk]:
-    """The stored copies (id, version, document) of chunk points."""
-    out = []
-    for p in points:
-        version = str(p.payload.get("version", ""))
-        chunk = str(p.payload["id"])
-        out.append(StoredChunk(engine_id(chunk, version), chunk, version, p.payload["doc_id"]))
-    return out
 
 
 def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
@@ -126,3 +114,26 @@ def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         )
         for p in points
     ]
+
+
+def index_payload(client: Any, collection: str) -> None:
+    """Create the payload indexes a new collection's lookups filter on: ``id`` (deletes and
+    lookups by chunk id) and ``TERMS`` (lexical queries); without them a server looks through
+    every payload. A key that may not change the collection (read-only) leaves it as it is,
+    with a warning: searches stay correct, only slower."""
+    m = require("qdrant_client.models", "qdrant", "qdrant-client")
+    errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+    try:
+        for field, schema in (("id", m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
+            client.create_payload_index(
+                collection, field_name=field, field_schema=schema, wait=True
+            )
+    except errors.UnexpectedResponse as exc:
+        if exc.status_code not in (401, 403):
+            raise
+        _log.warning(
+            "Qdrant collection %r has no payload indexes and this key may not create them "
+            "(HTTP %s): lookups scan payloads",
+            collection,
+            exc.status_code,
+        )

@@ -14,7 +14,6 @@ again, deeper, when they took places.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
 from pywrapai_graph.adapters.vectorstores.qdrant.document import (
     UPGRADE_NEEDED,
     QdrantDocumentField,
+    query_indices,
 )
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     CARRIER,
@@ -31,7 +31,6 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     TERMS,
     hits_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.sparse_terms import query_indices
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.errors import InvalidStateError
@@ -50,15 +49,6 @@ __all__ = ["QdrantQuery"]
 _SHORTLIST = 1000
 #: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
 _TIES = 2
-_log = logging.getLogger(__name__)
-
-#: what a collection from before the document field says (once per store)
-NO_DOCUMENT_FIELD = (
-    "Qdrant collection %r was created before lexical search had a document field (Qdrant "
-    "cannot add its sparse vector to a collection): its lexical scores are those of chunks "
-    "alone. To rank chunks of long documents better, re-create it (`pywrapai-graph store "
-    "clear --yes`, then ingest again)."
-)
 
 
 def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
@@ -69,12 +59,10 @@ def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
 
 
 class QdrantQuery(QdrantDocumentField):
-    """``retrieve`` and ``lexical_search``; the store sets ``_legacy`` and ``_warned``."""
+    """``retrieve`` and ``lexical_search`` of :class:`QdrantVectorStore`."""
 
-    #: made by the carrier-point release and not migrated
-    _legacy: bool
-    #: NO_DOCUMENT_FIELD was said
-    _warned: bool
+    #: what each read asks of a cluster (the store's)
+    _consistency: dict[str, Any]
 
     if TYPE_CHECKING:  # the store's
 
@@ -110,7 +98,9 @@ class QdrantQuery(QdrantDocumentField):
                 return await self._aread(asked)
             with self._errors():
                 got = await self._aclient().query_points(
-                    self._collection, **self._request(query, asked[2], selector)
+                    self._collection,
+                    **self._request(query, asked[2], selector),
+                    **self._consistency,
                 )
             return _hits(query, got.points, asked[2])
 
@@ -122,22 +112,20 @@ class QdrantQuery(QdrantDocumentField):
             self._check_lexical(query.k1, query.b)
         if self._known_dim() is None:
             return False
-        if query.mode == "lexical":
-            if not query_indices(query.text or ""):
-                return False
-            with self._errors():
-                if not self._sparse:  # another process may have re-created the collection
-                    self._dim = self._existing_dimension()
+        if query.mode != "dense" and not self._sparse:
+            with self._errors():  # another process may have re-created the collection
+                self._dim = self._existing_dimension()
             if not self._sparse:
                 raise InvalidStateError(UPGRADE_NEEDED.format(name=self._collection))
-        if query.mode != "dense" and not self._doc_vector and not self._warned:
-            self._warned = True
-            _log.warning(NO_DOCUMENT_FIELD, self._collection)
+        if query.mode == "lexical" and not query_indices(query.text or ""):
+            return False
         return self._selector(query.filter)
 
     def _ranked(self, query: StoreQuery, n: int, selector: Any) -> list[Hit]:
         with self._errors():
-            got = self._client.query_points(self._collection, **self._request(query, n, selector))
+            got = self._client.query_points(
+                self._collection, **self._request(query, n, selector), **self._consistency
+            )
         return _hits(query, got.points, n)
 
     def _request(self, query: StoreQuery, n: int, selector: Any) -> dict[str, Any]:
@@ -148,7 +136,7 @@ class QdrantQuery(QdrantDocumentField):
         asked = {"limit": _TIES * n, "query_filter": selector, "with_payload": True}
         if query.mode == "dense":
             return {**dense, **asked}
-        indices = query_indices(query.text or "") if self._sparse else []
+        indices = query_indices(query.text or "")
         if query.mode == "lexical":
             side = self._lexical(indices, n, selector)
             return {"query": side.query, "using": side.using, "prefetch": side.prefetch, **asked}
@@ -167,12 +155,9 @@ class QdrantQuery(QdrantDocumentField):
     def _lexical(self, indices: list[int], n: int, selector: Any) -> Any:
         """The lexical side, as a prefetch of its ``n`` best chunks: a formula adding the
         chunk's BM25 and ``DOCUMENT_WEIGHT`` times its document's (IDF over the carriers),
-        over the best chunks of each (see ``document``); the chunk's alone in a
-        collection without the document field."""
+        over the best chunks of each (see ``document``)."""
         m = self._models
         terms = m.SparseVector(indices=indices, values=[1.0] * len(indices))
-        if not self._doc_vector or self._legacy:
-            return m.Prefetch(query=terms, using=SPARSE, limit=n, filter=selector)
         held = m.FieldCondition(key=TERMS, match=m.MatchAny(any=indices))
         carriers = m.FieldCondition(key=CARRIER, match=m.MatchValue(value=True))
         wide = max(n, _SHORTLIST)

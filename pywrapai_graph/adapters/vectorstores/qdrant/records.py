@@ -1,60 +1,35 @@
 """The records collection of a Qdrant store (``<collection>.docs``): each document's versions
-and manifest, the embedder, and the BM25 length totals, as points with a one-value vector.
-
-:class:`QdrantRecords` is the part of :class:`QdrantVectorStore` that reads and writes them,
-sync and (with a server) async.
-"""
+and manifest, the embedder, and the BM25 length totals, as points with a one-value vector,
+read and written by :class:`QdrantRecords`, the part of :class:`QdrantVectorStore` that
+holds them (sync, and with a server async)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord
 from pywrapai_graph.adapters.vectorstores.qdrant.points import point_id
-from pywrapai_graph.adapters.vectorstores.qdrant.sparse_terms import LengthTotals
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports.identity_probe import report_identity
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["FIELDS_MARK", "QdrantRecords"]
+__all__ = ["QdrantRecords"]
 
 _EMBEDDER = "e:embedder"
-_LENGTHS = "e:lengths"
-_DOCUMENT_LENGTHS = "e:document-lengths"
-#: written by ``migrate``: the collection's chunks hold their document field themselves
-FIELDS_MARK = "e:fields"
 
 
 def _record(payload: Any) -> DocRecord:
-    return DocRecord(
-        str(payload["doc_id"]),
-        str(payload["version"]),
-        str(payload["manifest"]),
-        str(payload["pending"]),
-    )
-
-
-def _payload(record: DocRecord) -> dict[str, Any]:
-    return {
-        "kind": "doc",
-        "doc_id": record.doc_id,
-        "version": record.version,
-        "manifest": record.manifest,
-        "pending": record.pending,
-    }
-
-
-def _records_of(points: list[Any]) -> dict[str, DocRecord]:
-    return {r.doc_id: r for r in (_record(p.payload) for p in points)}
+    return DocRecord(*(str(payload[k]) for k in ("doc_id", "version", "manifest", "pending")))
 
 
 def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
     """The document records among ``points``; the embedder record's identity (None: there
-    is none) is told to the caller's identity probe."""
+    is none) is told to the caller's identity probe (:mod:`...ports.identity_probe`)."""
     found = [(p.payload or {}) for p in points]
     embedder = [p["embedder"] for p in found if p.get("kind") == "embedder"]
     report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
@@ -62,13 +37,17 @@ def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
 
 
 class QdrantRecords:
-    """Document records, the embedder and length totals in ``<collection>.docs``; the store
-    sets ``_client``, ``_models``, ``_collection`` and ``_docs_seen``."""
+    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``,
+    ``_cluster`` and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
+    #: the records collection was seen to exist (a record lookup is then one request)
     _docs_seen: bool
+    #: a cluster's collection settings, and what each read asks of it
+    _cluster: dict[str, Any]
+    _consistency: dict[str, Any]
 
     if TYPE_CHECKING:  # the store's
 
@@ -85,57 +64,66 @@ class QdrantRecords:
     def _docs_exist(self) -> bool:
         return bool(self._client.collection_exists(self._docs))
 
-    def _ensure_docs(self) -> None:
-        m = self._models
-        if not self._docs_exist():
-            self._create_collection(
-                self._docs, vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE)
-            )
-
     def _match(self, key: str, value: Any) -> Any:
         m = self._models
         return m.FieldCondition(key=key, match=m.MatchValue(value=value))
 
-    def _scroll(self, collection: str, selector: Any) -> list[Any]:
+    def _scroll(self, collection: str, selector: Any, vectors: bool = False) -> list[Any]:
+        """Every point of ``collection`` matching ``selector``, with payloads (and vectors)."""
         points: list[Any] = []
         offset = None
         while True:
             page, offset = self._client.scroll(
-                collection, scroll_filter=selector, limit=1000, offset=offset, with_payload=True
+                collection,
+                scroll_filter=selector,
+                limit=1000,
+                offset=offset,
+                with_payload=True,
+                with_vectors=vectors,
+                **self._consistency,
             )
             points += page
             if offset is None:
                 return points
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        return _records_of(self._record_points(["d:" + d for d in doc_ids]))
+        points = self._record_points(["d:" + d for d in doc_ids])
+        return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` of a search's hits, with the embedder record in the same request:
-        the identity is told to the caller's probe (:mod:`...ports.identity_probe`)."""
+        """:meth:`_records` of a search's hits, with the embedder record in the same request."""
         return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist.
-
-        Its existence is asked while it has not been seen, and again when the retrieve
-        fails (another process's ``clear`` drops the collection): then the retrieve is
-        repeated, so a real failure raises its own error.
-        """
-        if not keys:
-            return []
+        """One ``retrieve`` by point ids once the records collection was seen to exist; its
+        existence is asked again when the retrieve fails (another process's ``clear`` drops
+        it), and the retrieve repeated, so a real failure raises its own error."""
         ids = [point_id(key) for key in keys]
+        with self._errors():
+            got = None
+            if self._docs_seen and ids:
+                with suppress(Exception):
+                    got = self._client.retrieve(self._docs, ids, **self._consistency)
+            if got is None and ids:
+                self._docs_seen = self._docs_exist()
+                if self._docs_seen:
+                    got = self._client.retrieve(self._docs, ids, **self._consistency)
+        return list(got or [])
+
+    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """:meth:`_search_records` on the async client."""
+        client = self._aclient()
+        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
         with self._errors():
             got = None
             if self._docs_seen:
                 with suppress(Exception):
-                    got = self._client.retrieve(self._docs, ids, with_payload=True)
+                    got = await client.retrieve(self._docs, ids, **self._consistency)
             if got is None:
-                self._docs_seen = self._docs_exist()
-                if not self._docs_seen:
-                    return []
-                got = self._client.retrieve(self._docs, ids, with_payload=True)
-        return list(got)
+                self._docs_seen = bool(await client.collection_exists(self._docs))
+                if self._docs_seen:
+                    got = await client.retrieve(self._docs, ids, **self._consistency)
+        return _seen_records(list(got or []))
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models
@@ -150,12 +138,17 @@ class QdrantRecords:
     def _put_point(self, key: str, payload: dict[str, Any]) -> None:
         m = self._models
         with self._errors():
-            self._ensure_docs()
+            if not self._docs_exist():
+                self._create_collection(
+                    self._docs,
+                    vectors_config=m.VectorParams(size=1, distance=m.Distance.COSINE),
+                    **{k: v for k, v in self._cluster.items() if k != "shard_number"},
+                )
             point = m.PointStruct(id=point_id(key), vector=[1.0], payload=payload)
             self._client.upsert(self._docs, [point], wait=True)
 
     def _put_record(self, record: DocRecord) -> None:
-        self._put_point("d:" + record.doc_id, _payload(record))
+        self._put_point("d:" + record.doc_id, {"kind": "doc", **asdict(record)})
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """One conditional ``set_payload``: Qdrant applies it only to the record point whose
@@ -169,8 +162,9 @@ class QdrantRecords:
                 self._match("version", expected.version),
             ]
         )
+        payload = {"kind": "doc", **asdict(record)}
         with self._errors():
-            self._client.set_payload(self._docs, _payload(record), points=condition, wait=True)
+            self._client.set_payload(self._docs, payload, points=condition, wait=True)
         return self._records([record.doc_id]).get(record.doc_id) == record
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
@@ -181,41 +175,20 @@ class QdrantRecords:
                 self._client.delete(self._docs, m.PointIdsList(points=ids), wait=True)
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
-        with self._errors():
-            if not self._docs_exist():
-                return None
-            got = self._client.retrieve(self._docs, [point_id(_EMBEDDER)], with_payload=True)
+        got = self._record_points([_EMBEDDER])
         return EmbedderIdentity.from_json((got[0].payload or {})["embedder"]) if got else None
 
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
-    def _length_totals(self, documents: bool = False) -> LengthTotals:
-        key = _DOCUMENT_LENGTHS if documents else _LENGTHS
-        with self._errors():
-            if not self._docs_exist():
-                return LengthTotals()
-            got = self._client.retrieve(self._docs, [point_id(key)], with_payload=True)
+    def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
+        """The mean analysed length (of chunks, or of documents: ``avgdl``) once ``lengths``
+        are added to the running totals recorded here."""
+        key = "e:document-lengths" if documents else "e:lengths"
+        got = self._record_points([key])
         payload = (got[0].payload or {}) if got else {}
-        return LengthTotals(int(payload.get("tokens", 0)), int(payload.get("chunks", 0)))
-
-    def _put_length_totals(self, totals: LengthTotals, documents: bool = False) -> None:
-        self._put_point(
-            _DOCUMENT_LENGTHS if documents else _LENGTHS,
-            {"kind": "lengths", "tokens": totals.tokens, "chunks": totals.chunks},
-        )
-
-    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_search_records` on the async client."""
-        client = self._aclient()
-        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
-        with self._errors():
-            got = None
-            if self._docs_seen:
-                with suppress(Exception):
-                    got = await client.retrieve(self._docs, ids, with_payload=True)
-            if got is None:
-                self._docs_seen = bool(await client.collection_exists(self._docs))
-                if self._docs_seen:
-                    got = await client.retrieve(self._docs, ids, with_payload=True)
-        return _seen_records(list(got or []))
+        tokens = int(payload.get("tokens", 0)) + sum(lengths)
+        chunks = int(payload.get("chunks", 0)) + len(lengths)
+        if lengths:
+            self._put_point(key, {"kind": "lengths", "tokens": tokens, "chunks": chunks})
+        return tokens / chunks if tokens and chunks else 1.0

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,52 +23,40 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     StoredChunk,
     engine_id,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder
-from pywrapai_graph.adapters.vectorstores.qdrant.folder import (
-    local_location,
-    migrate_folder,
-    open_folder,
-)
-from pywrapai_graph.adapters.vectorstores.qdrant.ids import ids_filter
-from pywrapai_graph.adapters.vectorstores.qdrant.index import ensure_id_index, index_chunk_ids
+from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     DOCUMENT_SPARSE,
     FIELDS,
     SPARSE,
     chunk_of,
     hits_of,
+    index_payload,
     metadata_fields,
     metadata_filter,
     point_id,
-    stored_of,
     version_of,
 )
 from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
-from pywrapai_graph.adapters.vectorstores.qdrant.records import FIELDS_MARK, QdrantRecords
+from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import (
+    ConfigurationError,
     InvalidArgumentError,
     InvalidStateError,
     PyWrapAIError,
     VectorStoreError,
 )
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
-__all__ = ["QdrantVectorStore", "migrate_folder"]
+__all__ = ["QdrantVectorStore"]
 
 _UPSERT_BATCH = 512
-_log = logging.getLogger(__name__)
-
-#: what a collection of the carrier-point release says (once per store) until it is migrated
-NOT_MIGRATED = (
-    "Qdrant collection %r holds its document field on one point per document (an earlier "
-    "release): its lexical scores are those of chunks alone until `pywrapai-graph store "
-    "migrate` writes every chunk's field (one pass, no re-embedding)"
-)
+_READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
 class QdrantVectorStore(QdrantRecords, QdrantQuery):
@@ -79,32 +66,29 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         collection: the collection name.
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
             Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one
-            store per folder at a time (:meth:`close` lets it go). A folder of an earlier
-            release (qdrant-client's local mode) is refused until ``pywrapai-graph store
-            migrate`` moves it onto Edge (``folder``).
+            store per folder at a time (:meth:`close` lets it go); a damaged folder is
+            refused when it opens (``StoreDamagedError``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location`` for a local directory.
         timeout: seconds a server request may take (the client's default otherwise).
+        shard_number: a server: shards of a new collection, spread over a cluster's nodes.
+        replication_factor: a server: copies of each shard (of both collections).
+        write_consistency_factor: a server: copies that must take a write before it returns.
+        read_consistency: a server: copies each read asks (a number, ``"majority"``,
+            ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
 
-    Async: with a server, ``asearch``, ``asearch_many`` and ``acount`` (without a filter)
-    go through ``AsyncQdrantClient``, one per event loop, closed by :meth:`aclose` or when
-    that loop shuts down. Writes, and every async call in process, run their sync twin in
-    the bounded thread offload (the in-process engine has no async interface).
-    ``search_many`` is one batch query, with one record lookup for the batch.
-
-    Lexical search is Qdrant's: each chunk carries a sparse vector ``pywrapai_bm25`` of its
-    own and its document's BM25 term weights (k1 1.2, b 0.75, see ``document``) and
-    the collection applies its IDF modifier, so document frequencies are the engine's at
-    query time. :meth:`retrieve` is one ``query_points``: dense, lexical, or both as
-    prefetches fused by the engine (``rrf``: Qdrant's weighted RRF; ``rescored`` and
-    ``weighted``: its DBSF).
+    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
+    (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
+    thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
+    ``query_points`` (``query``); lexical search is Qdrant's sparse vectors (``document``).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
             installed.
-        ConfigurationError: both or neither of a location and a url.
+        ConfigurationError: both or neither of a location and a url; a cluster setting
+            without a url, or out of range.
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -120,6 +104,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         *,
         path: str | os.PathLike[str] | None = None,
         timeout: int | None = None,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+        write_consistency_factor: int | None = None,
+        read_consistency: int | str | None = None,
     ) -> None:
         qc = require("qdrant_client", "qdrant", "qdrant-client")
         self._models = require("qdrant_client.models", "qdrant", "qdrant-client")
@@ -128,38 +116,35 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         self._lock = threading.RLock()
         #: the records collection was seen to exist (a record lookup is then one request)
         self._docs_seen = False
-        #: the collection has the sparse vector of lexical search (created by this version)
+        #: the collection has the sparse vectors of lexical search (made by this release)
         self._sparse = False
-        #: ... and the sparse vector of the document field
-        self._doc_vector = False
-        #: made by the carrier-point release and not migrated (see NOT_MIGRATED)
-        self._legacy = False
-        self._warned = False  # NO_DOCUMENT_FIELD was said
+        self._cluster = _cluster(
+            url,
+            shard_number=shard_number,
+            replication_factor=replication_factor,
+            write_consistency_factor=write_consistency_factor,
+            read_consistency=read_consistency,
+        )
+        read = self._cluster.pop("read_consistency", None)
+        #: what every read asks of a cluster
+        self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
         if url is not None:
             # no background version-check thread: failures surface on our own calls
-            self._client: QdrantClient = qc.QdrantClient(
-                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-            )
+            reach = {"url": url, "api_key": api_key, "timeout": timeout}
+            self._client: QdrantClient = qc.QdrantClient(**reach, check_compatibility=False)
             self._aclients = PerLoop(
-                lambda: qc.AsyncQdrantClient(
-                    url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-                ),
-                close_async,
+                lambda: qc.AsyncQdrantClient(**reach, check_compatibility=False), close_async
             )
         else:  # Qdrant Edge answers the same calls (a temporary folder for ":memory:")
             folder = None if self._mode == "memory" else Path(os.fspath(where))  # type: ignore[arg-type]
-            self._client = cast(
-                "QdrantClient", EdgeFolder(None) if folder is None else open_folder(folder)
-            )
+            self._client = cast("QdrantClient", EdgeFolder(folder))
         self._secrets = [api_key, url]
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         with self._errors():
             self._dim = self._existing_dimension()
-            if self._mode == "server" and self._dim is not None:
-                ensure_id_index(self._client, collection)  # made before the index existed?
         if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
@@ -213,11 +198,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             return None
         info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
-        self._sparse, self._doc_vector = SPARSE in sparse, DOCUMENT_SPARSE in sparse
-        if self._doc_vector and not self._legacy:
-            self._legacy = not self._record_points([FIELDS_MARK])
-            if self._legacy:
-                _log.warning(NOT_MIGRATED, self._collection)
+        self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
         if not isinstance(size, int):  # named vectors: not a collection this store made
             raise VectorStoreError(
@@ -228,7 +209,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def _create(self, dim: int) -> None:
         m = self._models
-        self._put_point(FIELDS_MARK, {"kind": "fields"})  # before: no one sees it unmarked
         made = self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
@@ -236,9 +216,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 name: m.SparseVectorParams(modifier=m.Modifier.IDF)
                 for name in (SPARSE, DOCUMENT_SPARSE)
             },
+            **self._cluster,
         )
         if made:
-            index_chunk_ids(self._client, self._collection)
+            index_payload(self._client, self._collection)
         found = dim if made else self._existing_dimension()
         if found != dim:
             raise InvalidArgumentError(
@@ -246,8 +227,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 f"dimension {found}, not {dim}"
             )
         self._dim = dim
-        self._sparse = self._doc_vector = True
-        self._legacy = self._legacy and not made
+        self._sparse = True
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -280,22 +260,34 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
-        with self._errors():
-            if self._known_dim() is None:
-                return []
-            return stored_of(
-                self._scroll(self._collection, metadata_filter(self._models, None, doc_id))
-            )
+        return self._stored([metadata_filter(self._models, None, doc_id)])
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        m = self._models
+        return self._stored(
+            m.Filter(
+                must=[
+                    m.FieldCondition(key="id", match=m.MatchAny(any=list(chunk_ids[i : i + 500])))
+                ]
+            )
+            for i in range(0, len(chunk_ids), 500)
+        )
+
+    def _stored(self, selectors: Iterable[Any]) -> list[StoredChunk]:
+        """The stored copies (one per version) of the chunks each selector matches."""
         with self._errors():
             if self._known_dim() is None:
                 return []
-            found: list[StoredChunk] = []
-            for start in range(0, len(chunk_ids), 500):
-                selector = ids_filter(chunk_ids[start : start + 500])
-                found += stored_of(self._scroll(self._collection, selector))
-            return found
+            points = [p for s in selectors for p in self._scroll(self._collection, s)]
+        return [
+            StoredChunk(
+                engine_id(p.payload["id"], version_of(p.payload)),
+                p.payload["id"],
+                version_of(p.payload),
+                p.payload["doc_id"],
+            )
+            for p in points
+        ]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         m = self._models
@@ -339,10 +331,11 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._lock, self._errors():
-            if not filter:
-                return self._count_points()
             if self._known_dim() is None:
                 return 0
+            if not filter:
+                got = self._client.count(self._collection, exact=True)
+                return int(got.count)
             points = self._scroll(self._collection, metadata_filter(self._models, filter))
             pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
             return len(self._committed(pairs))
@@ -366,21 +359,13 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         ]
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        with self._errors():
-            result = self._client.query_points(
-                self._collection,
-                query=query.tolist(),
-                limit=n,
-                query_filter=selector,
-                with_payload=True,
-            )
-        return hits_of(result.points)
+        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), n, selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query_batch_points`` request for every query."""
         with self._errors():
             results = self._client.query_batch_points(
-                self._collection, self._requests(queries, n, selector)
+                self._collection, self._requests(queries, n, selector), **self._consistency
             )
         return [hits_of(r.points) for r in results]
 
@@ -399,7 +384,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     ) -> list[list[Hit]]:
         with self._errors():
             results = await self._aclient().query_batch_points(
-                self._collection, self._requests(queries, n, selector)
+                self._collection, self._requests(queries, n, selector), **self._consistency
             )
         return [hits_of(r.points) for r in results]
 
@@ -419,28 +404,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             await self._aclients.aclose()
         await super().aclose()
 
-    def _count_points(self, selector_filter: Any = None) -> int:
-        if self._known_dim() is None:
-            return 0
-        return int(
-            self._client.count(self._collection, count_filter=selector_filter, exact=True).count
-        )
-
-    def migrate(self) -> int:
-        """Write every chunk's lexical field as this release does, in a collection made by
-        the carrier-point release (``pywrapai-graph store migrate``; no re-embedding).
-
-        Returns:
-            How many document versions were rewritten (0: nothing to migrate).
-        """
-        with self._writing():
-            if self._known_dim() is None or not self._legacy:
-                return 0
-            done = self._migrate_fields()
-            self._put_point(FIELDS_MARK, {"kind": "fields"})
-            self._legacy = False
-            return done
-
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing():
@@ -454,8 +417,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             self._create(dim)
 
     def __len__(self) -> int:
-        with self._lock, self._errors():
-            return self._count_points()
+        return self._count()
 
     def close(self) -> None:
         """Close the client (in process: lets the folder go; ``:memory:`` is deleted)."""
@@ -464,3 +426,20 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     def __repr__(self) -> str:
         return f"QdrantVectorStore(collection={self._collection!r}, location={self._where!r})"
+
+
+def _cluster(url: str | None, **given: Any) -> dict[str, Any]:
+    """The cluster settings that were given (None: Qdrant's default), checked.
+
+    Raises:
+        ConfigurationError: a setting without a url, or one that is not a positive integer
+            (or, for the read consistency, one of Qdrant's levels).
+    """
+    given = {k: v for k, v in given.items() if v is not None}
+    for key, value in given.items():
+        if url is None:
+            raise ConfigurationError(f"{key} needs a Qdrant server (url=)")
+        level = key == "read_consistency" and value in _READ_CONSISTENCY
+        if not level and (type(value) is not int or value < 1):
+            raise ConfigurationError(f"{key} must be a positive integer, not {value!r}")
+    return given
