@@ -10,6 +10,7 @@ step "import-linter contracts" .venv/bin/lint-imports
 step "mypy --strict (package and tests)" "$PY" -m mypy
 step "ruff check" "$PY" -m ruff check .
 step "ruff format --check" "$PY" -m ruff format --check .
+step "docs site (mkdocs build --strict)" env NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "${TMPDIR:-/tmp}/pywrapai-site"
 step "module sizes (500 lines; allowlist may only shrink)" "$PY" scripts/module_sizes.py
 echo "== pytest"
 "$PY" -m pytest "$@"

@@ -1,7 +1,7 @@
 """The documentation's code blocks, collected and run exactly as written.
 
-Every fenced ```python and ```bash block of README.md and docs/*.md is a snippet. The line
-before a block (blank lines skipped) may say how the test suite treats it::
+Every fenced ```python and ```bash block of README.md and of the site's pages (docs/**/*.md)
+is a snippet. The line before a block (blank lines skipped) may say how the test suite treats it::
 
     <!-- snippet: integration -->                 needs a server: run in the integration stage
     <!-- snippet: illustration — why not run -->  never run; the reason is required
@@ -70,8 +70,8 @@ class Snippet:
 
 
 def documents() -> list[Path]:
-    """README.md and every docs/*.md."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md and every page of the documentation site (docs/**/*.md)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def parse(path: Path) -> list[Snippet]:

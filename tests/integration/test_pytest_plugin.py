@@ -1,4 +1,4 @@
-"""The README's pytest file for a team, run with pytester: the shipped plugin's PostgreSQL
+"""The testing guide's pytest file for a team, run with pytester: the shipped plugin's PostgreSQL
 fixture under the vector-store contract suite, its emptied-store fixture, and its wire-server
 fixture."""
 
@@ -14,10 +14,10 @@ pytestmark = pytest.mark.integration
 def _readme_test_file() -> str:
     found = [
         s
-        for s in snippets.parse(snippets.ROOT / "README.md")
+        for s in snippets.parse(snippets.ROOT / "docs" / "testing.md")
         if "test_pytest_plugin.py" in s.reason
     ]
-    assert len(found) == 1, "the README's pytest example for the plugin is gone"
+    assert len(found) == 1, "the testing guide's pytest example for the plugin is gone"
     return found[0].code
 
 
