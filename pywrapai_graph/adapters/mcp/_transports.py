@@ -11,7 +11,7 @@ from typing import IO, Any, TextIO
 
 from pywrapai_graph.adapters.mcp._guard import Guard, guarded
 from pywrapai_graph.adapters.mcp._stdio import bounded_stdio
-from pywrapai_graph.errors import MissingExtraError
+from pywrapai_graph.errors import MissingExtraError, RuntimeFailure
 from pywrapai_graph.redaction import redact
 
 try:
@@ -114,6 +114,11 @@ class _BoundedJson(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+class _BodyOverLimit(RuntimeFailure, httpx2.StreamError):
+    """A JSON reply body longer than the read limit: one of ours, and a ``StreamError`` for
+    the SDK, which reports it as an unreadable reply."""
+
+
 class _Bounded(httpx2.AsyncByteStream):
     def __init__(self, inner: Any, limit: int) -> None:
         self._inner = inner
@@ -124,7 +129,7 @@ class _Bounded(httpx2.AsyncByteStream):
         async for chunk in self._inner:
             size += len(chunk)
             if size > self._limit:
-                raise httpx2.StreamError(f"a reply over the {self._limit} byte limit")
+                raise _BodyOverLimit(f"a reply over the {self._limit} byte limit")
             yield chunk
 
     async def aclose(self) -> None:
