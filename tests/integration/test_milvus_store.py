@@ -215,12 +215,11 @@ class _Counted:
         return getattr(self.client, name)
 
 
-def test_a_retrieval_is_one_engine_request_and_one_record_lookup(tmp_path: Path) -> None:
+def test_a_retrieval_or_search_is_one_engine_request(tmp_path: Path) -> None:
     store = MilvusVectorStore("counted", path=tmp_path / "milvus.db")
     try:
         corpus = lexical_corpus(n=30, dim=DIM)
         store.add(corpus)
-        store.retrieve(StoreQuery("dense", 1, corpus[0].embedding))  # sees the records' collection
         counted = store._client = _Counted(store._client)
         sides: list[tuple[RetrievalMode, str]] = [
             ("dense", "search"),
@@ -231,6 +230,43 @@ def test_a_retrieval_is_one_engine_request_and_one_record_lookup(tmp_path: Path)
             counted.calls.clear()
             asked = StoreQuery(mode, 5, corpus[0].embedding, "shock waves", {"part": "odd"})
             assert store.retrieve(asked)
-            assert counted.calls == [engine, "query"], mode  # the hits, then their records
+            assert counted.calls == [engine], mode  # no record lookup: hidden rows are filtered
+        counted.calls.clear()
+        vectors = [list(c.embedding or []) for c in corpus[:4]]
+        assert store.search(vectors[0], 3, {"part": "odd"})
+        assert len(store.search_many(vectors, 3)) == 4
+        assert counted.calls == ["search", "search"]
+    finally:
+        store.close()
+
+
+def test_a_replace_is_shown_whole_by_one_request(tmp_path: Path) -> None:
+    """Up to the one partial upsert that shows the new version (and hides the old), readers
+    see the old version whole; after it, the new one only."""
+    store = MilvusVectorStore("shown", path=tmp_path / "milvus.db")
+    seen: list[set[str]] = []
+
+    class _Spy(_Counted):
+        def __getattr__(self, name: str) -> object:
+            call = super().__getattr__(name)
+            if name != "upsert":
+                return call
+
+            def upsert(collection: str, rows: list[dict[str, object]], **kw: object) -> object:
+                if kw.get("partial_update"):  # the show: what a reader sees just before it
+                    seen.append({h.chunk.text for h in store.search(vectors[0], 20)})
+                return call(collection, rows, **kw)  # type: ignore[operator]
+
+            return upsert
+
+    try:
+        first = document_chunks("d", 4, DIM, "v1")
+        store.replace_document(manifest_for("d", first, DIM), first)
+        vectors = [list(first[0].embedding or [])]
+        store._client = _Spy(store._client)
+        second = document_chunks("d", 4, DIM, "v2")
+        store.replace_document(manifest_for("d", second, DIM), second)
+        assert seen == [{c.text for c in first}]  # one show, the old version whole before it
+        assert {h.chunk.text for h in store.search(vectors[0], 20)} == {c.text for c in second}
     finally:
         store.close()

@@ -2,19 +2,16 @@
 and manifest, and the embedder, with a one-value vector each. (Collections written before
 Chroma became dense-only also hold ``e:lengths`` records of BM25 length totals: never read.)
 
-:class:`ChromaRecords` is the part of :class:`ChromaVectorStore` that reads and writes them,
-and replaces a document: its new version is written hidden (a flag on each chunk that every
+:class:`ChromaRecords` is the part of :class:`ChromaVectorStore` that reads and writes them.
+A replace (``kit.versioned``'s) writes its new version hidden (a flag on each chunk that every
 query's ``where`` excludes) and, once its record is committed, one ``update`` shows it and
 hides the others (:meth:`ChromaRecords._show`), which are then deleted.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pywrapai_graph.adapters.vectorstores.chroma.handle import FollowingHandle
@@ -24,8 +21,7 @@ from pywrapai_graph.adapters.vectorstores.kit.local_files import (
     check_room,
     subfolder_bytes,
 )
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch, prepare_batch
-from pywrapai_graph.adapters.vectorstores.kit.version_records import stale
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     ID_KEY,
     VERSION_KEY,
@@ -34,9 +30,7 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     VersionedDocuments,
     engine_id,
 )
-from pywrapai_graph.domain import Chunk
-from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.ports.vector_store import check_embedder
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -63,9 +57,7 @@ class ChromaRecords(VersionedDocuments):
     _name: str
     _docs_handle: FollowingHandle
     _file_lock: WriteLock | None
-    #: set by :meth:`_replace_document` (under the write lock) while its :meth:`_upsert`
-    #: writes the new version: hidden, stamped with this identity
-    _replacing: tuple[EmbedderIdentity | None] | None = None
+    _hides = True
 
     if TYPE_CHECKING:  # the store's
 
@@ -144,68 +136,19 @@ class ChromaRecords(VersionedDocuments):
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
         self._put(_EMBEDDER, {"embedder": identity.to_json(), "pending": ""})
 
-    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """Unused by this store's reads: their ``where`` keeps the shown chunks only."""
-        return self._records(doc_ids)
-
-    def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """``versioned``'s replace, with the new version written hidden and shown (old ones
-        hidden) by :meth:`_clean` once its record is committed."""
-        batch = prepare_batch(chunks, self._known_dim())
-        with self._writing():
-            recorded = self._recorded_embedder()
-            identity = check_embedder(recorded, manifest.embedder)
-            old = self._records([manifest.doc_id]).get(manifest.doc_id)
-            stored = self._stored_chunks(manifest.doc_id)
-            version = f"{time.time_ns():x}-{uuid.uuid4().hex}"
-            self._put_record(replace(old or DocRecord(manifest.doc_id), pending=version))
-            if identity is not None and recorded is None:
-                self._put_embedder(identity)
-            self._replacing = (identity,)
-            try:
-                self._upsert(batch, [version] * len(batch.ids))
-            finally:
-                self._replacing = None
-            self._check_still_pending(manifest.doc_id, version)
-            committed = DocRecord(manifest.doc_id, version, manifest.to_json(), pending=version)
-            self._put_record(committed)
-            self._clean(committed)
-            return sum(c.version == (old.version if old else "") for c in stored)
-
-    def _show(self, stored: list[StoredChunk], version: str) -> None:
-        """Show the chunks of the committed ``version`` and hide the others, in one
-        ``update`` (a document of more chunks than Chroma's batch limit takes several)."""
+    def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """Show the chunks of a committed version and hide the others, in one ``update``
+        (a document of more chunks than Chroma's batch limit takes several)."""
+        if record.pending != record.version:
+            return
         with self._errors():
             limit = int(self._client.get_max_batch_size())
             for start in range(0, len(stored), limit):
                 part = stored[start : start + limit]
                 self._collection.update(
                     ids=[c.engine_id for c in part],
-                    metadatas=[{HIDDEN: c.version != version} for c in part],
+                    metadatas=[{HIDDEN: c.version != record.version} for c in part],
                 )
-
-    def _clean(self, record: DocRecord) -> None:
-        """Finish (or undo) an interrupted replace: a committed version is shown first."""
-        stored = self._stored_chunks(record.doc_id)
-        if record.pending == record.version:
-            self._show(stored, record.version)
-        gone = stale(record, stored)
-        if gone:
-            self._delete_engine_ids(gone)
-        self._put_record(replace(record, pending=""))
-
-    def _repair_one(self, record: DocRecord) -> bool:
-        """``versioned``'s repair of one record, showing a committed version (from the
-        listing taken before the claim, as its deletes) before the others go."""
-        stored = self._stored_chunks(record.doc_id)
-        if not self._put_record_if(replace(record, pending=""), record):
-            return False
-        if record.pending == record.version:
-            self._show(stored, record.version)
-        gone = stale(record, stored)
-        if gone:
-            self._delete_engine_ids(gone)
-        return True
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         """Write chunks stamped with the recorded embedder: shown at once (``add``), or

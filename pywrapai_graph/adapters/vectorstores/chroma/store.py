@@ -44,14 +44,13 @@ from pywrapai_graph.adapters.vectorstores.kit.local_files import (
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     Matrix,
-    prepare_batch,
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     Hit,
     StoredChunk,
 )
-from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import (
@@ -289,11 +288,6 @@ class ChromaVectorStore(ChromaRecords):
     def exact(self) -> bool:
         return False  # HNSW
 
-    @property
-    def dimension(self) -> int | None:
-        """Vector dimension, or None while the collection is empty."""
-        return self._dim
-
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
         with self._errors():
@@ -323,18 +317,8 @@ class ChromaVectorStore(ChromaRecords):
             return len(paged_chunks(self._collection, visible_where(filter)))
 
     # ------------------------------------------------------------------ port
-    def _add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._known_dim())
-        if not batch.ids:
-            return
-        with self._writing():
-            self._add_versioned(batch)
-
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return visible_where(filter)
-
-    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return self._query_many([query], n, selector)[0]
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` request for every query (rows of one float32 matrix); the hits'
@@ -346,22 +330,6 @@ class ChromaVectorStore(ChromaRecords):
                 query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
             )
         return _reported(result)
-
-    def _search(
-        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        return self._search_many([query_vector], k, filter)[0]
-
-    def _search_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
-    ) -> list[list[ScoredChunk]]:
-        """One ``query`` for the batch: its ``where`` keeps the shown chunks only."""
-        with self._lock:
-            if self._known_dim() is None or not query_vectors:
-                return [[] for _ in query_vectors]
-            queries = [prepare_query(q, self._dim) for q in query_vectors]
-            found = self._query_many(queries, k, visible_where(filter))
-        return [[h for h, _ in hits] for hits in found]
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None

@@ -1,4 +1,5 @@
-"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant).
+"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant,
+Milvus).
 
 Each document has a record beside the chunks: the *committed* chunk version, that version's
 manifest, and a *pending* version. ``replace_document`` goes:
@@ -10,15 +11,20 @@ manifest, and a *pending* version. ``replace_document`` goes:
 4. delete the document's chunks of every other version
 5. record.pending = ""
 
-A chunk is visible only when its version is its document's committed one (``""`` for chunks
-written by plain ``add`` to a document never replaced), so readers skip the chunks of steps
-2 and 4, and a crash at any instant leaves the old version or the new one. On open (where
-the store holds a write lock), or at the next replace of the same document, the chunks of
-an interrupted version are removed; on a server, :meth:`VersionedDocuments.repair` removes
-them all, beside live writers: it leaves an uncommitted version alone until a repair has seen
-it pending for ``older_than_s`` (by the engine's clock where it has one, never the writer's),
-and changes a record only if it is still the one it read (compare-and-set). A writer whose
-pending version a repair took over refuses to commit it.
+Where the engine can flip a flag on many rows in one atomic request (Chroma's ``update``,
+Milvus's partial ``upsert``: :attr:`VersionedDocuments._hides`), step 2 writes the chunks
+hidden and step 4 starts by showing v and hiding the others in that one request
+(:meth:`VersionedDocuments._show`): every read filters the hidden out, in one request.
+Elsewhere a chunk is visible only when its version is its document's committed one (``""``
+for chunks written by plain ``add`` to a document never replaced), so readers skip the
+chunks of steps 2 and 4. Either way a crash at any instant leaves the old version or the new
+one. On open (where the store holds a write lock), or at the next replace of the same
+document, the chunks of an interrupted version are removed; on a server,
+:meth:`VersionedDocuments.repair` removes them all, beside live writers: it leaves an
+uncommitted version alone until a repair has seen it pending for ``older_than_s`` (by the
+engine's clock where it has one, never the writer's), and changes a record only if it is
+still the one it read (compare-and-set). A writer whose pending version a repair took over
+refuses to commit it.
 
 Reads (``search``, ``search_many`` and, for a store with a native async client, their
 async twins) are written here once over the engine's query primitives: hits of other
@@ -90,6 +96,13 @@ class VersionedDocuments(BaseVectorStore):
 
     _dim: int | None
     _lock: AbstractContextManager[Any]
+    #: True for engines that flag the chunks of uncommitted versions hidden (written so by
+    #: ``replace_document``, flipped by :meth:`_show`) and whose ``_selector`` excludes them:
+    #: a search is then one engine request, without the record lookup
+    _hides = False
+    #: set by :meth:`_replace_document` (under the write lock) while its :meth:`_upsert`
+    #: writes the new version (hidden where :attr:`_hides`): the embedder it records
+    _replacing: tuple[EmbedderIdentity | None] | None = None
 
     # ------------------------------------------------------------------ engine primitives
     @abstractmethod
@@ -100,11 +113,11 @@ class VersionedDocuments(BaseVectorStore):
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """The records of these documents (absent ones are left out)."""
 
-    @abstractmethod
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` for a search's hits, in one request with the embedder record,
-        whose identity it tells the caller's probe (``report_identity``): every search
-        checks it at no extra round trip."""
+        """:meth:`_records` for a search's hits; engines override it to read the embedder
+        record in the same request and tell its identity to the caller's probe
+        (``report_identity``). Unused where :attr:`_hides`."""
+        return self._records(doc_ids)
 
     @abstractmethod
     def _pending_records(self) -> list[DocRecord]:
@@ -141,9 +154,9 @@ class VersionedDocuments(BaseVectorStore):
     def _selector(self, filter: MetadataFilter | None) -> Any:
         """The engine's form of a metadata filter (None for no filter)."""
 
-    @abstractmethod
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        """The engine's ``n`` nearest hits of every version, best first."""
+        """The engine's ``n`` nearest hits (of every version unless :attr:`_hides`)."""
+        return self._query_many([query], n, selector)[0]
 
     @abstractmethod
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
@@ -152,6 +165,10 @@ class VersionedDocuments(BaseVectorStore):
     @abstractmethod
     def _engine_dimension(self) -> int | None:
         """The vector dimension as the engine holds it now (None: no vectors yet)."""
+
+    @property
+    def dimension(self) -> int | None:
+        return self._dim
 
     def _known_dim(self) -> int | None:
         """The dimension, asked of the engine again while unknown: another process may
@@ -211,7 +228,11 @@ class VersionedDocuments(BaseVectorStore):
             version = f"{time.time_ns():x}-{uuid.uuid4().hex}"
             record = old or DocRecord(manifest.doc_id)
             self._put_record(replace(record, pending=version))
-            self._upsert(batch, [version] * len(batch.ids))
+            self._replacing = (identity,)
+            try:
+                self._upsert(batch, [version] * len(batch.ids))
+            finally:
+                self._replacing = None
             if identity is not None and recorded is None:
                 self._put_embedder(identity)
             self._check_still_pending(manifest.doc_id, version)
@@ -237,10 +258,16 @@ class VersionedDocuments(BaseVectorStore):
     def _clean(self, record: DocRecord) -> None:
         """Finish (or undo) an interrupted replace of one document."""
         stored = self._stored_chunks(record.doc_id)
+        self._show(record, stored)
         gone = stale(record, stored)
         if gone:
             self._delete_engine_ids(gone)
         self._put_record(replace(record, pending=""))
+
+    def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """For engines that hide the chunks of uncommitted versions (a flag every read
+        excludes): show a committed version (``record.pending == record.version``) and hide
+        the others in one engine request, before :meth:`_clean` deletes them."""
 
     def _recover(self) -> None:
         """Clean what crashed writers left (call with the store's write lock held)."""
@@ -288,6 +315,7 @@ class VersionedDocuments(BaseVectorStore):
         stored = self._stored_chunks(record.doc_id)
         if not self._put_record_if(replace(record, pending=""), record):
             return False
+        self._show(record, stored)
         gone = stale(record, stored)
         if gone:
             self._delete_engine_ids(gone)
@@ -316,6 +344,12 @@ class VersionedDocuments(BaseVectorStore):
         return self._recorded_embedder()
 
     # ------------------------------------------------------------------ plain writes
+    def _add(self, chunks: Sequence[Chunk]) -> None:
+        batch = prepare_batch(chunks, self._known_dim())
+        if batch.ids:
+            with self._writing():
+                self._add_versioned(batch)
+
     def _add_versioned(self, batch: PreparedBatch) -> None:
         """``add``: chunks join their document's committed version, whose manifest is dropped."""
         docs = sorted({c.doc_id for c in batch.chunks})
@@ -414,6 +448,8 @@ class VersionedDocuments(BaseVectorStore):
         if not queries:
             return []
         batches = yield ("query_many", queries, k, selector)
+        if self._hides:
+            return [[h for h, _ in hits[:k]] for hits in batches]
         found = [h for hits in batches for h in hits]
         known = (yield ("search_records", docs_of(found))) if found else {}
         out: list[list[ScoredChunk]] = []
@@ -431,6 +467,8 @@ class VersionedDocuments(BaseVectorStore):
         asked = k
         while True:
             hits = yield ("query", query, asked, selector)
+            if self._hides:
+                return [h for h, _ in hits[:k]]
             known = (yield ("search_records", docs_of(hits))) if hits else {}
             visible = visible_of(hits, known)
             asked = next_ask(k, asked, hits, len(visible))

@@ -14,32 +14,32 @@ from typing import Any
 from pywrapai_graph.adapters.vectorstores.kit.version_records import Hit, StoredChunk, engine_id
 from pywrapai_graph.application.text_analysis import STOP_WORDS, analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import InvalidArgumentError
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_inputs import canonical_json
 
-__all__ = ["CHUNK_SCHEMA", "RECORD_SCHEMA", "chunk_of", "chunk_row", "digest", "hits_of"]
-__all__ += ["is_in", "stored_of", "tags_expr", "terms_of"]
+__all__ = ["CHUNK_SCHEMA", "RECORD_SCHEMA", "chunk_row", "digest", "hits_of"]
+__all__ += ["is_in", "stored_of", "terms_of", "visible"]
 
-#: Milvus's standard tokenizer over text the library's analyzer already stemmed and stripped
-#: of stop words (``application.text_analysis``): the engine computes BM25 over the library's
-#: terms. Our stop words again, so the engine's default list drops nothing more.
+#: Milvus's standard tokenizer over the library's analysed terms (``application.text_analysis``)
+#: and our stop words, so the engine computes BM25 over the library's terms, dropping no more.
 ANALYZER = {"tokenizer": "standard", "filter": [{"type": "stop", "stop_words": sorted(STOP_WORDS)}]}
 #: bytes of analysed text one chunk may hold (a VARCHAR's limit)
 MAX_TERMS = 65_535
 #: metadata keys one chunk may carry (an ARRAY's capacity)
 MAX_TAGS = 4_096
 _KEY = ("VARCHAR", {"max_length": 64})
+_TERMS = {"max_length": MAX_TERMS, "enable_analyzer": True, "analyzer_params": ANALYZER}
 #: the chunks' fields: name -> (Milvus type, settings); the store gives ``dense`` its dim
 CHUNK_SCHEMA: dict[str, tuple[str, dict[str, Any]]] = {
     "pk": ("VARCHAR", {"max_length": 64, "is_primary": True}),  # of the engine id
     "key": _KEY,  # of the chunk id
     "doc": _KEY,  # of the document id
     "version": _KEY,
-    "body": ("JSON", {}),  # the chunk: id, document, text, metadata
-    "terms": (
-        "VARCHAR",
-        {"max_length": MAX_TERMS, "enable_analyzer": True, "analyzer_params": ANALYZER},
-    ),
+    "hidden": ("BOOL", {}),  # a version not (or no longer) committed: see the store
+    "body": ("JSON", {}),  # the chunk (id, document, text, metadata) and its embedder
+    "terms": ("VARCHAR", _TERMS),  # the analysed text
     "tags": ("ARRAY", {"max_length": 64, "max_capacity": MAX_TAGS}),  # of metadata items
     "sparse": ("SPARSE_FLOAT_VECTOR", {}),  # BM25's, the engine's function of ``terms``
 }
@@ -61,9 +61,10 @@ def _tag(key: str, value: Any) -> str:
     return digest(canonical_json([key, value]))
 
 
-def tags_expr(filter: Mapping[str, Any] | None) -> str:
-    """The expression of a metadata equality filter ("" for none)."""
-    return " and ".join(f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items())
+def visible(filter: Mapping[str, Any] | None) -> str:
+    """The expression of the shown chunks a metadata equality filter keeps."""
+    tags = [f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items()]
+    return " and ".join(["hidden == false", *tags])
 
 
 def terms_of(text: str) -> str:
@@ -71,28 +72,27 @@ def terms_of(text: str) -> str:
     return " ".join(analyze(text))
 
 
-def chunk_row(chunk: Chunk, vector: list[float], version: str) -> dict[str, Any]:
+def chunk_row(
+    chunk: Chunk, vector: list[float], version: str, hidden: bool, embedder: str
+) -> dict[str, Any]:
     terms = terms_of(chunk.text)
     if len(terms.encode("utf-8", "surrogatepass")) > MAX_TERMS or len(chunk.metadata) > MAX_TAGS:
         raise InvalidArgumentError(
             f"chunk {chunk.id!r} is too large for Milvus: at most {MAX_TERMS} bytes of "
             f"analysed text and {MAX_TAGS} metadata keys; split it into smaller chunks"
         )
-    body = {"id": chunk.id, "doc_id": chunk.doc_id, "text": chunk.text}
+    body = {"id": chunk.id, "doc_id": chunk.doc_id, "text": chunk.text, "embedder": embedder}
     return {
         "pk": digest(engine_id(chunk.id, version)),
         "key": digest(chunk.id),
         "doc": digest(chunk.doc_id),
         "version": version,
+        "hidden": hidden,
         "body": {**body, "metadata": dict(chunk.metadata)},
         "terms": terms,
         "tags": [_tag(k, v) for k, v in chunk.metadata.items()],
         "dense": vector,
     }
-
-
-def chunk_of(body: Mapping[str, Any]) -> Chunk:
-    return Chunk(body["text"], doc_id=body["doc_id"], metadata=body["metadata"], id=body["id"])
 
 
 def stored_of(rows: Iterable[Mapping[str, Any]]) -> list[StoredChunk]:
@@ -102,11 +102,16 @@ def stored_of(rows: Iterable[Mapping[str, Any]]) -> list[StoredChunk]:
 
 def hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
     """The ``n`` best of a reply, ties by chunk id (as ``application.fusion``); cosines capped
-    at 1; BM25 positive (milvus-lite reports them negated, a server as similarities)."""
-    hits = []
+    at 1; BM25 positive (milvus-lite reports them negated, a server as similarities). The
+    embedder a hit was written under (if one was) is told to the caller's identity probe."""
+    hits, stamp = [], ""
     for hit in found:
         score = float(hit["distance"])
         score = min(score, 1.0) if mode == "dense" else abs(score) if mode == "lexical" else score
-        entity = hit["entity"]
-        hits.append((ScoredChunk(chunk_of(entity["body"]), score), str(entity["version"])))
+        body = hit["entity"]["body"]
+        chunk = Chunk(body["text"], doc_id=body["doc_id"], metadata=body["metadata"], id=body["id"])
+        hits.append((ScoredChunk(chunk, score), str(hit["entity"]["version"])))
+        stamp = stamp or body.get("embedder", "")
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
     return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]

@@ -1,12 +1,13 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
-Documents are all-or-nothing as in the other server stores (``kit.versioned``): chunks are rows
-tagged with their version, records rows of ``<collection>__records``; every request reads at
-``Strong`` consistency. :meth:`retrieve` is one ``search`` (dense or BM25 field) or one
-``hybrid_search`` fused by the engine (``rrf`` and ``rescored``: ``RRFRanker``, chosen for
-``rescored`` on Cranfield over ``WeightedRanker``; ``weighted``: ``WeightedRanker``, which
-scales each side itself), with the metadata filter (a tenant scope is part of it) in every
-sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
+Documents are all-or-nothing as in the other server stores (``kit.versioned``): records are
+rows of ``<collection>__records``; every request reads at ``Strong`` consistency. A replace's
+new version is written hidden, then shown (the old one hidden) by one partial ``upsert``
+(:meth:`_show`; milvus-lite logs a request as one WAL batch, recovered whole or not at all).
+So every search is one request: a ``search`` (dense or BM25) or a ``hybrid_search`` fused by
+the engine (``rrf``, ``rescored``: ``RRFRanker``, better for ``rescored`` on Cranfield than
+``WeightedRanker``; ``weighted``: ``WeightedRanker``), with the filter (a tenant scope is part
+of it) in every sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,13 @@ from typing import Any
 from pywrapai_graph import errors
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores.kit import vector_batches, versioned
+from pywrapai_graph.adapters.vectorstores.kit import versioned
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
 from pywrapai_graph.adapters.vectorstores.milvus import rows
-from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain import ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
-from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -43,7 +43,6 @@ _BATCH = 500
 _TOP = 16_384
 _STRONG = {"consistency_level": "Strong"}
 _READ = {"output_fields": ["body", "version"], **_STRONG}
-_BODY = {"output_fields": ["body"], **_STRONG}
 #: the BM25 parameters the index fixes: StoreQuery's defaults
 _BM25 = {"bm25_k1": StoreQuery("dense", 1).k1, "bm25_b": StoreQuery("dense", 1).b}
 _EMBEDDER = "e:embedder"
@@ -91,7 +90,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "milvus"
-    persistent = lexical = True
+    persistent = lexical = _hides = True
 
     def __init__(
         self,
@@ -111,7 +110,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
                 f"letters, digits and _ (got {collection!r}, {folder!r})"
             )
         self._collection, self._records_of = collection, f"{collection}__records"
-        self._lock, self._records_seen = threading.RLock(), False
+        self._lock = threading.RLock()
         self._secrets, self._folder, self._lite = [token, url], folder, folder is not None
         self._where = folder or redact(url or "")
         self._address = address(url, default_port=19530) if url else None
@@ -183,7 +182,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._new_collection(self._records_of, rows.RECORD_SCHEMA, ("v", "FLAT", "L2"))
 
     def _create(self, dim: int) -> None:
-        self._ensure_records()  # searches read it: made first, no one finds it missing
+        self._ensure_records()  # made first (and dropped last): see _engine_dimension
         fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
         dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
         sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
@@ -198,39 +197,25 @@ class MilvusVectorStore(versioned.VersionedDocuments):
     def _rows(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
         """Every row ``expr`` selects (a filter without a limit: all of them)."""
         with self._errors():
-            if not self._client.has_collection(collection):
-                return []
-            return list(
-                self._client.query(collection, filter=expr, output_fields=fields, **_STRONG)
-            )
+            found = self._client.has_collection(collection)
+            ask = {"filter": expr, "output_fields": fields, **_STRONG}
+            return list(self._client.query(collection, **ask)) if found else []
 
     # ------------------------------------------------------------------ port
     @property
     def exact(self) -> bool:
         return self._lite  # milvus-lite: FLAT; a server: its AUTOINDEX
 
-    @property
-    def dimension(self) -> int | None:
-        return self._dim
-
-    def _add(self, chunks: Sequence[Chunk]) -> None:
-        batch = vector_batches.prepare_batch(chunks, self._known_dim())
-        if batch.ids:
-            with self._writing():
-                self._add_versioned(batch)
-
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        if not filter:
-            return len(self)
-        found = self._rows(self._collection, rows.tags_expr(filter), ["body", "version"])
-        return len(self._committed([(rows.chunk_of(r["body"]), r["version"]) for r in found]))
-
-    def __len__(self) -> int:
         with self._lock, self._errors():
             if self._known_dim() is None:
                 return 0
-            got = self._client.query(self._collection, output_fields=["count(*)"], **_STRONG)
+            expr, count = rows.visible(filter), ["count(*)"]
+            got = self._client.query(self._collection, filter=expr, output_fields=count, **_STRONG)
             return int(got[0]["count(*)"])
+
+    def __len__(self) -> int:
+        return self._count()
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
@@ -259,30 +244,13 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     # ------------------------------------------------------------------ records
     def _record_bodies(self, keys: Sequence[str]) -> list[dict[str, Any]]:
-        """The records of ``keys`` in one ``query`` (whether their collection exists is asked
-        until it is seen, and again when a query misses it: another process's ``clear``)."""
+        """The records of ``keys``: only writes and manifests read them (searches do not)."""
         expr = rows.is_in("pk", [rows.digest(k) for k in keys])
-        with self._errors():
-            seen = self._records_seen or self._client.has_collection(self._records_of)
-            try:
-                found = self._client.query(self._records_of, filter=expr, **_BODY) if seen else []
-            except self._pm.MilvusException as exc:
-                if exc.code != 100:  # 100: no such collection
-                    raise
-                seen, found = False, []
-        self._records_seen = seen
-        return [r["body"] for r in found]
+        return [r["body"] for r in self._rows(self._records_of, expr, ["body"])]
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         found = self._record_bodies(["d:" + d for d in doc_ids])
         return {b["doc_id"]: DocRecord(**b) for b in found}
-
-    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` and the embedder's, told to the caller's probe: one request."""
-        found = self._record_bodies([_EMBEDDER, *("d:" + d for d in doc_ids)])
-        embedder = [b["embedder"] for b in found if "embedder" in b]
-        report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
-        return {b["doc_id"]: DocRecord(**b) for b in found if "embedder" not in b}
 
     def _pending_records(self) -> list[DocRecord]:
         found = self._rows(self._records_of, 'pending != ""', ["body"])
@@ -298,7 +266,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         self._put_row("d:" + record.doc_id, asdict(record), record.pending)
 
     def _drop_records(self, doc_ids: Sequence[str]) -> None:
-        self._delete_rows(self._records_of, ["d:" + d for d in doc_ids])
+        self._delete_engine_ids(["d:" + d for d in doc_ids], self._records_of)
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
         found = self._record_bodies([_EMBEDDER])
@@ -319,30 +287,35 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             found += rows.stored_of(self._rows(self._collection, expr, ["body", "version"]))
         return found
 
+    def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """Show a committed version and hide the others: one partial ``upsert``."""
+        shown = record.version
+        if record.pending == shown and stored:
+            flags = [{"pk": rows.digest(c.engine_id), "hidden": c.version != shown} for c in stored]
+            with self._errors():
+                self._client.upsert(self._collection, flags, partial_update=True)
+
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        """Write chunks stamped with the embedder: shown (``add``) or hidden (a replace)."""
+        embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
+        stamp, hide = embedder.to_json() if embedder else "", self._replacing is not None
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
-        found = [rows.chunk_row(c, v, version) for c, v, version in made]
+        found = [rows.chunk_row(c, v, version, hide, stamp) for c, v, version in made]
         with self._errors():
             if found and self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
             for start in range(0, len(found), _BATCH):
                 self._client.upsert(self._collection, found[start : start + _BATCH])
 
-    def _delete_engine_ids(self, ids: Sequence[str]) -> None:
-        self._delete_rows(self._collection, ids)
-
-    def _delete_rows(self, collection: str, keys: Sequence[str]) -> None:
+    def _delete_engine_ids(self, ids: Sequence[str], collection: str = "") -> None:
         with self._errors():
-            for start in range(0, len(keys), _BATCH):
-                digests = [rows.digest(k) for k in keys[start : start + _BATCH]]
-                self._client.delete(collection, filter=rows.is_in("pk", digests))
+            for start in range(0, len(ids), _BATCH):
+                expr = rows.is_in("pk", [rows.digest(k) for k in ids[start : start + _BATCH]])
+                self._client.delete(collection or self._collection, filter=expr)
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
-        return rows.tags_expr(filter)
-
-    def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return self._query_many([query], n, selector)[0]
+        return rows.visible(filter)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``search`` for every query."""
@@ -365,8 +338,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One engine request (asked again, deeper, only while chunks of uncommitted
-        versions took places), and the record lookup that drops them."""
+        """One engine request: its filter keeps the shown chunks only."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
             got = f"k1={query.k1}, b={query.b}"
             raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
@@ -374,9 +346,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             terms = rows.terms_of(query.text or "")
             if self._known_dim() is None or (query.mode == "lexical" and not terms):
                 return []
-            expr = rows.tags_expr(query.filter)
-            ask = lambda n: self._ranked(query, terms, n, expr)  # noqa: E731
-            return self._search_visible(ask, query.k)
+            return [h for h, _ in self._ranked(query, terms, query.k, rows.visible(query.filter))]
 
     def _ranked(self, query: StoreQuery, terms: str, n: int, expr: str) -> list[Hit]:
         """The ``n`` best hits of ``query`` in one engine request."""
