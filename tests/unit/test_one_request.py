@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,17 +15,7 @@ from pywrapai_graph.errors import EmbedderMismatchError, UnsupportedOperationErr
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import Fusion, StoreQuery, StoreRetrieval
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
-
-
-class _Fixed:
-    def __init__(self, vector: list[float]) -> None:
-        self.vector = vector
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [list(self.vector) for _ in texts]
-
-    def embed_one(self, text: str) -> list[float]:
-        return list(self.vector)
+from pywrapai_graph.testing.contracts.one_request import FixedEmbedder
 
 
 class OneRequestStore(InMemoryVectorStore):
@@ -56,7 +45,7 @@ def _corpus() -> list[Chunk]:
 def test_the_retriever_hands_the_store_one_query(mode: str) -> None:
     store = OneRequestStore()
     store.add(_corpus())
-    retriever = Retriever(_Fixed([1.0, 0.0, 0.5]), store, k=2, mode=mode)  # type: ignore[arg-type]
+    retriever = Retriever(FixedEmbedder([1.0, 0.0, 0.5]), store, k=2, mode=mode)  # type: ignore[arg-type]
     hits = retriever.retrieve("refunds", filter={"k": "v"} if mode == "dense" else None)
     assert store.native_retrieval
     assert len(store.asked) == 1
@@ -73,7 +62,7 @@ def test_the_identity_read_in_the_request_is_checked() -> None:
     other = EmbedderIdentity(provider="other", model="m", dimension=3)
     store = OneRequestStore(recorded=other)
     store.add(_corpus())
-    retriever = Retriever(_Fixed([1.0, 0.0, 0.5]), store, k=2, mode="hybrid")
+    retriever = Retriever(FixedEmbedder([1.0, 0.0, 0.5]), store, k=2, mode="hybrid")
     with pytest.raises(EmbedderMismatchError):
         retriever.retrieve("refunds")
 
@@ -96,7 +85,7 @@ def test_a_store_without_it_serves_each_side_and_the_retriever_fuses() -> None:
     assert store.retrieve(lexical) == store.lexical_search("refunds receipt", 2)
     with pytest.raises(UnsupportedOperationError, match="one-request retrieval"):
         store.retrieve(StoreQuery("hybrid", 2, [1.0, 0.0, 0.5], "refunds"))
-    hits = Retriever(_Fixed([1.0, 0.0, 0.5]), store, k=2, mode="hybrid").retrieve("refunds")
+    hits = Retriever(FixedEmbedder([1.0, 0.0, 0.5]), store, k=2, mode="hybrid").retrieve("refunds")
     assert [h.chunk.id for h in hits][:1] == ["c0"]
 
 

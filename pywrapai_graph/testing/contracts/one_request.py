@@ -124,7 +124,7 @@ def _fused_well(
         assert not [c for c in union if all(r.get(c, last) < r.get(top, last) for r in ranks)]
 
 
-class _Fixed:
+class FixedEmbedder:
     """An embedder answering every text with one vector (the query's)."""
 
     def __init__(self, vector: list[float]) -> None:
@@ -198,7 +198,7 @@ class OneRequestContract(LexicalSearchContract):
         if "rescored" in self.engine_fusions:
             pytest.skip(f"{type(store).__name__}'s engine fuses 'rescored' its own way")
         vector = list(np.random.default_rng(5).standard_normal(self.dim))
-        retriever = VectorRetriever(_Fixed(vector), store, k=8, mode="hybrid", candidates=8)
+        retriever = VectorRetriever(FixedEmbedder(vector), store, k=8, mode="hybrid", candidates=8)
         for text in QUERIES[:3]:
             asked = StoreQuery("hybrid", 8, vector, text, candidates=8, min_score=0.0)
             bm25 = dict(self._reference(corpus, text, len(corpus)))
