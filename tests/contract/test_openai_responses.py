@@ -124,9 +124,7 @@ def test_messages_become_instructions_and_input_items(wire: OpenAIResponsesWire)
         ("search_docs", {"type": "function", "name": "search_docs"}),
     ],
 )
-def test_function_tools_and_tool_choice(
-    wire: OpenAIResponsesWire, choice: str, sent: Any
-) -> None:
+def test_function_tools_and_tool_choice(wire: OpenAIResponsesWire, choice: str, sent: Any) -> None:
     wire.reply("ok")
     with _llm(wire) as llm:
         llm.chat("q", tools=tool_registry().to_schema(), tool_choice=choice)
@@ -215,7 +213,7 @@ def test_stream_reads_text_deltas_and_the_completed_usage(wire: OpenAIResponsesW
 
 def test_a_cut_stream_is_incomplete(wire: OpenAIResponsesWire) -> None:
     wire.cut("A long answer that never finishes.", keep=5)
-    with _llm(wire) as llm, pytest.raises(IncompleteStreamError, match="response.completed"):
+    with _llm(wire) as llm, pytest.raises(IncompleteStreamError, match=r"response\.completed"):
         list(llm.stream("Go"))
 
 
@@ -313,4 +311,4 @@ def test_api_is_checked(wire: OpenAIResponsesWire) -> None:
     with pytest.raises(ConfigurationError, match="api applies to provider 'openai'"):
         load_settings({"llm": {"provider": "anthropic", "api": "responses"}})
     with pytest.raises(InvalidArgumentError, match="'chat' or 'responses'"):
-        LLM(provider="openai", api="assistants", api_key=SECRET)  # type: ignore[typeddict-item]
+        LLM(provider="openai", api="assistants", api_key=SECRET)  # type: ignore[arg-type]
