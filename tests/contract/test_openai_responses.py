@@ -152,6 +152,7 @@ def test_structured_output_is_a_strict_json_schema(wire: OpenAIResponsesWire) ->
     assert fmt["schema"]["required"] == ["city", "nights"]  # strict: every field required
     assert fmt["schema"]["additionalProperties"] is False
     assert fmt["schema"]["$defs"]["City"]["additionalProperties"] is False
+    assert "default" not in fmt["schema"]["properties"]["nights"]  # strict mode refuses it
 
 
 def test_a_schema_with_free_form_objects_is_sent_unconstrained(

@@ -1,50 +1,52 @@
 """JSON Schemas in the form OpenAI's strict structured output accepts.
 
-Strict mode (``"strict": true``) constrains decoding to the schema, but takes only schemas
-whose every object lists all its properties as required and forbids additional ones. A
-pydantic schema is rewritten that way (an optional field becomes required: the model always
-fills it, and validation still accepts the value); a schema with free-form objects
-(``dict[str, X]``) cannot be strict and is sent as it is, unconstrained.
+Strict mode (constrained decoding) accepts a subset of JSON Schema: every object closed
+(``additionalProperties: false``) and every property required, no ``default``. A pydantic
+schema is made so by :func:`strict_schema` — a field with a default becomes required, which
+the model then always fills and pydantic still validates. A schema with an open mapping
+(``dict[str, X]``: ``additionalProperties`` a schema) cannot be made strict; it is sent
+non-strict.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["strict_schema"]
 
-_SCHEMA_MAPS = ("properties", "$defs", "definitions")
-_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
-
 
 class _NotStrict(Exception):
-    """The schema has an object that allows additional properties."""
+    """The schema has an open mapping: strict mode cannot express it."""
 
 
-def _visit(node: Any) -> None:
-    if not isinstance(node, dict):
-        return
-    if node.get("type") == "object" or "properties" in node:
-        if node.get("additionalProperties") not in (None, False):
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "default":
+            continue
+        if key == "properties" and isinstance(value, Mapping):
+            # property names are the user's, not keywords: keep every one
+            out[key] = {name: _strict(sub) for name, sub in value.items()}
+        else:
+            out[key] = _strict(value)
+    if out.get("type") == "object" or "properties" in out:
+        if out.get("additionalProperties", False) is not False or "patternProperties" in out:
             raise _NotStrict
-        node["additionalProperties"] = False
-        node["required"] = list(node.get("properties", {}))
-    for key in _SCHEMA_MAPS:
-        for child in (node.get(key) or {}).values():
-            _visit(child)
-    for key in _SCHEMA_LISTS:
-        for child in node.get(key) or ():
-            _visit(child)
-    _visit(node.get("items"))
+        out["additionalProperties"] = False
+        out["required"] = list(out.get("properties", {}))
+    return out
 
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``schema`` rewritten for strict mode (a copy), or None when it cannot be strict."""
-    out = copy.deepcopy(dict(schema))
+    """A copy of ``schema`` that OpenAI's strict mode accepts, or None when it has an open
+    mapping that strict mode cannot express."""
     try:
-        _visit(out)
+        made: dict[str, Any] = _strict(schema)
     except _NotStrict:
         return None
-    return out
+    return made
