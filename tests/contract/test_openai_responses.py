@@ -19,8 +19,12 @@ from pywrapai_graph.adapters.llm.openai_responses import OpenAIResponsesChatMode
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.factories import make_llm
 from pywrapai_graph.composition.settings import load_settings
-from pywrapai_graph.domain import DocumentPart, ImagePart, UnsupportedParameterWarning
-from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.domain import (
+    DocumentPart,
+    ImagePart,
+    ReasoningItem,
+    UnsupportedParameterWarning,
+)
 from pywrapai_graph.errors import (
     BadRequestError,
     ConfigurationError,

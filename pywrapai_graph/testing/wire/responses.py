@@ -157,13 +157,14 @@ class OpenAIResponsesWire(OpenAIWire):
         refused = self._unknown_reasoning(body)
         if refused is not None:
             return WireResponse(400, self.render_error(400, refused))
+        output = self._output(reply, body)
         response = {
             "id": f"resp_{next(self._ids):04d}",
             "object": "response",
             "created_at": _CREATED,
             "status": "completed",
             "model": reply.model or str(body.get("model", "gpt-4o-mini")),
-            "output": self._output(reply, body),
+            "output": output,
             "parallel_tool_calls": True,
             "tool_choice": body.get("tool_choice", "auto"),
             "tools": body.get("tools", []),
