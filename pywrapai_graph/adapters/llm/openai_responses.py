@@ -55,6 +55,20 @@ from pywrapai_graph.errors import (
 
 try:
     import openai
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseErrorEvent,
+        ResponseFailedEvent,
+        ResponseFunctionToolCall,
+        ResponseIncompleteEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+        ResponseStreamEvent,
+        ResponseTextDeltaEvent,
+        ResponseUsage,
+    )
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("openai", "openai") from exc
 
@@ -140,7 +154,7 @@ def _text_format(fmt: ResponseFormat) -> dict[str, Any]:
     }
 
 
-def _usage(usage: Any) -> TokenUsage:
+def _usage(usage: ResponseUsage | None) -> TokenUsage:
     if usage is None:
         return TokenUsage()
     inputs = getattr(usage, "input_tokens_details", None)
@@ -158,19 +172,20 @@ def _failure(message: str) -> ProviderError:
     return error_for_status(None, f"the response failed: {message}", provider=_PROVIDER)
 
 
-def _reply(raw: Any) -> tuple[str, list[ToolCall], list[ReasoningItem]]:
-    """The text, tool calls and reasoning items of a response's output items."""
+def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningItem]]:
+    """The text, tool calls and reasoning items of a response's output items (built-in
+    tools' items are not offered, so none come back)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[ReasoningItem] = []
     for item in raw.output or ():
-        if item.type == "message":
-            texts += [c.text for c in item.content if c.type == "output_text"]
-        elif item.type == "function_call":
+        if isinstance(item, ResponseOutputMessage):
+            texts += [c.text for c in item.content if isinstance(c, ResponseOutputText)]
+        elif isinstance(item, ResponseFunctionToolCall):
             calls.append(
                 ToolCall(item.call_id, item.name, parse_arguments(item.arguments, item.name))
             )
-        elif item.type == "reasoning":
+        elif isinstance(item, ResponseReasoningItem):
             summary = tuple(s.text for s in item.summary or ())
             reasoning.append(ReasoningItem(item.id, item.encrypted_content, summary))
     return "".join(texts), calls, reasoning
@@ -183,19 +198,18 @@ class _StreamState(StreamTally):
     provider = _PROVIDER
     marker = "response.completed"
 
-    def feed(self, event: Any) -> str:
-        kind = event.type
-        if kind == "response.output_text.delta":
-            return str(event.delta)
-        if kind in ("response.completed", "response.incomplete"):
+    def feed(self, event: ResponseStreamEvent) -> str:
+        if isinstance(event, ResponseTextDeltaEvent):
+            return event.delta
+        if isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
             self.ended = True
             self.model = event.response.model or self.model
             self.usage = _usage(event.response.usage)
-        elif kind == "response.failed":
+        elif isinstance(event, ResponseFailedEvent):
             error = event.response.error
             raise _failure(error.message if error else "no reason given")
-        elif kind == "error":
-            raise _failure(str(event.message))
+        elif isinstance(event, ResponseErrorEvent):
+            raise _failure(event.message)
         return ""
 
 
@@ -277,7 +291,7 @@ class OpenAIResponsesChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         return params
 
     @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+    def _response(raw: Response, request: ChatRequest) -> LLMResponse:
         usage = _usage(raw.usage)
         if raw.status == "failed":
             raise _failure(raw.error.message if raw.error else "no reason given")
