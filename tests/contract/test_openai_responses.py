@@ -216,6 +216,30 @@ def test_stream_reads_text_deltas_and_the_completed_usage(wire: OpenAIResponsesW
     assert _sent(wire)["stream"] is True
 
 
+def test_the_wire_stream_is_the_sdks_typed_events(wire: OpenAIResponsesWire) -> None:
+    import openai
+
+    call = ToolCall("call_t", "get_weather", {"city": "Oslo"})
+    wire.reply(ScriptedReply("Sunny.", tool_calls=[call], usage=REASONING))
+    with openai.OpenAI(api_key=SECRET, base_url=wire.base_url) as client:
+        events = list(client.responses.create(model="o4-mini", input="Hi", stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[:3] == [
+        "ResponseCreatedEvent",
+        "ResponseInProgressEvent",
+        "ResponseOutputItemAddedEvent",
+    ]
+    assert kinds[-1] == "ResponseCompletedEvent"
+    for expected in (
+        "ResponseReasoningSummaryTextDeltaEvent",
+        "ResponseTextDeltaEvent",
+        "ResponseFunctionCallArgumentsDeltaEvent",
+        "ResponseOutputItemDoneEvent",
+    ):
+        assert expected in kinds
+
+
 def test_a_cut_stream_is_incomplete(wire: OpenAIResponsesWire) -> None:
     wire.cut("A long answer that never finishes.", keep=5)
     with _llm(wire) as llm, pytest.raises(IncompleteStreamError, match=r"response\.completed"):

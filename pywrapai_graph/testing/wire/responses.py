@@ -6,7 +6,8 @@ with ``input_tokens_details.cached_tokens`` and ``output_tokens_details.reasonin
 With ``stream: true`` it sends named SSE events, each with its ``sequence_number``:
 ``response.created``, ``response.in_progress``, per item ``response.output_item.added`` /
 ``.done`` around ``response.output_text.delta`` (inside ``response.content_part.added`` /
-``.done``) or ``response.function_call_arguments.delta`` / ``.done``, then
+``.done``), ``response.function_call_arguments.delta`` / ``.done`` or
+``response.reasoning_summary_text.delta`` (inside ``response.reasoning_summary_part.*``), then
 ``response.completed`` carrying the whole response. No ``[DONE]`` line.
 
 A scripted reply whose usage has reasoning tokens begins with a reasoning item; its
@@ -63,7 +64,17 @@ def _item_events(item: dict[str, Any], index: int) -> list[dict[str, Any]]:
             ),
             {"type": "response.function_call_arguments.done", **at, "arguments": arguments},
         ]
-    return []
+    part = {"type": "summary_text", "text": SUMMARY}
+    at = {**at, "summary_index": 0}
+    return [
+        {"type": "response.reasoning_summary_part.added", **at, "part": {**part, "text": ""}},
+        *(
+            {"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
+            for piece in split_text(SUMMARY)
+        ),
+        {"type": "response.reasoning_summary_text.done", **at, "text": SUMMARY},
+        {"type": "response.reasoning_summary_part.done", **at, "part": part},
+    ]
 
 
 def _pending(item: dict[str, Any]) -> dict[str, Any]:
