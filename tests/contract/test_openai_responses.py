@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pywrapai import LLM, Message, Role, TokenUsage, ToolCall, ToolResult
+from pywrapai import LLM, LLMResponse, Message, Role, TokenUsage, ToolCall, ToolResult
 from pywrapai_graph import Agent, GraphLLM
 from pywrapai_graph.adapters.llm.openai_responses import OpenAIResponsesChatModel
 from pywrapai_graph.application.token_tracker import TokenTracker
@@ -318,6 +318,14 @@ def test_reasoning_items_survive_a_history_record() -> None:
     assert Message.from_dict(record) == message
     with pytest.raises(InvalidArgumentError, match="ASSISTANT"):
         Message(Role.USER, "x", reasoning_items=[item])
+
+
+def test_a_shared_cache_entry_keeps_the_reasoning_items() -> None:
+    from pywrapai_graph.adapters.shared.response_cache import _decode, _encode
+
+    item = ReasoningItem("rs_1", "ZW5j", ("Thinking.",))
+    response = LLMResponse("Paris.", usage=REASONING, reasoning_items=(item,))
+    assert _decode(_encode(response)) == response
 
 
 # ---------------------------------------------------------------------------- configuration
