@@ -120,6 +120,19 @@ def test_messages_become_instructions_and_input_items(wire: OpenAIResponsesWire)
 
 
 @pytest.mark.parametrize(
+    ("model", "asked"),
+    [("o4-mini", True), ("gpt-5-mini", True), ("gpt-5-chat-latest", False), ("gpt-4.1", False)],
+)
+def test_only_reasoning_models_are_asked_for_encrypted_reasoning(
+    wire: OpenAIResponsesWire, model: str, asked: bool
+) -> None:
+    wire.reply("ok")
+    with _llm(wire, model) as llm:
+        llm.chat("q")
+    assert ("include" in _sent(wire)) is asked
+
+
+@pytest.mark.parametrize(
     ("choice", "sent"),
     [
         ("auto", "auto"),

@@ -83,9 +83,9 @@ _OWNED = owned_fields(
     max_output_tokens="max_tokens=",
     stream_options="stream()/astream()",
 )
-#: the models that reason (o-series, GPT-5, Codex): only they accept a request for their
-#: encrypted reasoning; others answer it with a 400
-_REASONING_MODELS = re.compile(r"^(o\d|gpt-5|codex)")
+#: the models that reason (o-series, GPT-5 but its chat model, Codex): only they accept a
+#: request for their encrypted reasoning; others answer it with a 400
+_REASONING_MODELS = re.compile(r"^(?!gpt-5-chat)(o\d|gpt-5|codex)")
 
 
 def _part(part: Part) -> dict[str, Any]:
