@@ -210,7 +210,14 @@ class Agent:
                     "tool %r failed (%s); skipped by policy", o.call.name, type(o.error).__name__
                 )
         calls = list(response.tool_calls)
-        run.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=calls))
+        run.messages.append(
+            Message(
+                Role.ASSISTANT,
+                response.content,
+                tool_calls=calls,
+                reasoning_items=response.reasoning_items,
+            )
+        )
         run.messages.extend(Message(Role.TOOL, r.content, tool_result=r) for r in results)
         step = AgentStep(
             turn_num=run.turns,
@@ -228,7 +235,8 @@ class Agent:
         run.steps.append(step)
 
     def _final(self, run: _Run, response: LLMResponse) -> AgentResult:
-        run.messages.append(Message(Role.ASSISTANT, response.content))
+        reasoning = response.reasoning_items
+        run.messages.append(Message(Role.ASSISTANT, response.content, reasoning_items=reasoning))
         return run.result(response.content)
 
     # ------------------------------------------------------------------ the loop, once

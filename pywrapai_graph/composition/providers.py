@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 
 from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
-from pywrapai_graph.errors import UnknownProviderError
+from pywrapai_graph.errors import InvalidArgumentError, UnknownProviderError
 from pywrapai_graph.ports import ChatModel
 from pywrapai_graph.ports.embedding_provider import EmbeddingProvider
 from pywrapai_graph.ports.rerank_provider import RerankProvider
@@ -55,6 +55,7 @@ class ChatOptions(_ServerOptions, total=False):
 
     default_max_tokens: int | None  # OpenAI, Anthropic
     prompt_cache: PromptCache  # Anthropic
+    api: Literal["chat", "responses"]  # OpenAI: Chat Completions (default) or Responses
 
 
 class _LocalModelOptions(TypedDict, total=False):
@@ -107,9 +108,17 @@ def _table(*entries: ProviderEntry[Factory]) -> Mapping[str, ProviderEntry[Facto
 
 # ---------------------------------------------------------------------------- chat models
 def _openai_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    api = options.get("api", "chat")
+    rest = {k: v for k, v in options.items() if k != "api"}
+    if api == "responses":
+        from pywrapai_graph.adapters.llm.openai_responses import OpenAIResponsesChatModel
+
+        return OpenAIResponsesChatModel(model, **rest)
+    if api != "chat":
+        raise InvalidArgumentError(f"OpenAI api must be 'chat' or 'responses', got {api!r}")
     from pywrapai_graph.adapters.llm.openai import OpenAIChatModel
 
-    return OpenAIChatModel(model, **options)
+    return OpenAIChatModel(model, **rest)
 
 
 def _anthropic_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:

@@ -35,6 +35,7 @@ from pywrapai_graph.composition.providers import (
     EMBEDDING_PROVIDERS,
     RERANK_PROVIDERS,
 )
+from pywrapai_graph.composition.settings_responses import OpenAIAPISetting
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError
@@ -77,7 +78,7 @@ class _Section(BaseModel):
             yield name, redact(value) if isinstance(value, str) else value
 
 
-class _ChatModelSection(_Section):
+class _ChatModelSection(OpenAIAPISetting, _Section):
     """Which chat model, and how to reach it."""
 
     provider: str | None = None

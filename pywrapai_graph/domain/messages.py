@@ -10,6 +10,7 @@ from typing import Any
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.domain.message_records import message_from_record, message_to_record
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
+from pywrapai_graph.domain.reasoning_items import ReasoningItem
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
@@ -75,6 +76,8 @@ class Message:
         tool_result: on a TOOL message, the result it carries.
         parts: on a USER message, what follows ``content``, in order: ImagePart,
             DocumentPart and TextPart values.
+        reasoning_items: on an ASSISTANT message, the model's reasoning items (OpenAI
+            Responses API), sent back with it on the next turn.
     """
 
     role: Role
@@ -82,6 +85,7 @@ class Message:
     tool_calls: Sequence[ToolCall] | None = None
     tool_result: ToolResult | None = None
     parts: Sequence[Part] = ()
+    reasoning_items: Sequence[ReasoningItem] = ()
 
     def __post_init__(self) -> None:
         role: object = self.role  # callers may pass "user"; checked at run time
@@ -104,6 +108,7 @@ class Message:
         if self.tool_result is not None and self.role is not Role.TOOL:
             raise InvalidArgumentError("only a TOOL message can carry a tool_result")
         self._check_parts()
+        self._check_reasoning()
 
     def _check_parts(self) -> None:
         given: object = self.parts
@@ -124,6 +129,14 @@ class Message:
                 f"{self.role.value}"
             )
         object.__setattr__(self, "parts", parts)
+
+    def _check_reasoning(self) -> None:
+        items = tuple(self.reasoning_items)
+        if not all(isinstance(item, ReasoningItem) for item in items):
+            raise ArgumentTypeError("Message.reasoning_items must be ReasoningItem values")
+        if items and self.role is not Role.ASSISTANT:
+            raise InvalidArgumentError("only an ASSISTANT message can carry reasoning_items")
+        object.__setattr__(self, "reasoning_items", items)
 
     @property
     def content_parts(self) -> tuple[Part, ...]:

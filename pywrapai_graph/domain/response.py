@@ -8,6 +8,7 @@ from typing import Any
 
 from pywrapai_graph.domain.fallback import FailedAttempt
 from pywrapai_graph.domain.messages import ToolCall
+from pywrapai_graph.domain.reasoning_items import ReasoningItem
 from pywrapai_graph.domain.usage import TokenUsage
 
 __all__ = ["InjectedChunk", "LLMResponse", "StreamChunk"]
@@ -50,6 +51,8 @@ class LLMResponse:
             "tool_calls", "end_turn", "STOP", ...), when the provider said.
         fallback_from: the models of a fallback chain that failed before ``model``
             answered, in the order they were asked (empty when the first one answered).
+        reasoning_items: the model's reasoning items (OpenAI Responses API), to keep on the
+            ASSISTANT message of this turn so the next request sends them back.
     """
 
     content: str = ""
@@ -62,6 +65,7 @@ class LLMResponse:
     context: tuple[InjectedChunk, ...] = ()
     finish_reason: str | None = None
     fallback_from: tuple[FailedAttempt, ...] = ()
+    reasoning_items: tuple[ReasoningItem, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ tests."""
 
 from pywrapai_graph.testing.wire.cohere import CohereWire
 from pywrapai_graph.testing.wire.providers import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
+from pywrapai_graph.testing.wire.responses import OpenAIResponsesWire
 from pywrapai_graph.testing.wire.server import (
     RecordedRequest,
     Responder,
@@ -15,6 +16,7 @@ __all__ = [
     "CohereWire",
     "GeminiWire",
     "OllamaWire",
+    "OpenAIResponsesWire",
     "OpenAIWire",
     "RecordedRequest",
     "Responder",

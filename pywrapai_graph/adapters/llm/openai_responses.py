@@ -1,0 +1,322 @@
+"""OpenAI's Responses API through the official ``openai`` SDK (``client.responses.create``).
+
+Stateless by default: every request carries the whole history as input items and asks
+``store=False``, so OpenAI keeps nothing and the caller owns the conversation. Reasoning
+models' reasoning items come back encrypted (``include=["reasoning.encrypted_content"]``),
+ride on the assistant message (:attr:`LLMResponse.reasoning_items`) and are sent back in the
+next request's input, so a model keeps its reasoning across tool turns.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from pywrapai_graph.adapters._provider_errors import error_for_status, stainless_errors
+from pywrapai_graph.adapters._provider_payload import (
+    add_extra_body,
+    drop_none,
+    owned_fields,
+    parse_arguments,
+)
+from pywrapai_graph.adapters.llm._base import (
+    SDKChatModel,
+    system_text,
+    tool_result_of,
+    warn_unsupported,
+)
+from pywrapai_graph.adapters.llm._media import data_url, openai_tokens, refuse
+from pywrapai_graph.adapters.llm._replies import StreamTally
+from pywrapai_graph.adapters.llm._strict_schema import strict_schema
+from pywrapai_graph.application.tools.provider_schemas import openai_tools
+from pywrapai_graph.domain import (
+    ChatRequest,
+    DocumentPart,
+    LLMResponse,
+    Message,
+    Part,
+    ResponseFormat,
+    Role,
+    TextPart,
+    TokenUsage,
+    ToolCall,
+)
+from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    MissingExtraError,
+    ProviderError,
+    ResponseFormatError,
+)
+
+try:
+    import openai
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseErrorEvent,
+        ResponseFailedEvent,
+        ResponseFunctionToolCall,
+        ResponseIncompleteEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+        ResponseStreamEvent,
+        ResponseTextDeltaEvent,
+        ResponseUsage,
+    )
+except ImportError as exc:  # this module loads only when its provider is chosen
+    raise MissingExtraError("openai", "openai") from exc
+
+__all__ = ["OpenAIResponsesChatModel"]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+_PROVIDER = "openai"
+_OWNED = owned_fields(
+    input="the input messages",
+    instructions="a SYSTEM message",
+    text="chat_structured()",
+    max_output_tokens="max_tokens=",
+    stream_options="stream()/astream()",
+)
+#: the models that reason (o-series, GPT-5 but its chat model, Codex): only they accept a
+#: request for their encrypted reasoning; others answer it with a 400
+_REASONING_MODELS = re.compile(r"^(?!gpt-5-chat)(o\d|gpt-5|codex)")
+
+
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, DocumentPart):
+        name = part.name or "document.pdf"
+        return {"type": "input_file", "filename": name, "file_data": data_url(part)}
+    return {"type": "input_image", "image_url": part.url or data_url(part), "detail": "auto"}
+
+
+def _reasoning_input(item: ReasoningItem) -> dict[str, Any]:
+    summary = [{"type": "summary_text", "text": text} for text in item.summary]
+    out: dict[str, Any] = {"type": "reasoning", "id": item.id, "summary": summary}
+    if item.encrypted_content is not None:
+        out["encrypted_content"] = item.encrypted_content
+    return out
+
+
+def _items(m: Message) -> list[dict[str, Any]]:
+    """The input items of one message: its reasoning, its text or parts, its tool calls
+    (``function_call``) or its tool result (``function_call_output``), joined by call id."""
+    if m.role is Role.TOOL:
+        result = tool_result_of(m)
+        return [
+            {"type": "function_call_output", "call_id": result.tool_call_id, "output": m.content}
+        ]
+    items = [_reasoning_input(r) for r in m.reasoning_items]
+    if m.parts:
+        items.append({"role": m.role.value, "content": [_part(p) for p in m.content_parts]})
+    elif m.content or not m.tool_calls:
+        items.append({"role": m.role.value, "content": m.content})
+    items += [
+        {
+            "type": "function_call",
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": json.dumps(c.arguments),
+        }
+        for c in m.tool_calls or ()
+    ]
+    return items
+
+
+def _tools(specs: Sequence[Any]) -> list[dict[str, Any]]:
+    # Responses tools are flat and strict by default: ours allow optional arguments
+    return [{"type": "function", **t["function"], "strict": False} for t in openai_tools(specs)]
+
+
+def _tool_choice(choice: str) -> Any:
+    return (
+        choice if choice in ("auto", "required", "none") else {"type": "function", "name": choice}
+    )
+
+
+def _text_format(fmt: ResponseFormat) -> dict[str, Any]:
+    strict = strict_schema(fmt.json_schema)
+    schema = strict if strict is not None else dict(fmt.json_schema)
+    return {
+        "format": {
+            "type": "json_schema",
+            "name": fmt.name,
+            "schema": schema,
+            "strict": strict is not None,
+        }
+    }
+
+
+def _usage(usage: ResponseUsage | None) -> TokenUsage:
+    if usage is None:
+        return TokenUsage()
+    inputs = getattr(usage, "input_tokens_details", None)
+    outputs = getattr(usage, "output_tokens_details", None)
+    return TokenUsage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
+    )
+
+
+def _failure(message: str) -> ProviderError:
+    """A response that failed on the provider's side (a 5xx in all but the status)."""
+    return error_for_status(None, f"the response failed: {message}", provider=_PROVIDER)
+
+
+def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningItem]]:
+    """The text, tool calls and reasoning items of a response's output items (built-in
+    tools' items are not offered, so none come back)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[ReasoningItem] = []
+    for item in raw.output or ():
+        if isinstance(item, ResponseOutputMessage):
+            texts += [c.text for c in item.content if isinstance(c, ResponseOutputText)]
+        elif isinstance(item, ResponseFunctionToolCall):
+            calls.append(
+                ToolCall(item.call_id, item.name, parse_arguments(item.arguments, item.name))
+            )
+        elif isinstance(item, ResponseReasoningItem):
+            summary = tuple(s.text for s in item.summary or ())
+            reasoning.append(ReasoningItem(item.id, item.encrypted_content, summary))
+    return "".join(texts), calls, reasoning
+
+
+class _StreamState(StreamTally):
+    """Follows a Responses stream: ``response.completed`` (or ``response.incomplete``, cut
+    by its output cap) is its end marker and carries the usage."""
+
+    provider = _PROVIDER
+    marker = "response.completed"
+
+    def feed(self, event: ResponseStreamEvent) -> str:
+        if isinstance(event, ResponseTextDeltaEvent):
+            return event.delta
+        if isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+            self.ended = True
+            self.model = event.response.model or self.model
+            self.usage = _usage(event.response.usage)
+        elif isinstance(event, ResponseFailedEvent):
+            error = event.response.error
+            raise _failure(error.message if error else "no reason given")
+        elif isinstance(event, ResponseErrorEvent):
+            raise _failure(event.message)
+        return ""
+
+
+class OpenAIResponsesChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
+    """OpenAI's Responses API through ``openai.OpenAI`` / ``openai.AsyncOpenAI``:
+    ``LLM(provider="openai", api="responses")``.
+
+    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
+    Requests are stateless (``store=False``); ``extra=`` passes any other field of
+    ``responses.create`` (``reasoning``, ``store``, ``previous_response_id``, ``include``...).
+
+    Args:
+        model: default model (``gpt-4o-mini``).
+        api_key, base_url, timeout, max_retries: passed to the SDK clients.
+        default_max_tokens: output cap sent when a request sets none (None: provider default).
+
+    Raises:
+        MissingExtraError: the ``openai`` package is not installed.
+        ConfigurationError: no API key is available.
+    """
+
+    provider_name = _PROVIDER
+    media_tokens = staticmethod(openai_tokens)
+    _tally = _StreamState
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        default_max_tokens: int | None = None,
+    ) -> None:
+        self._model = model or DEFAULT_MODEL
+        self._secret = api_key
+        self._default_max_tokens = default_max_tokens
+        options = drop_none(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        try:
+            self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
+        except openai.OpenAIError as exc:
+            raise ConfigurationError(
+                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
+            ) from exc
+        self._secret = self._client.api_key
+        self._keywords = frozenset(inspect.signature(self._client.responses.create).parameters)
+
+    # ------------------------------------------------------------------ translation
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        refuse(_PROVIDER, request.messages)
+        warn_unsupported("the Responses API", stop=request.stop, seed=request.seed)
+        params: dict[str, Any] = {
+            "model": request.model,
+            "input": [i for m in request.messages if m.role is not Role.SYSTEM for i in _items(m)],
+            "store": False,
+        }
+        if _REASONING_MODELS.match(request.model):
+            params["include"] = ["reasoning.encrypted_content"]
+        if request.tools:
+            params["tools"] = _tools(request.tools)
+        if request.tool_choice is not None:
+            params["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.response_format is not None:
+            params["text"] = _text_format(request.response_format)
+        params.update(
+            drop_none(
+                instructions=system_text(request.messages),
+                max_output_tokens=request.max_tokens or self._default_max_tokens,
+                temperature=request.temperature,
+                top_p=request.top_p,
+            )
+        )
+        add_extra_body(
+            params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
+        )
+        return params
+
+    @staticmethod
+    def _response(raw: Response, request: ChatRequest) -> LLMResponse:
+        usage = _usage(raw.usage)
+        if raw.status == "failed":
+            raise _failure(raw.error.message if raw.error else "no reason given")
+        try:
+            text, calls, reasoning = _reply(raw)
+        except ResponseFormatError as exc:
+            exc.usage = usage  # billed all the same
+            raise
+        details = raw.incomplete_details
+        return LLMResponse(
+            content=text,
+            tool_calls=calls,
+            usage=usage,
+            model=raw.model or "",
+            provider=_PROVIDER,
+            finish_reason=(details.reason if details else None) or raw.status,
+            reasoning_items=tuple(reasoning),
+        )
+
+    def _errors(self) -> AbstractContextManager[None]:
+        return stainless_errors(openai, _PROVIDER, self._secret)
+
+    # ------------------------------------------------------------------ port
+    def _create(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+        return client.responses.create(**params)
+
+    def _open(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+        return client.responses.create(**params, stream=True)
