@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import os
 
     from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
+    from pywrapai_graph.adapters.llm._openai_reasoning import ReasoningReplay
 
 __all__ = [
     "CHAT_PROVIDERS",
@@ -55,6 +56,8 @@ class ChatOptions(_ServerOptions, total=False):
 
     default_max_tokens: int | None  # OpenAI, Anthropic
     prompt_cache: PromptCache  # Anthropic
+    thinking: Mapping[str, Any] | None  # Anthropic
+    reasoning_replay: ReasoningReplay  # OpenAI-compatible servers
 
 
 class _LocalModelOptions(TypedDict, total=False):

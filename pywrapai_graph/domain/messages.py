@@ -10,6 +10,7 @@ from typing import Any
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.domain.message_records import message_from_record, message_to_record
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
@@ -75,6 +76,9 @@ class Message:
         tool_result: on a TOOL message, the result it carries.
         parts: on a USER message, what follows ``content``, in order: ImagePart,
             DocumentPart and TextPart values.
+        reasoning: on an ASSISTANT message, the model's reasoning before its text and tool
+            calls (thinking blocks, ``reasoning_content``), sent back to the provider that
+            produced it.
     """
 
     role: Role
@@ -82,6 +86,7 @@ class Message:
     tool_calls: Sequence[ToolCall] | None = None
     tool_result: ToolResult | None = None
     parts: Sequence[Part] = ()
+    reasoning: Sequence[ReasoningPart] = ()
 
     def __post_init__(self) -> None:
         role: object = self.role  # callers may pass "user"; checked at run time
@@ -104,6 +109,7 @@ class Message:
         if self.tool_result is not None and self.role is not Role.TOOL:
             raise InvalidArgumentError("only a TOOL message can carry a tool_result")
         self._check_parts()
+        self._check_reasoning()
 
     def _check_parts(self) -> None:
         given: object = self.parts
@@ -125,6 +131,21 @@ class Message:
             )
         object.__setattr__(self, "parts", parts)
 
+    def _check_reasoning(self) -> None:
+        given: object = self.reasoning
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise ArgumentTypeError(
+                f"Message.reasoning must be a list of ReasoningPart, got {type(given).__name__}"
+            )
+        reasoning = tuple(given)
+        if not all(isinstance(r, ReasoningPart) for r in reasoning):
+            raise ArgumentTypeError("Message.reasoning takes ReasoningPart values only")
+        if reasoning and self.role is not Role.ASSISTANT:
+            raise InvalidArgumentError(
+                f"only an ASSISTANT message can carry reasoning; this one is {self.role.value}"
+            )
+        object.__setattr__(self, "reasoning", reasoning)
+
     @property
     def content_parts(self) -> tuple[Part, ...]:
         """Everything the message says, in order: its ``content`` as a TextPart (when not
@@ -134,7 +155,8 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         """The message as JSON values, for a history store: ``role`` and ``content``, plus
-        ``tool_calls``, ``tool_result`` and ``parts`` (bytes base64-encoded) when present."""
+        ``tool_calls``, ``tool_result``, ``parts`` (bytes base64-encoded) and ``reasoning``
+        (signatures kept as they are) when present."""
         return message_to_record(self)
 
     @classmethod
