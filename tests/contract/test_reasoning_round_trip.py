@@ -6,6 +6,7 @@ reasoning it came with: Anthropic thinking blocks (signed, and redacted) and the
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from typing import Any
@@ -32,8 +33,8 @@ from pywrapai_graph.errors import ProviderError
 from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.contracts.chat_model import SECRET
-from pywrapai_graph.testing.wire import AnthropicWire, OpenAIWire
-from pywrapai_graph.testing.wire.reasoning import MISSING_REASONING
+from pywrapai_graph.testing.wire import AnthropicWire, GeminiWire, OpenAIWire
+from pywrapai_graph.testing.wire.reasoning import MISSING_REASONING, MISSING_SIGNATURE
 from tests.contract.open_clients import opened
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
@@ -88,11 +89,17 @@ def _tools() -> list[dict[str, Any]]:
     return list(_registry().to_schema())
 
 
+def _gemini(wire: GeminiWire) -> LLM:
+    return opened(
+        LLM(provider="gemini", api_key=SECRET, base_url=wire.url, max_retries=0, timeout=5.0)
+    )
+
+
 def _agent(llm: LLM) -> Agent:
     return Agent(GraphLLM(llm=llm), _registry(), AgentConfig(max_turns=3))
 
 
-def _script(wire: AnthropicWire | OpenAIWire, reasoning: list[ReasoningPart]) -> None:
+def _script(wire: AnthropicWire | OpenAIWire | GeminiWire, reasoning: list[ReasoningPart]) -> None:
     wire.reply(
         ScriptedReply(tool_calls=[CALL], reasoning=reasoning, usage=TokenUsage(50, 40)),
         ScriptedReply(ANSWER, usage=TokenUsage(90, 10)),
@@ -279,6 +286,44 @@ def test_reasoning_tokens_are_counted_in_usage() -> None:
         llm = _openai(wire)
         assert llm.chat("Weather?").usage.reasoning_tokens == 40
     assert llm.tokens.records[0].usage.reasoning_tokens == 40
+
+
+# ---------------------------------------------------------------------- Gemini
+GEMINI_SIGNATURE = "CiQB0e2Kb+/7xZ1aQm9Y2pU3dGhvdWdodA=="
+
+
+def test_gemini_returns_the_thought_signature_on_the_step_s_function_call() -> None:
+    summary = ReasoningPart("Look the weather up.")
+    with GeminiWire() as wire:
+        _script(wire, [summary, ReasoningPart(signature=GEMINI_SIGNATURE)])
+        result = _agent(_gemini(wire)).run("Weather in London?")
+        assert result.content == ANSWER
+        [model] = [c for c in wire.requests[1].json["contents"] if c["role"] == "model"]
+    signed = base64.urlsafe_b64decode(model["parts"][0]["thoughtSignature"])
+    assert signed == base64.b64decode(GEMINI_SIGNATURE)  # the same bytes
+    assert "functionCall" in model["parts"][0]
+    assert result.messages[1].reasoning == (
+        ReasoningPart("Look the weather up.", provider="gemini"),
+        ReasoningPart(signature=GEMINI_SIGNATURE, provider="gemini"),
+    )
+
+
+def test_the_gemini_wire_refuses_a_function_call_without_its_signature() -> None:
+    with GeminiWire() as wire:
+        _script(wire, [ReasoningPart(signature=GEMINI_SIGNATURE)])
+        llm = _gemini(wire)
+        history = _tool_turn(llm.chat("Weather in London?", tools=_tools()))
+        history[1] = Message(Role.ASSISTANT, "", tool_calls=[CALL])
+        with pytest.raises(ProviderError, match=MISSING_SIGNATURE[:30]):
+            llm.chat(history, tools=_tools())
+
+
+def test_a_gemini_stream_keeps_its_thought_summary() -> None:
+    with GeminiWire() as wire:
+        wire.reply(ScriptedReply("It is 16°C.", reasoning=[ReasoningPart("Think first.")]))
+        stream = _gemini(wire).stream("Weather?")
+        assert stream.text() == "It is 16°C."
+    assert stream.response.reasoning == (ReasoningPart("Think first.", provider="gemini"),)
 
 
 # ---------------------------------------------------------------------- traces and logs

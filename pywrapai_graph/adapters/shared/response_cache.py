@@ -13,7 +13,14 @@ import re
 from typing import Any
 
 from pywrapai_graph.adapters.shared.connection import SharedDatabase
-from pywrapai_graph.domain import FailedAttempt, InjectedChunk, LLMResponse, TokenUsage, ToolCall
+from pywrapai_graph.domain import (
+    FailedAttempt,
+    InjectedChunk,
+    LLMResponse,
+    ReasoningPart,
+    TokenUsage,
+    ToolCall,
+)
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import ResponseCache
 
@@ -37,6 +44,7 @@ def _decode(text: str) -> LLMResponse:
             "usage": TokenUsage(**data["usage"]),
             "context": tuple(InjectedChunk(**chunk) for chunk in data["context"]),
             "fallback_from": tuple(FailedAttempt(**f) for f in data["fallback_from"]),
+            "reasoning": tuple(ReasoningPart(**r) for r in data.get("reasoning", ())),
         }
     )
 

@@ -28,6 +28,8 @@ from pywrapai_graph.testing.wire.reasoning import (
     anthropic_events,
     anthropic_refusal,
     anthropic_thinking,
+    gemini_refusal,
+    gemini_thoughts,
     openai_refusal,
 )
 from pywrapai_graph.testing.wire.server import WireResponse, WireServer, sse
@@ -257,6 +259,11 @@ _GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/([^:/?]+):(\w+)")
 class GeminiWire(WireServer):
     """generateContent / streamGenerateContent / batchEmbedContents of the Gemini API."""
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: the thought signatures handed out with function calls, checked when they come back
+        self.ledger = ReasoningLedger()
+
     def route(self, method: str, path: str) -> str | None:
         m = _GEMINI_PATH.match(path)
         if method != "POST" or m is None:
@@ -289,20 +296,24 @@ class GeminiWire(WireServer):
         return cand
 
     def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        if refused := gemini_refusal(body, self.ledger):
+            return WireResponse(400, self.render_error(400, refused))
         model = reply.model or "gemini-2.5-flash"
         calls = [
             {"functionCall": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
             for c in reply.tool_calls
         ]
+        thoughts = gemini_thoughts(reply.reasoning, calls, self.ledger)
         usage = {"usageMetadata": self.usage(reply)}
 
         def event(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
             return {"candidates": [self._candidate(parts, finish)], "modelVersion": model}
 
         if not stream:
-            parts = ([{"text": reply.content}] if reply.content else []) + calls
+            parts = thoughts + ([{"text": reply.content}] if reply.content else []) + calls
             return WireResponse(body=_json({**event(parts, "STOP"), **usage}))
-        events = [event([{"text": p}]) for p in split_text(reply.content)]
+        events = [event(thoughts)] if thoughts else []
+        events += [event([{"text": p}]) for p in split_text(reply.content)]
         events += [event(calls)] if calls else []
         events.append({**event([{"text": ""}], "STOP"), **usage})
         return WireResponse(content_type="text/event-stream", chunks=sse(events))

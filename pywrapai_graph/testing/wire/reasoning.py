@@ -9,10 +9,14 @@ that drops the reasoning it handed out with a tool call:
   redacted blocks with their data unchanged.
 * OpenAI-compatible servers in thinking mode (DeepSeek, Kimi): an assistant message with
   tool calls must carry the ``reasoning_content`` it came with.
+* Gemini (3 and later): the first function call of a step must carry the thought signature
+  it came with.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,6 +29,8 @@ __all__ = [
     "anthropic_events",
     "anthropic_refusal",
     "anthropic_thinking",
+    "gemini_refusal",
+    "gemini_thoughts",
     "openai_refusal",
 ]
 
@@ -38,6 +44,8 @@ MISSING_THINKING = (
 )
 #: DeepSeek's words for a tool-call turn sent back without its reasoning_content
 MISSING_REASONING = "The `reasoning_content` in the thinking mode must be passed back to the API."
+#: Gemini's words for a function call sent back without its thought signature
+MISSING_SIGNATURE = "Function call is missing a thought_signature in functionCall parts."
 _THINKING = ("thinking", "redacted_thinking")
 
 
@@ -131,4 +139,40 @@ def openai_refusal(body: Any, ledger: ReasoningLedger) -> str | None:
         given = ledger.given(ids) if message.get("role") == "assistant" else None
         if given is not None and message.get("reasoning_content") != given:
             return MISSING_REASONING
+    return None
+
+
+# ---------------------------------------------------------------------- Gemini
+def gemini_thoughts(
+    parts: Sequence[ReasoningPart], calls: list[dict[str, Any]], ledger: ReasoningLedger
+) -> list[dict[str, Any]]:
+    """The thought parts of a reply (``thought: true`` summaries); the first signature of
+    ``parts`` goes on the first of ``calls`` (and into ``ledger``)."""
+    signature = next((p.signature for p in parts if p.signature), None)
+    if signature is not None and calls:
+        calls[0]["thoughtSignature"] = signature
+        ledger.give((c["functionCall"]["id"] for c in calls), signature)
+    return [{"text": p.text, "thought": True} for p in parts if p.text]
+
+
+def _decoded(signature: object) -> bytes | None:
+    """The bytes of a base64 signature (either alphabet, as the SDK may send either)."""
+    if not isinstance(signature, str):
+        return None
+    try:
+        return base64.b64decode(signature.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def gemini_refusal(body: Any, ledger: ReasoningLedger) -> str | None:
+    """Why Gemini would refuse ``body``: a step's first function call sent back without the
+    thought signature it came with (None: it would not)."""
+    if not isinstance(body, dict):
+        return None
+    for content in body.get("contents") or ():
+        calls = [p for p in content.get("parts") or () if "functionCall" in p]
+        given = ledger.given(c["functionCall"].get("id") for c in calls) if calls else None
+        if given is not None and _decoded(calls[0].get("thoughtSignature")) != _decoded(given):
+            return MISSING_SIGNATURE
     return None
