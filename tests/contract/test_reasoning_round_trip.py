@@ -29,7 +29,7 @@ from pywrapai_graph import (
     ToolResult,
     tool,
 )
-from pywrapai_graph.errors import ProviderError
+from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
 from pywrapai_graph.observability import configure
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.contracts.chat_model import SECRET
@@ -217,6 +217,13 @@ def test_a_call_s_extra_thinking_wins_over_the_adapter_s() -> None:
         llm.chat("Hi")
         llm.chat("Hi", extra={"thinking": {"type": "disabled"}})
         assert [r.json["thinking"] for r in wire.requests] == [THINKING, {"type": "disabled"}]
+
+
+def test_bad_reasoning_options_are_refused() -> None:
+    with AnthropicWire() as wire, pytest.raises(ArgumentTypeError, match="thinking must be"):
+        _anthropic(wire, thinking="enabled")
+    with OpenAIWire() as wire, pytest.raises(InvalidArgumentError, match="reasoning_replay"):
+        _openai(wire, reasoning_replay="sometimes")
 
 
 def test_reasoning_of_another_provider_is_not_sent_to_anthropic() -> None:

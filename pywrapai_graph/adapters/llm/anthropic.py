@@ -47,7 +47,12 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ResponseFormatError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    ConfigurationError,
+    MissingExtraError,
+    ResponseFormatError,
+)
 
 try:
     import anthropic
@@ -211,6 +216,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         MissingExtraError: the ``anthropic`` package is not installed.
         ConfigurationError: no API key is available.
         InvalidArgumentError: ``prompt_cache`` is neither "auto" nor "off".
+        ArgumentTypeError: ``thinking`` is not a mapping.
     """
 
     provider_name = _PROVIDER
@@ -229,6 +235,11 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         prompt_cache: PromptCache = "auto",
         thinking: Mapping[str, Any] | None = None,
     ) -> None:
+        if thinking is not None and not isinstance(thinking, Mapping):
+            raise ArgumentTypeError(
+                f"thinking must be a mapping such as {{'type': 'enabled', 'budget_tokens': "
+                f"2048}}, got {type(thinking).__name__}"
+            )
         self._thinking = dict(thinking) if thinking is not None else None
         self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL

@@ -47,6 +47,7 @@ MISSING_REASONING = "The `reasoning_content` in the thinking mode must be passed
 #: Gemini's words for a function call sent back without its thought signature
 MISSING_SIGNATURE = "Function call is missing a thought_signature in functionCall parts."
 _THINKING = ("thinking", "redacted_thinking")
+_ON = ("enabled", "adaptive")  # the thinking types that think
 
 
 class ReasoningLedger:
@@ -109,7 +110,7 @@ def anthropic_refusal(body: Any, ledger: ReasoningLedger) -> str | None:
     """Why the Messages API would refuse ``body`` for its thinking blocks (None: it would
     not): with thinking enabled, the last assistant turn that used tools must start with the
     thinking blocks that came with those tool calls, unchanged."""
-    if not isinstance(body, dict) or (body.get("thinking") or {}).get("type") != "enabled":
+    if not isinstance(body, dict) or (body.get("thinking") or {}).get("type") not in _ON:
         return None
     turns: list[dict[str, Any]] = body.get("messages") or []
     last = max((i for i, t in enumerate(turns) if t.get("role") == "assistant"), default=None)
