@@ -74,6 +74,8 @@ def _message_json(m: Message) -> dict[str, Any]:
     }
     if m.parts:  # absent otherwise, so text-only keys stay what they were
         out["parts"] = [_part_json(p) for p in m.parts]
+    if m.reasoning:
+        out["reasoning"] = [dataclasses.astuple(r) for r in m.reasoning]
     return out
 
 
@@ -402,9 +404,10 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
-            ob.result = booked = self._record_stream(
+            booked = self._record_stream(
                 target, request, so_far.usage, so_far.model, prompt_file, failed=failed
             )
+            ob.result = booked = dataclasses.replace(booked, reasoning=so_far.reasoning)
         yield booked
 
     def _stream_events(
@@ -422,9 +425,10 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
-            ob.result = booked = self._record_stream(
+            booked = self._record_stream(
                 target, request, so_far.usage, so_far.model, prompt_file, failed=failed
             )
+            ob.result = booked = dataclasses.replace(booked, reasoning=so_far.reasoning)
         yield booked
 
     def astream(self, request: ChatRequest, *, prompt_file: str | None = None) -> AsyncChatStream:

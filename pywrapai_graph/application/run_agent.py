@@ -210,14 +210,7 @@ class Agent:
                     "tool %r failed (%s); skipped by policy", o.call.name, type(o.error).__name__
                 )
         calls = list(response.tool_calls)
-        run.messages.append(
-            Message(
-                Role.ASSISTANT,
-                response.content,
-                tool_calls=calls,
-                reasoning_items=response.reasoning_items,
-            )
-        )
+        run.messages.append(response.to_message())
         run.messages.extend(Message(Role.TOOL, r.content, tool_result=r) for r in results)
         step = AgentStep(
             turn_num=run.turns,
@@ -235,8 +228,7 @@ class Agent:
         run.steps.append(step)
 
     def _final(self, run: _Run, response: LLMResponse) -> AgentResult:
-        reasoning = response.reasoning_items
-        run.messages.append(Message(Role.ASSISTANT, response.content, reasoning_items=reasoning))
+        run.messages.append(response.to_message())
         return run.result(response.content)
 
     # ------------------------------------------------------------------ the loop, once

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import os
 
     from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
+    from pywrapai_graph.adapters.llm._openai_reasoning import ReasoningReplay
 
 __all__ = [
     "CHAT_PROVIDERS",
@@ -56,6 +57,8 @@ class ChatOptions(_ServerOptions, total=False):
     default_max_tokens: int | None  # OpenAI, Anthropic
     prompt_cache: PromptCache  # Anthropic
     api: Literal["chat", "responses"]  # OpenAI: Chat Completions (default) or Responses
+    thinking: Mapping[str, Any] | None  # Anthropic
+    reasoning_replay: ReasoningReplay  # OpenAI-compatible servers
 
 
 class _LocalModelOptions(TypedDict, total=False):

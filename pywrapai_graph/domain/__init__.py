@@ -18,7 +18,7 @@ from pywrapai_graph.domain.generation import (
 from pywrapai_graph.domain.limits import Limits
 from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
-from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
 from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
 from pywrapai_graph.domain.usage import CallKind, CallRecord, CostTotals, TokenUsage
@@ -40,7 +40,7 @@ __all__ = [
     "Limits",
     "Message",
     "Part",
-    "ReasoningItem",
+    "ReasoningPart",
     "ResponseFormat",
     "Role",
     "ScoredChunk",

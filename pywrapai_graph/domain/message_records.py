@@ -1,8 +1,8 @@
 """Messages as JSON-safe dicts, for a caller's history store, and back.
 
 A record holds ``role`` and ``content`` and, only when present, ``tool_calls``,
-``tool_result``, ``parts`` (bytes base64-encoded) and ``reasoning_items``. A record of just
-``role`` and ``content`` — what a text-only history has always needed — reads back unchanged.
+``tool_result``, ``parts`` (bytes base64-encoded) and ``reasoning``. A record of just ``role`` and
+``content`` — what a text-only history has always needed — reads back unchanged.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
-from pywrapai_graph.domain.reasoning_items import reasoning_items_from_records
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.errors import InvalidArgumentError, PyWrapAIError
 
 if TYPE_CHECKING:
@@ -50,9 +50,21 @@ def message_to_record(m: Message) -> dict[str, Any]:
         out["tool_result"] = {"tool_call_id": r.tool_call_id, "name": r.name, "content": r.content}
     if m.parts:
         out["parts"] = [_part_record(p) for p in m.parts]
-    if m.reasoning_items:
-        out["reasoning_items"] = [item.to_dict() for item in m.reasoning_items]
+    if m.reasoning:
+        out["reasoning"] = [
+            {k: v for k, v in _reasoning_record(r).items() if v is not None} for r in m.reasoning
+        ]
     return out
+
+
+def _reasoning_record(r: ReasoningPart) -> dict[str, str | None]:
+    return {
+        "text": r.text,
+        "signature": r.signature,
+        "redacted": r.redacted,
+        "provider": r.provider,
+        "id": r.id,
+    }
 
 
 def _bytes(record: Mapping[str, Any]) -> bytes:
@@ -103,7 +115,7 @@ def message_from_record(record: Mapping[str, Any]) -> Message:
             tool_calls=calls or None,
             tool_result=None if result is None else ToolResult(**result),
             parts=[_part(p) for p in record.get("parts") or ()],
-            reasoning_items=reasoning_items_from_records(record.get("reasoning_items")),
+            reasoning=[ReasoningPart(**r) for r in record.get("reasoning") or ()],
         )
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, PyWrapAIError):

@@ -10,7 +10,7 @@ from typing import Any
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.domain.message_records import message_from_record, message_to_record
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
-from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Message", "Role", "ToolCall", "ToolResult"]
@@ -76,8 +76,9 @@ class Message:
         tool_result: on a TOOL message, the result it carries.
         parts: on a USER message, what follows ``content``, in order: ImagePart,
             DocumentPart and TextPart values.
-        reasoning_items: on an ASSISTANT message, the model's reasoning items (OpenAI
-            Responses API), sent back with it on the next turn.
+        reasoning: on an ASSISTANT message, the model's reasoning before its text and tool
+            calls (thinking blocks, ``reasoning_content``), sent back to the provider that
+            produced it.
     """
 
     role: Role
@@ -85,7 +86,7 @@ class Message:
     tool_calls: Sequence[ToolCall] | None = None
     tool_result: ToolResult | None = None
     parts: Sequence[Part] = ()
-    reasoning_items: Sequence[ReasoningItem] = ()
+    reasoning: Sequence[ReasoningPart] = ()
 
     def __post_init__(self) -> None:
         role: object = self.role  # callers may pass "user"; checked at run time
@@ -131,12 +132,19 @@ class Message:
         object.__setattr__(self, "parts", parts)
 
     def _check_reasoning(self) -> None:
-        items = tuple(self.reasoning_items)
-        if not all(isinstance(item, ReasoningItem) for item in items):
-            raise ArgumentTypeError("Message.reasoning_items must be ReasoningItem values")
-        if items and self.role is not Role.ASSISTANT:
-            raise InvalidArgumentError("only an ASSISTANT message can carry reasoning_items")
-        object.__setattr__(self, "reasoning_items", items)
+        given: object = self.reasoning
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise ArgumentTypeError(
+                f"Message.reasoning must be a list of ReasoningPart, got {type(given).__name__}"
+            )
+        reasoning = tuple(given)
+        if not all(isinstance(r, ReasoningPart) for r in reasoning):
+            raise ArgumentTypeError("Message.reasoning takes ReasoningPart values only")
+        if reasoning and self.role is not Role.ASSISTANT:
+            raise InvalidArgumentError(
+                f"only an ASSISTANT message can carry reasoning; this one is {self.role.value}"
+            )
+        object.__setattr__(self, "reasoning", reasoning)
 
     @property
     def content_parts(self) -> tuple[Part, ...]:
@@ -147,7 +155,8 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         """The message as JSON values, for a history store: ``role`` and ``content``, plus
-        ``tool_calls``, ``tool_result`` and ``parts`` (bytes base64-encoded) when present."""
+        ``tool_calls``, ``tool_result``, ``parts`` (bytes base64-encoded) and ``reasoning``
+        (signatures kept as they are) when present."""
         return message_to_record(self)
 
     @classmethod

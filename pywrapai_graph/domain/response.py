@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.domain.fallback import FailedAttempt
-from pywrapai_graph.domain.messages import ToolCall
-from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.domain.messages import Message, Role, ToolCall
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.domain.usage import TokenUsage
 
 __all__ = ["InjectedChunk", "LLMResponse", "StreamChunk"]
@@ -51,8 +51,9 @@ class LLMResponse:
             "tool_calls", "end_turn", "STOP", ...), when the provider said.
         fallback_from: the models of a fallback chain that failed before ``model``
             answered, in the order they were asked (empty when the first one answered).
-        reasoning_items: the model's reasoning items (OpenAI Responses API), to keep on the
-            ASSISTANT message of this turn so the next request sends them back.
+        reasoning: what the model thought before answering (thinking blocks with their
+            signatures, ``reasoning_content``); :meth:`to_message` puts it on the ASSISTANT
+            message that sends it back on the next turn.
     """
 
     content: str = ""
@@ -65,7 +66,14 @@ class LLMResponse:
     context: tuple[InjectedChunk, ...] = ()
     finish_reason: str | None = None
     fallback_from: tuple[FailedAttempt, ...] = ()
-    reasoning_items: tuple[ReasoningItem, ...] = ()
+    reasoning: tuple[ReasoningPart, ...] = ()
+
+    def to_message(self) -> Message:
+        """The ASSISTANT message this response makes in a conversation: its text, tool calls
+        and reasoning, ready to be sent back on the next turn."""
+        return Message(
+            Role.ASSISTANT, self.content, tool_calls=self.tool_calls, reasoning=self.reasoning
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +81,11 @@ class StreamChunk:
     """One event of a streamed response.
 
     Text arrives in ``text`` pieces; the provider's final event carries ``usage`` (and the
-    model name), which the facade records once the stream is exhausted.
+    model name), which the facade records once the stream is exhausted, and the reasoning
+    parts the stream carried, whole (signatures included).
     """
 
     text: str = ""
     usage: TokenUsage | None = None
     model: str | None = None
+    reasoning: tuple[ReasoningPart, ...] = ()

@@ -7,7 +7,14 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pywrapai_graph.domain import ChatRequest, LLMResponse, StreamChunk, TokenUsage, ToolCall
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    ReasoningPart,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+)
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedReply"]
@@ -19,12 +26,14 @@ class ScriptExhaustedError(AssertionError):
 
 @dataclass(frozen=True, slots=True)
 class ScriptedReply:
-    """One reply of the script: text and/or tool calls, with the usage to report."""
+    """One reply of the script: text and/or tool calls, with the usage to report, and the
+    reasoning that came first (wire servers render it in their provider's format)."""
 
     content: str = ""
     tool_calls: Sequence[ToolCall] = ()
     usage: TokenUsage = field(default_factory=lambda: TokenUsage(10, 5))
     model: str | None = None
+    reasoning: Sequence[ReasoningPart] = ()
 
 
 Responder = Callable[[ChatRequest], "ScriptedReply | str"]
@@ -121,6 +130,7 @@ class ScriptedChatModel(ChatModel):
             model=reply.model or request.model,
             provider=self._provider,
             finish_reason="tool_calls" if reply.tool_calls else "stop",
+            reasoning=tuple(reply.reasoning),
         )
 
     def chat(self, request: ChatRequest) -> LLMResponse:
@@ -132,7 +142,9 @@ class ScriptedChatModel(ChatModel):
     def _pieces_of(self, request: ChatRequest) -> list[StreamChunk]:
         reply = self._next(request)
         chunks = [StreamChunk(text=piece) for piece in split_text(reply.content, self._pieces)]
-        chunks.append(StreamChunk(usage=reply.usage, model=reply.model or request.model))
+        model = reply.model or request.model
+        reasoning = tuple(reply.reasoning)
+        chunks.append(StreamChunk(usage=reply.usage, model=model, reasoning=reasoning))
         return chunks
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:

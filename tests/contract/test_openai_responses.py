@@ -22,7 +22,7 @@ from pywrapai_graph.composition.settings import load_settings
 from pywrapai_graph.domain import (
     DocumentPart,
     ImagePart,
-    ReasoningItem,
+    ReasoningPart,
     UnsupportedParameterWarning,
 )
 from pywrapai_graph.errors import (
@@ -313,31 +313,32 @@ def test_agent_sends_the_reasoning_back_with_its_tool_call(wire: OpenAIResponses
     assert second[2]["call_id"] == second[3]["call_id"] == "call_w"
     assert _sent(wire, 0)["include"] == ["reasoning.encrypted_content"]
     turn = result.messages[1]
-    assert turn.role is Role.ASSISTANT and turn.reasoning_items[0].id == first_reasoning
-    assert result.messages[-1].reasoning_items  # the final answer keeps its reasoning too
+    assert turn.role is Role.ASSISTANT and turn.reasoning[0].id == first_reasoning
+    assert result.messages[-1].reasoning  # the final answer keeps its reasoning too
 
 
 def test_reasoning_the_provider_never_issued_is_refused(wire: OpenAIResponsesWire) -> None:
-    forged = Message(Role.ASSISTANT, "hm", reasoning_items=[ReasoningItem("rs_9", "forged")])
+    part = ReasoningPart(signature="forged", provider="openai-responses", id="rs_9")
+    forged = Message(Role.ASSISTANT, "hm", reasoning=[part])
     wire.reply("an answer the server would give a valid request")
     with _llm(wire) as llm, pytest.raises(BadRequestError, match="not found"):
         llm.chat([Message(Role.USER, "q"), forged, Message(Role.USER, "and?")])
 
 
 def test_reasoning_items_survive_a_history_record() -> None:
-    item = ReasoningItem("rs_1", "ZW5j", ("Thinking.",))
-    message = Message(Role.ASSISTANT, "", tool_calls=[ToolCall("c", "t")], reasoning_items=[item])
+    item = ReasoningPart("Thinking.", "ZW5j", provider="openai-responses", id="rs_1")
+    message = Message(Role.ASSISTANT, "", tool_calls=[ToolCall("c", "t")], reasoning=[item])
     record = json.loads(json.dumps(message.to_dict()))
     assert Message.from_dict(record) == message
     with pytest.raises(InvalidArgumentError, match="ASSISTANT"):
-        Message(Role.USER, "x", reasoning_items=[item])
+        Message(Role.USER, "x", reasoning=[item])
 
 
 def test_a_shared_cache_entry_keeps_the_reasoning_items() -> None:
     from pywrapai_graph.adapters.shared.response_cache import _decode, _encode
 
-    item = ReasoningItem("rs_1", "ZW5j", ("Thinking.",))
-    response = LLMResponse("Paris.", usage=REASONING, reasoning_items=(item,))
+    item = ReasoningPart("Thinking.", "ZW5j", provider="openai-responses", id="rs_1")
+    response = LLMResponse("Paris.", usage=REASONING, reasoning=(item,))
     assert _decode(_encode(response)) == response
 
 

@@ -14,7 +14,14 @@ from pywrapai_graph.adapters.cache.lru import LRUResponseCache
 from pywrapai_graph.adapters.shared.response_cache import PostgresResponseCache
 from pywrapai_graph.composition.container import build_container
 from pywrapai_graph.composition.settings import load_settings
-from pywrapai_graph.domain import FailedAttempt, InjectedChunk, LLMResponse, TokenUsage, ToolCall
+from pywrapai_graph.domain import (
+    FailedAttempt,
+    InjectedChunk,
+    LLMResponse,
+    ReasoningPart,
+    TokenUsage,
+    ToolCall,
+)
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.testing.wire import OpenAIWire
 
@@ -68,6 +75,7 @@ def test_entries_round_trip_and_expire(pg_url: str) -> None:
         context=(InjectedChunk("k1", 0.5, "text", "d1", {"tenant": "acme"}),),
         finish_reason="stop",
         fallback_from=(FailedAttempt("anthropic", "claude", "RateLimitError", 429),),
+        reasoning=(ReasoningPart("why", "c2ln+/==", provider="anthropic"),),
     )
     cache.set("k", response)
     assert cache.get("k") == response and len(cache) == 1 and cache.get("other") is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -14,6 +15,11 @@ from pywrapai_graph.adapters.llm._anthropic_cache import (
     PromptCache,
     checked_mode,
     mark_breakpoints,
+)
+from pywrapai_graph.adapters.llm._anthropic_thinking import (
+    ThinkingStream,
+    reasoning_of,
+    thinking_blocks,
 )
 from pywrapai_graph.adapters.llm._base import (
     SDKChatModel,
@@ -34,13 +40,19 @@ from pywrapai_graph.domain import (
     LLMResponse,
     Message,
     Part,
+    ReasoningPart,
     Role,
     StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError, ResponseFormatError
+from pywrapai_graph.errors import (
+    ArgumentTypeError,
+    ConfigurationError,
+    MissingExtraError,
+    ResponseFormatError,
+)
 
 try:
     import anthropic
@@ -112,7 +124,7 @@ def _turns(messages: tuple[Message, ...]) -> tuple[list[dict[str, Any]], list[in
             }
             add_tool_result(turns, "content", block, lambda b: b.get("type") == "tool_result")
         elif m.role is Role.ASSISTANT:
-            blocks: list[dict[str, Any]] = []
+            blocks = thinking_blocks(m.reasoning, _PROVIDER)  # first, as they came
             if m.content:
                 blocks.append({"type": "text", "text": m.content})
             blocks += [
@@ -148,7 +160,8 @@ def _usage(usage: Any) -> TokenUsage:
 
 
 class _StreamTally(StreamTally):
-    """Follows a Messages stream: text deltas out; usage from message_start + message_delta."""
+    """Follows a Messages stream: text deltas out; usage from message_start + message_delta;
+    thinking blocks kept whole for the final chunk."""
 
     provider = _PROVIDER
     marker = "message_stop"
@@ -157,9 +170,11 @@ class _StreamTally(StreamTally):
         super().__init__()
         self.start_usage: Any = None
         self.output_tokens = 0
+        self.thinking = ThinkingStream(_PROVIDER)
 
     def feed(self, event: Any) -> str:
         kind = event.type
+        self.thinking.feed(event)
         if kind == "message_stop":
             self.ended = True
         elif kind == "message_start":
@@ -176,7 +191,7 @@ class _StreamTally(StreamTally):
 
     def final(self) -> StreamChunk:
         self.usage = self.reported()
-        return super().final()
+        return replace(super().final(), reasoning=self.thinking.parts())
 
 
 class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthropic]):
@@ -184,17 +199,24 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
     go to the ``system=`` parameter; tool results become ``tool_result`` blocks; structured
-    output is a forced tool call whose input is returned as the JSON content.
+    output is a forced tool call whose input is returned as the JSON content. The
+    ``thinking`` and ``redacted_thinking`` blocks of a reply are kept on
+    ``LLMResponse.reasoning`` and sent back first, unchanged, in the assistant turn they
+    came with.
 
     Args:
         prompt_cache: "auto" (default) marks ``cache_control`` breakpoints on the tools, the
             system prompt and the stable history where their prefix reaches the model's
             minimum cacheable length (see ``_anthropic_cache``); "off" marks none.
+        thinking: the Messages API's ``thinking`` field sent with every request, e.g.
+            ``{"type": "enabled", "budget_tokens": 2048}`` (extended thinking; keep
+            ``max_tokens`` above the budget); a call's ``extra={"thinking": ...}`` wins.
 
     Raises:
         MissingExtraError: the ``anthropic`` package is not installed.
         ConfigurationError: no API key is available.
         InvalidArgumentError: ``prompt_cache`` is neither "auto" nor "off".
+        ArgumentTypeError: ``thinking`` is not a mapping.
     """
 
     provider_name = _PROVIDER
@@ -211,7 +233,14 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         max_retries: int | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         prompt_cache: PromptCache = "auto",
+        thinking: Mapping[str, Any] | None = None,
     ) -> None:
+        if thinking is not None and not isinstance(thinking, Mapping):
+            raise ArgumentTypeError(
+                f"thinking must be a mapping such as {{'type': 'enabled', 'budget_tokens': "
+                f"2048}}, got {type(thinking).__name__}"
+            )
+        self._thinking = dict(thinking) if thinking is not None else None
         self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
@@ -260,6 +289,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         params.update(drop_none(**{k: v for k, v in sampling.items() if k in self._sampling}))
         if request.stop:
             params["stop_sequences"] = list(request.stop)
+        if self._thinking is not None and "thinking" not in request.extra:
+            params["thinking"] = dict(self._thinking)
         if self._prompt_cache == "auto":
             mark_breakpoints(params, sizes, request.model)
         unsent = {k: v for k, v in sampling.items() if k not in self._sampling}
@@ -273,6 +304,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
     def _response(raw: Any, request: ChatRequest) -> LLMResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[ReasoningPart] = []
         fmt = request.response_format
         structured: str | None = None
         for block in raw.content:
@@ -283,6 +315,8 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
                     structured = json.dumps(block.input)
                 else:
                     calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+            elif (part := reasoning_of(block, _PROVIDER)) is not None:
+                reasoning.append(part)
         if fmt is not None:
             texts = [_structured(structured, fmt.name, raw)]
         return LLMResponse(
@@ -292,6 +326,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             model=raw.model or "",
             provider=_PROVIDER,
             finish_reason=raw.stop_reason or None,
+            reasoning=tuple(reasoning),
         )
 
     def _errors(self) -> AbstractContextManager[None]:

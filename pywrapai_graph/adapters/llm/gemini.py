@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from pywrapai_graph.adapters._gemini import close_aio, gemini_client
@@ -16,6 +17,7 @@ from pywrapai_graph.adapters.llm._base import (
     system_text,
     tool_result_of,
 )
+from pywrapai_graph.adapters.llm._gemini_thoughts import sign_first, thoughts_of
 from pywrapai_graph.adapters.llm._media import gemini_tokens, media_parts, refuse
 from pywrapai_graph.adapters.llm._replies import (
     DEFAULT_MAX_RETRIES,
@@ -31,6 +33,7 @@ from pywrapai_graph.domain import (
     Message,
     Part,
     Role,
+    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -125,7 +128,9 @@ def _contents(messages: tuple[Message, ...]) -> tuple[str | None, list[dict[str,
                 {"function_call": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
                 for c in m.tool_calls or ()
             ]
-            contents.append({"role": "model", "parts": parts or [{"text": ""}]})
+            parts = parts or [{"text": ""}]
+            sign_first(parts, m.reasoning, _PROVIDER)
+            contents.append({"role": "model", "parts": parts})
         elif m.parts:
             contents.append({"role": "user", "parts": [_part(p) for p in m.content_parts]})
         else:
@@ -157,12 +162,21 @@ def _finish_reason(raw: Any) -> str | None:
 
 
 class _StreamState(StreamTally):
-    """Follows a streamGenerateContent stream: a candidate's finish reason ends it."""
+    """Follows a streamGenerateContent stream: a candidate's finish reason ends it; thought
+    parts and signatures are kept for the final chunk."""
 
     provider = _PROVIDER
     marker = "a finish reason"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.thoughts: list[Any] = []
+
+    def final(self) -> StreamChunk:
+        return replace(super().final(), reasoning=thoughts_of(self.thoughts, _PROVIDER))
+
     def feed(self, raw: Any) -> str:
+        self.thoughts += [p for p in _parts(raw) if p.thought or p.thought_signature]
         self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
         self.model = raw.model_version or self.model
         self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
@@ -289,6 +303,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
             model=raw.model_version or request.model,
             provider=_PROVIDER,
             finish_reason=_finish_reason(raw),
+            reasoning=thoughts_of(_parts(raw), _PROVIDER),
         )
 
     def _errors(self) -> AbstractContextManager[None]:

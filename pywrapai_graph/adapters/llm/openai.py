@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from pywrapai_graph.adapters._provider_errors import stainless_errors
@@ -16,6 +17,13 @@ from pywrapai_graph.adapters._provider_payload import (
 )
 from pywrapai_graph.adapters.llm._base import SDKChatModel, tool_result_of
 from pywrapai_graph.adapters.llm._media import data_url, openai_tokens, refuse
+from pywrapai_graph.adapters.llm._openai_reasoning import (
+    ReasoningReplay,
+    checked_replay,
+    reasoning_parts,
+    reasoning_text,
+    replayed,
+)
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
@@ -25,6 +33,7 @@ from pywrapai_graph.domain import (
     Message,
     Part,
     Role,
+    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -58,7 +67,7 @@ def _part(part: Part) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": part.url or data_url(part)}}
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _message(m: Message, replay: ReasoningReplay) -> dict[str, Any]:
     if m.parts:  # text, images and documents as content parts (USER messages only)
         return {"role": m.role.value, "content": [_part(p) for p in m.content_parts]}
     if m.role is Role.TOOL:
@@ -78,6 +87,8 @@ def _message(m: Message) -> dict[str, Any]:
             }
             for c in m.tool_calls
         ]
+    if (reasoning := replayed(m, replay, _PROVIDER)) is not None:
+        out["reasoning_content"] = reasoning
     return out
 
 
@@ -101,10 +112,19 @@ def _usage(usage: Any) -> TokenUsage:
 
 
 class _StreamState(StreamTally):
-    """Follows a Chat Completions stream: a finish_reason is its end marker."""
+    """Follows a Chat Completions stream: a finish_reason is its end marker; reasoning_content
+    deltas are kept for the final chunk."""
 
     provider = _PROVIDER
     marker = "a finish_reason and [DONE]"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thought: list[str] = []
+
+    def final(self) -> StreamChunk:
+        chunk = super().final()
+        return replace(chunk, reasoning=reasoning_parts("".join(self.thought), _PROVIDER))
 
     def feed(self, event: Any) -> str:
         self.model = event.model or self.model
@@ -114,6 +134,7 @@ class _StreamState(StreamTally):
         for choice in event.choices:
             self.ended = self.ended or choice.finish_reason is not None
             text += choice.delta.content or ""
+            self.thought.append(reasoning_text(choice.delta))
         return text
 
 
@@ -126,10 +147,14 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         model: default model (``gpt-4o-mini``).
         api_key, base_url, timeout, max_retries: passed to the SDK clients.
         default_max_tokens: output cap sent when a request sets none (None: provider default).
+        reasoning_replay: which assistant messages send their ``reasoning_content`` back:
+            "tool_calls" (default; DeepSeek and Kimi thinking modes require it there and
+            ignore it elsewhere), "always" or "never".
 
     Raises:
         MissingExtraError: the ``openai`` package is not installed.
         ConfigurationError: no API key is available.
+        InvalidArgumentError: an unknown ``reasoning_replay``.
     """
 
     provider_name = _PROVIDER
@@ -145,7 +170,9 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         timeout: float | None = None,
         max_retries: int | None = None,
         default_max_tokens: int | None = None,
+        reasoning_replay: ReasoningReplay = "tool_calls",
     ) -> None:
+        self._replay = checked_replay(reasoning_replay)
         self._model = model or DEFAULT_MODEL
         self._secret = api_key
         self._default_max_tokens = default_max_tokens
@@ -169,7 +196,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         refuse(_PROVIDER, request.messages)
         params: dict[str, Any] = {
             "model": request.model,
-            "messages": [_message(m) for m in request.messages],
+            "messages": [_message(m, self._replay) for m in request.messages],
         }
         if request.tools:
             params["tools"] = openai_tools(request.tools)
@@ -221,6 +248,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             model=raw.model or "",
             provider=_PROVIDER,
             finish_reason=raw.choices[0].finish_reason or None,
+            reasoning=reasoning_parts(reasoning_text(message), _PROVIDER),
         )
 
     def _errors(self) -> AbstractContextManager[None]:

@@ -3,8 +3,9 @@
 Stateless by default: every request carries the whole history as input items and asks
 ``store=False``, so OpenAI keeps nothing and the caller owns the conversation. Reasoning
 models' reasoning items come back encrypted (``include=["reasoning.encrypted_content"]``),
-ride on the assistant message (:attr:`LLMResponse.reasoning_items`) and are sent back in the
-next request's input, so a model keeps its reasoning across tool turns.
+ride on the assistant message (:attr:`LLMResponse.reasoning`, one ``ReasoningPart`` per
+item) and are sent back in the next request's input, so a model keeps its reasoning across
+tool turns.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolCall,
 )
-from pywrapai_graph.domain.reasoning_items import ReasoningItem
+from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.errors import (
     ConfigurationError,
     MissingExtraError,
@@ -97,11 +98,18 @@ def _part(part: Part) -> dict[str, Any]:
     return {"type": "input_image", "image_url": part.url or data_url(part), "detail": "auto"}
 
 
-def _reasoning_input(item: ReasoningItem) -> dict[str, Any]:
-    summary = [{"type": "summary_text", "text": text} for text in item.summary]
-    out: dict[str, Any] = {"type": "reasoning", "id": item.id, "summary": summary}
-    if item.encrypted_content is not None:
-        out["encrypted_content"] = item.encrypted_content
+#: the provider tag of the reasoning items this adapter keeps; only they are sent back
+_REASONING = "openai-responses"
+#: how an item's summaries are joined into one ``ReasoningPart.text``
+_SUMMARIES = "\n\n"
+
+
+def _reasoning_input(part: ReasoningPart) -> dict[str, Any]:
+    texts = part.text.split(_SUMMARIES) if part.text else []
+    summary = [{"type": "summary_text", "text": text} for text in texts]
+    out: dict[str, Any] = {"type": "reasoning", "id": part.id, "summary": summary}
+    if part.signature is not None:
+        out["encrypted_content"] = part.signature
     return out
 
 
@@ -113,7 +121,7 @@ def _items(m: Message) -> list[dict[str, Any]]:
         return [
             {"type": "function_call_output", "call_id": result.tool_call_id, "output": m.content}
         ]
-    items = [_reasoning_input(r) for r in m.reasoning_items]
+    items = [_reasoning_input(r) for r in m.reasoning if r.provider == _REASONING and r.id]
     if m.parts:
         items.append({"role": m.role.value, "content": [_part(p) for p in m.content_parts]})
     elif m.content or not m.tool_calls:
@@ -172,12 +180,12 @@ def _failure(message: str) -> ProviderError:
     return error_for_status(None, f"the response failed: {message}", provider=_PROVIDER)
 
 
-def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningItem]]:
+def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningPart]]:
     """The text, tool calls and reasoning items of a response's output items (built-in
     tools' items are not offered, so none come back)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[ReasoningItem] = []
+    reasoning: list[ReasoningPart] = []
     for item in raw.output or ():
         if isinstance(item, ResponseOutputMessage):
             texts += [c.text for c in item.content if isinstance(c, ResponseOutputText)]
@@ -186,8 +194,10 @@ def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningItem]]:
                 ToolCall(item.call_id, item.name, parse_arguments(item.arguments, item.name))
             )
         elif isinstance(item, ResponseReasoningItem):
-            summary = tuple(s.text for s in item.summary or ())
-            reasoning.append(ReasoningItem(item.id, item.encrypted_content, summary))
+            text = _SUMMARIES.join(s.text for s in item.summary or ())
+            reasoning.append(
+                ReasoningPart(text, item.encrypted_content, provider=_REASONING, id=item.id)
+            )
     return "".join(texts), calls, reasoning
 
 
@@ -308,7 +318,7 @@ class OpenAIResponsesChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             model=raw.model or "",
             provider=_PROVIDER,
             finish_reason=(details.reason if details else None) or raw.status,
-            reasoning_items=tuple(reasoning),
+            reasoning=tuple(reasoning),
         )
 
     def _errors(self) -> AbstractContextManager[None]:

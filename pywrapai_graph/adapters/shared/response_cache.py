@@ -13,8 +13,14 @@ import re
 from typing import Any
 
 from pywrapai_graph.adapters.shared.connection import SharedDatabase
-from pywrapai_graph.domain import FailedAttempt, InjectedChunk, LLMResponse, TokenUsage, ToolCall
-from pywrapai_graph.domain.reasoning_items import reasoning_items_from_records
+from pywrapai_graph.domain import (
+    FailedAttempt,
+    InjectedChunk,
+    LLMResponse,
+    ReasoningPart,
+    TokenUsage,
+    ToolCall,
+)
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import ResponseCache
 
@@ -38,7 +44,7 @@ def _decode(text: str) -> LLMResponse:
             "usage": TokenUsage(**data["usage"]),
             "context": tuple(InjectedChunk(**chunk) for chunk in data["context"]),
             "fallback_from": tuple(FailedAttempt(**f) for f in data["fallback_from"]),
-            "reasoning_items": reasoning_items_from_records(data.get("reasoning_items")),
+            "reasoning": tuple(ReasoningPart(**r) for r in data.get("reasoning", ())),
         }
     )
 

@@ -93,6 +93,8 @@ def _message_json(m: Message) -> dict[str, Any]:
         out["parts"] = [_part_summary(p) for p in m.parts]
     if m.tool_calls:
         out["tool_calls"] = [{"id": c.id, "name": c.name} for c in m.tool_calls]
+    if m.reasoning:  # its text only: signatures and redacted data are opaque
+        out["reasoning"] = [r.text for r in m.reasoning]
     return out
 
 
@@ -149,6 +151,8 @@ def llm_attributes(response: LLMResponse) -> dict[str, AttrValue]:
             out["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
             ]
+        if response.reasoning:
+            out["reasoning"] = [r.text for r in response.reasoning]
         attrs["gen_ai.output.messages"] = json.dumps([out], ensure_ascii=False, default=str)
     return attrs
 

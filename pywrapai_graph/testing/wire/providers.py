@@ -23,6 +23,15 @@ from typing import Any, ClassVar
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.domain import ToolCall
 from pywrapai_graph.testing.scripted import ScriptedReply, split_text
+from pywrapai_graph.testing.wire.reasoning import (
+    ReasoningLedger,
+    anthropic_events,
+    anthropic_refusal,
+    anthropic_thinking,
+    gemini_refusal,
+    gemini_thoughts,
+    openai_refusal,
+)
 from pywrapai_graph.testing.wire.server import WireResponse, WireServer, sse
 
 __all__ = ["AnthropicWire", "GeminiWire", "OllamaWire", "OpenAIWire"]
@@ -62,6 +71,11 @@ class OpenAIWire(WireServer):
         "/v1/embeddings": "embeddings",
     }
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: the reasoning_content handed out with tool calls, checked when they come back
+        self.ledger = ReasoningLedger()
+
     @staticmethod
     def usage(reply: ScriptedReply) -> dict[str, Any]:
         u = reply.usage
@@ -74,11 +88,18 @@ class OpenAIWire(WireServer):
         }
 
     def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        if refused := openai_refusal(body, self.ledger):
+            return WireResponse(400, self.render_error(400, refused))
         model = reply.model or _model(body, "gpt-4o-mini")
         finish = "tool_calls" if reply.tool_calls else "stop"
         head = {"id": "chatcmpl-wire", "created": _CREATED, "model": model}
+        thought = "".join(p.text for p in reply.reasoning)
+        if thought and reply.tool_calls:
+            self.ledger.give((c.id for c in reply.tool_calls), thought)
         if not stream:
             message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+            if thought:
+                message["reasoning_content"] = thought
             if reply.tool_calls:
                 message["tool_calls"] = [
                     _openai_call(c, json.dumps(c.arguments)) for c in reply.tool_calls
@@ -92,6 +113,7 @@ class OpenAIWire(WireServer):
             return {**head, "object": "chat.completion.chunk", "choices": [choice]}
 
         events: list[Any] = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"reasoning_content": piece}) for piece in split_text(thought)]
         events += [chunk({"content": piece}) for piece in split_text(reply.content)]
         for i, call in enumerate(reply.tool_calls):
             events.append(chunk({"tool_calls": [{"index": i, **_openai_call(call, "")}]}))
@@ -144,9 +166,14 @@ class AnthropicWire(WireServer):
 
     routes: ClassVar[dict[str, str]] = {"/v1/messages": "chat"}
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: the thinking blocks handed out with tool calls, checked when they come back
+        self.ledger = ReasoningLedger()
+
     @staticmethod
     def _blocks(reply: ScriptedReply) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = []
+        blocks = anthropic_thinking(reply.reasoning)
         if reply.content:
             blocks.append({"type": "text", "text": reply.content})
         blocks += [
@@ -165,6 +192,10 @@ class AnthropicWire(WireServer):
         }
 
     def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        if refused := anthropic_refusal(body, self.ledger):
+            return WireResponse(400, self.render_error(400, refused))
+        if reply.reasoning and reply.tool_calls:
+            self.ledger.give((c.id for c in reply.tool_calls), anthropic_thinking(reply.reasoning))
         model = reply.model or _model(body, "claude-haiku-4-5-20251001")
         stop = "tool_use" if reply.tool_calls else "end_turn"
         message = {
@@ -183,6 +214,7 @@ class AnthropicWire(WireServer):
         usage = {**self._input_usage(reply), "output_tokens": 1}
         started: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": usage}
         events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
+        events += anthropic_events(reply.reasoning)
         # each content block: (its start, its pieces, the delta type, the delta's key)
         blocks: list[tuple[dict[str, Any], list[str], str, str]] = []
         if reply.content:
@@ -191,7 +223,7 @@ class AnthropicWire(WireServer):
         for c in reply.tool_calls:
             tool = {"type": "tool_use", "id": c.id, "name": c.name, "input": {}}
             blocks.append((tool, _split_json(c.arguments), "input_json_delta", "partial_json"))
-        for index, (block, pieces, kind, key) in enumerate(blocks):
+        for index, (block, pieces, kind, key) in enumerate(blocks, len(reply.reasoning)):
             events.append({"type": "content_block_start", "index": index, "content_block": block})
             events += [
                 {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: p}}
@@ -227,6 +259,11 @@ _GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/([^:/?]+):(\w+)")
 class GeminiWire(WireServer):
     """generateContent / streamGenerateContent / batchEmbedContents of the Gemini API."""
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: the thought signatures handed out with function calls, checked when they come back
+        self.ledger = ReasoningLedger()
+
     def route(self, method: str, path: str) -> str | None:
         m = _GEMINI_PATH.match(path)
         if method != "POST" or m is None:
@@ -259,20 +296,24 @@ class GeminiWire(WireServer):
         return cand
 
     def render_chat(self, reply: ScriptedReply, body: Any, stream: bool) -> WireResponse:
+        if refused := gemini_refusal(body, self.ledger):
+            return WireResponse(400, self.render_error(400, refused))
         model = reply.model or "gemini-2.5-flash"
         calls = [
             {"functionCall": {"id": c.id, "name": c.name, "args": dict(c.arguments)}}
             for c in reply.tool_calls
         ]
+        thoughts = gemini_thoughts(reply.reasoning, calls, self.ledger)
         usage = {"usageMetadata": self.usage(reply)}
 
         def event(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
             return {"candidates": [self._candidate(parts, finish)], "modelVersion": model}
 
         if not stream:
-            parts = ([{"text": reply.content}] if reply.content else []) + calls
+            parts = thoughts + ([{"text": reply.content}] if reply.content else []) + calls
             return WireResponse(body=_json({**event(parts, "STOP"), **usage}))
-        events = [event([{"text": p}]) for p in split_text(reply.content)]
+        events = [event(thoughts)] if thoughts else []
+        events += [event([{"text": p}]) for p in split_text(reply.content)]
         events += [event(calls)] if calls else []
         events.append({**event([{"text": ""}], "STOP"), **usage})
         return WireResponse(content_type="text/event-stream", chunks=sse(events))
