@@ -390,8 +390,13 @@ async def test_structured_calls_are_json_chat_spans(otel: Telemetry) -> None:
     assert llm.chat_structured("city?", City).name == "Oslo"
     assert (await llm.achat_structured("city?", City)).name == "Bergen"
     spans = otel.finished()
-    assert [s.name for s in spans] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
-    assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in spans)
+    assert [s.name for s in spans] == ["chat gpt-4o-mini", "structured_attempt 1"] * 2
+    chats, attempts = spans[::2], spans[1::2]
+    assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in chats)
+    assert all(c.parent is not None and a.context is not None for c, a in zip(chats, attempts))
+    assert [c.parent.span_id for c in chats if c.parent] == [
+        a.context.span_id for a in attempts if a.context
+    ]
     assert "Oslo" not in all_text(spans)
 
 
