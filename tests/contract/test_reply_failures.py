@@ -226,9 +226,7 @@ def test_anthropic_structured_reply_without_its_tool_block_is_a_response_format_
 
             async def run() -> None:
                 try:
-                    await llm.achat_structured(
-                        "Biggest French city?", City, retries=0, mode="tool"
-                    )
+                    await llm.achat_structured("Biggest French city?", City, retries=0, mode="tool")
                 finally:
                     await llm.aclose()
 
