@@ -56,8 +56,15 @@ _MAX_IMAGE_BASE64 = 5 * 2**20  # the Messages API's limits per image
 _MAX_IMAGE_SIDE = 8000
 _OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
 # models that predate structured outputs: chat_structured(mode="auto") forces a tool on them
-_BEFORE_NATIVE = ("claude-2", "claude-3", "claude-instant", "claude-sonnet-4-0", "claude-opus-4-0")
-_BEFORE_NATIVE += ("claude-sonnet-4-2025", "claude-opus-4-2025")
+_BEFORE_NATIVE = (
+    "claude-2",
+    "claude-3",
+    "claude-instant",
+    "claude-sonnet-4-0",
+    "claude-sonnet-4-2025",
+    "claude-opus-4-0",
+    "claude-opus-4-2025",
+)
 
 
 def _source(part: ImagePart | DocumentPart) -> dict[str, Any]:
