@@ -5,7 +5,8 @@ Strict mode (constrained decoding) accepts a subset of JSON Schema: every object
 (``additionalProperties: false``) and every property required, no ``default``. A pydantic
 schema is made so by :func:`strict_schema` — a field with a default becomes required, which
 the model then always fills and pydantic still validates. A schema with an open mapping
-(``dict[str, X]``: ``additionalProperties`` a schema) cannot be made strict; it is sent as
+(``dict[str, X]``: ``additionalProperties`` a schema) or a tuple (``prefixItems``) cannot be
+made strict; it is sent as
 a non-strict ``json_schema`` — a forced tool would be no stricter, its strict mode having the
 same rules — and the retries of ``chat_structured`` catch what the model gets wrong.
 """
@@ -21,7 +22,7 @@ __all__ = ["openai_structured", "strict_schema"]
 
 
 class _NotStrict(Exception):
-    """The schema has an open mapping: strict mode cannot express it."""
+    """The schema has an open mapping or a tuple: strict mode cannot express it."""
 
 
 def _strict(node: Any) -> Any:
@@ -38,6 +39,10 @@ def _strict(node: Any) -> Any:
             out[key] = {name: _strict(sub) for name, sub in value.items()}
         else:
             out[key] = _strict(value)
+    if "prefixItems" in out:  # a tuple: strict mode has no positional items
+        raise _NotStrict
+    if "$ref" in out:  # strict mode takes a reference alone (a field's description goes)
+        return {"$ref": out["$ref"]}
     if out.get("type") == "object" or "properties" in out:
         if out.get("additionalProperties", False) is not False or "patternProperties" in out:
             raise _NotStrict
@@ -48,7 +53,7 @@ def _strict(node: Any) -> Any:
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """A copy of ``schema`` that OpenAI's strict mode accepts, or None when it has an open
-    mapping that strict mode cannot express."""
+    mapping or a tuple, which strict mode cannot express."""
     try:
         made: dict[str, Any] = _strict(schema)
     except _NotStrict:
