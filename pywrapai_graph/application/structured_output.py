@@ -10,6 +10,7 @@ failed transport (429, 5xx, timeouts) stays the provider retry's job; this retri
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import TYPE_CHECKING, TypeVar
 
 from pywrapai_graph.application.observability.observation import NOOP, Observation
@@ -26,6 +27,7 @@ __all__ = ["checked_retries", "structured_attempts", "validated"]
 M = TypeVar("M", bound="BaseModel")
 
 _MAX_ERRORS = 10  # errors quoted back to the model; the rest are counted
+_log = logging.getLogger("pywrapai_graph.llm")
 
 
 def checked_retries(retries: object) -> int:
@@ -144,6 +146,10 @@ def structured_attempts(
                 turns = [Message(Role.USER, text)]
                 last = exc
             ob.set({"pywrapai.structured.valid": False})
+        if attempt <= retries:
+            _log.info(
+                "structured output %s: attempt %d did not validate; asking again", name, attempt
+            )
         sent = dataclasses.replace(sent, messages=(*sent.messages, *turns))
     cause = last.__cause__ if isinstance(last, StructuredOutputError) else last
     raise _exhausted(name, replies, last) from cause
