@@ -298,7 +298,21 @@ class ResponseFormatError(RuntimeFailure, ValueError):
 
 
 class StructuredOutputError(ResponseFormatError):
-    """The model's structured output is not valid JSON or does not match the schema."""
+    """The model's structured output is not valid JSON or does not match the schema, on every
+    attempt ``chat_structured(..., retries=N)`` made.
+
+    Attributes:
+        raw: the last reply.
+        replies: every attempt's raw reply, in order (one per attempt).
+        validation_error: the last attempt's validation errors, as sent back to the model.
+    """
+
+    def __init__(
+        self, message: str, *, raw: str, replies: tuple[str, ...] = (), validation_error: str = ""
+    ) -> None:
+        super().__init__(message, raw=raw)
+        self.replies = replies or (raw,)
+        self.validation_error = validation_error
 
 
 class ToolExecutionError(RuntimeFailure):

@@ -15,6 +15,7 @@ from pywrapai_graph.application.fallbacks import FallbackChain, ModelTarget
 from pywrapai_graph.application.observability.model_calls import observe_llm
 from pywrapai_graph.application.observability.observation import Observation
 from pywrapai_graph.application.stream_so_far import StreamSoFar
+from pywrapai_graph.application.structured_output import validated
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -30,12 +31,12 @@ from pywrapai_graph.domain import (
     TokenUsage,
     ToolSpec,
 )
+from pywrapai_graph.domain.request import StructuredMode
 from pywrapai_graph.errors import (
     ArgumentTypeError,
     IncompleteStreamError,
     InvalidArgumentError,
     ResponseFormatError,
-    StructuredOutputError,
 )
 from pywrapai_graph.ports import ChatModel, CountsMediaTokens, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
@@ -438,14 +439,15 @@ class CallModel:
         return AsyncChatStream(self._chain.astream(request, chunks, attempt))
 
     @staticmethod
-    def structured_format(schema: type[BaseModel]) -> ResponseFormat:
-        """The response format asking for JSON that validates against ``schema``."""
+    def structured_format(schema: type[BaseModel], mode: StructuredMode = "auto") -> ResponseFormat:
+        """The response format asking for JSON that validates against ``schema``, the
+        provider's native way or with a forced tool (``mode``)."""
         from pydantic import BaseModel
 
         given: object = schema
         if not (isinstance(given, type) and issubclass(given, BaseModel)):
             raise ArgumentTypeError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
-        return ResponseFormat(name=schema.__name__, json_schema=schema.model_json_schema())
+        return ResponseFormat(schema.__name__, schema.model_json_schema(), mode)
 
     @staticmethod
     def parse_structured(response: LLMResponse, schema: type[M]) -> M:
@@ -454,13 +456,4 @@ class CallModel:
         Raises:
             StructuredOutputError: invalid JSON or schema mismatch; ``raw`` keeps the text.
         """
-        from pydantic import ValidationError
-
-        try:
-            return schema.model_validate_json(response.content)
-        except ValidationError as exc:
-            raise StructuredOutputError(
-                f"the model's reply is not a valid {schema.__name__}: "
-                f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']}",
-                raw=response.content,
-            ) from exc
+        return validated(response.content, schema)

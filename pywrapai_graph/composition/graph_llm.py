@@ -23,6 +23,7 @@ from pywrapai_graph.domain import (
     ToolSpec,
 )
 from pywrapai_graph.domain.checks import is_positive_int
+from pywrapai_graph.domain.request import StructuredMode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import (
     BaseRetriever,
@@ -321,13 +322,22 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        retries: int = 1,
+        mode: StructuredMode = "auto",
         extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
-        """:meth:`LLM.chat_structured` with prompt, history and RAG assembly."""
+        """:meth:`LLM.chat_structured` (``retries``, ``mode``) with prompt, history and RAG
+        assembly."""
         messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
         return self._llm.chat_structured(
-            messages, schema, extra=extra, prompt_file=self._prompt_file, **generation
+            messages,
+            schema,
+            retries=retries,
+            mode=mode,
+            extra=extra,
+            prompt_file=self._prompt_file,
+            **generation,
         )
 
     async def achat_structured(
@@ -339,13 +349,21 @@ class GraphLLM:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        retries: int = 1,
+        mode: StructuredMode = "auto",
         extra: Mapping[str, object] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
         """Async :meth:`chat_structured`."""
         messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
         return await self._llm.achat_structured(
-            messages, schema, extra=extra, prompt_file=self._prompt_file, **generation
+            messages,
+            schema,
+            retries=retries,
+            mode=mode,
+            extra=extra,
+            prompt_file=self._prompt_file,
+            **generation,
         )
 
     # ------------------------------------------------------------------ copies

@@ -13,6 +13,7 @@ from pywrapai_graph.application.limited_models import LimitedChatModel
 from pywrapai_graph.application.observability.telemetry import check_hooks
 from pywrapai_graph.application.pricing import PriceTable
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
+from pywrapai_graph.application.structured_output import checked_retries, structured_attempts
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.fallback_models import fallback_targets
 from pywrapai_graph.composition.providers import ChatOptions, make_chat_model
@@ -26,9 +27,11 @@ from pywrapai_graph.domain import (
     Role,
     ToolSpec,
 )
+from pywrapai_graph.domain.request import StructuredMode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import ChatModel, ResponseCache
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["LLM"]
 
@@ -175,14 +178,12 @@ class LLM:
         tool_choice: str | None = None,
         generation: GenerationOptions | None = None,
         extra: Mapping[str, object] | None = None,
-        schema: type[BaseModel] | None = None,
     ) -> ChatRequest:
         return self._calls.build_request(
             self._messages(input),
             model=self._model,
             tools=tools,
             tool_choice=tool_choice,
-            response_format=CallModel.structured_format(schema) if schema else None,
             generation=GenerationParams.of(generation or {}).over(self._generation),
             extra=extra,
         )
@@ -274,33 +275,68 @@ class LLM:
         input: str | Sequence[Message],
         schema: type[M],
         *,
+        retries: int = 1,
+        mode: StructuredMode = "auto",
         extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
         """Ask for JSON matching the pydantic ``schema`` and return a validated instance.
 
+        A reply that does not validate (not JSON, a schema mismatch, a failed validator) is
+        sent back to the model with the errors — as the forced tool's result, or as a user
+        message — and the model is asked again, up to ``retries`` more times. Every attempt
+        is booked in :attr:`tokens` and traced.
+
+        Args:
+            retries: attempts after the first (default 1, as pydantic-ai's output retries);
+                0 makes one attempt.
+            mode: "auto" (default: the provider's native structured output where it has one,
+                else a forced tool), "native", or "tool" (for an OpenAI-compatible server
+                without ``json_schema`` support). Gemini and Ollama always use their native
+                field.
+
         Raises:
-            StructuredOutputError: the reply is not valid JSON for ``schema`` (``raw`` keeps it).
+            StructuredOutputError: no attempt validated; ``replies`` holds every raw reply,
+                ``validation_error`` the last errors.
+            ArgumentTypeError: ``retries`` is not an int >= 0.
         """
-        request = self._request(input, None, None, generation, extra, schema)
-        return CallModel.parse_structured(
-            self._calls.chat(request, prompt_file=prompt_file), schema
-        )
+        attempts = self._structured(input, schema, retries, mode, generation, extra)
+        return drive(attempts, lambda sent: self._calls.chat(sent, prompt_file=prompt_file))
 
     async def achat_structured(
         self,
         input: str | Sequence[Message],
         schema: type[M],
         *,
+        retries: int = 1,
+        mode: StructuredMode = "auto",
         extra: Mapping[str, object] | None = None,
         prompt_file: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> M:
         """Async :meth:`chat_structured`."""
-        request = self._request(input, None, None, generation, extra, schema)
-        response = await self._calls.achat(request, prompt_file=prompt_file)
-        return CallModel.parse_structured(response, schema)
+        attempts = self._structured(input, schema, retries, mode, generation, extra)
+        return await adrive(attempts, lambda sent: self._calls.achat(sent, prompt_file=prompt_file))
+
+    def _structured(
+        self,
+        input: str | Sequence[Message],
+        schema: type[M],
+        retries: int,
+        mode: StructuredMode,
+        generation: GenerationOptions,
+        extra: Mapping[str, object] | None,
+    ) -> Core[ChatRequest, M]:
+        retries = checked_retries(retries)
+        request = self._calls.build_request(
+            self._messages(input),
+            model=self._model,
+            response_format=CallModel.structured_format(schema, mode),
+            generation=GenerationParams.of(generation).over(self._generation),
+            extra=extra,
+        )
+        return structured_attempts(request, schema, retries)
 
     def close(self) -> None:
         """Release the adapter's HTTP connections (and those of fallbacks built from

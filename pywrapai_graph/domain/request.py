@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pywrapai_graph.domain.generation import GenerationParams
 from pywrapai_graph.domain.messages import Message
+from pywrapai_graph.errors import InvalidArgumentError
 
-__all__ = ["ChatRequest", "ResponseFormat", "ToolSpec"]
+__all__ = ["ChatRequest", "ResponseFormat", "StructuredMode", "ToolSpec"]
+
+#: How structured output is asked for: "native" (the provider's JSON-schema field), "tool"
+#: (a forced tool call whose arguments are the object) or "auto" (the adapter's choice).
+StructuredMode = Literal["auto", "native", "tool"]
 
 #: A provider-neutral tool definition, as ``ToolRegistry.to_schema()`` returns:
 #: ``{"name": ..., "description": ..., "parameters": {JSON Schema object}}``.
@@ -20,11 +25,29 @@ ToolSpec = Mapping[str, Any]
 class ResponseFormat:
     """Ask the model for JSON matching ``json_schema`` (structured output).
 
-    Adapters must return the JSON document as the response's ``content`` text.
+    Adapters must return the JSON document as the response's ``content`` text; on the forced
+    tool path they also return the tool call itself in ``tool_calls``, so that a retry can
+    answer it with a tool result.
+
+    Attributes:
+        name: the schema's name (the forced tool's name).
+        json_schema: the JSON Schema of the object.
+        mode: "native", "tool" or "auto"; a provider with a single way ignores it.
+
+    Raises:
+        InvalidArgumentError: ``mode`` is none of the three.
     """
 
     name: str
     json_schema: Mapping[str, Any]
+    mode: StructuredMode = "auto"
+
+    def __post_init__(self) -> None:
+        if self.mode not in get_args(StructuredMode):
+            raise InvalidArgumentError(
+                f"mode={self.mode!r}: pass 'auto', 'native' (the provider's JSON-schema "
+                "output) or 'tool' (a forced tool call)"
+            )
 
 
 @dataclass(frozen=True, slots=True)

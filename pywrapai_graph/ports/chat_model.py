@@ -27,8 +27,11 @@ class ChatModel(Protocol):
     Adapters receive a fully assembled :class:`ChatRequest` (system prompt first, neutral
     tool specs) and translate it to their wire format; they never reorder messages.
 
-    Structured output: when ``request.response_format`` is set, the adapter returns the JSON
-    document as ``LLMResponse.content`` (the facade validates it).
+    Structured output: when ``request.response_format`` is set, the adapter asks for it the
+    way its ``mode`` says (the provider's native JSON-schema field, or a forced tool) and
+    returns the JSON document as ``LLMResponse.content`` (the facade validates it); on the
+    forced-tool path it also returns that tool call in ``tool_calls``, which a retry answers
+    with a tool result.
 
     Streaming: ``stream``/``astream`` yield text pieces; the last chunk carries the usage the
     provider reported for the whole stream.

@@ -286,24 +286,18 @@ def test_stream_text_and_usage_recorded_after_exhaustion(provider: Provider) -> 
 
 # ---------------------------------------------------------------------------- structured output
 def test_structured_output(provider: Provider) -> None:
-    payload = '{"name": "Paris", "population": 2100000}'
-    if provider.name == "anthropic":  # a forced tool call carries the object
-        provider.wire.reply(
-            ScriptedReply(
-                tool_calls=[ToolCall("toolu_1", "City", {"name": "Paris", "population": 2100000})]
-            )
-        )
-    else:
-        provider.wire.reply(payload)
+    provider.wire.reply('{"name": "Paris", "population": 2100000}')
     city = provider.llm().chat_structured("Biggest French city?", City)
     assert city == City(name="Paris", population=2100000)
     body = provider.sent()
     if provider.name == "openai":
         assert body["response_format"]["type"] == "json_schema"
         assert body["response_format"]["json_schema"]["name"] == "City"
-    elif provider.name == "anthropic":
-        assert body["tool_choice"] == {"type": "tool", "name": "City"}
-        assert body["tools"][-1]["input_schema"]["required"] == ["name", "population"]
+        assert body["response_format"]["json_schema"]["strict"] is True
+    elif provider.name == "anthropic":  # native structured outputs, no tool
+        assert body["output_config"]["format"]["type"] == "json_schema"
+        assert body["output_config"]["format"]["schema"]["additionalProperties"] is False
+        assert "tools" not in body and "tool_choice" not in body
     elif provider.name == "gemini":
         assert body["generationConfig"]["responseMimeType"] == "application/json"
         assert "responseSchema" in body["generationConfig"]
@@ -415,9 +409,6 @@ class TestAnthropicChatModel(ChatModelContract):
         from pywrapai_graph.adapters.llm.anthropic import AnthropicChatModel
 
         return AnthropicChatModel(self.model, base_url=wire.url, **_options(options))
-
-    def structured_reply(self, value: dict[str, Any]) -> ScriptedReply | str:
-        return ScriptedReply(tool_calls=[ToolCall("toolu_1", "City", value)])  # a forced tool
 
 
 class TestGeminiChatModel(ChatModelContract):

@@ -390,9 +390,33 @@ async def test_structured_calls_are_json_chat_spans(otel: Telemetry) -> None:
     assert llm.chat_structured("city?", City).name == "Oslo"
     assert (await llm.achat_structured("city?", City)).name == "Bergen"
     spans = otel.finished()
-    assert [s.name for s in spans] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
-    assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in spans)
+    assert [s.name for s in spans] == ["chat gpt-4o-mini", "structured_attempt 1"] * 2
+    chats, attempts = spans[::2], spans[1::2]
+    assert all((s.attributes or {})["gen_ai.output.type"] == "json" for s in chats)
+    assert [c.parent.span_id for c in chats if c.parent] == [
+        a.context.span_id for a in attempts if a.context
+    ]
     assert "Oslo" not in all_text(spans)
+
+
+def test_each_structured_attempt_is_a_span_with_its_chat_inside(otel: Telemetry) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+
+    llm = scripted_llm('{"town": "Oslo"}', '{"name": "Oslo"}')
+    assert llm.chat_structured("city?", City).name == "Oslo"
+    attempts = [s for s in otel.finished() if s.name.startswith("structured_attempt")]
+    assert [s.name for s in attempts] == ["structured_attempt 1", "structured_attempt 2"]
+    assert [(s.attributes or {}).get("pywrapai.structured.valid") for s in attempts] == [
+        False,
+        None,
+    ]
+    chats = [s for s in otel.finished() if s.name.startswith("chat")]
+    assert [c.parent.span_id for c in chats if c.parent] == [
+        a.context.span_id for a in attempts if a.context
+    ]
 
 
 def test_sync_agent_tree_and_a_stopped_run(otel: Telemetry) -> None:

@@ -67,6 +67,16 @@ _PROVIDER = "anthropic"
 _MAX_IMAGE_BASE64 = 5 * 2**20  # the Messages API's limits per image
 _MAX_IMAGE_SIDE = 8000
 _OWNED = owned_fields(max_tokens="max_tokens=", system="a SYSTEM message", stop_sequences="stop=")
+# models that predate structured outputs: chat_structured(mode="auto") forces a tool on them
+_BEFORE_NATIVE = (
+    "claude-2",
+    "claude-3",
+    "claude-instant",
+    "claude-sonnet-4-0",
+    "claude-sonnet-4-2025",
+    "claude-opus-4-0",
+    "claude-opus-4-2025",
+)
 
 
 def _source(part: ImagePart | DocumentPart) -> dict[str, Any]:
@@ -199,10 +209,11 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
     go to the ``system=`` parameter; tool results become ``tool_result`` blocks; structured
-    output is a forced tool call whose input is returned as the JSON content. The
-    ``thinking`` and ``redacted_thinking`` blocks of a reply are kept on
-    ``LLMResponse.reasoning`` and sent back first, unchanged, in the assistant turn they
-    came with.
+    output is native (``output_config.format``, the schema made strict by the SDK's
+    ``transform_schema``) or, in mode "tool" and on older models, a forced tool call whose
+    input is returned as the JSON content. The ``thinking`` and ``redacted_thinking`` blocks
+    of a reply are kept on ``LLMResponse.reasoning`` and sent back first, unchanged, in the
+    assistant turn they came with.
 
     Args:
         prompt_cache: "auto" (default) marks ``cache_control`` breakpoints on the tools, the
@@ -271,8 +282,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         if system is not None:
             params["system"] = system
         tools = anthropic_tools(request.tools)
-        if request.response_format is not None:
-            fmt = request.response_format
+        fmt = request.response_format
+        native = _native_schema(request)
+        if fmt is not None and native is None:
             tools.append(
                 {
                     "name": fmt.name,
@@ -298,6 +310,9 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         add_extra_body(
             params, request.extra, provider=_PROVIDER, owned=_OWNED, keywords=self._keywords
         )
+        if native is not None:  # beside an output_config effort= the caller set in extra=
+            fmt_param = {"type": "json_schema", "schema": native}
+            params["output_config"] = {**params.get("output_config", {}), "format": fmt_param}
         return params
 
     @staticmethod
@@ -306,22 +321,20 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         calls: list[ToolCall] = []
         reasoning: list[ReasoningPart] = []
         fmt = request.response_format
-        structured: str | None = None
         for block in raw.content:
             if block.type == "text":
                 texts.append(block.text)
             elif block.type == "tool_use":
-                if fmt is not None and block.name == fmt.name:
-                    structured = json.dumps(block.input)
-                else:
-                    calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+                calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
             elif (part := reasoning_of(block, _PROVIDER)) is not None:
                 reasoning.append(part)
-        if fmt is not None:
-            texts = [_structured(structured, fmt.name, raw)]
+        if fmt is not None and _native_schema(request) is None:
+            # the forced tool's call is the object; kept so that a retry can answer it
+            calls = [c for c in calls if c.name == fmt.name][:1]
+            texts = [_structured(calls, fmt.name, raw)]
         return LLMResponse(
             content="".join(texts),
-            tool_calls=[] if fmt is not None else calls,
+            tool_calls=calls,
             usage=_usage(raw.usage),
             model=raw.model or "",
             provider=_PROVIDER,
@@ -343,10 +356,26 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         return client.messages.create(**params, stream=True)
 
 
-def _structured(payload: str | None, name: str, raw: Any) -> str:
+def _native_schema(request: ChatRequest) -> dict[str, Any] | None:
+    """The schema sent as ``output_config.format`` (native structured output), or None for
+    the forced tool: with mode "tool", for models older than structured outputs (Claude 3,
+    Sonnet 4 and Opus 4 of 2025-05) in mode "auto", and for a schema the API's transform
+    cannot express (a node with no type, such as ``Any``)."""
+    fmt = request.response_format
+    if fmt is None or fmt.mode == "tool":
+        return None
+    if fmt.mode == "auto" and request.model.startswith(_BEFORE_NATIVE):
+        return None
+    try:
+        return anthropic.transform_schema(dict(fmt.json_schema))
+    except ValueError:
+        return None
+
+
+def _structured(calls: list[ToolCall], name: str, raw: Any) -> str:
     """The forced tool's input, or ResponseFormatError when the reply did not call it (a
     server that ignores ``tool_choice`` answers in free text, which is no ``name`` object)."""
-    if payload is None:
+    if not calls:
         error = ResponseFormatError(
             f"{_PROVIDER}: a structured-output reply must call the tool {name!r}, but it has "
             "no such tool_use block (the server may ignore forced tool choice); its raw body "
@@ -355,4 +384,4 @@ def _structured(payload: str | None, name: str, raw: Any) -> str:
         )
         error.usage = _usage(raw.usage)  # billed all the same
         raise error
-    return payload
+    return json.dumps(calls[0].arguments)

@@ -25,6 +25,7 @@ from pywrapai_graph.adapters.llm._openai_reasoning import (
     replayed,
 )
 from pywrapai_graph.adapters.llm._replies import StreamTally
+from pywrapai_graph.adapters.llm._structured import openai_structured
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -203,13 +204,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         if request.tool_choice is not None:
             params["tool_choice"] = _tool_choice(request.tool_choice)
         if request.response_format is not None:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": request.response_format.name,
-                    "schema": dict(request.response_format.json_schema),
-                },
-            }
+            params.update(openai_structured(request.response_format))
         max_tokens = request.max_tokens or self._default_max_tokens
         params.update(
             drop_none(
@@ -241,8 +236,11 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         except ResponseFormatError as exc:
             exc.usage = usage  # billed all the same
             raise
+        fmt = request.response_format
+        forced = [c for c in message.tool_calls or () if fmt and c.function.name == fmt.name]
         return LLMResponse(
-            content=message.content or "",
+            # the forced tool's arguments are the object (kept as sent, for the retries)
+            content=forced[0].function.arguments if forced else message.content or "",
             tool_calls=calls,
             usage=usage,
             model=raw.model or "",

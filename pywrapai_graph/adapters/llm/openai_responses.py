@@ -32,7 +32,7 @@ from pywrapai_graph.adapters.llm._base import (
 )
 from pywrapai_graph.adapters.llm._media import data_url, openai_tokens, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
-from pywrapai_graph.adapters.llm._strict_schema import strict_schema
+from pywrapai_graph.adapters.llm._structured import strict_schema
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
