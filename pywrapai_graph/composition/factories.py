@@ -72,6 +72,7 @@ def _connection(s: LLMSettings | FallbackSettings) -> dict[str, Any]:
         timeout=s.timeout,
         max_retries=s.max_retries,
         prompt_cache=s.prompt_cache,
+        **s.endpoint_options(),
     )
 
 

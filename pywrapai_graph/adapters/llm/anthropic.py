@@ -49,6 +49,12 @@ except ImportError as exc:  # this module loads only when its provider is chosen
 
 __all__ = ["AnthropicChatModel"]
 
+#: the SDK's clients of the Messages API: Anthropic's own, on Amazon Bedrock, on Vertex AI
+AnyAnthropic = anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex
+AnyAsyncAnthropic = (
+    anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
+)
+
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
 _PROVIDER = "anthropic"
@@ -179,7 +185,7 @@ class _StreamTally(StreamTally):
         return super().final()
 
 
-class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthropic]):
+class AnthropicChatModel(SDKChatModel[AnyAnthropic, AnyAsyncAnthropic]):
     """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
@@ -215,16 +221,19 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
-        options = drop_none(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self._connect(
+            drop_none(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         )
-        self._stainless_clients(anthropic.Anthropic, anthropic.AsyncAnthropic, options)
-        self._secret = self._client.api_key
         # Recent SDKs dropped temperature/top_p from messages.create (newer models fix them):
         # send what the installed SDK takes, warn about the rest.
         accepted = inspect.signature(self._client.messages.create).parameters
         self._keywords = frozenset(accepted)  # extra= keys sent as keywords, others in the body
         self._sampling = frozenset(p for p in ("temperature", "top_p") if p in accepted)
+
+    def _connect(self, options: dict[str, Any]) -> None:
+        """Build the SDK clients and note their key (a platform subclass builds its own)."""
+        self._stainless_clients(anthropic.Anthropic, anthropic.AsyncAnthropic, options)
+        self._secret = getattr(self._client, "api_key", None)
         if not self._secret:
             raise ConfigurationError(
                 "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
@@ -295,16 +304,12 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(anthropic, _PROVIDER, self._secret)
+        return stainless_errors(anthropic, self.provider_name, self._secret)
 
-    def _create(
-        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
-    ) -> Any:
+    def _create(self, client: AnyAnthropic | AnyAsyncAnthropic, params: dict[str, Any]) -> Any:
         return client.messages.create(**params)
 
-    def _open(
-        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
-    ) -> Any:
+    def _open(self, client: AnyAnthropic | AnyAsyncAnthropic, params: dict[str, Any]) -> Any:
         return client.messages.create(**params, stream=True)
 
 
