@@ -32,7 +32,7 @@ def is_credential_failure(exc: BaseException) -> bool:
 @contextmanager
 def credential_errors(
     provider: str,
-    kinds: tuple[type[BaseException], ...],
+    kinds: tuple[type[Exception], ...],
     secrets: Callable[[], Iterable[str | None]],
 ) -> Iterator[None]:
     """Raise the credential library's ``kinds`` (and an SDK's RuntimeError about credentials)
@@ -41,7 +41,7 @@ def credential_errors(
         yield
     except PyWrapAIError:
         raise
-    except (*kinds, RuntimeError) as exc:
+    except Exception as exc:
         if not isinstance(exc, kinds) and not is_credential_failure(exc):
             raise
         known = list(secrets())
@@ -74,8 +74,8 @@ class TokenSource:
     def _checked(self, token: object) -> str:
         if not isinstance(token, str) or not token:
             raise AuthenticationError(
-                f"{self._name}: the token provider returned {type(token).__name__}, not a "
-                "non-empty token string",
+                f"{self._name}: azure_ad_token_provider returned {type(token).__name__}, "
+                "not a non-empty string",
                 provider=self._name,
             )
         self.last = token
@@ -83,7 +83,7 @@ class TokenSource:
 
     def _failed(self, exc: Exception) -> AuthenticationError:
         return AuthenticationError(
-            f"{self._name}: the token provider failed ({type(exc).__name__}): "
+            f"{self._name}: azure_ad_token_provider failed ({type(exc).__name__}): "
             f"{redact(str(exc), [self.last])}",
             provider=self._name,
         )
@@ -97,9 +97,9 @@ class TokenSource:
             if inspect.iscoroutine(token):
                 token.close()  # never awaited: no "coroutine was never awaited" warning
             raise ConfigurationError(
-                f"{self._name}: the token provider is async; it serves achat()/astream() "
-                "only. Pass a synchronous provider (azure.identity.get_bearer_token_provider) "
-                "for both"
+                f"{self._name}: azure_ad_token_provider is async, so it serves achat() and "
+                "astream() only; pass a synchronous one (azure.identity's "
+                "get_bearer_token_provider) to serve both"
             )
         return self._checked(token)
 

@@ -117,7 +117,7 @@ class AnthropicBedrockChatModel(AnthropicChatModel):
                 "region=, and either AWS credentials or api_key="
             ) from None
         # what travels on the wire: the session token (X-Amz-Security-Token) or the key
-        self._secret = self._aws.get("aws_session_token") or self._client.api_key
+        self._secret = self._aws.get("aws_session_token") or getattr(self._client, "api_key", None)
 
     def _secrets(self) -> list[str | None]:
         keys = ("aws_secret_key", "aws_session_token", "aws_access_key")

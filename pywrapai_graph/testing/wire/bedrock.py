@@ -1,7 +1,7 @@
 """Amazon Bedrock's runtime API for Anthropic models, written from its public API reference.
 
 * ``POST /model/{model-id}/invoke``: the Messages API body without ``model`` (it is in the
-  path) and with ``anthropic_version: bedrock-2023-05-31``; the Messages reply.
+  path) and with an ``anthropic_version``; the Messages reply.
 * ``POST /model/{model-id}/invoke-with-response-stream``: the reply as an AWS event stream
   (``application/vnd.amazon.eventstream``): binary messages of a prelude (total length,
   headers length, the prelude's CRC32), headers (``:event-type: chunk``,
@@ -29,7 +29,7 @@ from pywrapai_graph.testing.scripted import ScriptedReply
 from pywrapai_graph.testing.wire.providers import AnthropicWire
 from pywrapai_graph.testing.wire.server import RecordedRequest, WireResponse
 
-__all__ = ["AwsKeys", "BedrockWire", "event_stream_message"]
+__all__ = ["AwsKeys", "BedrockWire", "event_chunk", "event_stream_message"]
 
 _PATH = re.compile(r"^/model/(?P<model>[^/?]+)/(?P<op>invoke|invoke-with-response-stream)$")
 _SIGV4 = re.compile(
@@ -77,7 +77,7 @@ def event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:
     return body + struct.pack("!I", binascii.crc32(body))
 
 
-def _chunk(event: dict[str, Any]) -> bytes:
+def event_chunk(event: dict[str, Any]) -> bytes:
     payload = {"bytes": base64.b64encode(json.dumps(event).encode()).decode(), "p": "abcd"}
     headers = {":event-type": "chunk", ":content-type": "application/json"}
     return event_stream_message({**headers, ":message-type": "event"}, json.dumps(payload).encode())
@@ -188,7 +188,7 @@ class BedrockWire(AnthropicWire):
         }
         return WireResponse(
             content_type="application/vnd.amazon.eventstream",
-            chunks=[_chunk(e) for e in events],
+            chunks=[event_chunk(e) for e in events],
         )
 
     def render_error(self, status: int, message: str) -> bytes:

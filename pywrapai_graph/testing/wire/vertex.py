@@ -3,7 +3,7 @@ reference.
 
 * Claude (Anthropic's publisher models): ``POST /v1/projects/{project}/locations/{region}/
   publishers/anthropic/models/{model}:rawPredict`` and ``:streamRawPredict`` (SSE), the
-  Messages API body without ``model`` and with ``anthropic_version: vertex-2023-10-16``
+  Messages API body without ``model`` and with an ``anthropic_version``
   (:class:`~pywrapai_graph.testing.wire.AnthropicWire`'s bodies and events).
 * Gemini: ``POST /v1beta1/projects/{project}/locations/{location}/publishers/google/models/
   {model}:generateContent`` and ``:streamGenerateContent?alt=sse``
