@@ -15,7 +15,8 @@ What is masked (replaced by ``***``):
   provider keys (``sk-...``, ``sk-ant-...``), cloud keys (AWS ``AKIA``/``ASIA`` key ids and
   session tokens, Google ``AIza`` keys, ``ya29.`` OAuth tokens and ``GOCSPX-`` client
   secrets, Azure AD client secrets and storage ``AccountKey=``/``SharedAccessKey=`` values,
-  ``api-key``/``Ocp-Apim-Subscription-Key`` and ``X-Amz-Security-Token`` headers), VCS tokens
+  Bedrock API keys, ``api-key``/``Ocp-Apim-Subscription-Key`` and ``X-Amz-Security-Token``
+  headers), VCS tokens
   (GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab ``glpat-``
   and its kin), chat tokens (Slack ``xoxb-``/``xoxp-``/``xapp-`` and webhook URLs, Discord
   and Telegram bot tokens), package-registry and payment keys (npm, PyPI, Stripe,
@@ -98,6 +99,7 @@ _TOKEN_SHAPES = re.compile(
             r"sk-[A-Za-z0-9_\-*]{6,}",  # OpenAI, Anthropic (sk-ant-), DeepSeek...
             r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS key ids
             r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/=]{20,}",  # AWS session tokens
+            r"(?:ABSK|bedrock-api-key-)[A-Za-z0-9+/=]{20,}",  # Amazon Bedrock API keys
             r"AIza[0-9A-Za-z_\-]{10,}",  # Google API keys
             r"ya29\.[0-9A-Za-z_\-.]{10,}",  # Google OAuth access tokens
             r"GOCSPX-[0-9A-Za-z_\-]{10,}",  # Google OAuth client secrets

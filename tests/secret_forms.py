@@ -34,6 +34,7 @@ FORMS: list[tuple[str, str, str]] = [
     (f"ExpiredToken: session token {AWS_SESSION_TOKEN} expired", AWS_SESSION_TOKEN, "expired"),
     (f"X-Amz-Security-Token: {AWS_SESSION_TOKEN}", AWS_SESSION_TOKEN, "X-Amz-Security-Token"),
     (f"GET /x?X-Amz-Security-Token={AWS_SESSION_TOKEN}&a=1 403", AWS_SESSION_TOKEN, "403"),
+    ("bedrock key ABSKQmVkcm9ja0FQSUtleS1leGFtcGxlMDEyMzQ1Njc4OQ== denied", "QmVkcm9ja", "denied"),
     (f"api-key: {AZURE_OPENAI_KEY}", AZURE_OPENAI_KEY, "api-key"),
     (f"AZURE_OPENAI_API_KEY={AZURE_OPENAI_KEY} rejected", AZURE_OPENAI_KEY, "AZURE_OPENAI"),
     (f"Ocp-Apim-Subscription-Key: {AZURE_OPENAI_KEY}", AZURE_OPENAI_KEY, "Ocp-Apim"),

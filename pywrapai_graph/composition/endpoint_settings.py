@@ -20,6 +20,9 @@ ENDPOINT_KEYS: dict[str, frozenset[str]] = {
     "gemini-vertex": frozenset({"region", "project"}),
 }
 
+#: the providers that authenticate with credentials objects only
+_KEYLESS = frozenset({"anthropic-vertex", "gemini-vertex"})
+
 
 class EndpointFields(BaseModel):
     """``llm.azure_endpoint``, ``llm.api_version`` (azure-openai), ``llm.region``
@@ -44,6 +47,11 @@ class EndpointFields(BaseModel):
             raise InvalidArgumentError(
                 f"{', '.join(stray)}: read by provider {' or '.join(map(repr, readers))} "
                 f"only (got provider {provider!r})"
+            )
+        if provider in _KEYLESS and getattr(self, "api_key", None) is not None:
+            raise InvalidArgumentError(
+                f"provider {provider!r} takes google-auth credentials (application-default "
+                "credentials, GOOGLE_APPLICATION_CREDENTIALS), not api_key"
             )
         return self
 

@@ -370,6 +370,19 @@ def test_a_failing_platform_falls_back_to_another(first: str, second: str) -> No
     assert record.provider == second and record.cost_usd > 0
 
 
+@pytest.mark.parametrize("provider", list(WIRES))
+def test_a_transient_failure_is_retried_and_signed_again(provider: str) -> None:
+    with WIRES[provider]() as wire:
+        wire.fail(503, "Service Unavailable", headers={"retry-after-ms": "10"}).reply("again")
+        assert _llm(provider, wire, max_retries=1).chat("Hi").content == "again"
+    first, second = wire.requests
+    assert first.path == second.path and first.json == second.json
+    credential = {"authorization", "api-key"}
+    assert credential & set(first.headers) == credential & set(second.headers) != set()
+    if isinstance(wire, BedrockWire):
+        assert wire.verified == 2  # the retry is signed anew, and its signature is valid
+
+
 @pytest.mark.parametrize(
     ("provider", "system"),
     [
@@ -441,3 +454,8 @@ def test_bedrock_from_the_environment_alone(monkeypatch: pytest.MonkeyPatch) -> 
 def test_an_endpoint_setting_of_another_provider_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="project: read by provider"):
         load_settings({"llm": {"provider": "anthropic-bedrock", "project": "acme"}})
+    with pytest.raises(ConfigurationError, match="not api_key"):
+        load_settings({"llm": {"provider": "gemini-vertex", "api_key": "AIza-not-here"}})
+    fallback = {"provider": "openai", "azure_endpoint": "https://acme.openai.azure.com"}
+    with pytest.raises(ConfigurationError, match="azure_endpoint: read by provider"):
+        load_settings({"llm": {"provider": "openai", "fallbacks": [fallback]}})

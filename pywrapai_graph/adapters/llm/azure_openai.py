@@ -115,7 +115,9 @@ class AzureOpenAIChatModel(OpenAIChatModel):
             reason = redact(str(exc), [options.get("api_key")])
             raise ConfigurationError(f"{_NEEDS}; the SDK says: {reason}") from None
         key = self._client.api_key
-        self._secret = None if key == API_KEY_SENTINEL else key
+        # a static token from AZURE_OPENAI_AD_TOKEN is a secret as the key is
+        static_token = getattr(self._client, "_azure_ad_token", None)
+        self._secret = static_token if key == API_KEY_SENTINEL else key
 
     @staticmethod
     def _response(raw: Any, request: ChatRequest) -> LLMResponse:
