@@ -12,9 +12,11 @@ What is masked (replaced by ``***``):
   assignments (``OPENAI_API_KEY=``, ``PGPASSWORD=``, ``GITHUB_TOKEN=``...), ``key: value``
   pairs (to the end of the line) and HTTP ``Authorization`` values;
 * anything shaped like a credential, wherever it stands (:data:`_TOKEN_SHAPES`): LLM
-  provider keys (``sk-...``, ``sk-ant-...``), cloud keys (AWS ``AKIA``/``ASIA`` key ids,
-  Google ``AIza`` keys, ``ya29.`` OAuth tokens and ``GOCSPX-`` client secrets, Azure AD
-  client secrets and storage ``AccountKey=``/``SharedAccessKey=`` values), VCS tokens
+  provider keys (``sk-...``, ``sk-ant-...``), cloud keys (AWS ``AKIA``/``ASIA`` key ids and
+  session tokens, Google ``AIza`` keys, ``ya29.`` OAuth tokens and ``GOCSPX-`` client
+  secrets, Azure AD client secrets and storage ``AccountKey=``/``SharedAccessKey=`` values,
+  Bedrock API keys, ``api-key``/``Ocp-Apim-Subscription-Key`` and ``X-Amz-Security-Token``
+  headers), VCS tokens
   (GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab ``glpat-``
   and its kin), chat tokens (Slack ``xoxb-``/``xoxp-``/``xapp-`` and webhook URLs, Discord
   and Telegram bot tokens), package-registry and payment keys (npm, PyPI, Stripe,
@@ -48,13 +50,15 @@ _ASSIGNED = (
     "password|passwd|pwd|sslpassword|secret|client_secret|token|access_token|refresh_token|"
     "auth_token|id_token|session_token|api_key|apikey|api-key|x-api-key|x-goog-api-key|key|"
     "private_key|private_key_id|credential|credentials|auth|sig|signature|"
-    "secret_access_key|secretaccesskey|accountkey|sharedaccesskey"
+    "secret_access_key|secretaccesskey|accountkey|sharedaccesskey|x-amz-security-token|"
+    "ocp-apim-subscription-key"
 )
 # The subset still unambiguous after ``:`` (headers, YAML); quoted JSON names take all.
 _LABELLED = (
     "password|passwd|sslpassword|secret|client_secret|access_token|refresh_token|auth_token|"
     "api_key|apikey|api-key|x-api-key|x-goog-api-key|private_key|private_key_id|authorization|"
-    "proxy-authorization|x-auth-token|secret_access_key|secretaccesskey"
+    "proxy-authorization|x-auth-token|secret_access_key|secretaccesskey|x-amz-security-token|"
+    "ocp-apim-subscription-key"
 )
 # Environment-style names: a secret word after a prefix (``OPENAI_API_KEY``, ``PGPASSWORD``).
 _ENV = (
@@ -94,6 +98,8 @@ _TOKEN_SHAPES = re.compile(
         for shape in (
             r"sk-[A-Za-z0-9_\-*]{6,}",  # OpenAI, Anthropic (sk-ant-), DeepSeek...
             r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS key ids
+            r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/=]{20,}",  # AWS session tokens
+            r"(?:ABSK|bedrock-api-key-)[A-Za-z0-9+/=]{20,}",  # Amazon Bedrock API keys
             r"AIza[0-9A-Za-z_\-]{10,}",  # Google API keys
             r"ya29\.[0-9A-Za-z_\-.]{10,}",  # Google OAuth access tokens
             r"GOCSPX-[0-9A-Za-z_\-]{10,}",  # Google OAuth client secrets

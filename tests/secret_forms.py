@@ -8,6 +8,10 @@ from __future__ import annotations
 
 AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#: an STS session token's documented opening (``IQoJb3JpZ2luX2Vj``: "origin_ec"), then filler
+AWS_SESSION_TOKEN = "IQoJb3JpZ2luX2VjEXAMPLEtokenAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
+#: an Azure OpenAI resource key (32 hex digits; no shape of its own: masked when labelled)
+AZURE_OPENAI_KEY = "0123456789abcdef0123456789abcdef"
 GITHUB = "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"
 SLACK = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 JWT = (
@@ -27,6 +31,14 @@ FORMS: list[tuple[str, str, str]] = [
     (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "aws_secret_access_key"),
     (f"AWS_SECRET_ACCESS_KEY: {AWS_SECRET}", AWS_SECRET, "AWS_SECRET_ACCESS_KEY"),
     (f'{{"AccessKeyId": "{AWS_KEY_ID}", "SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET, "Id"),
+    (f"ExpiredToken: session token {AWS_SESSION_TOKEN} expired", AWS_SESSION_TOKEN, "expired"),
+    (f"X-Amz-Security-Token: {AWS_SESSION_TOKEN}", AWS_SESSION_TOKEN, "X-Amz-Security-Token"),
+    (f"GET /x?X-Amz-Security-Token={AWS_SESSION_TOKEN}&a=1 403", AWS_SESSION_TOKEN, "403"),
+    ("bedrock key ABSKQmVkcm9ja0FQSUtleS1leGFtcGxlMDEyMzQ1Njc4OQ== denied", "QmVkcm9ja", "denied"),
+    (f"api-key: {AZURE_OPENAI_KEY}", AZURE_OPENAI_KEY, "api-key"),
+    (f"AZURE_OPENAI_API_KEY={AZURE_OPENAI_KEY} rejected", AZURE_OPENAI_KEY, "AZURE_OPENAI"),
+    (f"Ocp-Apim-Subscription-Key: {AZURE_OPENAI_KEY}", AZURE_OPENAI_KEY, "Ocp-Apim"),
+    (f"Entra ID token {JWT} rejected by the resource", JWT.split(".")[2], "by the resource"),
     ("API key AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe invalid", "DaGmWKa4JsXZ", "invalid"),
     ("OAuth ya29.a0AfH6SMBx3lVq4Yz9kR2mN8pQ7wT5uE1oI6 expired", "a0AfH6SMBx3lVq4", "expired"),
     ("client GOCSPX-1mVwFTjGIXgs2BC2uHzksQi0HAK denied", "1mVwFTjGIXgs2BC2", "denied"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError
@@ -23,12 +24,14 @@ def gemini_client(
     max_retries: int | None,
     client_args: dict[str, Any] | None = None,
     async_client_args: dict[str, Any] | None = None,
+    vertex: Mapping[str, Any] | None = None,
 ) -> genai.Client:
-    """A ``google.genai.Client`` with our options.
+    """A ``google.genai.Client`` with our options; on Vertex AI with ``vertex`` (its
+    ``project``, ``location`` and ``credentials``) instead of an API key.
 
     Raises:
         MissingExtraError: google-genai is not installed.
-        ConfigurationError: no API key is available.
+        ConfigurationError: no API key is available (no project, on Vertex AI).
     """
     http: dict[str, Any] = {}
     if base_url:
@@ -41,14 +44,18 @@ def gemini_client(
         http["async_client_args"] = async_client_args
     if max_retries is not None:
         http["retry_options"] = types.HttpRetryOptions(attempts=max_retries + 1)
+    options = types.HttpOptions(**http) if http else None
     try:
-        return genai.Client(
-            api_key=api_key, http_options=types.HttpOptions(**http) if http else None
-        )
+        if vertex is not None:
+            return genai.Client(vertexai=True, http_options=options, **vertex)
+        return genai.Client(api_key=api_key, http_options=options)
     except ValueError as exc:
-        raise ConfigurationError(
-            "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
-        ) from scrubbed(exc, [api_key])
+        needs = (
+            "Gemini on Vertex AI needs a project: set GOOGLE_CLOUD_PROJECT or pass project="
+            if vertex is not None
+            else "Gemini needs an API key: set GOOGLE_API_KEY or pass api_key="
+        )
+        raise ConfigurationError(needs) from scrubbed(exc, [api_key])
 
 
 async def close_aio(client: Any) -> None:

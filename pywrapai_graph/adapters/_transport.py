@@ -13,7 +13,7 @@ __all__ = ["BodyRecorder", "http_errors", "log_retries"]
 
 T = TypeVar("T")
 _RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
-_STREAMED = ("text/event-stream", "ndjson")
+_STREAMED = ("text/event-stream", "ndjson", "eventstream")  # SSE, NDJSON, AWS event streams
 
 
 def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:

@@ -29,6 +29,11 @@ _PER_MILLION = 1_000_000.0
 # Dated snapshots ("claude-haiku-4-5-20251001", "gpt-4o-mini-2024-07-18") and "-latest"
 # aliases are priced as their base model.
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest|preview(-\d{2}-\d{4})?)$")
+# Cloud platforms' model ids name a model with a publisher (and a region) prefix and a
+# version suffix ("us.anthropic.claude-sonnet-4-5-20250929-v1:0") or an "@" version
+# ("claude-haiku-4-5@20251001"); they are priced as the model they name (list prices).
+_PLATFORM_PREFIX = re.compile(r"^(?:[a-z]+\.){1,2}(?=[a-z])")
+_PLATFORM_SUFFIX = re.compile(r"(?:-v\d+(?::\d+)*|@[\w.-]+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +75,8 @@ class PriceTable:
 
     Args:
         prices: model name → :class:`ModelPrice`. Names match exactly, or after dropping a
-            dated snapshot suffix ("-20251001", "-2024-07-18", "-latest").
+            dated snapshot suffix ("-20251001", "-2024-07-18", "-latest") and a cloud
+            platform's model-id form ("anthropic.<model>-v1:0", "<model>@20251001").
         free_providers: providers whose calls cost nothing (models served locally); None
             means the shipped table's list.
     """
@@ -100,6 +106,9 @@ class PriceTable:
     def price_for(self, model: str) -> ModelPrice | None:
         """The price entry for ``model``, or None when the table does not know it."""
         name = model.removeprefix("models/")
+        if name in self._prices:  # a name of the table's own, dots and all
+            return self._prices[name]
+        name = _PLATFORM_SUFFIX.sub("", _PLATFORM_PREFIX.sub("", name))
         while True:
             if name in self._prices:
                 return self._prices[name]

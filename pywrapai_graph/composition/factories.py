@@ -73,6 +73,7 @@ def _connection(s: LLMSettings | FallbackSettings) -> dict[str, Any]:
         max_retries=s.max_retries,
         prompt_cache=s.prompt_cache,
         api=s.api,
+        **s.endpoint_options(),
     )
 
 

@@ -32,14 +32,19 @@ class LimitsSection(BaseModel):
     """``limits: {openai: {requests_per_minute: 500}, anthropic: {...}}`` — the providers
     that call a remote API (``PYWRAPAI_LIMITS__OPENAI='{"max_in_flight": 8}'``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     openai: LimitSettings | None = None
     anthropic: LimitSettings | None = None
     gemini: LimitSettings | None = None
     ollama: LimitSettings | None = None
+    # the enterprise endpoints, by provider name (``azure-openai:``) or field name
+    azure_openai: LimitSettings | None = Field(default=None, alias="azure-openai")
+    anthropic_bedrock: LimitSettings | None = Field(default=None, alias="anthropic-bedrock")
+    anthropic_vertex: LimitSettings | None = Field(default=None, alias="anthropic-vertex")
+    gemini_vertex: LimitSettings | None = Field(default=None, alias="gemini-vertex")
 
     def of(self, provider: str) -> Limits | None:
         """The limits configured for ``provider``, if any."""
-        given = getattr(self, provider, None)
+        given = getattr(self, provider.replace("-", "_"), None)
         return given.limits() if isinstance(given, LimitSettings) else None

@@ -50,8 +50,10 @@ class LLM:
     """Calls one provider's chat API.
 
     Args:
-        provider: a provider name ("openai", "anthropic", "gemini", "ollama") resolved lazily
-            to its adapter, or a :class:`~pywrapai_graph.ports.ChatModel` instance
+        provider: a provider name ("openai", "anthropic", "gemini", "ollama", and the
+            enterprise endpoints "azure-openai", "anthropic-bedrock", "anthropic-vertex",
+            "gemini-vertex") resolved lazily to its adapter, or a
+            :class:`~pywrapai_graph.ports.ChatModel` instance
             (e.g. ``pywrapai_graph.testing.ScriptedChatModel``).
         model: the model; defaults to the adapter's default model.
         system_prompt: prepended as a SYSTEM message unless the messages already start with one.
@@ -72,7 +74,9 @@ class LLM:
             ``LLM`` and ``Embedder`` of the process naming the same provider and key — or a
             ``ProviderLimiter`` to share explicitly.
         **options: adapter options such as ``api_key``, ``base_url``, ``timeout``,
-            ``max_retries`` (never shown in reprs or errors).
+            ``max_retries`` (never shown in reprs or errors); the enterprise endpoints'
+            ``azure_endpoint``, ``api_version``, ``azure_ad_token_provider``, ``region``,
+            ``project``, ``credentials`` and the ``aws_*`` keys (docs/providers.md).
 
     Raises:
         UnknownProviderError: for an unknown provider name.

@@ -21,6 +21,9 @@ from pywrapai_graph.ports.rerank_provider import RerankProvider
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Awaitable
+
+    from google.auth.credentials import Credentials
 
     from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
     from pywrapai_graph.adapters.llm._openai_reasoning import ReasoningReplay
@@ -59,6 +62,17 @@ class ChatOptions(_ServerOptions, total=False):
     api: Literal["chat", "responses"]  # OpenAI: Chat Completions (default) or Responses
     thinking: Mapping[str, Any] | None  # Anthropic
     reasoning_replay: ReasoningReplay  # OpenAI-compatible servers
+    # the enterprise endpoints (docs/providers.md): Azure OpenAI, Bedrock, Vertex AI
+    azure_endpoint: str | None  # azure-openai
+    api_version: str | None  # azure-openai
+    azure_ad_token_provider: Callable[[], str | Awaitable[str]] | None  # azure-openai
+    region: str | None  # anthropic-bedrock (AWS region), anthropic-/gemini-vertex (location)
+    project: str | None  # anthropic-vertex, gemini-vertex
+    credentials: Credentials | None  # anthropic-vertex, gemini-vertex (google-auth)
+    aws_access_key: str | None  # anthropic-bedrock
+    aws_secret_key: str | None  # anthropic-bedrock
+    aws_session_token: str | None  # anthropic-bedrock
+    aws_profile: str | None  # anthropic-bedrock
 
 
 class _LocalModelOptions(TypedDict, total=False):
@@ -142,12 +156,40 @@ def _ollama_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
     return OllamaChatModel(model, **options)
 
 
+def _azure_openai_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.azure_openai import AzureOpenAIChatModel
+
+    return AzureOpenAIChatModel(model, **options)
+
+
+def _anthropic_bedrock_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.anthropic_bedrock import AnthropicBedrockChatModel
+
+    return AnthropicBedrockChatModel(model, **options)
+
+
+def _anthropic_vertex_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.anthropic_vertex import AnthropicVertexChatModel
+
+    return AnthropicVertexChatModel(model, **options)
+
+
+def _gemini_vertex_chat(model: str | None, options: Mapping[str, Any]) -> ChatModel:
+    from pywrapai_graph.adapters.llm.gemini_vertex import GeminiVertexChatModel
+
+    return GeminiVertexChatModel(model, **options)
+
+
 #: provider name → chat-model entry (``LLM(provider=...)``, ``llm.provider`` in settings).
 CHAT_PROVIDERS: Mapping[str, ProviderEntry[ChatFactory]] = _table(
     ProviderEntry("openai", "openai", _openai_chat),
     ProviderEntry("anthropic", "anthropic", _anthropic_chat),
     ProviderEntry("gemini", "gemini", _gemini_chat),
     ProviderEntry("ollama", "ollama", _ollama_chat),
+    ProviderEntry("azure-openai", "openai", _azure_openai_chat),
+    ProviderEntry("anthropic-bedrock", "bedrock", _anthropic_bedrock_chat),
+    ProviderEntry("anthropic-vertex", "vertex", _anthropic_vertex_chat),
+    ProviderEntry("gemini-vertex", "vertex", _gemini_vertex_chat),
 )
 
 

@@ -27,6 +27,7 @@ from pydantic import (
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.cache_settings import ResponseCacheSettings
+from pywrapai_graph.composition.endpoint_settings import EndpointFields
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.limit_settings import LimitsSection
 from pywrapai_graph.composition.mcp_settings import MCPSettings
@@ -78,7 +79,7 @@ class _Section(BaseModel):
             yield name, redact(value) if isinstance(value, str) else value
 
 
-class _ChatModelSection(OpenAIAPISetting, _Section):
+class _ChatModelSection(OpenAIAPISetting, EndpointFields, _Section):
     """Which chat model, and how to reach it."""
 
     provider: str | None = None
@@ -97,7 +98,7 @@ class _ChatModelSection(OpenAIAPISetting, _Section):
 
     @model_validator(mode="after")
     def _cache_needs_anthropic(self) -> Self:
-        if self.prompt_cache is not None and self.provider != "anthropic":
+        if self.prompt_cache is not None and not str(self.provider).startswith("anthropic"):
             raise InvalidArgumentError(
                 f"prompt_cache applies to provider 'anthropic' only (got provider "
                 f"{self.provider!r}); OpenAI and Gemini cache prompts on their own"

@@ -29,7 +29,11 @@ _KEY_VARIABLES: Mapping[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY",),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "azure-openai": ("AZURE_OPENAI_API_KEY",),
+    "anthropic-bedrock": ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
 }
+#: the options that place an enterprise endpoint's quota (a resource, a region, a project)
+_QUOTA_PLACES = ("azure_endpoint", "region", "project", "aws_access_key", "aws_profile")
 
 _lock = threading.Lock()
 #: (provider, key digest) -> its limiter: the explicit process-wide cache of budgets
@@ -40,7 +44,9 @@ def _key_digest(provider: str, options: Mapping[str, Any]) -> str:
     key = options.get("api_key")
     if key is None:
         key = next((os.environ[v] for v in _KEY_VARIABLES.get(provider, ()) if v in os.environ), "")
-    return hashlib.sha256(f"{provider}\0{key}".encode()).hexdigest()[:16]
+    places = [str(options[k]) for k in _QUOTA_PLACES if options.get(k)]
+    where = "\0".join(["", *places]) if places else ""  # unchanged digests for the others
+    return hashlib.sha256(f"{provider}\0{key}{where}".encode()).hexdigest()[:16]
 
 
 def _as_limits(given: Limits | Mapping[str, Any]) -> Limits:

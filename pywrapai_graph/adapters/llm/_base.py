@@ -229,7 +229,13 @@ class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
                         yield chunk
         yield tally.final()
 
+    def _prepare(self, request: ChatRequest) -> ChatRequest:
+        """The request as this adapter sends it (a subclass may resolve what its platform
+        lacks, e.g. structured output mode "auto" to the forced tool)."""
+        return request
+
     def chat(self, request: ChatRequest) -> LLMResponse:
+        request = self._prepare(request)
         params = self._params(request)
 
         def once() -> LLMResponse:
@@ -239,6 +245,7 @@ class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
         return retrying(once, self._retries)
 
     async def achat(self, request: ChatRequest) -> LLMResponse:
+        request = self._prepare(request)
         params = self._params(request)
 
         async def once() -> LLMResponse:
@@ -248,10 +255,12 @@ class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
         return await aretrying(once, self._retries)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        request = self._prepare(request)
         params = self._params(request)
         return self._follow(lambda: self._open(self._client, params), self._tally(), self._retries)
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        request = self._prepare(request)
         params = self._params(request)
         return self._afollow(
             lambda: self._open(self._aclient, params), self._tally(), self._retries

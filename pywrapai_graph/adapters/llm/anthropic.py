@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import add_extra_body, drop_none, owned_fields
@@ -60,6 +60,12 @@ except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("anthropic", "anthropic") from exc
 
 __all__ = ["AnthropicChatModel"]
+
+#: the SDK's clients of the Messages API: Anthropic's own, on Amazon Bedrock, on Vertex AI
+AnyAnthropic = anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex
+AnyAsyncAnthropic = (
+    anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
+)
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_MAX_TOKENS = 4096
@@ -204,7 +210,7 @@ class _StreamTally(StreamTally):
         return replace(super().final(), reasoning=self.thinking.parts())
 
 
-class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthropic]):
+class AnthropicChatModel(SDKChatModel[AnyAnthropic, AnyAsyncAnthropic]):
     """Claude through ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
 
     ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` work as with the SDK. SYSTEM messages
@@ -255,16 +261,19 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
         self._prompt_cache = checked_mode(prompt_cache)
         self._model = model or DEFAULT_MODEL
         self._default_max_tokens = default_max_tokens
-        options = drop_none(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self._connect(
+            drop_none(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         )
-        self._stainless_clients(anthropic.Anthropic, anthropic.AsyncAnthropic, options)
-        self._secret = self._client.api_key
         # Recent SDKs dropped temperature/top_p from messages.create (newer models fix them):
         # send what the installed SDK takes, warn about the rest.
         accepted = inspect.signature(self._client.messages.create).parameters
         self._keywords = frozenset(accepted)  # extra= keys sent as keywords, others in the body
         self._sampling = frozenset(p for p in ("temperature", "top_p") if p in accepted)
+
+    def _connect(self, options: dict[str, Any]) -> None:
+        """Build the SDK clients and note their key (a platform subclass builds its own)."""
+        self._stainless_clients(anthropic.Anthropic, anthropic.AsyncAnthropic, options)
+        self._secret = getattr(self._client, "api_key", None)
         if not self._secret:
             raise ConfigurationError(
                 "Anthropic needs an API key: set ANTHROPIC_API_KEY or pass api_key="
@@ -342,17 +351,23 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic, anthropic.AsyncAnthro
             reasoning=tuple(reasoning),
         )
 
-    def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(anthropic, _PROVIDER, self._secret)
+    #: whether structured output mode "auto" is native here (the Claude API); Bedrock and
+    #: Vertex keep the forced tool, which every Claude platform serves
+    native_auto: ClassVar[bool] = True
 
-    def _create(
-        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
-    ) -> Any:
+    def _prepare(self, request: ChatRequest) -> ChatRequest:
+        fmt = request.response_format
+        if self.native_auto or fmt is None or fmt.mode != "auto":
+            return request
+        return replace(request, response_format=replace(fmt, mode="tool"))
+
+    def _errors(self) -> AbstractContextManager[None]:
+        return stainless_errors(anthropic, self.provider_name, self._secret)
+
+    def _create(self, client: AnyAnthropic | AnyAsyncAnthropic, params: dict[str, Any]) -> Any:
         return client.messages.create(**params)
 
-    def _open(
-        self, client: anthropic.Anthropic | anthropic.AsyncAnthropic, params: dict[str, Any]
-    ) -> Any:
+    def _open(self, client: AnyAnthropic | AnyAsyncAnthropic, params: dict[str, Any]) -> Any:
         return client.messages.create(**params, stream=True)
 
 

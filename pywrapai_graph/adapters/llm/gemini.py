@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -198,6 +199,8 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     provider_name = _PROVIDER
     _tally = _StreamState
     media_tokens = staticmethod(gemini_tokens)
+    #: the Vertex AI client options (project, location, credentials); None: the Gemini API
+    _vertex: Mapping[str, Any] | None = None
 
     def __init__(
         self,
@@ -213,7 +216,10 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         bodies = self._bodies = BodyRecorder()
         hooks = {"event_hooks": {"response": [bodies.hook]}}
-        self._client = gemini_client(api_key, base_url, timeout, 0, client_args=hooks)
+        vertex = self._vertex
+        self._client = gemini_client(
+            api_key, base_url, timeout, 0, client_args=hooks, vertex=vertex
+        )
 
         def async_client() -> AsyncClient:
             # An httpx transport of our own makes the SDK use httpx instead of aiohttp for
@@ -222,7 +228,9 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
                 "transport": httpx.AsyncHTTPTransport(),
                 "event_hooks": {"response": [bodies.ahook]},
             }
-            return gemini_client(api_key, base_url, timeout, 0, async_client_args=args).aio
+            return gemini_client(
+                api_key, base_url, timeout, 0, async_client_args=args, vertex=vertex
+            ).aio
 
         # client.aio binds its httpx client to a loop: one whole client per loop
         self._aclients = PerLoop(async_client, close_aio)
@@ -309,7 +317,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
     def _errors(self) -> AbstractContextManager[None]:
         return status_code_errors(
             genai_errors.APIError,
-            _PROVIDER,
+            self.provider_name,
             self._secret,
             "code",
             "message",

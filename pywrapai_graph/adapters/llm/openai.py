@@ -177,9 +177,16 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         self._model = model or DEFAULT_MODEL
         self._secret = api_key
         self._default_max_tokens = default_max_tokens
-        options = drop_none(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self._connect(
+            drop_none(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         )
+        # extra= keys the SDK names go as keywords (typed by the SDK), others in extra_body
+        self._keywords = frozenset(
+            inspect.signature(self._client.chat.completions.create).parameters
+        )
+
+    def _connect(self, options: dict[str, Any]) -> None:
+        """Build the SDK clients and note their key (a platform subclass builds its own)."""
         try:
             self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
         except openai.OpenAIError as exc:
@@ -187,10 +194,6 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
                 "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
             ) from exc
         self._secret = self._client.api_key
-        # extra= keys the SDK names go as keywords (typed by the SDK), others in extra_body
-        self._keywords = frozenset(
-            inspect.signature(self._client.chat.completions.create).parameters
-        )
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
@@ -250,7 +253,7 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         )
 
     def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(openai, _PROVIDER, self._secret)
+        return stainless_errors(openai, self.provider_name, self._secret)
 
     # ------------------------------------------------------------------ port
     def _create(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:

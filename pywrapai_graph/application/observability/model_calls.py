@@ -50,7 +50,13 @@ _QUIET_EMBEDDINGS = quiet("embeddings", _embed_log)
 _QUIET_RERANK = quiet("rerank", _rerank_log)
 
 # Our provider names where the GenAI conventions spell them differently.
-_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
+_PROVIDER_NAMES = {
+    "gemini": "gcp.gemini",
+    "azure-openai": "azure.ai.openai",
+    "anthropic-bedrock": "aws.bedrock",
+    "anthropic-vertex": "gcp.vertex_ai",
+    "gemini-vertex": "gcp.vertex_ai",
+}
 
 
 def provider_name(provider: str) -> str:

@@ -211,6 +211,13 @@ class AnthropicWire(WireServer):
             return WireResponse(
                 body=_json({**message, "content": self._blocks(reply), "usage": usage})
             )
+        events = self.stream_events(reply, message)
+        names = [e["type"] for e in events]
+        return WireResponse(content_type="text/event-stream", chunks=sse(events, event_names=names))
+
+    def stream_events(self, reply: ScriptedReply, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The Messages stream's events for ``reply`` (``message``: the reply's head)."""
+        stop = message["stop_reason"]
         usage = {**self._input_usage(reply), "output_tokens": 1}
         started: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": usage}
         events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
@@ -236,8 +243,7 @@ class AnthropicWire(WireServer):
             {"type": "message_delta", "delta": stopped, "usage": {"output_tokens": output}},
             {"type": "message_stop"},
         ]
-        names = [e["type"] for e in events]
-        return WireResponse(content_type="text/event-stream", chunks=sse(events, event_names=names))
+        return events
 
     def render_error(self, status: int, message: str) -> bytes:
         kinds = {

@@ -299,6 +299,11 @@ class WireServer:
         """The provider's error body."""
         raise NotImplementedError
 
+    def refuse(self, request: RecordedRequest, raw: bytes) -> WireResponse | None:
+        """The error response to a request the provider would refuse before reading it (no
+        credential, a bad signature, a missing required parameter); None serves it."""
+        return None
+
     # ------------------------------------------------------------------ dispatch
     def _next(self, request: RecordedRequest) -> _Item | None:
         with self._lock:
@@ -325,6 +330,9 @@ class WireServer:
             body = raw.decode("utf-8", "replace")
         request = RecordedRequest(method, path, headers, body)
         self._record(request)
+        refused = self.refuse(request, raw)
+        if refused is not None:
+            return refused
         kind = self.route(method, path)
         if kind is None:
             return WireResponse(404, self.render_error(404, f"no route for {method} {path}"))
