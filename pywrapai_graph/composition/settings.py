@@ -27,6 +27,7 @@ from pydantic import (
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.cache_settings import ResponseCacheSettings
+from pywrapai_graph.composition.conversation_settings import ConversationSettings
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.limit_settings import LimitsSection
 from pywrapai_graph.composition.mcp_settings import MCPSettings
@@ -325,6 +326,7 @@ class Settings(BaseModel):
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
     mcp: MCPSettings = MCPSettings()
+    conversations: ConversationSettings = ConversationSettings()
     #: client-side limits per provider (``limits: {openai: {requests_per_minute: 500}}``)
     limits: LimitsSection = LimitsSection()
     rag_k: int = Field(default=4, ge=1)
