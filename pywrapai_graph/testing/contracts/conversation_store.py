@@ -55,7 +55,11 @@ def every_part_turn() -> list[Message]:
             ],
         ),
         Message(Role.ASSISTANT, "", tool_calls=[call]),
-        Message(Role.TOOL, "a\x00b \n\"quoted\"", tool_result=ToolResult("call-1", "lookup", "a\x00b \n\"quoted\"")),
+        Message(
+            Role.TOOL,
+            'a\x00b \n"quoted"',
+            tool_result=ToolResult("call-1", "lookup", 'a\x00b \n"quoted"'),
+        ),
         Message(Role.ASSISTANT, "A cat, and a two-page report."),
     ]
 
@@ -65,9 +69,16 @@ def numbered_turn(writer: str, n: int, size: int = 3) -> list[Message]:
     each saying ``writer n i/size`` so a reader can check the turn is whole."""
     tag = f"{writer} {n}"
     call = ToolCall(f"{tag}-call", "step", {"n": n})
-    messages = [Message(Role.USER, f"{tag} 0/{size}"), Message(Role.ASSISTANT, f"{tag} 1/{size}", tool_calls=[call])]
+    messages = [
+        Message(Role.USER, f"{tag} 0/{size}"),
+        Message(Role.ASSISTANT, f"{tag} 1/{size}", tool_calls=[call]),
+    ]
     messages += [
-        Message(Role.TOOL, f"{tag} {i}/{size}", tool_result=ToolResult(call.id, "step", f"{tag} {i}/{size}"))
+        Message(
+            Role.TOOL,
+            f"{tag} {i}/{size}",
+            tool_result=ToolResult(call.id, "step", f"{tag} {i}/{size}"),
+        )
         for i in range(2, size)
     ]
     return messages
@@ -125,8 +136,10 @@ class ConversationStoreContract(ABC):
         for cid in ("b", "a", "b"):
             store.append(cid, [Message(Role.USER, cid)])
         assert store.conversations() == ["a", "b"]
-        assert store.delete("b") == 2 and store.delete("b") == 0
-        assert store.load("b") == [] and store.conversations() == ["a"]
+        assert store.delete("b") == 2
+        assert store.delete("b") == 0
+        assert store.load("b") == []
+        assert store.conversations() == ["a"]
 
     def test_bad_input_is_refused_and_writes_nothing(self, store: ConversationStore) -> None:
         with pytest.raises(InvalidArgumentError):
@@ -137,7 +150,8 @@ class ConversationStoreContract(ABC):
             store.append("", [Message(Role.USER, "x")])
         with pytest.raises(InvalidArgumentError):
             store.load("c1", scope={"tenant": {"nested": 1}})
-        assert store.load("c1") == [] and store.conversations() == []
+        assert store.load("c1") == []
+        assert store.conversations() == []
 
     def test_threads_appending_at_once_all_land_whole(self, store: ConversationStore) -> None:
         writers, turns = 4, 10

@@ -1,0 +1,154 @@
+"""GraphLLM.chat(..., conversation_id=...): loads, fits to the window, calls, saves the turn."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from pywrapai_graph import (
+    LLM,
+    Document,
+    FeatureHashingEmbedder,
+    GraphLLM,
+    HistoryWindow,
+    InMemoryConversationStore,
+    InMemoryVectorStore,
+    Message,
+    Role,
+    SQLiteConversationStore,
+    ToolCall,
+    ToolResult,
+    VectorRetriever,
+)
+from pywrapai_graph.composition.container import build_container
+from pywrapai_graph.domain import ChatRequest
+from pywrapai_graph.errors import (
+    BadRequestError,
+    ConfigurationError,
+    ContextWindowError,
+    InvalidArgumentError,
+    InvalidStateError,
+    ScopeError,
+)
+from pywrapai_graph.testing import ScriptedChatModel, ScriptedReply
+
+ACME = {"tenant": "acme"}
+
+
+def sent(fake: ScriptedChatModel, call: int = -1) -> list[tuple[str, str]]:
+    return [(m.role.value, m.content) for m in fake.requests[call].messages]
+
+
+def test_a_conversation_is_loaded_extended_and_saved_turn_by_turn(tmp_path: Path) -> None:
+    fake = ScriptedChatModel(
+        [
+            "Hi Ann.",
+            ScriptedReply(tool_calls=[ToolCall("c1", "weather", {"city": "Oslo"})]),
+            "Snow.",
+        ]
+    )
+    store = SQLiteConversationStore(tmp_path / "chats.db")
+    graph = GraphLLM(LLM(provider=fake, system_prompt="Be brief."), conversations=store)
+    graph.chat("I am Ann.", conversation_id="c1", scope=ACME)
+    asked = graph.chat("Weather in Oslo?", conversation_id="c1", scope=ACME)
+    assert asked.tool_calls == [ToolCall("c1", "weather", {"city": "Oslo"})]
+    result = Message(Role.TOOL, "snow", tool_result=ToolResult("c1", "weather", "snow"))
+    assert asyncio.run(graph.achat([result], conversation_id="c1", scope=ACME)).content == "Snow."
+    assert sent(fake) == [
+        ("system", "Be brief."),
+        ("user", "I am Ann."),
+        ("assistant", "Hi Ann."),
+        ("user", "Weather in Oslo?"),
+        ("assistant", ""),
+        ("tool", "snow"),
+    ]
+    saved = SQLiteConversationStore(tmp_path / "chats.db")  # another worker reads it whole
+    assert [(m.role.value, m.content) for m in saved.load("c1", scope=ACME)] == [
+        *sent(fake)[1:],
+        ("assistant", "Snow."),
+    ]
+    assert saved.load("c1", scope=ACME)[3].tool_calls == tuple(asked.tool_calls)
+    assert saved.load("c1") == []  # another scope: another conversation
+    saved.close()
+    store.close()
+
+
+def test_the_window_drops_the_oldest_turns_and_the_store_keeps_them() -> None:
+    fake = ScriptedChatModel(respond=lambda request: "ok " + "x" * 36)
+    store = InMemoryConversationStore()
+    window = HistoryWindow(60)  # room for the current turn and one earlier exchange
+    graph = GraphLLM(LLM(provider=fake), conversations=store, history_window=window)
+    for n in range(5):
+        graph.chat(f"question {n} " + "q" * 28, conversation_id="c")
+    assert [m.content[:10] for m in fake.requests[-1].messages] == [
+        "question 3",
+        "ok xxxxxxx",
+        "question 4",
+    ]
+    assert len(store.load("c")) == 10
+    with pytest.raises(ContextWindowError):
+        graph.chat("y" * 400, conversation_id="c")
+    assert len(store.load("c")) == 10  # nothing sent, nothing saved
+
+
+def test_the_saved_turn_is_the_callers_input_not_the_rag_augmented_one() -> None:
+    retriever = VectorRetriever(FeatureHashingEmbedder(), InMemoryVectorStore())
+    retriever.add_documents([Document("Refunds take 30 days.")])
+    fake = ScriptedChatModel(["30 days."])
+    store = InMemoryConversationStore()
+    graph = GraphLLM(LLM(provider=fake), retriever=retriever, conversations=store)
+    graph.chat("How long do refunds take?", conversation_id="c")
+    assert "Refunds take 30 days." in fake.requests[0].messages[-1].content
+    assert [m.content for m in store.load("c")] == ["How long do refunds take?", "30 days."]
+
+
+def test_a_failed_call_saves_nothing() -> None:
+    def refuse(request: ChatRequest) -> str:
+        raise BadRequestError("refused")
+
+    store = InMemoryConversationStore()
+    graph = GraphLLM(LLM(provider=ScriptedChatModel(respond=refuse)), conversations=store)
+    with pytest.raises(BadRequestError):
+        graph.chat("hi", conversation_id="c")
+    assert store.load("c") == []
+
+
+def test_misuse_is_refused_with_typed_errors() -> None:
+    fake = ScriptedChatModel(["ok"])
+    with pytest.raises(InvalidStateError, match="conversation store"):
+        GraphLLM(LLM(provider=fake)).chat("hi", conversation_id="c")
+    graph = GraphLLM(LLM(provider=fake), conversations=InMemoryConversationStore())
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        graph.chat("hi", history=[Message(Role.USER, "earlier")], conversation_id="c")
+    assert fake.requests == []
+
+
+def test_a_conversation_scoped_graph_reads_only_its_scope() -> None:
+    fake = ScriptedChatModel(["a", "b"])
+    store = InMemoryConversationStore()
+    graph = GraphLLM(LLM(provider=fake), conversations=store)
+    acme = graph.with_conversation_scope(ACME)
+    acme.chat("acme's question", conversation_id="c")
+    acme.chat("user's question", conversation_id="c", scope={"user": "u1"})  # narrower
+    assert [m.content for m in store.load("c", scope=ACME)] == ["acme's question", "a"]
+    assert len(store.load("c", scope={**ACME, "user": "u1"})) == 2
+    assert store.load("c") == []
+    with pytest.raises(ScopeError):
+        acme.chat("x", conversation_id="c", scope={"tenant": "globex"})
+
+
+def test_settings_build_each_store_and_refuse_a_missing_location(tmp_path: Path) -> None:
+    path = str(tmp_path / "chats.db")
+    for config, kind in (
+        ({"store": "memory"}, InMemoryConversationStore),
+        ({"store": "sqlite", "path": path}, SQLiteConversationStore),
+    ):
+        with build_container({"conversations": config}) as container:
+            assert isinstance(container.conversations(), kind)
+    with build_container() as container:
+        assert container.conversations() is None
+    for bad in ({"store": "sqlite"}, {"store": "postgres"}, {"store": "redis"}):
+        with pytest.raises(ConfigurationError, match="conversations"):
+            build_container({"conversations": bad})
