@@ -92,11 +92,20 @@ class ConversationMemory:
         return await offload(self.recall, conversation_id, history, scope)
 
     def fit(
-        self, conversation_id: str | None, messages: list[Message], current: int
+        self,
+        conversation_id: str | None,
+        messages: list[Message],
+        current: int,
+        system_prompt: str | None = None,
     ) -> list[Message]:
-        """``messages`` within the window, for a conversation (others are sent whole)."""
+        """``messages`` within the window, for a conversation (others are sent whole).
+
+        ``system_prompt`` is the one the LLM adds when ``messages`` start with none: it is
+        put first here, so the window counts it (the LLM then adds nothing)."""
         if conversation_id is None or self.window is None:
             return messages
+        if system_prompt and not (messages and messages[0].role is Role.SYSTEM):
+            messages = [Message(Role.SYSTEM, system_prompt), *messages]
         return self.window.fit(messages, current)
 
     def remember(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from pywrapai_graph.application.history_window import HistoryWindow
+from pywrapai_graph.application.history_window import HistoryWindow, estimate_message_tokens
 from pywrapai_graph.errors import InvalidArgumentError
+from pywrapai_graph.ports import CountsMediaTokens
 from pywrapai_graph.ports.conversation_store import ConversationStore
 
 __all__ = ["ConversationSettings"]
@@ -54,6 +56,12 @@ class ConversationSettings(BaseModel):
             return PostgresConversationStore(self.dsn.get_secret_value(), table=self.table)
         return None
 
-    def history_window(self) -> HistoryWindow | None:
-        """The window (None: whole conversations are sent)."""
-        return None if self.max_tokens is None else HistoryWindow(self.max_tokens)
+    def history_window(self, chat_model: object = None) -> HistoryWindow | None:
+        """The window (None: whole conversations are sent), counting images and documents
+        by ``chat_model``'s provider formula where it has one."""
+        if self.max_tokens is None:
+            return None
+        if isinstance(chat_model, CountsMediaTokens):
+            count = functools.partial(estimate_message_tokens, media=chat_model.media_tokens)
+            return HistoryWindow(self.max_tokens, count)
+        return HistoryWindow(self.max_tokens)

@@ -223,7 +223,7 @@ def make_graph(
         rag_k=settings.rag_k,
         prompt_source=prompts,
         conversations=conversations,
-        history_window=settings.conversations.history_window(),
+        history_window=settings.conversations.history_window(llm.chat_model),
     )
 
 

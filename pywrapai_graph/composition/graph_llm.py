@@ -225,7 +225,7 @@ class GraphLLM:
         """
         past = self._memory.recall(conversation_id, history, scope)
         messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
-        messages = self._memory.fit(conversation_id, messages, self._current(input))
+        messages = self._fitted(conversation_id, messages, input)
         response = self._llm.chat(
             messages,
             tools=tools,
@@ -255,7 +255,7 @@ class GraphLLM:
         """Async :meth:`chat`; retrieval, the store and the call never block the loop."""
         past = await self._memory.arecall(conversation_id, history, scope)
         messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
-        messages = self._memory.fit(conversation_id, messages, self._current(input))
+        messages = self._fitted(conversation_id, messages, input)
         response = await self._llm.achat(
             messages,
             tools=tools,
@@ -267,9 +267,12 @@ class GraphLLM:
         await self._memory.aremember(conversation_id, input, response, scope)
         return self._with_context(response, hits)
 
-    def _current(self, input: str | Sequence[Message]) -> int:
-        """How many messages the assembled request's current part holds."""
-        return len(self._assemble.split(input)[1])
+    def _fitted(
+        self, conversation_id: str | None, messages: list[Message], input: str | Sequence[Message]
+    ) -> list[Message]:
+        """A conversation's assembled ``messages`` within the history window."""
+        current = len(self._assemble.split(input)[1])
+        return self._memory.fit(conversation_id, messages, current, self._llm.system_prompt)
 
     def stream(
         self,
@@ -281,10 +284,13 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> ChatStream:
         """Same assembly as :meth:`chat`, streamed: iterate the text; once exhausted,
-        ``.response`` holds the whole response with usage, cost and ``context``.
+        ``.response`` holds the whole response with usage, cost and ``context``. A
+        conversation's turn is saved when the stream is exhausted (not when left early).
 
         Raises:
             ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
@@ -293,13 +299,16 @@ class GraphLLM:
             raise InvalidArgumentError(
                 "GraphLLM.stream() does not accept tools=; use chat() for tools"
             )
-        messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
+        past = self._memory.recall(conversation_id, history, scope)
+        messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
+        messages = self._fitted(conversation_id, messages, input)
         stream = self._llm.stream(
             messages, extra=extra, prompt_file=self._prompt_file, **generation
         )
 
         def events() -> Iterator[StreamEvent]:
             yield from stream
+            self._memory.remember(conversation_id, input, stream.response, scope)
             yield self._with_context(stream.response, hits)
 
         return ChatStream(events())
@@ -314,6 +323,8 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AsyncChatStream:
         """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
@@ -327,7 +338,9 @@ class GraphLLM:
             )
 
         async def events() -> AsyncIterator[StreamEvent]:
-            messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
+            past = await self._memory.arecall(conversation_id, history, scope)
+            messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
+            messages = self._fitted(conversation_id, messages, input)
             stream = self._llm.astream(
                 messages, extra=extra, prompt_file=self._prompt_file, **generation
             )
@@ -336,6 +349,7 @@ class GraphLLM:
                     yield piece
             finally:  # closed early: the inner stream books what was produced, now
                 await stream.aclose()
+            await self._memory.aremember(conversation_id, input, stream.response, scope)
             yield self._with_context(stream.response, hits)
 
         return AsyncChatStream(events())

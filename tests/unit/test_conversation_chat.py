@@ -152,3 +152,54 @@ def test_settings_build_each_store_and_refuse_a_missing_location(tmp_path: Path)
     for bad in ({"store": "sqlite"}, {"store": "postgres"}, {"store": "redis"}):
         with pytest.raises(ConfigurationError, match="conversations"):
             build_container({"conversations": bad})
+
+
+def test_a_streamed_turn_is_saved_once_the_stream_is_exhausted() -> None:
+    fake = ScriptedChatModel(["first answer", "second answer", "third answer"])
+    store = InMemoryConversationStore()
+    graph = GraphLLM(LLM(provider=fake), conversations=store)
+    stream = graph.stream("one", conversation_id="c")
+    assert "".join(stream) == "first answer"
+    left = graph.stream("two", conversation_id="c")
+    next(iter(left))  # the caller stops reading: no whole answer, no turn
+    left.close()
+
+    async def rest() -> str:
+        pieces = [p async for p in graph.astream("three", conversation_id="c")]
+        return "".join(pieces)
+
+    assert asyncio.run(rest()) == "third answer"
+    assert [m.content for m in store.load("c")] == ["one", "first answer", "three", "third answer"]
+    assert sent(fake) == [("user", "one"), ("assistant", "first answer"), ("user", "three")]
+
+
+def test_the_llms_own_system_prompt_counts_against_the_window() -> None:
+    fake = ScriptedChatModel(["ok", "ok"])
+    window = HistoryWindow(30)
+    prompt = "p" * 40  # 10 tokens + 4: the earlier exchange (2 x 5) no longer fits beside it
+    graph = GraphLLM(
+        LLM(provider=fake, system_prompt=prompt),
+        conversations=InMemoryConversationStore(),
+        history_window=window,
+    )
+    graph.chat("hi", conversation_id="c")
+    graph.chat("q" * 12, conversation_id="c")
+    assert sent(fake) == [("system", prompt), ("user", "q" * 12)]
+
+
+def test_the_configured_window_counts_media_by_the_providers_formula() -> None:
+    from pywrapai_graph import ImagePart
+    from pywrapai_graph.composition.conversation_settings import ConversationSettings
+    from pywrapai_graph.testing.media import png_bytes
+
+    class PricedImages(ScriptedChatModel):
+        def media_tokens(self, part: object) -> int:
+            return 1_000
+
+    picture = Message(Role.USER, "", parts=[ImagePart.from_bytes(png_bytes())])
+    settings = ConversationSettings(store="memory", max_tokens=500)
+    provider_window = settings.history_window(PricedImages())
+    generic_window = settings.history_window(ScriptedChatModel())
+    assert provider_window is not None and generic_window is not None
+    assert provider_window.count(picture) == 1_004
+    assert generic_window.count(picture) < 500
