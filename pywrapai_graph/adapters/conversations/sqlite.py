@@ -89,16 +89,20 @@ class SQLiteConversationStore(ConversationStore):
             conn = sqlite3.connect(
                 self._path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S
             )
-            _wal(conn)
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._table} ("
-                "turn INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
-                "conversation_id TEXT NOT NULL, messages TEXT NOT NULL)"
-            )
-            conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {self._table}_conversation "
-                f"ON {self._table} (scope, conversation_id, turn)"
-            )
+            try:
+                _wal(conn)
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                    "turn INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+                    "conversation_id TEXT NOT NULL, messages TEXT NOT NULL)"
+                )
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {self._table}_conversation "
+                    f"ON {self._table} (scope, conversation_id, turn)"
+                )
+            except sqlite3.Error:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 
