@@ -44,7 +44,7 @@ def append_until_killed(kind: str, location: str, table: str, writer: str, log: 
     store.load("crash")  # connected and the table made before the first "begin"
     n = 0
     while True:
-        turn = numbered_turn(writer, n, size=400)
+        turn = numbered_turn(writer, n, size=100, pad=4_000)  # 400 kB to write
         log.send(("begin", n))
         store.append("crash", turn)
         log.send(("end", n))

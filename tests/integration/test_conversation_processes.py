@@ -10,6 +10,7 @@ import multiprocessing as mp
 import os
 import random
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,9 +74,10 @@ def _kill_mid_append(kind: str, where: str, table: str, writer: str) -> tuple[in
     theirs.close()
     events: list[tuple[str, int]] = []
     wanted = random.randint(1, 4)
-    while events[-1:] != [("begin", wanted)]:  # kill it as it starts an append
+    while events[-1:] != [("begin", wanted)]:
         assert ours.poll(120), "the worker never appended"
         events.append(ours.recv())
+    time.sleep(random.uniform(0, 0.01))  # somewhere in encoding, writing or committing it
     os.kill(proc.pid or 0, signal.SIGKILL)
     proc.join(30)
     while ours.poll():

@@ -91,6 +91,9 @@ class SQLiteConversationStore(ConversationStore):
             )
             try:
                 _wal(conn)
+                # WAL's NORMAL: a commit survives the process being killed; only a power
+                # loss may take the last turns back (FULL would fsync every turn)
+                conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(
                     f"CREATE TABLE IF NOT EXISTS {self._table} ("
                     "turn INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "

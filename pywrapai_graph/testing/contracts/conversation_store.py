@@ -64,9 +64,10 @@ def every_part_turn() -> list[Message]:
     ]
 
 
-def numbered_turn(writer: str, n: int, size: int = 3) -> list[Message]:
+def numbered_turn(writer: str, n: int, size: int = 3, pad: int = 0) -> list[Message]:
     """Turn ``n`` of ``writer``: a user message, an assistant's tool call and its results,
-    each saying ``writer n i/size`` so a reader can check the turn is whole."""
+    each saying ``writer n i/size`` so a reader can check the turn is whole (each result
+    carries ``pad`` more characters, to make a turn long to write)."""
     tag = f"{writer} {n}"
     call = ToolCall(f"{tag}-call", "step", {"n": n})
     messages = [
@@ -77,7 +78,7 @@ def numbered_turn(writer: str, n: int, size: int = 3) -> list[Message]:
         Message(
             Role.TOOL,
             f"{tag} {i}/{size}",
-            tool_result=ToolResult(call.id, "step", f"{tag} {i}/{size}"),
+            tool_result=ToolResult(call.id, "step", f"{tag} {i}/{size}" + "." * pad),
         )
         for i in range(2, size)
     ]
