@@ -7,6 +7,7 @@ caller's messages and the answer) as one record. A failed call saves nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,30 @@ from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
 from pywrapai_graph.ports.conversation_store import ConversationStore
 from pywrapai_graph.ports.offload import offload
 
-__all__ = ["ConversationMemory"]
+__all__ = ["ConversationMemory", "paired"]
+
+
+def paired(messages: list[Message], current: int) -> list[Message]:
+    """``messages`` without the tool calls of their history (all but the ``current`` last)
+    that no message answers, and without results whose call is not there.
+
+    A stored conversation can hold a call whose results never came (the caller stopped, or
+    its worker died, between the call and the next message); providers refuse a request
+    with one, so it is left out of the request (the store keeps it).
+    """
+    answered = {m.tool_result.tool_call_id for m in messages if m.tool_result is not None}
+    called = {c.id for m in messages for c in m.tool_calls or ()}
+    past: list[Message] = []
+    for m in messages[: len(messages) - current]:
+        if m.tool_result is not None and m.tool_result.tool_call_id not in called:
+            continue
+        if m.tool_calls and any(c.id not in answered for c in m.tool_calls):
+            kept = [c for c in m.tool_calls if c.id in answered]
+            if kept or m.content:
+                past.append(dataclasses.replace(m, tool_calls=kept or None))
+            continue
+        past.append(m)
+    return past + messages[len(messages) - current :]
 
 
 class ConversationMemory:
@@ -102,7 +126,10 @@ class ConversationMemory:
 
         ``system_prompt`` is the one the LLM adds when ``messages`` start with none: it is
         put first here, so the window counts it (the LLM then adds nothing)."""
-        if conversation_id is None or self.window is None:
+        if conversation_id is None:
+            return messages
+        messages = paired(messages, current)
+        if self.window is None:
             return messages
         if system_prompt and not (messages and messages[0].role is Role.SYSTEM):
             messages = [Message(Role.SYSTEM, system_prompt), *messages]

@@ -203,3 +203,28 @@ def test_the_configured_window_counts_media_by_the_providers_formula() -> None:
     assert provider_window is not None and generic_window is not None
     assert provider_window.count(picture) == 1_004
     assert generic_window.count(picture) < 500
+
+
+def test_a_stored_call_never_answered_is_left_out_of_the_request() -> None:
+    fake = ScriptedChatModel(["Sure."])
+    store = InMemoryConversationStore()
+    call = ToolCall("c9", "refund", {"order": 7})
+    store.append(  # the caller stopped between the model's call and its result
+        "c", [Message(Role.USER, "Refund order 7"), Message(Role.ASSISTANT, "", tool_calls=[call])]
+    )
+    orphan = Message(Role.TOOL, "late", tool_result=ToolResult("gone", "refund", "late"))
+    store.append("c", [Message(Role.USER, "Never mind."), orphan, Message(Role.ASSISTANT, "Ok.")])
+    stale = Message(Role.ASSISTANT, "Checking.", tool_calls=[ToolCall("c10", "status", {})])
+    store.append("c", [Message(Role.USER, "Status?"), stale])
+    graph = GraphLLM(LLM(provider=fake), conversations=store)
+    graph.chat("Thanks!", conversation_id="c")
+    assert sent(fake) == [
+        ("user", "Refund order 7"),
+        ("user", "Never mind."),
+        ("assistant", "Ok."),
+        ("user", "Status?"),
+        ("assistant", "Checking."),
+        ("user", "Thanks!"),
+    ]
+    assert all(not m.tool_calls and not m.tool_result for m in fake.requests[0].messages)
+    assert len(store.load("c")) == 9  # the store keeps what was said
