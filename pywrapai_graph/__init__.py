@@ -79,6 +79,12 @@ _EXPORTS: dict[str, str] = {
     "ChatStream": "pywrapai_graph.application.chat_stream",
     "AsyncChatStream": "pywrapai_graph.application.chat_stream",
     "GenerationParams": "pywrapai_graph.domain",
+    # conversations
+    "ConversationStore": "pywrapai_graph.ports.conversation_store",
+    "InMemoryConversationStore": "pywrapai_graph.adapters.conversations.memory",
+    "SQLiteConversationStore": "pywrapai_graph.adapters.conversations.sqlite",
+    "PostgresConversationStore": "pywrapai_graph.adapters.conversations.postgres",
+    "HistoryWindow": "pywrapai_graph.application.history_window",
 }
 
 #: old names that still work and warn (``DeprecationWarning``) when imported
@@ -101,6 +107,7 @@ __all__ = [
     "ChromaVectorStore",
     "Chunk",
     "Chunker",
+    "ConversationStore",
     "CostScope",
     "CostTotals",
     "Document",
@@ -110,7 +117,9 @@ __all__ = [
     "FeatureHashingEmbedder",
     "GenerationParams",
     "GraphLLM",
+    "HistoryWindow",
     "ImagePart",
+    "InMemoryConversationStore",
     "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
@@ -119,6 +128,7 @@ __all__ = [
     "MilvusVectorStore",
     "ModelPrice",
     "PGVectorStore",
+    "PostgresConversationStore",
     "PriceTable",
     "PromptRegistry",
     "QdrantVectorStore",
@@ -126,6 +136,7 @@ __all__ = [
     "RerankModel",
     "Reranker",
     "Role",
+    "SQLiteConversationStore",
     "SQLiteVectorStore",
     "ScopedRetriever",
     "ScoredChunk",
@@ -148,6 +159,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pywrapai_graph.adapters.cache.lru import LRUResponseCache
+    from pywrapai_graph.adapters.conversations.memory import InMemoryConversationStore
+    from pywrapai_graph.adapters.conversations.postgres import PostgresConversationStore
+    from pywrapai_graph.adapters.conversations.sqlite import SQLiteConversationStore
     from pywrapai_graph.adapters.embedders.hashing_embedder import (
         FeatureHashingEmbedder,
     )
@@ -167,6 +181,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream
     from pywrapai_graph.application.chunker import Chunker
     from pywrapai_graph.application.evaluate_retrieval import evaluate_retrieval
+    from pywrapai_graph.application.history_window import HistoryWindow
     from pywrapai_graph.application.observability.scope import CostScope, cost_scope
     from pywrapai_graph.application.pricing import ModelPrice, PriceTable
     from pywrapai_graph.application.retrieval_tool import retrieval_tool
@@ -206,6 +221,7 @@ if TYPE_CHECKING:
         AgentStep,
         ToolTiming,
     )
+    from pywrapai_graph.ports.conversation_store import ConversationStore
     from pywrapai_graph.ports.reranker import Reranker
     from pywrapai_graph.ports.retriever import BaseRetriever
     from pywrapai_graph.ports.vector_store import BaseVectorStore

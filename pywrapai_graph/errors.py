@@ -44,6 +44,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
         ├── ConfigurationError (ValueError)
         │   ├── EmbedderMismatchError
         │   └── UnknownProviderError
+        ├── ContextWindowError (ValueError)
         ├── InputNotFoundError (FileNotFoundError, OSError)
         ├── InvalidArgumentError (ValueError)
         ├── InvalidStateError (RuntimeError)
@@ -71,6 +72,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
+    "ContextWindowError",
     "EmbedderMismatchError",
     "IncompleteStreamError",
     "InputNotFoundError",
@@ -210,6 +212,11 @@ class ToolArgumentsError(UsageError, TypeError):
 
 class ScopeError(UsageError, ValueError):
     """A metadata filter the retriever cannot apply, or one that contradicts a scoped view."""
+
+
+class ContextWindowError(UsageError, ValueError):
+    """The system prompt and the current message alone exceed the context window: no older
+    turn is left to drop. Shorten the message or raise the window's ``max_tokens``."""
 
 
 class StreamNotFinishedError(UsageError, RuntimeError):

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.llm import LLM
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
+    from pywrapai_graph.ports.conversation_store import ConversationStore
 
 T = TypeVar("T")
 
@@ -174,6 +175,7 @@ class Container(containers.DeclarativeContainer):
         reranker: SharedOnce[RerankModel | None]
         retriever: SharedOnce[VectorRetriever]
         prompts: SharedOnce[PromptSource]
+        conversations: SharedOnce[ConversationStore | None]
         graph: SharedOnce[GraphLLM]
         tools: SharedOnce[ToolRegistry]
         agent: providers.Factory[Agent]

@@ -21,6 +21,7 @@ from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.composition.no_provider import NoProviderChatModel
 from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
+from pywrapai_graph.ports.conversation_store import ConversationStore
 from pywrapai_graph.ports.hooks import Hooks
 
 if TYPE_CHECKING:  # the agent and the chunker load only when a command builds them
@@ -199,6 +200,11 @@ def make_prompts(settings: Settings) -> PromptSource:
     return PromptRegistry(settings.prompts.dir)
 
 
+def make_conversations(settings: Settings) -> ConversationStore | None:
+    """The conversation store of ``conversations.store`` (None for ``none``)."""
+    return settings.conversations.conversation_store()
+
+
 def make_graph(
     settings: Settings,
     llm: LLM | None,
@@ -206,6 +212,7 @@ def make_graph(
     prompts: PromptSource,
     ledger: TokenTracker,
     hooks: HookSet,
+    conversations: ConversationStore | None,
 ) -> GraphLLM:
     """The GraphLLM; with no LLM configured, ``assemble`` works and calls explain what to set."""
     if llm is None:
@@ -217,6 +224,8 @@ def make_graph(
         retriever=retriever,
         rag_k=settings.rag_k,
         prompt_source=prompts,
+        conversations=conversations,
+        history_window=settings.conversations.history_window(llm.chat_model),
     )
 
 
@@ -228,8 +237,9 @@ def make_scoped_retriever(retriever: VectorRetriever, scope: Mapping[str, Any]) 
 def make_scoped_graph(
     graph: GraphLLM, retriever: VectorRetriever, scope: Mapping[str, Any]
 ) -> GraphLLM:
-    """A per-request copy of the graph whose RAG reads only ``scope`` (shares LLM and cache)."""
-    return graph.with_retriever(retriever.scoped(scope))
+    """A per-request copy of the graph whose RAG reads only ``scope`` and whose
+    conversations are ``scope``'s (shares LLM, cache and conversation store)."""
+    return graph.with_retriever(retriever.scoped(scope)).with_conversation_scope(scope)
 
 
 def make_tools(track: Track, settings: Settings, hooks: HookSet) -> ToolRegistry:

@@ -6,11 +6,13 @@ import copy
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
 from pywrapai_graph.application.assemble_messages import AssembleMessages
 from pywrapai_graph.application.chat_stream import AsyncChatStream, ChatStream, StreamEvent
+from pywrapai_graph.application.conversation_memory import ConversationMemory
+from pywrapai_graph.application.history_window import HistoryWindow
 from pywrapai_graph.application.retrieve_context import RetrieveContext
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.composition.llm import LLM
@@ -31,6 +33,7 @@ from pywrapai_graph.ports import (
     PromptSource,
     ResponseCache,
 )
+from pywrapai_graph.ports.conversation_store import ConversationStore
 
 __all__ = ["GraphLLM"]
 
@@ -54,6 +57,8 @@ class GraphLLM:
         retriever: enables RAG context injection on every call (unless ``rag=False``).
         rag_k: how many chunks to inject at most.
         prompt_source: read prompts from this source instead of ``prompts_dir``.
+        conversations: where ``chat(..., conversation_id=...)`` keeps conversations.
+        history_window: keeps a conversation's request within the model's context window.
 
     Raises:
         ValueError: versioning on without ``prompt_file``, or ``rag_k`` < 1.
@@ -70,6 +75,8 @@ class GraphLLM:
         rag_k: int = 4,
         *,
         prompt_source: PromptSource | None = None,
+        conversations: ConversationStore | None = None,
+        history_window: HistoryWindow | None = None,
     ) -> None:
         if enable_system_prompt_versioning and not prompt_file:
             raise InvalidArgumentError(
@@ -90,6 +97,7 @@ class GraphLLM:
         self._rag_k = rag_k
         self._context = RetrieveContext(retriever, rag_k) if retriever is not None else None
         self._assemble = AssembleMessages(self._system_prompt, versioning=self._versioning)
+        self._memory = ConversationMemory(conversations, history_window)
 
     # ------------------------------------------------------------------ proxies
     @property
@@ -197,6 +205,8 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Assemble and send; ``response.context`` lists the injected chunks.
@@ -205,10 +215,18 @@ class GraphLLM:
         to the SDK unchanged, as :meth:`LLM.chat` describes; a field the library sets itself
         raises InvalidArgumentError.
 
+        With ``conversation_id`` the history is the stored conversation (of ``scope``),
+        fitted to the history window; the turn (``input`` and the answer) is appended
+        once the call succeeds.
+
         Raises:
-            ScopeError: ``filter`` given to a retriever that cannot filter.
+            ScopeError: ``filter`` given to a retriever that cannot filter, or a ``scope``
+                that contradicts a scoped graph's.
+            ContextWindowError: the system prompt and ``input`` alone exceed the window.
         """
-        messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
+        past = self._memory.recall(conversation_id, history, scope)
+        messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
+        messages = self._fitted(conversation_id, messages, input)
         response = self._llm.chat(
             messages,
             tools=tools,
@@ -217,6 +235,7 @@ class GraphLLM:
             prompt_file=self._prompt_file,
             **generation,
         )
+        self._memory.remember(conversation_id, input, response, scope)
         return self._with_context(response, hits)
 
     async def achat(
@@ -230,10 +249,14 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
-        """Async :meth:`chat`; retrieval and the call never block the event loop."""
-        messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
+        """Async :meth:`chat`; retrieval, the store and the call never block the loop."""
+        past = await self._memory.arecall(conversation_id, history, scope)
+        messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
+        messages = self._fitted(conversation_id, messages, input)
         response = await self._llm.achat(
             messages,
             tools=tools,
@@ -242,7 +265,15 @@ class GraphLLM:
             prompt_file=self._prompt_file,
             **generation,
         )
+        await self._memory.aremember(conversation_id, input, response, scope)
         return self._with_context(response, hits)
+
+    def _fitted(
+        self, conversation_id: str | None, messages: list[Message], input: str | Sequence[Message]
+    ) -> list[Message]:
+        """A conversation's assembled ``messages`` within the history window."""
+        current = len(self._assemble.split(input)[1])
+        return self._memory.fit(conversation_id, messages, current, self._llm.system_prompt)
 
     def stream(
         self,
@@ -254,10 +285,13 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> ChatStream:
         """Same assembly as :meth:`chat`, streamed: iterate the text; once exhausted,
-        ``.response`` holds the whole response with usage, cost and ``context``.
+        ``.response`` holds the whole response with usage, cost and ``context``. A
+        conversation's turn is saved when the stream is exhausted (not when left early).
 
         Raises:
             ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
@@ -266,13 +300,16 @@ class GraphLLM:
             raise InvalidArgumentError(
                 "GraphLLM.stream() does not accept tools=; use chat() for tools"
             )
-        messages, hits = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
+        past = self._memory.recall(conversation_id, history, scope)
+        messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
+        messages = self._fitted(conversation_id, messages, input)
         stream = self._llm.stream(
             messages, extra=extra, prompt_file=self._prompt_file, **generation
         )
 
         def events() -> Iterator[StreamEvent]:
             yield from stream
+            self._memory.remember(conversation_id, input, stream.response, scope)
             yield self._with_context(stream.response, hits)
 
         return ChatStream(events())
@@ -287,6 +324,8 @@ class GraphLLM:
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
         extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AsyncChatStream:
         """Async :meth:`stream`; retrieval happens on the first ``__anext__``, off the loop.
@@ -300,7 +339,9 @@ class GraphLLM:
             )
 
         async def events() -> AsyncIterator[StreamEvent]:
-            messages, hits = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
+            past = await self._memory.arecall(conversation_id, history, scope)
+            messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
+            messages = self._fitted(conversation_id, messages, input)
             stream = self._llm.astream(
                 messages, extra=extra, prompt_file=self._prompt_file, **generation
             )
@@ -309,6 +350,7 @@ class GraphLLM:
                     yield piece
             finally:  # closed early: the inner stream books what was produced, now
                 await stream.aclose()
+            await self._memory.aremember(conversation_id, input, stream.response, scope)
             yield self._with_context(stream.response, hits)
 
         return AsyncChatStream(events())
@@ -380,6 +422,13 @@ class GraphLLM:
         clone._versioning = True
         clone._prompt_file = None
         clone._assemble = AssembleMessages(text, versioning=True)
+        return clone
+
+    def with_conversation_scope(self, scope: Mapping[str, Any]) -> GraphLLM:
+        """A shallow copy that files every conversation under ``scope`` (a request's tenant);
+        a call's own ``scope=`` narrows it and may not contradict it."""
+        clone = copy.copy(self)
+        clone._memory = self._memory.scoped(scope)
         return clone
 
     def with_retriever(self, retriever: BaseRetriever | None) -> GraphLLM:

@@ -25,6 +25,7 @@ from pywrapai_graph.composition.factories import (
     HookSet,
     make_agent,
     make_chunker,
+    make_conversations,
     make_embedder,
     make_graph,
     make_llm,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.composition.settings import Settings
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
+    from pywrapai_graph.ports.conversation_store import ConversationStore
 
 __all__ = ["NODES", "ROOTS", "Node", "ObjectGraph"]
 
@@ -94,7 +96,12 @@ NODES: Mapping[str, Node] = {
         make_retriever, ("settings", "embedder", "vector_store", "hooks", "reranker")
     ),
     "prompts": Node(make_prompts, ("settings",)),
-    "graph": Node(make_graph, ("settings", "llm", "retriever", "prompts", "ledger", "hooks")),
+    # ``conversations.store`` (None for none)
+    "conversations": Node(make_conversations, ("settings",), closes=True),
+    "graph": Node(
+        make_graph,
+        ("settings", "llm", "retriever", "prompts", "ledger", "hooks", "conversations"),
+    ),
     "tools": Node(make_tools, ("settings", "hooks"), tracks=True),
     "agent": Node(make_agent, ("settings", "graph", "tools", "hooks"), per_call=True),
     # per request: scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
@@ -197,6 +204,10 @@ class ObjectGraph:
     def prompts(self) -> PromptSource:
         """The prompt registry of ``prompts.dir``."""
         return cast("PromptSource", self.get("prompts"))
+
+    def conversations(self) -> ConversationStore | None:
+        """The conversation store of ``conversations.store``, or None."""
+        return cast("ConversationStore | None", self.get("conversations"))
 
     def graph(self) -> GraphLLM:
         """The GraphLLM over :meth:`llm`, :meth:`retriever` and :meth:`prompts`."""

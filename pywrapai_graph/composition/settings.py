@@ -27,6 +27,8 @@ from pydantic import (
 
 from pywrapai_graph.composition.backends import BACKENDS, backend_entry, default_store_path
 from pywrapai_graph.composition.cache_settings import ResponseCacheSettings
+from pywrapai_graph.composition.config_files import read_yaml
+from pywrapai_graph.composition.conversation_settings import ConversationSettings
 from pywrapai_graph.composition.endpoint_settings import EndpointFields
 from pywrapai_graph.composition.environment import environment_values, with_environment
 from pywrapai_graph.composition.limit_settings import LimitsSection
@@ -327,6 +329,7 @@ class Settings(BaseModel):
     prompts: PromptSettings = PromptSettings()
     agent: AgentSettings = AgentSettings()
     mcp: MCPSettings = MCPSettings()
+    conversations: ConversationSettings = ConversationSettings()
     #: client-side limits per provider (``limits: {openai: {requests_per_minute: 500}}``)
     limits: LimitsSection = LimitsSection()
     rag_k: int = Field(default=4, ge=1)
@@ -358,51 +361,11 @@ def _describe(exc: ValidationError) -> str:
     return "invalid configuration:\n" + "\n".join(lines)
 
 
-#: a configuration file larger than this is refused (``--config /dev/zero`` must not hang)
-MAX_CONFIG_BYTES = 1 << 20
 #: ``PYWRAPAI_*`` variables that are not settings: read elsewhere, never reported as unknown
 OTHER_VARIABLES = frozenset(
     {"PYWRAPAI_OFFLOAD_THREADS", "PYWRAPAI_OFFLOAD_QUEUE", "PYWRAPAI_PROVIDER", "PYWRAPAI_MODEL"}
 )
 _TEST_VARIABLES = "PYWRAPAI_TEST_"  # the test suite's server URLs
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml  # here: a run configured by the environment alone never loads the parser
-
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read config file {str(path)!r}: {exc.strerror}") from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigurationError(
-            f"config file {str(path)!r} is larger than {MAX_CONFIG_BYTES} bytes; "
-            "a configuration is a few lines of YAML"
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(
-            f"config file {str(path)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
-        ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigurationError(
-            f"config file {str(path)!r} is not valid YAML{where}: "
-            f"{getattr(exc, 'problem', None) or exc}"
-        ) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigurationError(
-            f"config file {str(path)!r} must hold a mapping (keys like llm:, store:), "
-            f"not a {type(data).__name__}"
-        )
-    return data
 
 
 _CLUSTER = ("shard_number", "replication_factor", "write_consistency_factor", "read_consistency")
@@ -488,7 +451,7 @@ def load_settings(source: Source | Sequence[Source] | None = None) -> Settings:
     layers = [source] if isinstance(source, Mapping | str | os.PathLike) else list(source or [])
     data: dict[str, Any] = {}
     for layer in layers:
-        data = _merge(data, layer if isinstance(layer, Mapping) else _read_yaml(Path(layer)))
+        data = _merge(data, layer if isinstance(layer, Mapping) else read_yaml(Path(layer)))
     if not layers or any(not isinstance(layer, Mapping) for layer in layers):
         # the environment overrides files (a dict passed in code overrides the environment)
         _check_environment()

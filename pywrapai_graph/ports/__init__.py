@@ -13,7 +13,8 @@ Map (one port per module)::
     prompt_source       PromptSource         versioned system prompts
     response_cache      ResponseCache        cached chat responses
     text_splitter       TextSplitter         document -> chunks
-    conversation        Conversation         a message history
+    conversation        Conversation         what the agent needs from GraphLLM (chat, achat)
+    conversation_store  ConversationStore    conversations' turns by id and scope
     hooks               Hooks                observability callbacks
     offload             offload()            the bounded thread pool behind default async twins
     call_clock          call_clock()         when a store call was made: its deadline's start

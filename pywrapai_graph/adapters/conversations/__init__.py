@@ -1,0 +1,1 @@
+"""Conversation stores: in this process, in a SQLite file, in PostgreSQL."""

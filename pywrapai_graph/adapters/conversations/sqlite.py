@@ -1,0 +1,167 @@
+"""SQLiteConversationStore: conversations in a SQLite file that several processes share.
+
+A turn is one row (its messages as one JSON array), so one INSERT writes it: SQLite's
+journal makes it visible whole or not at all, a crash mid-write included, and a turn is
+never interleaved with another writer's. Rows are numbered by ``AUTOINCREMENT`` (never
+reused) and SQLite serialises writers, so a conversation reads back in the order its turns
+were committed. The file uses WAL, so readers never wait for a writer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pywrapai_graph.domain import Message
+from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
+from pywrapai_graph.ports.conversation_store import (
+    ConversationStore,
+    checked_turn,
+    conversation_key,
+    decode_turn,
+    encode_turn,
+    scope_text,
+)
+
+__all__ = ["SQLiteConversationStore"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: how long a write waits for another process's write to end
+_BUSY_S = 30.0
+
+
+def checked_table(table: str) -> str:
+    """``table`` when it is a plain SQL identifier.
+
+    Raises:
+        InvalidArgumentError: any other name.
+    """
+    if not _IDENTIFIER.match(str(table)):
+        raise InvalidArgumentError(
+            f"table must be an SQL identifier (letters, digits, _), got {table!r}"
+        )
+    return table
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL; two processes opening a fresh file race for it, and SQLite answers
+    the loser "locked" at once (its busy handler does not cover the switch), so retry."""
+    deadline = time.monotonic() + _BUSY_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.01)
+
+
+class SQLiteConversationStore(ConversationStore):
+    """Conversations in the SQLite file at ``path`` (created when missing).
+
+    Args:
+        path: the database file; every process that names it shares its conversations.
+        table: the table (created on first use).
+
+    Raises:
+        InvalidArgumentError: ``table`` is not an SQL identifier.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, table: str = "pywrapai_conversations"
+    ) -> None:
+        self._table = checked_table(table)
+        self._path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+
+    def _open(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():  # a forked child: the connection is the parent's
+            self._conn, self._pid = None, os.getpid()
+        if self._conn is None:
+            conn = sqlite3.connect(
+                self._path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S
+            )
+            try:
+                _wal(conn)
+                # WAL's NORMAL: a commit survives the process being killed; only a power
+                # loss may take the last turns back (FULL would fsync every turn)
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                    "turn INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+                    "conversation_id TEXT NOT NULL, messages TEXT NOT NULL)"
+                )
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {self._table}_conversation "
+                    f"ON {self._table} (scope, conversation_id, turn)"
+                )
+            except sqlite3.Error:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _run(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        with self._lock:
+            try:
+                cursor = self._open().execute(sql, params)
+                rows = cursor.fetchall()
+                return rows if cursor.description is not None else [cursor.rowcount]
+            except sqlite3.Error as exc:
+                raise RuntimeFailure(
+                    f"the conversation store {self._path!r} failed: {exc}"
+                ) from exc
+
+    def load(
+        self, conversation_id: str, *, scope: Mapping[str, Any] | None = None
+    ) -> list[Message]:
+        rows = self._run(
+            f"SELECT messages FROM {self._table} "
+            "WHERE scope = ? AND conversation_id = ? ORDER BY turn",
+            conversation_key(conversation_id, scope),
+        )
+        return [m for (text,) in rows for m in decode_turn(text)]
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        scope: Mapping[str, Any] | None = None,
+    ) -> None:
+        text = encode_turn(checked_turn(messages))
+        self._run(
+            f"INSERT INTO {self._table} (scope, conversation_id, messages) VALUES (?, ?, ?)",
+            (*conversation_key(conversation_id, scope), text),
+        )
+
+    def delete(self, conversation_id: str, *, scope: Mapping[str, Any] | None = None) -> int:
+        (count,) = self._run(
+            f"DELETE FROM {self._table} WHERE scope = ? AND conversation_id = ?",
+            conversation_key(conversation_id, scope),
+        )
+        return int(count)
+
+    def conversations(self, *, scope: Mapping[str, Any] | None = None) -> list[str]:
+        rows = self._run(
+            f"SELECT DISTINCT conversation_id FROM {self._table} WHERE scope = ? ORDER BY 1",
+            (scope_text(scope),),
+        )
+        return [cid for (cid,) in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteConversationStore({self._path!r}, table={self._table!r})"
