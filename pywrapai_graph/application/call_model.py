@@ -28,6 +28,7 @@ from pywrapai_graph.domain import (
     StreamChunk,
     TextPart,
     TokenUsage,
+    ToolCall,
     ToolSpec,
 )
 from pywrapai_graph.errors import (
@@ -303,6 +304,7 @@ class CallModel:
         content: str = "",
         estimated: bool = False,
         failed: tuple[FailedAttempt, ...] = (),
+        tool_calls: tuple[ToolCall, ...] = (),
     ) -> LLMResponse:
         rec = self._tracker.record(
             "chat",
@@ -315,6 +317,7 @@ class CallModel:
         )
         return LLMResponse(
             content=content,
+            tool_calls=list(tool_calls),
             usage=rec.usage,
             model=rec.model,
             provider=rec.provider,
@@ -402,8 +405,16 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
+                for delta in chunk.tool_call_deltas:
+                    yield delta
             ob.result = booked = self._record_stream(
-                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
+                target,
+                request,
+                so_far.usage,
+                so_far.model,
+                prompt_file,
+                failed=failed,
+                tool_calls=so_far.tool_calls,
             )
         yield booked
 
@@ -422,8 +433,15 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
+                yield from chunk.tool_call_deltas
             ob.result = booked = self._record_stream(
-                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
+                target,
+                request,
+                so_far.usage,
+                so_far.model,
+                prompt_file,
+                failed=failed,
+                tool_calls=so_far.tool_calls,
             )
         yield booked
 

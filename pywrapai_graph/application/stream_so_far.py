@@ -12,14 +12,15 @@ from pywrapai_graph.application.input_tokens import (
     generic_media_tokens,
 )
 from pywrapai_graph.application.observability.observation import stopped
-from pywrapai_graph.domain import ChatRequest, StreamChunk, TokenUsage
+from pywrapai_graph.domain import ChatRequest, StreamChunk, TokenUsage, ToolCall
 from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError
 
 __all__ = ["StreamSoFar"]
 
 
 class StreamSoFar:
-    """Folds the chunks of one stream: its text, and the usage and model the provider reported.
+    """Folds the chunks of one stream: its text, the usage and model the provider reported,
+    and the tool calls of its final chunk.
 
     A stream that ends early — the consumer closed it (``break``, ``close()``, garbage
     collection) or cancelled its task, or the provider cut it off — was still billed for what
@@ -29,13 +30,14 @@ class StreamSoFar:
     garbage collector books into the cost scopes that were open while it was read.
     """
 
-    __slots__ = ("context", "model", "parts", "usage")
+    __slots__ = ("context", "model", "parts", "tool_calls", "usage")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.usage: TokenUsage | None = None
         self.model: str | None = None
         self.context: contextvars.Context | None = None
+        self.tool_calls: tuple[ToolCall, ...] = ()
 
     def start(self) -> None:
         """The consumer asked for the first chunk: the request is about to be sent."""
@@ -47,6 +49,7 @@ class StreamSoFar:
             self.parts.append(chunk.text)
         self.usage = chunk.usage or self.usage
         self.model = chunk.model or self.model
+        self.tool_calls = chunk.tool_calls or self.tool_calls
 
     @property
     def text(self) -> str:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pywrapai_graph.domain import ChatRequest, LLMResponse, StreamChunk, TokenUsage, ToolCall
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    StreamChunk,
+    TokenUsage,
+    ToolCall,
+    ToolCallDelta,
+)
 from pywrapai_graph.ports import ChatModel
 
 __all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedReply"]
@@ -130,9 +138,21 @@ class ScriptedChatModel(ChatModel):
         return self._response(request)
 
     def _pieces_of(self, request: ChatRequest) -> list[StreamChunk]:
+        """The reply as a provider streams it: its text in pieces, each tool call's name then
+        its JSON arguments in pieces, and a final chunk with the usage and the calls."""
         reply = self._next(request)
         chunks = [StreamChunk(text=piece) for piece in split_text(reply.content, self._pieces)]
-        chunks.append(StreamChunk(usage=reply.usage, model=reply.model or request.model))
+        for i, call in enumerate(reply.tool_calls):
+            pieces = split_text(json.dumps(call.arguments), self._pieces)
+            deltas = [
+                ToolCallDelta(i, call.id, call.name),
+                *(ToolCallDelta(i, None, None, p) for p in pieces),
+            ]
+            chunks += [StreamChunk(tool_call_deltas=(d,)) for d in deltas]
+        model = reply.model or request.model
+        chunks.append(
+            StreamChunk(usage=reply.usage, model=model, tool_calls=tuple(reply.tool_calls))
+        )
         return chunks
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
