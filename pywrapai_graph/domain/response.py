@@ -76,8 +76,7 @@ class ToolCallDelta:
 
     Attributes:
         index: the call's position among the reply's tool calls.
-        id: the provider's call id (on the first delta only; None where the provider has
-            none, e.g. Ollama).
+        id: the call's id (on the first delta only; the id the complete call will have).
         name: the tool's name (on the first delta only).
         arguments: a piece of the JSON arguments ("" on the first delta).
     """

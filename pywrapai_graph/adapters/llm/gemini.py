@@ -172,7 +172,7 @@ class _StreamState(StreamTally):
         for call in (p.function_call for p in parts if p.function_call is not None):
             index = self.calls
             self.calls += 1  # Gemini sends a call whole: its name, then its arguments
-            self.call_delta(index, call.id, call.name or "")
+            self.call_delta(index, call.id or f"call_{index}", call.name or "")
             self.call_delta(index, arguments=json.dumps(call.args or {}))
         return "".join(p.text for p in parts if p.text and not p.thought)
 

@@ -90,7 +90,7 @@ class _StreamState(StreamTally):
         for call in (part.message.tool_calls or ()) if part.message else ():
             index = self.calls
             self.calls += 1  # Ollama sends a call whole, with no id: its name, its arguments
-            self.call_delta(index, None, call.function.name)
+            self.call_delta(index, f"call_{index}", call.function.name)
             self.call_delta(index, arguments=json.dumps(dict(call.function.arguments or {})))
         if part.done:
             self.ended = True
