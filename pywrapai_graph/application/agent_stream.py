@@ -10,12 +10,19 @@ tracker by the call itself, a stream stopped early with what it produced.
 Stopping the iterator (``close()``, ``aclose()``, a ``break`` that drops the last
 reference, a cancelled task) stops the run where it is: the model stream in progress is
 closed and booked, and no further model or tool call starts.
+
+The loop keeps context variables set across its steps (the run's span, the run id its calls
+are booked under), while a stream's consumer may read it from different contexts (a web
+framework reads the first event in the request's task and the rest in the response's). So
+a run's steps all run in one context of its own, a copy of the consumer's at the first
+event (the cost scopes open then see every call).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any
 
@@ -127,6 +134,35 @@ def _tools(agent: Agent, step: _RunTools) -> Generator[AgentEvent, None, list[To
     return outcomes
 
 
+def _in_own_context(
+    events: Generator[AgentEvent, None, None],
+) -> Generator[AgentEvent, None, None]:
+    """``events``, each step of it run in one context of its own (see the module's doc)."""
+    context = contextvars.copy_context()
+    try:
+        while (event := context.run(next, events, None)) is not None:
+            yield event
+    finally:  # closed early: the run unwinds in its own context
+        context.run(events.close)
+
+
+async def _anext(events: AsyncGenerator[AgentEvent, None]) -> AgentEvent | None:
+    return await anext(events, None)
+
+
+async def _ain_own_context(
+    events: AsyncGenerator[AgentEvent, None],
+) -> AsyncGenerator[AgentEvent, None]:
+    """Async :func:`_in_own_context`: each step a task in the run's context (awaited, so
+    cancelling the consumer cancels the step)."""
+    context = contextvars.copy_context()
+    try:
+        while (event := await asyncio.create_task(_anext(events), context=context)) is not None:
+            yield event
+    finally:
+        await asyncio.create_task(events.aclose(), context=context)
+
+
 def stream_run(
     agent: Agent,
     input: str | Sequence[Message],
@@ -134,6 +170,15 @@ def stream_run(
     options: dict[str, Any],
 ) -> Generator[AgentEvent, None, None]:
     """The events of one run of ``agent`` (see :meth:`Agent.stream`)."""
+    return _in_own_context(_run(agent, input, history, options))
+
+
+def _run(
+    agent: Agent,
+    input: str | Sequence[Message],
+    history: Sequence[Message] | None,
+    options: dict[str, Any],
+) -> Generator[AgentEvent, None, None]:
     steps = _Steps(agent, input, history, options)
     with contextlib.closing(steps.core):
         while (step := steps.step) is not None:
@@ -156,7 +201,7 @@ async def _atools(agent: Agent, step: _RunTools) -> list[ToolOutcome]:
     return list(await asyncio.gather(*runs))  # concurrently, results in call order
 
 
-async def astream_run(
+def astream_run(
     agent: Agent,
     input: str | Sequence[Message],
     history: Sequence[Message] | None,
@@ -164,6 +209,15 @@ async def astream_run(
 ) -> AsyncGenerator[AgentEvent, None]:
     """The events of one run of ``agent`` (see :meth:`Agent.astream`); a turn's tool calls
     run concurrently, as in ``arun``."""
+    return _ain_own_context(_arun(agent, input, history, options))
+
+
+async def _arun(
+    agent: Agent,
+    input: str | Sequence[Message],
+    history: Sequence[Message] | None,
+    options: dict[str, Any],
+) -> AsyncGenerator[AgentEvent, None]:
     steps = _Steps(agent, input, history, options)
     with contextlib.closing(steps.core):
         while (step := steps.step) is not None:

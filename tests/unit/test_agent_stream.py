@@ -29,6 +29,7 @@ from pywrapai_graph import (
     tool,
 )
 from pywrapai_graph.application.agent_stream import closing_events
+from pywrapai_graph.application.observability.scope import current_agent_run
 from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.testing import ScriptedChatModel, ScriptedReply
 
@@ -144,3 +145,36 @@ def test_a_result_with_pending_calls_ends_with_approval_required() -> None:
     paused = dataclasses.replace(paused, content="", pending_calls=[CALL])
     assert closing_events(paused) == [ApprovalRequired((CALL,), paused)]
     assert ApprovalRequired.kind == "approval_required"
+
+
+def test_the_run_keeps_its_context_to_itself() -> None:
+    """The loop's context variables (its run id) never leak into the consumer between
+    events, and every call of the run is booked under the run's id."""
+    run = agent(ScriptedReply(tool_calls=[CALL]), "done")
+    stream = run.stream("1/0?")
+    next(stream)
+    assert current_agent_run() is None
+    events = [*stream]
+    final = events[-1]
+    assert isinstance(final, FinalAnswer)
+    assert isinstance(run.graph, GraphLLM)
+    ids = {r.agent_run for r in run.graph.tokens.records}
+    assert len(run.graph.tokens.records) == 2 and len(ids) == 1 and None not in ids
+
+
+def test_an_async_run_read_from_two_tasks() -> None:
+    """A web framework reads the first event in the request's task and the rest in the
+    response's: the run's context goes with it."""
+
+    async def main() -> list[Any]:
+        stream = agent(ScriptedReply(tool_calls=[CALL]), "done").astream("1/0?")
+        first = await asyncio.create_task(anext(stream))
+        rest = await asyncio.create_task(_drain(stream))
+        return [first, *rest]
+
+    events = asyncio.run(main())
+    assert isinstance(events[-1], FinalAnswer) and events[-1].result.content == "done"
+
+
+async def _drain(stream: Any) -> list[Any]:
+    return [event async for event in stream]
