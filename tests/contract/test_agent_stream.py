@@ -32,10 +32,11 @@ from pywrapai_graph import (
 )
 from pywrapai_graph.application.provider_limiter import ProviderLimiter
 from pywrapai_graph.domain import FailedAttempt, Limits, TokenUsage
+from pywrapai_graph.errors import ResponseFormatError
 from pywrapai_graph.testing import ScriptedReply
 from pywrapai_graph.testing.contracts.chat_model import SECRET
 from pywrapai_graph.testing.wire import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
-from pywrapai_graph.testing.wire.server import WireServer
+from pywrapai_graph.testing.wire.server import WireServer, sse
 
 WIRES: dict[str, Callable[[], WireServer]] = {
     "openai": OpenAIWire,
@@ -280,4 +281,32 @@ def test_closing_mid_reply_books_what_the_model_produced(name: str) -> None:
         assert len(llm.tokens.records) == 1
         assert llm.tokens.total_usage.input_tokens > 0
         assert len(list(wire.chat_requests())) == 1
+        llm.close()
+
+
+def test_malformed_streamed_arguments_fail_the_run_and_are_booked() -> None:
+    """A streamed call whose argument pieces do not make a JSON object: ResponseFormatError
+    with the raw text, the reply booked with its usage, and the run's partial."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "c", "created": 1, "model": "gpt-4o-mini", "choices": [choice]}
+
+    call = {"id": "call_x", "type": "function", "function": {"name": "get_weather"}}
+    events: list[Any] = [
+        chunk({"tool_calls": [{"index": 0, **call}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+        chunk({}, "tool_calls"),
+        {**chunk({}), "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 4}},
+        "[DONE]",
+    ]
+    with OpenAIWire() as wire:
+        wire.raw(b"".join(sse(events)), content_type="text/event-stream")
+        llm = llm_for("openai", wire)
+        seen: list[AgentEvent] = []
+        with pytest.raises(ResponseFormatError) as raised:
+            seen.extend(Agent(GraphLLM(llm), registry()).stream("Weather?"))
+        assert raised.value.raw == '{"city": '
+        assert raised.value.partial is not None and raised.value.partial.total_turns == 0
+        assert llm.tokens.total_usage == TokenUsage(12, 4)
         llm.close()
