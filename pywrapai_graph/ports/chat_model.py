@@ -30,8 +30,10 @@ class ChatModel(Protocol):
     Structured output: when ``request.response_format`` is set, the adapter returns the JSON
     document as ``LLMResponse.content`` (the facade validates it).
 
-    Streaming: ``stream``/``astream`` yield text pieces; the last chunk carries the usage the
-    provider reported for the whole stream.
+    Streaming: ``stream``/``astream`` yield text pieces and, as the model streams a tool
+    call, its ``tool_call_deltas`` (a delta naming the call, then pieces of its JSON
+    arguments); the last chunk carries the usage the provider reported for the whole stream
+    and the decoded ``tool_calls``.
 
     Raises:
         pywrapai_graph.errors.ProviderError: (and subclasses) on any provider failure, with
@@ -58,7 +60,8 @@ class ChatModel(Protocol):
         ...
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        """Stream the response's text; the final chunk carries usage."""
+        """Stream the response's text and tool-call deltas; the final chunk carries usage
+        and the decoded tool calls."""
         ...
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
