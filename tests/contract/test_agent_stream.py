@@ -178,6 +178,20 @@ def test_a_limited_model_streams_and_gives_its_slots_back(mode: str) -> None:
         llm.close()
 
 
+def test_closing_a_limited_run_mid_reply_gives_the_slot_back() -> None:
+    limiter = ProviderLimiter(Limits(max_in_flight=1, requests_per_minute=100))
+    with AnthropicWire() as wire:
+        wire.reply(FIRST, SECOND)
+        llm = llm_for("anthropic", wire, limits=limiter)
+        stream = Agent(GraphLLM(llm), registry()).stream("Weather?")
+        assert isinstance(next(stream), TextDelta)
+        assert limiter.in_flight == 1  # the reply is still streaming
+        stream.close()
+        assert limiter.in_flight == 0
+        assert len(llm.tokens.records) == 1
+        llm.close()
+
+
 def first_result_index(events: list[AgentEvent]) -> int:
     return next(i for i, e in enumerate(events) if isinstance(e, ToolCallResult))
 
