@@ -1,4 +1,5 @@
-"""A FastAPI service over pywrapai-graph: ``/ingest``, ``/ask`` and ``/ask/stream`` (SSE).
+"""A FastAPI service over pywrapai-graph: ``/ingest``, ``/ask``, ``/ask/stream`` (SSE) and
+``/agent/stream`` (an agent run that searches the tenant's documents, as SSE events).
 
 Every request names its tenant in the ``X-Tenant`` header and works through a scoped view
 built from the container for that request: its documents are stamped with the tenant, and
@@ -24,6 +25,8 @@ is 413 before it is read.
 """
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -34,7 +37,19 @@ from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from pywrapai_graph import Document, GenerationParams, GraphLLM, LLMResponse, ScopedRetriever
+from pywrapai_graph import (
+    Agent,
+    AgentEvent,
+    ApprovalRequired,
+    Document,
+    FinalAnswer,
+    GenerationParams,
+    GraphLLM,
+    LLMResponse,
+    ScopedRetriever,
+    ToolRegistry,
+    retrieval_tool,
+)
 from pywrapai_graph.composition.container import Container, build_container
 from pywrapai_graph.composition.settings import Settings, Source
 from pywrapai_graph.errors import (
@@ -119,6 +134,7 @@ def create_app(
     app.state.container = container
     _probes(app, container)
     _rag_routes(app, container)
+    _agent_routes(app, container)
     _answer_errors(app, max_request_bytes)
     return app
 
@@ -186,6 +202,51 @@ def _rag_routes(app: FastAPI, container: Container) -> None:
                 yield f"event: done\ndata: {json.dumps(_answer(stream.response))}\n\n"
             except PyWrapAIError as exc:  # after the 200: the stream says so, then ends
                 yield f"event: error\ndata: {json.dumps(_error_body(exc))}\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _event_data(event: AgentEvent) -> dict[str, Any]:
+    """An agent event's SSE ``data``: the event's fields; the run's result in short."""
+    if isinstance(event, FinalAnswer | ApprovalRequired):
+        result = event.result
+        usage = result.total_usage
+        done = {
+            "answer": result.content,
+            "turns": result.total_turns,
+            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            "cost_usd": result.total_cost_usd,
+        }
+        if isinstance(event, ApprovalRequired):
+            done["pending"] = [dataclasses.asdict(c) for c in event.calls]
+        return done
+    return dataclasses.asdict(event)
+
+
+def _agent_routes(app: FastAPI, container: Container) -> None:
+    """An agent over the tenant's documents, streamed as server-sent events."""
+
+    @app.post("/agent/stream")
+    async def agent_stream(body: AskRequest, tenant: Tenant) -> StreamingResponse:
+        """One ``event: <kind>`` / ``data: <json>`` per agent event (text and tool-call
+        deltas, tool calls and results, step ends, the final answer). A client that
+        disconnects stops the run: no further model or tool call, what was spent is booked."""
+        tools = ToolRegistry()
+        retriever = container.scoped_retriever(scope={"tenant": tenant})
+        tools.register(retrieval_tool(retriever, "search_documents", "Search our documents."))
+        agent = Agent(container.scoped_graph(scope={"tenant": tenant}), tools)
+        run = agent.astream(body.question, **_generation(body).given())
+        # the first event before the 200: a failure to start answers with its status
+        first = await anext(run)
+
+        async def events() -> AsyncIterator[str]:
+            async with contextlib.aclosing(run):
+                try:
+                    yield f"event: {first.kind}\ndata: {json.dumps(_event_data(first))}\n\n"
+                    async for event in run:
+                        yield f"event: {event.kind}\ndata: {json.dumps(_event_data(event))}\n\n"
+                except PyWrapAIError as exc:  # after the 200: the stream says so, then ends
+                    yield f"event: error\ndata: {json.dumps(_error_body(exc))}\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

@@ -29,6 +29,7 @@ from pywrapai_graph.domain import (
     StreamChunk,
     TextPart,
     TokenUsage,
+    ToolCall,
     ToolSpec,
 )
 from pywrapai_graph.domain.request import StructuredMode
@@ -306,6 +307,7 @@ class CallModel:
         content: str = "",
         estimated: bool = False,
         failed: tuple[FailedAttempt, ...] = (),
+        tool_calls: tuple[ToolCall, ...] = (),
     ) -> LLMResponse:
         rec = self._tracker.record(
             "chat",
@@ -318,6 +320,7 @@ class CallModel:
         )
         return LLMResponse(
             content=content,
+            tool_calls=list(tool_calls),
             usage=rec.usage,
             model=rec.model,
             provider=rec.provider,
@@ -405,8 +408,16 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
+                for delta in chunk.tool_call_deltas:
+                    yield delta
             booked = self._record_stream(
-                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
+                target,
+                request,
+                so_far.usage,
+                so_far.model,
+                prompt_file,
+                failed=failed,
+                tool_calls=so_far.tool_calls,
             )
             ob.result = booked = dataclasses.replace(booked, reasoning=so_far.reasoning)
         yield booked
@@ -426,8 +437,15 @@ class CallModel:
                 so_far.add(chunk)
                 if chunk.text:
                     yield chunk.text
+                yield from chunk.tool_call_deltas
             booked = self._record_stream(
-                target, request, so_far.usage, so_far.model, prompt_file, failed=failed
+                target,
+                request,
+                so_far.usage,
+                so_far.model,
+                prompt_file,
+                failed=failed,
+                tool_calls=so_far.tool_calls,
             )
             ob.result = booked = dataclasses.replace(booked, reasoning=so_far.reasoning)
         yield booked

@@ -1,20 +1,24 @@
-"""ChatStream / AsyncChatStream: iterate a reply's text, then read the whole response."""
+"""ChatStream / AsyncChatStream: iterate a reply's text (or all its events), then read the
+whole response."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Generic, TypeVar
 
-from pywrapai_graph.domain import LLMResponse
+from pywrapai_graph.domain import LLMResponse, ToolCallDelta
 from pywrapai_graph.errors import StreamNotFinishedError
 
-__all__ = ["AsyncChatStream", "ChatStream", "StreamEvent"]
+__all__ = ["AsyncChatStream", "ChatStream", "ReplyEvent", "StreamEvent"]
 
 S = TypeVar("S")
 
-#: What a stream's source yields: text pieces, then one final :class:`LLMResponse`.
-StreamEvent = str | LLMResponse
+#: What :meth:`ChatStream.events` yields: text pieces and pieces of tool calls, in the order
+#: the model produced them.
+ReplyEvent = str | ToolCallDelta
+#: What a stream's source yields: reply events, then one final :class:`LLMResponse`.
+StreamEvent = str | ToolCallDelta | LLMResponse
 
 _EARLY = (
     "the stream is not finished: iterate it to the end before reading .response "
@@ -31,13 +35,14 @@ class _Received(Generic[S]):
         self._text: list[str] = []
         self._response: LLMResponse | None = None
 
-    def _take(self, event: StreamEvent) -> str | None:
-        """Record ``event``; the text piece to hand out, or None for the final response."""
+    def _take(self, event: StreamEvent) -> ReplyEvent | None:
+        """Record ``event``; the event to hand out, or None for the final response."""
         if isinstance(event, LLMResponse):
             content = event.content or "".join(self._text)
             self._response = dataclasses.replace(event, content=content)
             return None
-        self._text.append(event)
+        if isinstance(event, str):
+            self._text.append(event)
         return event
 
     @property
@@ -62,7 +67,11 @@ class ChatStream(_Received[Iterator[StreamEvent]], Iterator[str]):
 
     ``for piece in graph.stream(...)`` works as with a plain iterator. Once the stream is
     exhausted, :attr:`response` holds the final :class:`LLMResponse`: the full text, usage,
-    cost and (from ``GraphLLM``) the injected context.
+    cost, tool calls and (from ``GraphLLM``) the injected context.
+
+    Iterating yields text only; :meth:`events` yields every event of the reply in order: the
+    text pieces (``str``) and, for a reply that calls tools (``stream_with_tools``), each
+    call's :class:`~pywrapai_graph.domain.ToolCallDelta` pieces as the model streams them.
 
     Args:
         source: yields text pieces, then exactly one ``LLMResponse``.
@@ -74,9 +83,17 @@ class ChatStream(_Received[Iterator[StreamEvent]], Iterator[str]):
     def __next__(self) -> str:
         for event in self._source:
             piece = self._take(event)
-            if piece is not None:
+            if isinstance(piece, str):
                 return piece
         raise StopIteration
+
+    def events(self) -> Iterator[ReplyEvent]:
+        """Every event left, in order: text pieces (``str``) and tool-call pieces
+        (:class:`~pywrapai_graph.domain.ToolCallDelta`); :attr:`response` once exhausted."""
+        for event in self._source:
+            taken = self._take(event)
+            if taken is not None:
+                yield taken
 
     def text(self) -> str:
         """Consume what is left and return the whole text."""
@@ -105,9 +122,16 @@ class AsyncChatStream(_Received[AsyncIterator[StreamEvent]], AsyncIterator[str])
     async def __anext__(self) -> str:
         async for event in self._source:
             piece = self._take(event)
-            if piece is not None:
+            if isinstance(piece, str):
                 return piece
         raise StopAsyncIteration
+
+    async def events(self) -> AsyncGenerator[ReplyEvent, None]:
+        """Async :meth:`ChatStream.events`."""
+        async for event in self._source:
+            taken = self._take(event)
+            if taken is not None:
+                yield taken
 
     async def text(self) -> str:
         """Consume what is left and return the whole text."""

@@ -147,7 +147,7 @@ class ConversationMemory:
         if conversation_id is None:
             return
         turn = [m for m in as_messages(input) if m.role is not Role.SYSTEM]
-        turn.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
+        turn.append(response.to_message())
         self._store().append(conversation_id, turn, scope=self._scope(scope))
 
     async def aremember(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Unpack
@@ -42,6 +42,7 @@ from pywrapai_graph.domain.agent import (
     AgentResult,
     AgentStep,
 )
+from pywrapai_graph.domain.agent_events import AgentEvent
 from pywrapai_graph.domain.events import AgentStepEvent
 from pywrapai_graph.errors import PyWrapAIError
 from pywrapai_graph.ports.conversation import Conversation
@@ -324,6 +325,48 @@ class Agent:
 
         options = self._options(filter, rag_k, generation)
         return await adrive(self._loop(_Run(as_messages(input)), history, options), do)
+
+    # ------------------------------------------------------------------ streamed
+    def stream(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> Generator[AgentEvent, None, None]:
+        """:meth:`run`, streamed: yields the run's events as they happen (the same loop).
+
+        Per turn: :class:`~pywrapai_graph.domain.agent_events.TextDelta` and
+        :class:`~pywrapai_graph.domain.ToolCallDelta` pieces as the model streams them;
+        ``ToolCallStarted`` and ``ToolCallResult`` around each tool call; ``StepEnded``
+        with the turn's usage and cost. Last, ``FinalAnswer`` with the
+        :class:`AgentResult` that :meth:`run` would return. Errors raise as from
+        :meth:`run`. Closing the iterator stops the run: the model call in progress is
+        booked with what it produced and no further model or tool call starts.
+
+        Raises:
+            InvalidArgumentError: the graph cannot stream tool calls (not a ``GraphLLM``).
+        """
+        from pywrapai_graph.application.agent_stream import stream_run
+
+        return stream_run(self, input, history, self._options(filter, rag_k, generation))
+
+    def astream(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Async :meth:`stream`; a turn's tool calls run concurrently, as in :meth:`arun`.
+        ``aclose()`` (or cancelling the task) stops the run."""
+        from pywrapai_graph.application.agent_stream import astream_run
+
+        return astream_run(self, input, history, self._options(filter, rag_k, generation))
 
     def __repr__(self) -> str:
         return f"Agent(tools={self.registry.names!r}, config={self.config!r})"

@@ -12,15 +12,15 @@ from pywrapai_graph.application.input_tokens import (
     generic_media_tokens,
 )
 from pywrapai_graph.application.observability.observation import stopped
-from pywrapai_graph.domain import ChatRequest, ReasoningPart, StreamChunk, TokenUsage
+from pywrapai_graph.domain import ChatRequest, ReasoningPart, StreamChunk, TokenUsage, ToolCall
 from pywrapai_graph.errors import IncompleteStreamError, ResponseFormatError
 
 __all__ = ["StreamSoFar"]
 
 
 class StreamSoFar:
-    """Folds the chunks of one stream: its text, and the usage, model and reasoning the
-    provider reported.
+    """Folds the chunks of one stream: its text, the usage, model and reasoning the provider
+    reported, and the tool calls of its final chunk.
 
     A stream that ends early — the consumer closed it (``break``, ``close()``, garbage
     collection) or cancelled its task, or the provider cut it off — was still billed for what
@@ -30,7 +30,7 @@ class StreamSoFar:
     garbage collector books into the cost scopes that were open while it was read.
     """
 
-    __slots__ = ("context", "model", "parts", "reasoning", "usage")
+    __slots__ = ("context", "model", "parts", "reasoning", "tool_calls", "usage")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -38,6 +38,7 @@ class StreamSoFar:
         self.model: str | None = None
         self.context: contextvars.Context | None = None
         self.reasoning: tuple[ReasoningPart, ...] = ()
+        self.tool_calls: tuple[ToolCall, ...] = ()
 
     def start(self) -> None:
         """The consumer asked for the first chunk: the request is about to be sent."""
@@ -50,6 +51,7 @@ class StreamSoFar:
         self.usage = chunk.usage or self.usage
         self.model = chunk.model or self.model
         self.reasoning = chunk.reasoning or self.reasoning
+        self.tool_calls = chunk.tool_calls or self.tool_calls
 
     @property
     def text(self) -> str:

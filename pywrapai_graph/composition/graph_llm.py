@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
@@ -294,21 +295,59 @@ class GraphLLM:
         conversation's turn is saved when the stream is exhausted (not when left early).
 
         Raises:
-            ValueError: when ``tools`` is passed; use :meth:`chat` for tool calling.
+            ValueError: when ``tools`` is passed; use :meth:`stream_with_tools` (or
+                :meth:`chat`) for tool calling.
         """
         if tools is not None:
             raise InvalidArgumentError(
-                "GraphLLM.stream() does not accept tools=; use chat() for tools"
+                "GraphLLM.stream() does not accept tools=; use stream_with_tools() or chat()"
             )
+        return self.stream_with_tools(
+            input,
+            history,
+            rag=rag,
+            filter=filter,
+            rag_k=rag_k,
+            extra=extra,
+            conversation_id=conversation_id,
+            scope=scope,
+            **generation,
+        )
+
+    def stream_with_tools(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> ChatStream:
+        """:meth:`stream` offering ``tools`` (the arguments of :meth:`chat`):
+        ``stream.events()`` yields the text and each tool call's pieces
+        (:class:`~pywrapai_graph.domain.ToolCallDelta`) as they arrive; once exhausted,
+        ``.response.tool_calls`` holds the decoded calls. ``Agent.stream`` drives it."""
         past = self._memory.recall(conversation_id, history, scope)
         messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
         messages = self._fitted(conversation_id, messages, input)
-        stream = self._llm.stream(
-            messages, extra=extra, prompt_file=self._prompt_file, **generation
+        stream = self._llm.stream_with_tools(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            extra=extra,
+            prompt_file=self._prompt_file,
+            **generation,
         )
 
         def events() -> Iterator[StreamEvent]:
-            yield from stream
+            with contextlib.closing(stream):  # closed early: the inner stream books it now
+                yield from stream.events()
             self._memory.remember(conversation_id, input, stream.response, scope)
             yield self._with_context(stream.response, hits)
 
@@ -335,19 +374,53 @@ class GraphLLM:
         """
         if tools is not None:
             raise InvalidArgumentError(
-                "GraphLLM.astream() does not accept tools=; use achat() for tools"
+                "GraphLLM.astream() does not accept tools=; use astream_with_tools() or achat()"
             )
+        return self.astream_with_tools(
+            input,
+            history,
+            rag=rag,
+            filter=filter,
+            rag_k=rag_k,
+            extra=extra,
+            conversation_id=conversation_id,
+            scope=scope,
+            **generation,
+        )
+
+    def astream_with_tools(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+        extra: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
+        scope: Mapping[str, Any] | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> AsyncChatStream:
+        """Async :meth:`stream_with_tools`; retrieval happens on the first ``__anext__``."""
 
         async def events() -> AsyncIterator[StreamEvent]:
             past = await self._memory.arecall(conversation_id, history, scope)
             messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
             messages = self._fitted(conversation_id, messages, input)
-            stream = self._llm.astream(
-                messages, extra=extra, prompt_file=self._prompt_file, **generation
+            stream = self._llm.astream_with_tools(
+                messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                extra=extra,
+                prompt_file=self._prompt_file,
+                **generation,
             )
             try:
-                async for piece in stream:
-                    yield piece
+                async with contextlib.aclosing(stream.events()) as reply:
+                    async for event in reply:
+                        yield event
             finally:  # closed early: the inner stream books what was produced, now
                 await stream.aclose()
             await self._memory.aremember(conversation_id, input, stream.response, scope)

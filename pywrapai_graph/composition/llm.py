@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # pydantic loads only when structured output is used
 M = TypeVar("M", bound="BaseModel")
 
 _STREAM_TOOLS = (
-    "stream() does not accept tools=: streamed tool-call deltas are not assembled. "
-    "Use chat()/achat() for tool calling (or Agent for a full loop)."
+    "stream() does not accept tools=: use stream_with_tools() to stream tool calls, "
+    "chat()/achat() for tool calling, or Agent.stream() for a full loop."
 )
 
 
@@ -252,7 +252,22 @@ class LLM:
         """
         if tools:
             raise InvalidArgumentError(_STREAM_TOOLS)
-        request = self._request(input, None, None, generation, extra)
+        return self.stream_with_tools(input, extra=extra, prompt_file=prompt_file, **generation)
+
+    def stream_with_tools(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        extra: Mapping[str, object] | None = None,
+        prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> ChatStream:
+        """:meth:`stream` offering ``tools``: ``stream.events()`` yields the text and each
+        tool call's pieces (:class:`~pywrapai_graph.domain.ToolCallDelta`) as they arrive;
+        once exhausted, ``.response.tool_calls`` holds the decoded calls."""
+        request = self._request(input, tools, tool_choice, generation, extra)
         return self._calls.stream(request, prompt_file=prompt_file)
 
     def astream(
@@ -271,7 +286,20 @@ class LLM:
         """
         if tools:
             raise InvalidArgumentError(_STREAM_TOOLS)
-        request = self._request(input, None, None, generation, extra)
+        return self.astream_with_tools(input, extra=extra, prompt_file=prompt_file, **generation)
+
+    def astream_with_tools(
+        self,
+        input: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        extra: Mapping[str, object] | None = None,
+        prompt_file: str | None = None,
+        **generation: Unpack[GenerationOptions],
+    ) -> AsyncChatStream:
+        """Async :meth:`stream_with_tools`."""
+        request = self._request(input, tools, tool_choice, generation, extra)
         return self._calls.astream(request, prompt_file=prompt_file)
 
     def chat_structured(

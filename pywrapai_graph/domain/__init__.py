@@ -20,7 +20,7 @@ from pywrapai_graph.domain.messages import Message, Role, ToolCall, ToolResult
 from pywrapai_graph.domain.parts import DocumentPart, ImagePart, Part, TextPart
 from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.domain.request import ChatRequest, ResponseFormat, ToolSpec
-from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk
+from pywrapai_graph.domain.response import InjectedChunk, LLMResponse, StreamChunk, ToolCallDelta
 from pywrapai_graph.domain.usage import CallKind, CallRecord, CostTotals, TokenUsage
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "TextPart",
     "TokenUsage",
     "ToolCall",
+    "ToolCallDelta",
     "ToolResult",
     "ToolSpec",
     "UnsupportedParameterWarning",

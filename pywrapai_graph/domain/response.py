@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pywrapai_graph.domain.fallback import FailedAttempt
 from pywrapai_graph.domain.messages import Message, Role, ToolCall
 from pywrapai_graph.domain.reasoning import ReasoningPart
 from pywrapai_graph.domain.usage import TokenUsage
 
-__all__ = ["InjectedChunk", "LLMResponse", "StreamChunk"]
+__all__ = ["InjectedChunk", "LLMResponse", "StreamChunk", "ToolCallDelta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +77,44 @@ class LLMResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call as the model streams it.
+
+    A call's first delta names it (``name``, and ``id`` when the provider gives one, with
+    ``arguments`` ""); the following ones carry pieces of its JSON arguments, which
+    concatenate to the whole arguments object. Calls of one reply are told apart by
+    ``index`` (0, 1... in the order the model made them). For display only: the complete,
+    decoded calls are in the final response's ``tool_calls``.
+
+    Attributes:
+        index: the call's position among the reply's tool calls.
+        id: the call's id (on the first delta only; the id the complete call will have).
+        name: the tool's name (on the first delta only).
+        arguments: a piece of the JSON arguments ("" on the first delta).
+    """
+
+    #: the event's name in an agent's event stream (an SSE ``event:`` line)
+    kind: ClassVar[str] = "tool_call_delta"
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StreamChunk:
     """One event of a streamed response.
 
-    Text arrives in ``text`` pieces; the provider's final event carries ``usage`` (and the
-    model name), which the facade records once the stream is exhausted, and the reasoning
-    parts the stream carried, whole (signatures included).
+    Text arrives in ``text`` pieces and tool calls in ``tool_call_deltas``; the provider's
+    final event carries ``usage`` (and the model name), the complete, decoded ``tool_calls``
+    and the reasoning parts the stream carried, whole (signatures included); the facade
+    records them once the stream is exhausted.
     """
 
     text: str = ""
     usage: TokenUsage | None = None
     model: str | None = None
     reasoning: tuple[ReasoningPart, ...] = ()
+    tool_call_deltas: tuple[ToolCallDelta, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()

@@ -33,8 +33,10 @@ class ChatModel(Protocol):
     forced-tool path it also returns that tool call in ``tool_calls``, which a retry answers
     with a tool result.
 
-    Streaming: ``stream``/``astream`` yield text pieces; the last chunk carries the usage the
-    provider reported for the whole stream.
+    Streaming: ``stream``/``astream`` yield text pieces and, as the model streams a tool
+    call, its ``tool_call_deltas`` (a delta naming the call, then pieces of its JSON
+    arguments); the last chunk carries the usage the provider reported for the whole stream
+    and the decoded ``tool_calls``.
 
     Raises:
         pywrapai_graph.errors.ProviderError: (and subclasses) on any provider failure, with
@@ -61,7 +63,8 @@ class ChatModel(Protocol):
         ...
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
-        """Stream the response's text; the final chunk carries usage."""
+        """Stream the response's text and tool-call deltas; the final chunk carries usage
+        and the decoded tool calls."""
         ...
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:

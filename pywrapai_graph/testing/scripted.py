@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -14,6 +15,7 @@ from pywrapai_graph.domain import (
     StreamChunk,
     TokenUsage,
     ToolCall,
+    ToolCallDelta,
 )
 from pywrapai_graph.ports import ChatModel
 
@@ -140,11 +142,26 @@ class ScriptedChatModel(ChatModel):
         return self._response(request)
 
     def _pieces_of(self, request: ChatRequest) -> list[StreamChunk]:
+        """The reply as a provider streams it: its text in pieces, each tool call's name then
+        its JSON arguments in pieces, and a final chunk with the usage and the calls."""
         reply = self._next(request)
         chunks = [StreamChunk(text=piece) for piece in split_text(reply.content, self._pieces)]
+        for i, call in enumerate(reply.tool_calls):
+            pieces = split_text(json.dumps(call.arguments), self._pieces)
+            deltas = [
+                ToolCallDelta(i, call.id, call.name),
+                *(ToolCallDelta(i, None, None, p) for p in pieces),
+            ]
+            chunks += [StreamChunk(tool_call_deltas=(d,)) for d in deltas]
         model = reply.model or request.model
-        reasoning = tuple(reply.reasoning)
-        chunks.append(StreamChunk(usage=reply.usage, model=model, reasoning=reasoning))
+        chunks.append(
+            StreamChunk(
+                usage=reply.usage,
+                model=model,
+                tool_calls=tuple(reply.tool_calls),
+                reasoning=tuple(reply.reasoning),
+            )
+        )
         return chunks
 
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:

@@ -23,6 +23,7 @@ from pywrapai_graph.domain import (
     DocumentPart,
     ImagePart,
     ReasoningPart,
+    ToolCallDelta,
     UnsupportedParameterWarning,
 )
 from pywrapai_graph.errors import (
@@ -227,6 +228,20 @@ def test_stream_reads_text_deltas_and_the_completed_usage(wire: OpenAIResponsesW
         assert stream.response.usage == REASONING
         assert llm.tokens.total_usage == REASONING
     assert _sent(wire)["stream"] is True
+
+
+def test_a_stream_keeps_its_reasoning_items_and_tool_calls(wire: OpenAIResponsesWire) -> None:
+    call = ToolCall("call_s", "get_weather", {"city": "Oslo"})
+    wire.reply(ScriptedReply(tool_calls=[call], usage=REASONING))
+    with _llm(wire) as llm:
+        stream = llm.stream_with_tools("Weather?", tools=tool_registry().to_schema())
+        deltas = [e for e in stream.events() if isinstance(e, ToolCallDelta)]
+        response = stream.response
+    assert (deltas[0].index, deltas[0].id, deltas[0].name) == (0, "call_s", "get_weather")
+    assert json.loads("".join(d.arguments for d in deltas)) == {"city": "Oslo"}
+    assert list(response.tool_calls) == [call]
+    (item,) = response.reasoning
+    assert item.provider == "openai-responses" and item.signature == wire.issued[str(item.id)]
 
 
 def test_the_wire_stream_is_the_sdks_typed_events(wire: OpenAIResponsesWire) -> None:

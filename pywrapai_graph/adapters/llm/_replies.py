@@ -18,12 +18,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 from pywrapai_graph.adapters._provider_errors import decoding
-from pywrapai_graph.domain import StreamChunk, TokenUsage
+from pywrapai_graph.adapters._provider_payload import parse_arguments
+from pywrapai_graph.domain import StreamChunk, TokenUsage, ToolCall, ToolCallDelta
 from pywrapai_graph.errors import (
     IncompleteStreamError,
     ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
+    ResponseFormatError,
 )
 
 __all__ = [
@@ -58,8 +60,9 @@ def incomplete(provider: str, marker: str, partial: str) -> IncompleteStreamErro
 class StreamTally(ABC):
     """Follows one provider stream: :meth:`feed` each event (subclasses), then :meth:`final`.
 
-    Keeps the text so far, the usage and the model, and whether the provider's end marker
-    (``marker``) arrived: :meth:`final` raises IncompleteStreamError when it did not.
+    Keeps the text so far, the tool-call pieces (:meth:`call_delta`), the usage and the
+    model, and whether the provider's end marker (``marker``) arrived: :meth:`final` raises
+    IncompleteStreamError when it did not, and carries the tool calls the pieces make.
     """
 
     provider: ClassVar[str]
@@ -70,6 +73,8 @@ class StreamTally(ABC):
         self.usage = TokenUsage()
         self.model: str | None = None
         self.ended = False
+        self.deltas: list[ToolCallDelta] = []
+        self._handed = 0  # deltas already handed on in a chunk
 
     @abstractmethod
     def feed(self, event: Any) -> str:
@@ -83,14 +88,46 @@ class StreamTally(ABC):
         """The usage the provider has reported so far (all zero before it says anything)."""
         return self.usage
 
+    def call_delta(
+        self, index: int, id: str | None = None, name: str | None = None, arguments: str = ""
+    ) -> None:
+        """Note a piece of tool call ``index`` (``feed`` calls it): its id and name when the
+        provider starts the call, then pieces of its JSON arguments."""
+        self.deltas.append(ToolCallDelta(index, id, name, arguments))
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls the pieces make, in index order (id ``call_<index>`` where the provider
+        gave none).
+
+        Raises:
+            ResponseFormatError: a call's arguments are not a JSON object.
+        """
+        ids: dict[int, str] = {}
+        names: dict[int, str] = {}
+        arguments: dict[int, list[str]] = {}
+        for d in self.deltas:
+            arguments.setdefault(d.index, []).append(d.arguments)
+            if d.id:
+                ids.setdefault(d.index, d.id)
+            if d.name:
+                names.setdefault(d.index, d.name)
+        calls = []
+        for i in sorted(arguments):
+            name = names.get(i, "")
+            args = parse_arguments("".join(arguments[i]), name)
+            calls.append(ToolCall(ids.get(i, f"call_{i}"), name, args))
+        return tuple(calls)
+
     def chunk(self, text: str, before: TokenUsage) -> StreamChunk | None:
-        """The chunk to hand on after an event: its text, and the usage when the provider
-        reported more than ``before`` (so a stream stopped early books what was reported);
-        None when the event brought neither."""
+        """The chunk to hand on after an event: its text and tool-call pieces, and the usage
+        when the provider reported more than ``before`` (so a stream stopped early books what
+        was reported); None when the event brought none of these."""
+        deltas = tuple(self.deltas[self._handed :])
+        self._handed = len(self.deltas)
         usage = self.reported()
         if usage == before:
-            return StreamChunk(text=text) if text else None
-        return StreamChunk(text=text, usage=usage)
+            return StreamChunk(text, tool_call_deltas=deltas) if text or deltas else None
+        return StreamChunk(text, usage, tool_call_deltas=deltas)
 
     def step(self, event: Any) -> StreamChunk | None:
         """:meth:`feed` one event; the chunk to hand on after it (see :meth:`chunk`)."""
@@ -100,10 +137,22 @@ class StreamTally(ABC):
         return self.chunk(text, before)
 
     def final(self) -> StreamChunk:
-        """The closing chunk (usage, model), or IncompleteStreamError if the stream was cut."""
+        """The closing chunk (usage, model, tool calls), or IncompleteStreamError if the
+        stream was cut.
+
+        Raises:
+            IncompleteStreamError: the end marker never arrived.
+            ResponseFormatError: a tool call's arguments are not a JSON object (with the
+                usage, billed all the same).
+        """
         if not self.ended:
             raise incomplete(self.provider, self.marker, self.text())
-        return StreamChunk(usage=self.usage, model=self.model)
+        try:
+            calls = self.tool_calls()
+        except ResponseFormatError as exc:
+            exc.usage = self.usage
+            raise
+        return StreamChunk(usage=self.usage, model=self.model, tool_calls=calls)
 
 
 def _retryable(exc: Exception) -> bool:

@@ -187,6 +187,7 @@ class _StreamTally(StreamTally):
         self.start_usage: Any = None
         self.output_tokens = 0
         self.thinking = ThinkingStream(_PROVIDER)
+        self.blocks: dict[int, int] = {}  # content block index -> tool call index
 
     def feed(self, event: Any) -> str:
         kind = event.type
@@ -198,6 +199,12 @@ class _StreamTally(StreamTally):
             self.model = event.message.model
         elif kind == "message_delta" and event.usage is not None:
             self.output_tokens = event.usage.output_tokens or self.output_tokens
+        elif kind == "content_block_start" and event.content_block.type == "tool_use":
+            block = event.content_block
+            self.blocks[event.index] = len(self.blocks)  # the call's index among the calls
+            self.call_delta(self.blocks[event.index], block.id, block.name)
+        elif kind == "content_block_delta" and event.delta.type == "input_json_delta":
+            self.call_delta(self.blocks[event.index], arguments=event.delta.partial_json)
         elif kind == "content_block_delta" and event.delta.type == "text_delta":
             return str(event.delta.text)
         return ""

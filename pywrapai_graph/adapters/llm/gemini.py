@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -168,6 +169,7 @@ class _StreamState(StreamTally):
 
     provider = _PROVIDER
     marker = "a finish reason"
+    calls = 0  # the tool calls seen so far
 
     def __init__(self) -> None:
         super().__init__()
@@ -181,7 +183,13 @@ class _StreamState(StreamTally):
         self.usage = _usage(raw.usage_metadata) if raw.usage_metadata else self.usage
         self.model = raw.model_version or self.model
         self.ended = self.ended or any(c.finish_reason is not None for c in raw.candidates or ())
-        return "".join(p.text for p in _parts(raw) if p.text and not p.thought)
+        parts = _parts(raw)
+        for call in (p.function_call for p in parts if p.function_call is not None):
+            index = self.calls
+            self.calls += 1  # Gemini sends a call whole: its name, then its arguments
+            self.call_delta(index, call.id or f"call_{index}", call.name or "")
+            self.call_delta(index, arguments=json.dumps(call.args or {}))
+        return "".join(p.text for p in parts if p.text and not p.thought)
 
 
 class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):

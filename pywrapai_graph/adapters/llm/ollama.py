@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from contextlib import AbstractContextManager
 from typing import Any
@@ -82,9 +83,15 @@ class _StreamState(StreamTally):
 
     provider = _PROVIDER
     marker = "done: true"
+    calls = 0  # the tool calls seen so far
 
     def feed(self, part: Any) -> str:
         text = str(part.message.content) if part.message and part.message.content else ""
+        for call in (part.message.tool_calls or ()) if part.message else ():
+            index = self.calls
+            self.calls += 1  # Ollama sends a call whole, with no id: its name, its arguments
+            self.call_delta(index, f"call_{index}", call.function.name)
+            self.call_delta(index, arguments=json.dumps(dict(call.function.arguments or {})))
         if part.done:
             self.ended = True
             self.usage, self.model = _usage(part), part.model

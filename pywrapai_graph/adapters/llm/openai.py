@@ -136,6 +136,12 @@ class _StreamState(StreamTally):
             self.ended = self.ended or choice.finish_reason is not None
             text += choice.delta.content or ""
             self.thought.append(reasoning_text(choice.delta))
+            for call in choice.delta.tool_calls or ():
+                function = call.function
+                if call.id or (function and function.name):
+                    self.call_delta(call.index, call.id, function and function.name)
+                if function and function.arguments:
+                    self.call_delta(call.index, arguments=function.arguments)
         return text
 
 

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from pywrapai_graph.adapters._provider_errors import error_for_status, stainless_errors
@@ -42,6 +43,7 @@ from pywrapai_graph.domain import (
     Part,
     ResponseFormat,
     Role,
+    StreamChunk,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -61,8 +63,10 @@ try:
         ResponseCompletedEvent,
         ResponseErrorEvent,
         ResponseFailedEvent,
+        ResponseFunctionCallArgumentsDeltaEvent,
         ResponseFunctionToolCall,
         ResponseIncompleteEvent,
+        ResponseOutputItemAddedEvent,
         ResponseOutputMessage,
         ResponseOutputText,
         ResponseReasoningItem,
@@ -185,7 +189,6 @@ def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningPart]]:
     tools' items are not offered, so none come back)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[ReasoningPart] = []
     for item in raw.output or ():
         if isinstance(item, ResponseOutputMessage):
             texts += [c.text for c in item.content if isinstance(c, ResponseOutputText)]
@@ -193,12 +196,21 @@ def _reply(raw: Response) -> tuple[str, list[ToolCall], list[ReasoningPart]]:
             calls.append(
                 ToolCall(item.call_id, item.name, parse_arguments(item.arguments, item.name))
             )
-        elif isinstance(item, ResponseReasoningItem):
-            text = _SUMMARIES.join(s.text for s in item.summary or ())
-            reasoning.append(
-                ReasoningPart(text, item.encrypted_content, provider=_REASONING, id=item.id)
-            )
-    return "".join(texts), calls, reasoning
+    return "".join(texts), calls, _reasoning_of(raw)
+
+
+def _reasoning_of(raw: Response) -> list[ReasoningPart]:
+    """A response's reasoning items, one part each (summaries joined in ``text``)."""
+    return [
+        ReasoningPart(
+            _SUMMARIES.join(s.text for s in item.summary or ()),
+            item.encrypted_content,
+            provider=_REASONING,
+            id=item.id,
+        )
+        for item in raw.output or ()
+        if isinstance(item, ResponseReasoningItem)
+    ]
 
 
 class _StreamState(StreamTally):
@@ -208,13 +220,29 @@ class _StreamState(StreamTally):
     provider = _PROVIDER
     marker = "response.completed"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[int, int] = {}  # output item index -> tool call index
+        self.reasoning: tuple[ReasoningPart, ...] = ()
+
+    def final(self) -> StreamChunk:
+        return replace(super().final(), reasoning=self.reasoning)
+
     def feed(self, event: ResponseStreamEvent) -> str:
         if isinstance(event, ResponseTextDeltaEvent):
             return event.delta
-        if isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+        if isinstance(event, ResponseOutputItemAddedEvent):
+            if isinstance(item := event.item, ResponseFunctionToolCall):
+                self.calls[event.output_index] = len(self.calls)
+                self.call_delta(self.calls[event.output_index], item.call_id, item.name)
+        elif isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
+            if event.output_index in self.calls:
+                self.call_delta(self.calls[event.output_index], arguments=event.delta)
+        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
             self.ended = True
             self.model = event.response.model or self.model
             self.usage = _usage(event.response.usage)
+            self.reasoning = tuple(_reasoning_of(event.response))
         elif isinstance(event, ResponseFailedEvent):
             error = event.response.error
             raise _failure(error.message if error else "no reason given")

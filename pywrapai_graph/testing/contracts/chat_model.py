@@ -21,6 +21,7 @@ What a provider does differently is declared, not skipped: ``priced``,
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import traceback
@@ -34,7 +35,15 @@ from pydantic import BaseModel
 from pywrapai_graph.application.call_model import CallModel
 from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.application.tools import ToolRegistry, tool
-from pywrapai_graph.domain import ChatRequest, LLMResponse, Message, Role, TokenUsage, ToolCall
+from pywrapai_graph.domain import (
+    ChatRequest,
+    LLMResponse,
+    Message,
+    Role,
+    TokenUsage,
+    ToolCall,
+    ToolCallDelta,
+)
 from pywrapai_graph.domain.messages import ToolResult
 from pywrapai_graph.errors import (
     AuthenticationError,
@@ -212,6 +221,39 @@ class ChatModelContract(ABC):
         calls, tracker = self._calls(adapter)
         assert "".join(calls.stream(self._request("go"))) == "Checking."
         assert tracker.total_usage == TokenUsage(5, 6)
+
+    def test_stream_tool_calls_piece_by_piece(self, wire: WireServer, adapter: ChatModel) -> None:
+        """Each call streams as a delta naming it, then pieces of its JSON arguments; the
+        final response holds the decoded calls (sync and async)."""
+        calls = [
+            ToolCall("call_1", "get_weather", {"city": "A very long city name"}),
+            ToolCall("call_2", "search_docs", {"query": "refunds", "limit": 2}),
+        ]
+        wire.reply(*[ScriptedReply("Checking.", tool_calls=calls)] * 2)
+        use_case, _ = self._calls(adapter)
+        request = self._request("go", tools=tuple(tool_registry().to_schema()))
+        stream = use_case.stream(request)
+        events = list(stream.events())
+
+        async def astream() -> tuple[list[str | ToolCallDelta], LLMResponse]:
+            streamed = use_case.astream(request)
+            seen = [event async for event in streamed.events()]
+            await adapter.aclose()
+            return seen, streamed.response
+
+        for seen, response in ((events, stream.response), asyncio.run(astream())):
+            assert "".join(e for e in seen if isinstance(e, str)) == "Checking."
+            deltas = [e for e in seen if isinstance(e, ToolCallDelta)]
+            ids = [c.id for c in response.tool_calls]
+            for i, call in enumerate(calls):
+                mine = [d for d in deltas if d.index == i]
+                assert (mine[0].id, mine[0].name, mine[0].arguments) == (ids[i], call.name, "")
+                assert json.loads("".join(d.arguments for d in mine[1:])) == call.arguments
+            expected = ["call_1", "call_2"] if self.tool_call_ids else ["call_0", "call_1"]
+            assert ids == expected
+            assert [(c.name, c.arguments) for c in response.tool_calls] == [
+                (c.name, c.arguments) for c in calls
+            ]
 
     def test_async_chat_and_stream(self, wire: WireServer, adapter: ChatModel) -> None:
         wire.reply(
