@@ -16,6 +16,7 @@ from pywrapai_graph.application.conversation_memory import ConversationMemory
 from pywrapai_graph.application.history_window import HistoryWindow
 from pywrapai_graph.application.retrieve_context import RetrieveContext
 from pywrapai_graph.application.token_tracker import TokenTracker
+from pywrapai_graph.composition.graph_structured import StructuredCalls
 from pywrapai_graph.composition.llm import LLM
 from pywrapai_graph.domain import (
     GenerationOptions,
@@ -26,7 +27,6 @@ from pywrapai_graph.domain import (
     ToolSpec,
 )
 from pywrapai_graph.domain.checks import is_positive_int
-from pywrapai_graph.domain.request import StructuredMode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError
 from pywrapai_graph.ports import (
     BaseRetriever,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pydantic loads only when structured output is used
 M = TypeVar("M", bound="BaseModel")
 
 
-class GraphLLM:
+class GraphLLM(StructuredCalls):
     """The orchestrator: decides exactly what the LLM receives.
 
     Message order is always: versioned system prompt (position 0), history oldest first,
@@ -427,59 +427,6 @@ class GraphLLM:
             yield self._with_context(stream.response, hits)
 
         return AsyncChatStream(events())
-
-    def chat_structured(
-        self,
-        input: str | Sequence[Message],
-        schema: type[M],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-        retries: int = 1,
-        mode: StructuredMode = "auto",
-        extra: Mapping[str, object] | None = None,
-        **generation: Unpack[GenerationOptions],
-    ) -> M:
-        """:meth:`LLM.chat_structured` (``retries``, ``mode``) with prompt, history and RAG
-        assembly."""
-        messages, _ = self.assemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return self._llm.chat_structured(
-            messages,
-            schema,
-            retries=retries,
-            mode=mode,
-            extra=extra,
-            prompt_file=self._prompt_file,
-            **generation,
-        )
-
-    async def achat_structured(
-        self,
-        input: str | Sequence[Message],
-        schema: type[M],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-        retries: int = 1,
-        mode: StructuredMode = "auto",
-        extra: Mapping[str, object] | None = None,
-        **generation: Unpack[GenerationOptions],
-    ) -> M:
-        """Async :meth:`chat_structured`."""
-        messages, _ = await self.aassemble(input, history, rag, filter=filter, rag_k=rag_k)
-        return await self._llm.achat_structured(
-            messages,
-            schema,
-            retries=retries,
-            mode=mode,
-            extra=extra,
-            prompt_file=self._prompt_file,
-            **generation,
-        )
 
     # ------------------------------------------------------------------ copies
     def with_system_prompt(self, text: str) -> GraphLLM:
