@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.llm import LLM
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
+    from pywrapai_graph.ports.run_store import RunStore
 
 T = TypeVar("T")
 
@@ -176,6 +177,7 @@ class Container(containers.DeclarativeContainer):
         prompts: SharedOnce[PromptSource]
         graph: SharedOnce[GraphLLM]
         tools: SharedOnce[ToolRegistry]
+        run_store: SharedOnce[RunStore | None]
         agent: providers.Factory[Agent]
         # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
         scoped_retriever: PerRequest[ScopedRetriever]
