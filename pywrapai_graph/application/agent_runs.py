@@ -19,6 +19,7 @@ from pywrapai_graph.domain.agent_state import (
     RunStateError,
     TurnState,
     call_key,
+    copied,
 )
 from pywrapai_graph.errors import PyWrapAIError
 
@@ -85,11 +86,8 @@ class RunBooks:
         """Record the open turn's call ``index`` as done (``result`` None: skipped)."""
         turn = self.turn
         assert turn is not None
-        self.turn = replace(
-            turn,
-            results={**turn.results, index: result},
-            timings={**turn.timings, index: timing},
-        )
+        turn.results[index] = result
+        turn.timings[index] = timing
 
     def snapshot(self, tools: Sequence[str], answer: str | None = None) -> AgentRunState:
         """The run as it stands (``answer``: its final answer, once finished)."""
@@ -105,7 +103,7 @@ class RunBooks:
             usage=self.usage,
             cost_usd=self.cost,
             last_cost_usd=self.last_cost,
-            turn=self.turn,
+            turn=copied(self.turn),
             answer=answer,
             seq=self.seq,
         )
@@ -120,7 +118,7 @@ class RunBooks:
             usage=state.usage,
             cost=state.cost_usd,
             last_cost=state.last_cost_usd,
-            turn=state.turn,
+            turn=copied(state.turn),
             seq=state.seq,
         )
 

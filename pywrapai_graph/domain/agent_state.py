@@ -9,7 +9,7 @@ DSN); tool arguments and messages are the user's own data.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pywrapai_graph.domain.agent import AgentStep, ToolTiming
@@ -28,6 +28,7 @@ __all__ = [
     "RunStateError",
     "TurnState",
     "call_key",
+    "copied",
 ]
 
 #: The format of :meth:`AgentRunState.to_dict`; a state of another version is refused.
@@ -98,6 +99,9 @@ class TurnState:
         cost_usd: the reply's cost.
         results: settled calls by index (None: a failure skipped by the error policy).
         timings: their timings by index.
+
+    A running agent fills ``results`` and ``timings`` in place; the states it hands out
+    (``AgentResult.state``, a run store's) hold copies.
         pending: indices of the calls awaiting a decision.
     """
 
@@ -105,9 +109,16 @@ class TurnState:
     calls: tuple[ToolCall, ...]
     usage: TokenUsage
     cost_usd: float
-    results: Mapping[int, ToolResult | None] = field(default_factory=dict)
-    timings: Mapping[int, ToolTiming] = field(default_factory=dict)
+    results: dict[int, ToolResult | None] = field(default_factory=dict)
+    timings: dict[int, ToolTiming] = field(default_factory=dict)
     pending: tuple[int, ...] = ()
+
+
+def copied(turn: TurnState | None) -> TurnState | None:
+    """``turn`` with its own ``results`` and ``timings``."""
+    if turn is None:
+        return None
+    return replace(turn, results=dict(turn.results), timings=dict(turn.timings))
 
 
 @dataclass(frozen=True, slots=True)
