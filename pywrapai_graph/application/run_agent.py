@@ -117,6 +117,12 @@ class Agent:
         config: loop configuration; defaults to ``AgentConfig()``.
         hooks: observability hooks told about every step and tool call (the registry's
             hooks are told about tool calls too).
+        requires_approval: a rule over each call (its name and arguments): True stops the
+            run before it until a person decides (as ``@tool(requires_approval=True)``);
+            the result is ``paused``, with ``pending`` calls and a ``state`` to ``resume``.
+        run_store: where the agent saves each run (at start, after each model reply and
+            after each tool call, by compare-and-set), so ``resume(run_id)`` continues it in
+            any process; with one, ``arun`` runs a turn's calls one after another.
 
     Raises:
         KeyError: (from run/arun) the model called a tool that is not registered —
@@ -128,6 +134,7 @@ class Agent:
         AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
         PyWrapAIError: a model call failed (rate limit, timeout, malformed reply...); the
             error's ``partial`` holds the run so far (steps, messages, usage and cost).
+        RunConflictError: (with a run store) another worker saved the run first.
     """
 
     def __init__(

@@ -166,3 +166,28 @@ def test_resume_of_an_unknown_run_and_a_bad_run_id_fail_typed(store: RunStore) -
     bad: Any = 7
     with pytest.raises(InvalidArgumentError, match="run_id"):
         agent.run("x", run_id=bad)
+
+
+def test_workers_opening_one_fresh_sqlite_file_at_once_all_open_it(tmp_path: Path) -> None:
+    import threading
+
+    path, opened, failed = tmp_path / "runs.db", [], []
+    start = threading.Barrier(8)
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            opened.append(SQLiteRunStore(path))
+        except Exception as exc:  # what the test looks for
+            failed.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == [] and len(opened) == 8
+    opened[0].save(state())
+    assert all(s.load("r1") == state() for s in opened)
+    for s in opened:
+        s.close()
