@@ -9,7 +9,7 @@ DSN); tool arguments and messages are the user's own data.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pywrapai_graph.domain.agent import AgentStep, ToolTiming
@@ -175,9 +175,9 @@ class AgentRunState:
             "messages": [m.to_dict() for m in self.messages],
             "history": None if self.history is None else [m.to_dict() for m in self.history],
             "options": dict(self.options),
-            "steps": [_step_record(s) for s in self.steps],
+            "steps": [asdict(s) for s in self.steps],
             "turns": self.turns,
-            "usage": _usage_record(self.usage),
+            "usage": asdict(self.usage),
             "cost_usd": self.cost_usd,
             "last_cost_usd": self.last_cost_usd,
             "turn": None if self.turn is None else _turn_record(self.turn),
@@ -220,51 +220,13 @@ class AgentRunState:
             raise RunStateError(f"malformed agent run state: {exc!r}") from exc
 
 
-def _usage_record(usage: TokenUsage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-    }
-
-
-def _call_record(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
-
-
-def _result_record(result: ToolResult | None) -> dict[str, str] | None:
-    if result is None:
-        return None
-    return {"tool_call_id": result.tool_call_id, "name": result.name, "content": result.content}
-
-
-def _timing_record(t: ToolTiming) -> list[Any]:
-    return [t.tool_call_id, t.name, t.started, t.finished]
-
-
-def _step_record(step: AgentStep) -> dict[str, Any]:
-    return {
-        "turn_num": step.turn_num,
-        "tool_calls": [_call_record(c) for c in step.tool_calls],
-        "tool_results": [_result_record(r) for r in step.tool_results],
-        "usage": _usage_record(step.usage),
-        "cost_usd": step.cost_usd,
-        "timings": [_timing_record(t) for t in step.timings],
-    }
-
-
 def _turn_record(turn: TurnState) -> dict[str, Any]:
-    return {
-        "content": turn.content,
-        "calls": [_call_record(c) for c in turn.calls],
-        "usage": _usage_record(turn.usage),
-        "cost_usd": turn.cost_usd,
-        "results": {str(i): _result_record(r) for i, r in turn.results.items()},
-        "timings": {str(i): _timing_record(t) for i, t in turn.timings.items()},
-        "pending": list(turn.pending),
-    }
+    record = asdict(turn)
+    record["calls"] = list(record["calls"])
+    record["results"] = {str(i): r for i, r in record["results"].items()}
+    record["timings"] = {str(i): t for i, t in record["timings"].items()}
+    record["pending"] = list(turn.pending)
+    return record
 
 
 def _calls(records: Sequence[Mapping[str, Any]]) -> tuple[ToolCall, ...]:
@@ -275,8 +237,8 @@ def _result(record: Mapping[str, Any] | None) -> ToolResult | None:
     return None if record is None else ToolResult(**record)
 
 
-def _timing(record: Sequence[Any]) -> ToolTiming:
-    return ToolTiming(str(record[0]), str(record[1]), float(record[2]), float(record[3]))
+def _timing(record: Mapping[str, Any]) -> ToolTiming:
+    return ToolTiming(**record)
 
 
 def _step(record: Mapping[str, Any]) -> AgentStep:

@@ -4,6 +4,7 @@ resume after a crash that re-runs only the call that was under way, with the sam
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,11 @@ def test_a_crash_mid_call_re_runs_that_call_only_with_the_same_key(store: RunSto
     with pytest.raises(Crash):
         agent_over(store, script()).run("Ship a, b, c", run_id="r1")
     assert CALLS == ["r1-1-0", "r1-2-0", "r1-2-1"]
+    saved = store.load("r1")
+    assert saved is not None and saved.turn is not None
+    assert AgentRunState.from_dict(json.loads(json.dumps(saved.to_dict()))) == saved
+    assert [t.tool_call_id for t in saved.steps[0].timings] == ["x"]
+    assert list(saved.turn.results) == [0] and saved.turn.pending == ()
     # another agent over the same store: the reply of turn 2 was saved, ship(b) too
     done = agent_over(store, ["Shipped a, b and c."]).resume("r1")
     assert done.content == "Shipped a, b and c."
