@@ -54,17 +54,9 @@ def finish(worker: subprocess.Popen[str]) -> tuple[int, list[str]]:
     worker.wait(timeout=120)
     with worker.stdout, worker.stderr:
         out, err = worker.stdout.read(), worker.stderr.read()
-    assert worker.returncode in (0, 3), err
+    assert worker.returncode in (0, 3, -signal.SIGKILL), err
     assert "Traceback" not in err, err
     return worker.returncode, out.split("\n")
-
-
-def finish_killed(worker: subprocess.Popen[str]) -> None:
-    assert worker.stdout is not None and worker.stderr is not None
-    worker.wait(timeout=120)
-    worker.stdout.close()
-    worker.stderr.close()
-    assert worker.returncode == -signal.SIGKILL
 
 
 def run_with_kills(backend: tuple[str, str], run_id: str, rng: random.Random) -> int:
@@ -79,10 +71,10 @@ def run_with_kills(backend: tuple[str, str], run_id: str, rng: random.Random) ->
                 worker.wait(timeout=rng.uniform(0.0, 0.25))
             except subprocess.TimeoutExpired:
                 worker.send_signal(signal.SIGKILL)
-                finish_killed(worker)
-                kills += 1
-                continue
         code, lines = finish(worker)
+        if code == -signal.SIGKILL:  # (a worker that finished before the signal exits 0)
+            kills += 1
+            continue
         assert (code, lines[0]) == (0, "done")
         return kills
 
@@ -111,6 +103,7 @@ def test_sigkill_at_random_instants_every_call_has_its_effect_once(
         assert TURNS * CALLS <= attempts <= TURNS * CALLS + killed
         kills += killed
         reruns += attempts - TURNS * CALLS
+    print(f"{backend[0]}: {kills} kills, {reruns} calls run again, over {RUNS} runs")
     assert kills >= RUNS  # the kills happened...
     assert reruns >= 3, (kills, reruns)  # ...and some landed in the middle of a tool call
 
