@@ -1,5 +1,6 @@
-"""A FastAPI service over pywrapai-graph: ``/ingest``, ``/ask``, ``/ask/stream`` (SSE) and
-``/agent/stream`` (an agent run that searches the tenant's documents, as SSE events).
+"""A FastAPI service over pywrapai-graph: ``/ingest``, ``/ask``, ``/ask/stream`` (SSE),
+``/agent/stream`` (an agent run that searches the tenant's documents, as SSE events), and agent
+runs a person approves: ``POST /runs`` and ``POST /runs/{id}/approve``.
 
 Every request names its tenant in the ``X-Tenant`` header and works through a scoped view
 built from the container for that request: its documents are stamped with the tenant, and
@@ -18,6 +19,12 @@ Run it (FastAPI and an ASGI server are example dependencies, not pywrapai-graph'
     curl -XPOST localhost:8000/ask -H 'X-Tenant: acme' -H 'content-type: application/json' \\
          -d '{"question": "How long do refunds take?", "max_tokens": 200}'
 
+An agent run (``POST /runs``) that reaches a tool needing approval answers
+``{"status": "paused", "run_id", "pending": [{"id", "name", "arguments"}]}``; the run waits in
+the ``agent.run_store`` (SQLite or PostgreSQL, shared by every worker) until
+``POST /runs/{run_id}/approve`` with ``{"approvals": {call_id: true | false | {args}}}``
+continues it, in whichever worker gets the request.
+
 Errors answer with a status and a JSON body ``{"error": {"type", "message"}}``, never a
 traceback (see the table at the end): a bad input is 4xx, a busy store 503 with
 ``Retry-After``, a failing provider 502/503/504; a request body over ``max_request_bytes``
@@ -29,6 +36,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -40,12 +48,15 @@ from pydantic import BaseModel, Field
 from pywrapai_graph import (
     Agent,
     AgentEvent,
+    AgentResult,
     ApprovalRequired,
     Document,
     FinalAnswer,
     GenerationParams,
     GraphLLM,
     LLMResponse,
+    RunConflictError,
+    RunNotFoundError,
     ScopedRetriever,
     ToolRegistry,
     retrieval_tool,
@@ -97,6 +108,15 @@ class AskRequest(BaseModel):
     filter: dict[str, str | int | float | bool] | None = None  # within the tenant's scope
 
 
+class RunRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=8000)
+
+
+class ApproveRequest(BaseModel):
+    #: per pending call id: true (run it), false (deny it) or the arguments to run it with
+    approvals: dict[str, bool | dict[str, Any]]
+
+
 def _answer(response: LLMResponse) -> dict[str, Any]:
     return {
         "answer": response.content,
@@ -135,6 +155,7 @@ def create_app(
     _probes(app, container)
     _rag_routes(app, container)
     _agent_routes(app, container)
+    _run_routes(app, container)
     _answer_errors(app, max_request_bytes)
     return app
 
@@ -251,6 +272,43 @@ def _agent_routes(app: FastAPI, container: Container) -> None:
         return StreamingResponse(events(), media_type="text/event-stream")
 
 
+def _run_routes(app: FastAPI, container: Container) -> None:
+    """Agent runs that stop for a person's approval and go on in any worker. A tenant only
+    ever reaches its own runs: their ids in the store start with the tenant."""
+
+    def tenant_agent(tenant: Tenant) -> Agent:
+        base = container.agent()  # tools, agent.* settings and the agent.run_store
+        graph = container.scoped_graph(scope={"tenant": tenant})
+        return Agent(graph, base.registry, base.config, hooks=base.hooks, run_store=base.run_store)
+
+    def outcome(result: AgentResult, run_id: str) -> dict[str, Any]:
+        if result.paused:
+            pending = [
+                {"id": p.id, "name": p.name, "arguments": p.arguments} for p in result.pending
+            ]
+            return {"status": "paused", "run_id": run_id, "pending": pending}
+        return {"status": "done", "run_id": run_id, "answer": result.content,
+                "cost_usd": result.total_cost_usd}  # fmt: skip
+
+    @app.post("/runs")
+    async def start_run(
+        body: RunRequest, tenant: Tenant, agent: Annotated[Agent, Depends(tenant_agent)]
+    ) -> dict[str, Any]:
+        run_id = uuid.uuid4().hex
+        result = await agent.arun(body.question, run_id=f"{tenant}.{run_id}")
+        return outcome(result, run_id)
+
+    @app.post("/runs/{run_id}/approve")
+    async def approve_run(
+        run_id: str,
+        body: ApproveRequest,
+        tenant: Tenant,
+        agent: Annotated[Agent, Depends(tenant_agent)],
+    ) -> dict[str, Any]:
+        result = await agent.aresume(f"{tenant}.{run_id}", body.approvals)
+        return outcome(result, run_id)
+
+
 # ---------------------------------------------------------------- errors -> HTTP
 # First match wins (subclasses before their bases). The caller's mistakes are 4xx; the
 # service's own setup (configuration, a missing extra or prompt file) is 500; a busy or
@@ -258,6 +316,7 @@ def _agent_routes(app: FastAPI, container: Container) -> None:
 # limited: try later) or 504 (timed out).
 _STATUS: tuple[tuple[type[PyWrapAIError], int], ...] = (
     (ScopeError, 403),
+    (RunNotFoundError, 404),
     (InvalidArgumentError, 422),
     (ArgumentTypeError, 422),
     (ToolArgumentsError, 422),
@@ -272,6 +331,7 @@ _STATUS: tuple[tuple[type[PyWrapAIError], int], ...] = (
     (ProviderTimeoutError, 504),
     (ProviderError, 502),
     (ResponseFormatError, 502),
+    (RunConflictError, 409),  # another worker is continuing this run
     (RuntimeFailure, 500),
 )
 #: seconds a client waits before retrying a busy store (its writes take milliseconds)

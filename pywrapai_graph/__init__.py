@@ -62,6 +62,17 @@ _EXPORTS: dict[str, str] = {
     "FinalAnswer": "pywrapai_graph.domain.agent_events",
     "ApprovalRequired": "pywrapai_graph.domain.agent_events",
     "ToolTiming": "pywrapai_graph.domain.agent",
+    "AgentRunState": "pywrapai_graph.domain.agent_state",
+    "PendingCall": "pywrapai_graph.domain.agent_state",
+    "ApprovalsError": "pywrapai_graph.domain.agent_state",
+    "RunConflictError": "pywrapai_graph.domain.agent_state",
+    "RunNotFoundError": "pywrapai_graph.domain.agent_state",
+    "RunStateError": "pywrapai_graph.domain.agent_state",
+    "idempotency_key": "pywrapai_graph.application.tools.execution",
+    "RunStore": "pywrapai_graph.ports.run_store",
+    "InMemoryRunStore": "pywrapai_graph.adapters.shared.runs.memory",
+    "SQLiteRunStore": "pywrapai_graph.adapters.shared.runs.sqlite",
+    "PostgresRunStore": "pywrapai_graph.adapters.shared.runs.postgres",
     # RAG
     "Chunker": "pywrapai_graph.application.chunker",
     "FeatureHashingEmbedder": "pywrapai_graph.adapters.embedders.hashing_embedder",
@@ -106,8 +117,10 @@ __all__ = [
     "AgentEvent",
     "AgentMaxTurnsError",
     "AgentResult",
+    "AgentRunState",
     "AgentStep",
     "ApprovalRequired",
+    "ApprovalsError",
     "AssembleMessages",
     "AsyncChatStream",
     "BaseRetriever",
@@ -131,6 +144,7 @@ __all__ = [
     "HistoryWindow",
     "ImagePart",
     "InMemoryConversationStore",
+    "InMemoryRunStore",
     "InMemoryVectorStore",
     "LLMResponse",
     "LRUResponseCache",
@@ -139,7 +153,9 @@ __all__ = [
     "MilvusVectorStore",
     "ModelPrice",
     "PGVectorStore",
+    "PendingCall",
     "PostgresConversationStore",
+    "PostgresRunStore",
     "PriceTable",
     "PromptRegistry",
     "QdrantVectorStore",
@@ -147,7 +163,12 @@ __all__ = [
     "RerankModel",
     "Reranker",
     "Role",
+    "RunConflictError",
+    "RunNotFoundError",
+    "RunStateError",
+    "RunStore",
     "SQLiteConversationStore",
+    "SQLiteRunStore",
     "SQLiteVectorStore",
     "ScopedRetriever",
     "ScoredChunk",
@@ -168,6 +189,7 @@ __all__ = [
     "__version__",
     "cost_scope",
     "evaluate_retrieval",
+    "idempotency_key",
     "load_beir",
     "retrieval_tool",
     "tool",
@@ -185,6 +207,9 @@ if TYPE_CHECKING:
         HashingEmbedder as HashingEmbedder,  # deprecated name (typed for old code)
     )
     from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
+    from pywrapai_graph.adapters.shared.runs.memory import InMemoryRunStore
+    from pywrapai_graph.adapters.shared.runs.postgres import PostgresRunStore
+    from pywrapai_graph.adapters.shared.runs.sqlite import SQLiteRunStore
     from pywrapai_graph.adapters.sources.beir import load_beir
     from pywrapai_graph.adapters.vectorstores.chroma.store import ChromaVectorStore
     from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
@@ -205,6 +230,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.application.scoped_retriever import ScopedRetriever
     from pywrapai_graph.application.token_tracker import TokenTracker
     from pywrapai_graph.application.tools import Tool, ToolRegistry, tool
+    from pywrapai_graph.application.tools.execution import idempotency_key
     from pywrapai_graph.application.vector_retriever import VectorRetriever
     from pywrapai_graph.composition.embedder import Embedder
     from pywrapai_graph.composition.graph_llm import GraphLLM
@@ -247,9 +273,18 @@ if TYPE_CHECKING:
         ToolCallResult,
         ToolCallStarted,
     )
+    from pywrapai_graph.domain.agent_state import (
+        AgentRunState,
+        ApprovalsError,
+        PendingCall,
+        RunConflictError,
+        RunNotFoundError,
+        RunStateError,
+    )
     from pywrapai_graph.ports.conversation_store import ConversationStore
     from pywrapai_graph.ports.reranker import Reranker
     from pywrapai_graph.ports.retriever import BaseRetriever
+    from pywrapai_graph.ports.run_store import RunStore
     from pywrapai_graph.ports.vector_store import BaseVectorStore
 
 

@@ -12,7 +12,7 @@ Two families, so callers can tell a bug in their own code from a failure of the 
 Messages never contain API keys or file contents (:class:`PyWrapAIError` redacts its text
 arguments), and an error raised from an SDK or driver error keeps a redacted copy of it as
 ``__cause__``. The whole tree (builtins each class also derives from in parentheses; the
-agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
+agent's errors live in :mod:`pywrapai_graph.domain.agent` and ``domain.agent_state``)::
 
     PyWrapAIError
     ├── RuntimeFailure
@@ -29,6 +29,7 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
     │   │       └── LimitWaitError
     │   ├── ResponseFormatError (ValueError)
     │   │   └── StructuredOutputError
+    │   ├── RunConflictError
     │   ├── ToolExecutionError
     │   │   ├── RemoteToolError
     │   │   ├── ToolResultTooLargeError
@@ -47,6 +48,9 @@ agent's two errors live in :mod:`pywrapai_graph.domain.agent`)::
         ├── ContextWindowError (ValueError)
         ├── InputNotFoundError (FileNotFoundError, OSError)
         ├── InvalidArgumentError (ValueError)
+        │   ├── ApprovalsError
+        │   ├── RunNotFoundError
+        │   └── RunStateError
         ├── InvalidStateError (RuntimeError)
         ├── MissingExtraError (ImportError)
         ├── PromptNotFoundError (FileNotFoundError, OSError)

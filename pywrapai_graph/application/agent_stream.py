@@ -26,8 +26,7 @@ import contextvars
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any
 
-from pywrapai_graph.application.assemble_messages import as_messages
-from pywrapai_graph.application.run_agent import Agent, _Chat, _Run, _RunTools
+from pywrapai_graph.application.run_agent import Agent, _Chat, _RunTools
 from pywrapai_graph.application.tools.execution import (
     ToolOutcome,
     aexecute_tool,
@@ -55,11 +54,12 @@ def closing_events(result: AgentResult) -> list[AgentEvent]:
     """The last event of a run: :class:`FinalAnswer`, or :class:`ApprovalRequired` when the
     run stopped for calls awaiting approval.
 
-    This is where approval stops become events: a result that carries pending calls (the
-    ``pending_calls`` of an approval stop) ends the stream with ``ApprovalRequired``.
+    A paused run (``result.paused``) ends with ``ApprovalRequired``: its pending calls and
+    the result whose ``state`` ``Agent.resume`` continues.
     """
-    pending = tuple(getattr(result, "pending_calls", None) or ())
-    return [ApprovalRequired(pending, result) if pending else FinalAnswer(result)]
+    if result.paused:
+        return [ApprovalRequired(tuple(result.pending), result)]
+    return [FinalAnswer(result)]
 
 
 def _event(piece: str | ToolCallDelta) -> AgentEvent:
@@ -91,7 +91,7 @@ class _Steps:
                 f"{type(graph).__name__} has no stream_with_tools()"
             )
         self.graph = graph
-        self.run = _Run(as_messages(input))
+        self.run = agent._started(input, None)
         self.core = agent._loop(self.run, history, options)
         self.step: _Chat | _RunTools | None = next(self.core)
         self._response = LLMResponse()
@@ -127,9 +127,9 @@ def _reply(stream: ReplyStream) -> Generator[AgentEvent, None, LLMResponse]:
 def _tools(agent: Agent, step: _RunTools) -> Generator[AgentEvent, None, list[ToolOutcome]]:
     hooks = agent._tool_hooks()
     outcomes = []
-    for tool, call in step.pairs():  # one after another, as in run()
+    for tool, call, key in step.each():  # one after another, as in run()
         yield ToolCallStarted(call)
-        outcomes.append(execute_tool(tool, call, hooks, agent._limits))
+        outcomes.append(execute_tool(tool, call, hooks, agent._limits, key))
         yield _result(outcomes[-1])
     return outcomes
 
@@ -197,7 +197,7 @@ def _run(
 
 async def _atools(agent: Agent, step: _RunTools) -> list[ToolOutcome]:
     hooks = agent._tool_hooks()
-    runs = (aexecute_tool(t, c, hooks, agent._limits) for t, c in step.pairs())
+    runs = (aexecute_tool(t, c, hooks, agent._limits, k) for t, c, k in step.each())
     return list(await asyncio.gather(*runs))  # concurrently, results in call order
 
 

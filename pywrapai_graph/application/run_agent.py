@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Unpack
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
+from typing import Any, Unpack, cast
 
+from pywrapai_graph.application.agent_runs import RunBooks, resumed_books
 from pywrapai_graph.application.assemble_messages import as_messages
 from pywrapai_graph.application.observability.observation import Observation, fire
 from pywrapai_graph.application.observability.operations import (
@@ -31,7 +38,6 @@ from pywrapai_graph.domain import (
     LLMResponse,
     Message,
     Role,
-    TokenUsage,
     ToolCall,
     ToolResult,
 )
@@ -43,10 +49,17 @@ from pywrapai_graph.domain.agent import (
     AgentStep,
 )
 from pywrapai_graph.domain.agent_events import AgentEvent
+from pywrapai_graph.domain.agent_state import (
+    AgentRunState,
+    Approval,
+    RunNotFoundError,
+    TurnState,
+)
 from pywrapai_graph.domain.events import AgentStepEvent
-from pywrapai_graph.errors import PyWrapAIError
+from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError, PyWrapAIError
 from pywrapai_graph.ports.conversation import Conversation
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.run_store import RunStore
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import MetadataFilter
 
@@ -55,46 +68,8 @@ __all__ = ["Agent"]
 _log = logging.getLogger(__name__)
 
 
-@dataclass
-class _Run:
-    """The books of one run."""
-
-    messages: list[Message]
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    steps: list[AgentStep] = field(default_factory=list)
-    turns: int = 0
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    cost: float = 0.0
-    last_cost: float = 0.0
-    #: what a tool raised that stopped the run under the "raise" policy
-    tool_raised: Exception | None = None
-
-    def book(self, response: LLMResponse) -> None:
-        self.turns += 1
-        self.usage = self.usage + response.usage
-        self.cost += response.cost_usd
-        self.last_cost = response.cost_usd
-
-    @contextmanager
-    def interrupted(self) -> Iterator[None]:
-        """An error that stops the run (a failed model call, a tool's failure under the
-        "raise" policy) carries the run so far as ``partial`` (steps, messages, cost)."""
-        try:
-            yield
-        except PyWrapAIError as exc:
-            if exc.partial is None:
-                exc.partial = self.result()
-            raise
-
-    def result(self, content: str = "") -> AgentResult:
-        return AgentResult(
-            content=content,
-            steps=list(self.steps),
-            total_turns=self.turns,
-            total_usage=self.usage,
-            total_cost_usd=self.cost,
-            messages=list(self.messages),
-        )
+#: the books of one run (the name the drivers of :meth:`Agent._loop` use)
+_Run = RunBooks
 
 
 @dataclass(frozen=True)
@@ -108,13 +83,15 @@ class _Chat:
 
 @dataclass(frozen=True)
 class _RunTools:
-    """A step of the loop: run the tools the model asked for (results in call order)."""
+    """A step of the loop: run the tools the model asked for (results in call order), each
+    call with its stable id as the tool's ``idempotency_key()``."""
 
     tools: list[Tool]
     calls: Sequence[ToolCall]
+    keys: Sequence[str]
 
-    def pairs(self) -> Iterator[tuple[Tool, ToolCall]]:
-        return zip(self.tools, self.calls, strict=True)
+    def each(self) -> Iterator[tuple[Tool, ToolCall, str]]:
+        return zip(self.tools, self.calls, self.keys, strict=True)
 
 
 def _handed_on(raised: Exception, stopped: PyWrapAIError, run_id: str) -> Exception:
@@ -149,6 +126,12 @@ class Agent:
         config: loop configuration; defaults to ``AgentConfig()``.
         hooks: observability hooks told about every step and tool call (the registry's
             hooks are told about tool calls too).
+        requires_approval: a rule over each call (its name and arguments): True stops the
+            run before it until a person decides (as ``@tool(requires_approval=True)``);
+            the result is ``paused``, with ``pending`` calls and a ``state`` to ``resume``.
+        run_store: where the agent saves each run (at start, after each model reply and
+            after each tool call, by compare-and-set), so ``resume(run_id)`` continues it in
+            any process; with one, ``arun`` runs a turn's calls one after another.
 
     Raises:
         KeyError: (from run/arun) the model called a tool that is not registered —
@@ -160,6 +143,7 @@ class Agent:
         AgentBudgetExceededError: the next call would exceed ``max_cost_usd``.
         PyWrapAIError: a model call failed (rate limit, timeout, malformed reply...); the
             error's ``partial`` holds the run so far (steps, messages, usage and cost).
+        RunConflictError: (with a run store) another worker saved the run first.
     """
 
     def __init__(
@@ -169,11 +153,15 @@ class Agent:
         config: AgentConfig | None = None,
         *,
         hooks: Sequence[Hooks] | None = None,
+        requires_approval: Callable[[ToolCall], bool] | None = None,
+        run_store: RunStore | None = None,
     ) -> None:
         self.graph = graph
         self.registry = registry
         self.config = config if config is not None else AgentConfig()
         self.hooks = check_hooks(hooks)
+        self.requires_approval = requires_approval
+        self.run_store = run_store
         self._limits = ToolLimits(self.config.tool_timeout_s, self.config.max_tool_result_bytes)
 
     def _observe_run(self, run: _Run) -> Observation:
@@ -195,31 +183,84 @@ class Agent:
     def _lookup(self, calls: Sequence[ToolCall]) -> list[Tool]:
         return [self.registry.get(c.name) for c in calls]  # KeyError always propagates
 
-    def _finish_turn(self, run: _Run, response: LLMResponse, outcomes: list[ToolOutcome]) -> None:
+    def _save(self, run: _Run, answer: str | None = None) -> None:
+        """With a run store: save the run (compare-and-set on its ``seq``)."""
+        if self.run_store is not None:
+            run.seq += 1
+            self.run_store.save(run.snapshot(self.registry.names, answer))
+
+    def _open_turn(self, run: _Run, response: LLMResponse) -> None:
+        """The reply's calls become the open turn; those needing approval are pending."""
+        calls = tuple(response.tool_calls)
+        tools = self._lookup(calls)
+        needs = self.requires_approval
+        pending = tuple(
+            i
+            for i, t in enumerate(tools)
+            if t.requires_approval or (needs is not None and needs(calls[i]))
+        )
+        run.turn = TurnState(
+            response.content,
+            calls,
+            response.usage,
+            response.cost_usd,
+            pending=pending,
+            reasoning=response.reasoning,
+        )
+        self._save(run)
+
+    def _settled(self, run: _Run, o: ToolOutcome) -> ToolResult | None:
+        """What the model receives for outcome ``o`` under the error policy (None: skip)."""
+        if o.error is None:
+            return ToolResult(o.call.id, o.call.name, o.content)
         policy = self.config.tool_error_policy
-        results: list[ToolResult] = []
-        for o in outcomes:
-            if o.error is None:
-                results.append(ToolResult(o.call.id, o.call.name, o.content))
-            elif policy == "raise":
-                run.tool_raised = o.raised
-                raise o.error
-            elif policy == "return_to_model":
-                results.append(ToolResult(o.call.id, o.call.name, error_text(o.error)))
-            else:
-                _log.warning(
-                    "tool %r failed (%s); skipped by policy", o.call.name, type(o.error).__name__
-                )
-        calls = list(response.tool_calls)
-        run.messages.append(response.to_message())
+        if policy == "raise":
+            run.tool_raised = o.raised
+            raise o.error
+        if policy == "return_to_model":
+            return ToolResult(o.call.id, o.call.name, error_text(o.error))
+        _log.warning("tool %r failed (%s); skipped by policy", o.call.name, type(o.error).__name__)
+        return None
+
+    def _run_calls(self, run: _Run) -> Core[_Chat | _RunTools, AgentResult | None]:
+        """Run the open turn's unsettled, approved calls (with a run store one at a time,
+        saving after each); stop if calls await approval, else close the turn."""
+        turn = run.turn
+        assert turn is not None
+        todo = [
+            i for i in range(len(turn.calls)) if i not in turn.results and i not in turn.pending
+        ]
+        batches = [[i] for i in todo] if self.run_store is not None else [todo] if todo else []
+        for batch in batches:
+            calls = [turn.calls[i] for i in batch]
+            keys = [run.key(i) for i in batch]
+            outcomes: list[ToolOutcome] = yield _RunTools(self._lookup(calls), calls, keys)
+            for i, o in zip(batch, outcomes, strict=True):
+                run.settle(i, self._settled(run, o), o.timing)
+            self._save(run)
+        if turn.pending:
+            return run.result(state=run.snapshot(self.registry.names))
+        self._close_turn(run)
+        return None
+
+    def _close_turn(self, run: _Run) -> None:
+        turn = run.turn
+        assert turn is not None
+        run.turn = None
+        calls = list(turn.calls)
+        every = range(len(calls))
+        results = [r for r in (turn.results[i] for i in every) if r is not None]
+        run.messages.append(
+            Message(Role.ASSISTANT, turn.content, tool_calls=calls, reasoning=turn.reasoning)
+        )
         run.messages.extend(Message(Role.TOOL, r.content, tool_result=r) for r in results)
         step = AgentStep(
             turn_num=run.turns,
             tool_calls=calls,
             tool_results=results,
-            usage=response.usage,
-            cost_usd=response.cost_usd,
-            timings=[o.timing for o in outcomes],
+            usage=turn.usage,
+            cost_usd=turn.cost_usd,
+            timings=[turn.timings[i] for i in every],
         )
         if self.config.on_step is not None:
             self.config.on_step(step)
@@ -230,33 +271,45 @@ class Agent:
 
     def _final(self, run: _Run, response: LLMResponse) -> AgentResult:
         run.messages.append(response.to_message())
+        self._save(run, response.content)
         return run.result(response.content)
 
     # ------------------------------------------------------------------ the loop, once
+    def _turn(
+        self, run: _Run, history: Sequence[Message] | None, options: dict[str, Any]
+    ) -> Core[_Chat | _RunTools, AgentResult | None]:
+        """One turn: the model's reply (unless resuming an open turn), then its tool calls;
+        returns the final answer, a stop for approval, or None to go on."""
+        with run.interrupted():
+            if run.turn is None:
+                response: LLMResponse = yield _Chat(run.messages, history, options)
+                run.book(response)
+                if not response.tool_calls:
+                    return self._final(run, response)
+                self._open_turn(run, response)
+            return (yield from self._run_calls(run))
+
     def _loop(
         self,
         run: _Run,
         history: Sequence[Message] | None,
         options: dict[str, Any],
     ) -> Core[_Chat | _RunTools, AgentResult]:
-        """The loop of :meth:`run` and :meth:`arun`: yields a model call or a turn's tool
-        calls, and is sent the response or the outcomes (see
+        """The loop of :meth:`run`, :meth:`arun` and the resumes: yields a model call or
+        tool calls, and is sent the response or the outcomes (see
         :mod:`~pywrapai_graph.ports.sync_async`)."""
+        run.history, run.options = history, options
         try:
             with self._observe_run(run) as observed, agent_run_context(run.run_id):
-                for turn in range(1, self.config.max_turns + 1):
-                    self._check_budget(run)
-                    with observe_agent_turn(turn):
-                        with run.interrupted():
-                            response: LLMResponse = yield _Chat(run.messages, history, options)
-                        run.book(response)
-                        if not response.tool_calls:
-                            observed.result = result = self._final(run, response)
-                            return result
-                        with run.interrupted():
-                            used = self._lookup(response.tool_calls)
-                            outcomes: list[ToolOutcome] = yield _RunTools(used, response.tool_calls)
-                            self._finish_turn(run, response, outcomes)
+                self._save(run)  # a new run is recorded; a resumed one is claimed
+                while run.turn is not None or run.turns < self.config.max_turns:
+                    if run.turn is None:
+                        self._check_budget(run)
+                    with observe_agent_turn(run.turns + (run.turn is None)):
+                        result = yield from self._turn(run, history, options)
+                    if result is not None:
+                        observed.result = result
+                        return result
                 raise AgentMaxTurnsError(run.turns, run.result())
         except PyWrapAIError as exc:
             if run.tool_raised is None:
@@ -277,6 +330,58 @@ class Agent:
         tools = self.registry.to_schema()
         return {"tools": tools, "rag": rag, "filter": filter, "rag_k": rag_k, **generation}
 
+    def _started(self, input: str | Sequence[Message], run_id: str | None) -> _Run:
+        if run_id is None:
+            return _Run(as_messages(input))
+        given: object = run_id  # checked at run time, whatever its type says
+        if not isinstance(given, str) or not given:
+            raise InvalidArgumentError(f"run_id must be a non-empty str, got {run_id!r}")
+        return _Run(as_messages(input), run_id=run_id)
+
+    def _resumed(
+        self, state: AgentRunState | str, approvals: Mapping[str, Approval] | None
+    ) -> tuple[_Run, dict[str, Any], AgentResult | None]:
+        """The books to go on with, the run's model-call options, and the result of a run
+        that had already finished (None otherwise)."""
+        if isinstance(state, str):
+            if self.run_store is None:
+                raise InvalidStateError(
+                    "resume(run_id) needs an Agent with a run_store; pass the run's "
+                    "AgentRunState (AgentResult.state) instead"
+                )
+            loaded = self.run_store.load(state)
+            if loaded is None:
+                raise RunNotFoundError(f"the run store holds no agent run {state!r}")
+            state = loaded
+        run = resumed_books(state, approvals, self.registry)
+        saved = dict(state.options)
+        generation = cast(GenerationOptions, saved)
+        options = self._options(saved.pop("filter", None), saved.pop("rag_k", None), generation)
+        run.history = state.history
+        done = None if state.answer is None else run.result(state.answer)
+        return run, options, done
+
+    def _do(self) -> Callable[[_Chat | _RunTools], Any]:
+        hooks = self._tool_hooks()
+
+        def do(step: _Chat | _RunTools) -> Any:
+            if isinstance(step, _Chat):
+                return self.graph.chat(step.messages, history=step.history, **step.options)
+            return [execute_tool(t, c, hooks, self._limits, k) for t, c, k in step.each()]
+
+        return do
+
+    def _ado(self) -> Callable[[_Chat | _RunTools], Awaitable[Any]]:
+        hooks = self._tool_hooks()
+
+        async def do(step: _Chat | _RunTools) -> Any:
+            if isinstance(step, _Chat):
+                return await self.graph.achat(step.messages, history=step.history, **step.options)
+            runs = (aexecute_tool(t, c, hooks, self._limits, k) for t, c, k in step.each())
+            return list(await asyncio.gather(*runs))
+
+        return do
+
     # ------------------------------------------------------------------ sync
     def run(
         self,
@@ -285,24 +390,45 @@ class Agent:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        run_id: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AgentResult:
-        """Run the loop synchronously; returns the final answer with steps, usage and cost.
+        """Run the loop synchronously; returns the final answer with steps, usage and cost,
+        or a stop for approval (``result.paused``: ``result.pending`` and ``result.state``).
 
         ``filter`` / ``rag_k`` turn on RAG for this run's model calls, scoped to chunks
         with that metadata (at most ``rag_k`` of them); without them no context is injected.
         Generation parameters (``max_tokens``, ``temperature``, ``top_p``, ``stop``,
         ``seed``) apply to every model call of the run. A turn's tools run one after another.
+        ``run_id`` names the run (default: a random id), e.g. to ``resume`` it from a run
+        store after a crash.
         """
-        hooks = self._tool_hooks()
-
-        def do(step: _Chat | _RunTools) -> Any:
-            if isinstance(step, _Chat):
-                return self.graph.chat(step.messages, history=step.history, **step.options)
-            return [execute_tool(t, c, hooks, self._limits) for t, c in step.pairs()]
-
         options = self._options(filter, rag_k, generation)
-        return drive(self._loop(_Run(as_messages(input)), history, options), do)
+        return drive(self._loop(self._started(input, run_id), history, options), self._do())
+
+    def resume(
+        self, state: AgentRunState | str, approvals: Mapping[str, Approval] | None = None
+    ) -> AgentResult:
+        """Continue a run that stopped for approval or was interrupted (a crash, a kill).
+
+        Args:
+            state: the run's state (``AgentResult.state``, or ``AgentRunState.from_dict``),
+                or its run id to load from the agent's ``run_store``.
+            approvals: a decision for each pending call, by its id: ``True`` runs it,
+                ``False`` tells the model it was denied, a mapping runs it with these
+                arguments instead (checked like the model's).
+
+        Raises:
+            RunNotFoundError: no run of that id in the store.
+            RunStateError: a state saved by an agent with another tool set.
+            ApprovalsError: a pending call without a decision, or an unknown call id.
+            ToolArgumentsError: edited arguments that do not fit the tool.
+            RunConflictError: another worker resumed the run first.
+        """
+        run, options, done = self._resumed(state, approvals)
+        if done is not None:
+            return done
+        return drive(self._loop(run, run.history, options), self._do())
 
     # ------------------------------------------------------------------ async
     async def arun(
@@ -312,19 +438,23 @@ class Agent:
         *,
         filter: MetadataFilter | None = None,
         rag_k: int | None = None,
+        run_id: str | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> AgentResult:
-        """Async :meth:`run` (the same loop); a turn's tool calls run concurrently."""
-        hooks = self._tool_hooks()
-
-        async def do(step: _Chat | _RunTools) -> Any:
-            if isinstance(step, _Chat):
-                return await self.graph.achat(step.messages, history=step.history, **step.options)
-            runs = (aexecute_tool(t, c, hooks, self._limits) for t, c in step.pairs())
-            return list(await asyncio.gather(*runs))
-
+        """Async :meth:`run` (the same loop); a turn's tool calls run concurrently (one
+        after another with a run store, which saves after each)."""
         options = self._options(filter, rag_k, generation)
-        return await adrive(self._loop(_Run(as_messages(input)), history, options), do)
+        run = self._started(input, run_id)
+        return await adrive(self._loop(run, history, options), self._ado())
+
+    async def aresume(
+        self, state: AgentRunState | str, approvals: Mapping[str, Approval] | None = None
+    ) -> AgentResult:
+        """Async :meth:`resume` (the same loop)."""
+        run, options, done = self._resumed(state, approvals)
+        if done is not None:
+            return done
+        return await adrive(self._loop(run, run.history, options), self._ado())
 
     # ------------------------------------------------------------------ streamed
     def stream(
@@ -336,15 +466,11 @@ class Agent:
         rag_k: int | None = None,
         **generation: Unpack[GenerationOptions],
     ) -> Generator[AgentEvent, None, None]:
-        """:meth:`run`, streamed: yields the run's events as they happen (the same loop).
-
-        Per turn: :class:`~pywrapai_graph.domain.agent_events.TextDelta` and
-        :class:`~pywrapai_graph.domain.ToolCallDelta` pieces as the model streams them;
-        ``ToolCallStarted`` and ``ToolCallResult`` around each tool call; ``StepEnded``
-        with the turn's usage and cost. Last, ``FinalAnswer`` with the
-        :class:`AgentResult` that :meth:`run` would return. Errors raise as from
-        :meth:`run`. Closing the iterator stops the run: the model call in progress is
-        booked with what it produced and no further model or tool call starts.
+        """:meth:`run`, streamed: yields its events as they happen (the same loop) —
+        ``TextDelta`` and ``ToolCallDelta`` pieces, ``ToolCallStarted``/``ToolCallResult``,
+        ``StepEnded``, then ``FinalAnswer`` (or ``ApprovalRequired`` for a paused run).
+        Errors raise as from :meth:`run`; closing the iterator stops the run, the model
+        call in progress booked with what it produced.
 
         Raises:
             InvalidArgumentError: the graph cannot stream tool calls (not a ``GraphLLM``).

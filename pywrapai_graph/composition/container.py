@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.reranker import RerankModel
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
     from pywrapai_graph.ports.conversation_store import ConversationStore
+    from pywrapai_graph.ports.run_store import RunStore
 
 T = TypeVar("T")
 
@@ -178,6 +179,7 @@ class Container(containers.DeclarativeContainer):
         conversations: SharedOnce[ConversationStore | None]
         graph: SharedOnce[GraphLLM]
         tools: SharedOnce[ToolRegistry]
+        run_store: SharedOnce[RunStore | None]
         agent: providers.Factory[Agent]
         # per request: container.scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
         scoped_retriever: PerRequest[ScopedRetriever]

@@ -23,6 +23,7 @@ from pywrapai_graph.errors import MissingExtraError
 from pywrapai_graph.ports import BaseVectorStore, PromptSource
 from pywrapai_graph.ports.conversation_store import ConversationStore
 from pywrapai_graph.ports.hooks import Hooks
+from pywrapai_graph.ports.run_store import RunStore
 
 if TYPE_CHECKING:  # the agent and the chunker load only when a command builds them
     from pywrapai_graph.application.chunker import Chunker
@@ -44,6 +45,7 @@ __all__ = [
     "make_prompts",
     "make_reranker",
     "make_retriever",
+    "make_run_store",
     "make_scoped_graph",
     "make_scoped_retriever",
     "make_tools",
@@ -263,12 +265,22 @@ def make_tools(track: Track, settings: Settings, hooks: HookSet) -> ToolRegistry
     return registry
 
 
+def make_run_store(settings: Settings) -> RunStore | None:
+    """The ``agent.run_store`` (None: ``none``)."""
+    return settings.agent.run_store.store(settings.store.dsn)
+
+
 def make_agent(
-    settings: Settings, graph: GraphLLM, registry: ToolRegistry, hooks: HookSet
+    settings: Settings,
+    graph: GraphLLM,
+    registry: ToolRegistry,
+    hooks: HookSet,
+    run_store: RunStore | None,
 ) -> Agent:
-    """An agent over ``graph`` with the ``agent.*`` defaults."""
+    """An agent over ``graph`` with the ``agent.*`` defaults and the ``agent.run_store``."""
     from pywrapai_graph.application.run_agent import Agent
     from pywrapai_graph.domain.agent import AgentConfig
 
-    config = AgentConfig(**settings.agent.model_dump())  # the same fields, by name
-    return Agent(graph=graph, registry=registry, config=config, hooks=hooks)
+    fields = settings.agent.model_dump(exclude={"run_store"})
+    config = AgentConfig(**fields)  # the same fields, by name
+    return Agent(graph=graph, registry=registry, config=config, hooks=hooks, run_store=run_store)

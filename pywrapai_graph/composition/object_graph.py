@@ -32,6 +32,7 @@ from pywrapai_graph.composition.factories import (
     make_prompts,
     make_reranker,
     make_retriever,
+    make_run_store,
     make_scoped_graph,
     make_scoped_retriever,
     make_tools,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from pywrapai_graph.composition.settings import Settings
     from pywrapai_graph.ports import BaseVectorStore, PromptSource
     from pywrapai_graph.ports.conversation_store import ConversationStore
+    from pywrapai_graph.ports.run_store import RunStore
 
 __all__ = ["NODES", "ROOTS", "Node", "ObjectGraph"]
 
@@ -103,7 +105,9 @@ NODES: Mapping[str, Node] = {
         ("settings", "llm", "retriever", "prompts", "ledger", "hooks", "conversations"),
     ),
     "tools": Node(make_tools, ("settings", "hooks"), tracks=True),
-    "agent": Node(make_agent, ("settings", "graph", "tools", "hooks"), per_call=True),
+    # ``agent.run_store`` (None when ``none``), shared by every agent the container builds
+    "run_store": Node(make_run_store, ("settings",), closes=True),
+    "agent": Node(make_agent, ("settings", "graph", "tools", "hooks", "run_store"), per_call=True),
     # per request: scoped_retriever(scope={"tenant": "acme"}), likewise scoped_graph
     "scoped_retriever": Node(make_scoped_retriever, ("retriever",), per_call=True, scoped=True),
     "scoped_graph": Node(make_scoped_graph, ("graph", "retriever"), per_call=True, scoped=True),
@@ -216,6 +220,10 @@ class ObjectGraph:
     def tools(self) -> ToolRegistry:
         """The tool registry the agent calls."""
         return cast("ToolRegistry", self.get("tools"))
+
+    def run_store(self) -> RunStore | None:
+        """The ``agent.run_store``, or None when it is ``none``."""
+        return cast("RunStore | None", self.get("run_store"))
 
     def agent(self) -> Agent:
         """A new agent over :meth:`graph` and :meth:`tools` with the ``agent.*`` defaults."""

@@ -38,6 +38,7 @@ from pywrapai_graph.composition.providers import (
     EMBEDDING_PROVIDERS,
     RERANK_PROVIDERS,
 )
+from pywrapai_graph.composition.run_store_settings import RunStoreSettings
 from pywrapai_graph.composition.settings_responses import OpenAIAPISetting
 from pywrapai_graph.domain.agent import DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_S
 from pywrapai_graph.domain.generation import GenerationParams
@@ -309,6 +310,7 @@ class AgentSettings(_Section):
     max_cost_usd: float | None = Field(default=None, ge=0)
     tool_timeout_s: float | None = Field(default=DEFAULT_TOOL_TIMEOUT_S, gt=0)
     max_tool_result_bytes: int | None = Field(default=DEFAULT_MAX_TOOL_RESULT_BYTES, ge=1)
+    run_store: RunStoreSettings = RunStoreSettings()
 
 
 class Settings(BaseModel):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.messages import Message, ToolCall, ToolResult
 from pywrapai_graph.domain.usage import TokenUsage
 from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
+
+if TYPE_CHECKING:
+    from pywrapai_graph.domain.agent_state import AgentRunState, PendingCall
 
 __all__ = [
     "DEFAULT_MAX_TOOL_RESULT_BYTES",
@@ -111,6 +114,8 @@ class AgentResult:
         total_cost_usd: ``sum(step.cost_usd) + final turn cost``, exactly.
         messages: the agent's message list: input, assistant tool-call turns, TOOL results,
             and (on success) the final assistant answer. History is not repeated here.
+        state: when the run stopped for approval (``paused``), what ``Agent.resume``
+            continues from; None otherwise.
     """
 
     content: str
@@ -119,6 +124,17 @@ class AgentResult:
     total_usage: TokenUsage
     total_cost_usd: float
     messages: list[Message] = field(default_factory=list)
+    state: AgentRunState | None = None
+
+    @property
+    def paused(self) -> bool:
+        """True when the run stopped before tool calls that need a person's approval."""
+        return self.state is not None and bool(self.state.turn and self.state.turn.pending)
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """The calls awaiting approval, with their ids and arguments (empty unless paused)."""
+        return [] if self.state is None else self.state.pending
 
 
 class AgentMaxTurnsError(RuntimeFailure):

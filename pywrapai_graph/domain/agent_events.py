@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pywrapai_graph.domain.agent import AgentResult
+from pywrapai_graph.domain.agent_state import PendingCall
 from pywrapai_graph.domain.messages import ToolCall
 from pywrapai_graph.domain.response import ToolCallDelta
 from pywrapai_graph.domain.usage import TokenUsage
@@ -97,13 +98,14 @@ class ApprovalRequired:
     """The run stopped before tool calls that await approval (the last event of the run).
 
     Attributes:
-        calls: the pending calls, with the arguments the model gave.
-        result: the run so far; a run that can be resumed carries its state there.
+        calls: the pending calls: each one's stable ``id`` (the key of ``Agent.resume``'s
+            ``approvals``), tool name and the arguments the model gave.
+        result: the paused run; its ``state`` is what ``Agent.resume`` continues.
     """
 
     kind: ClassVar[str] = "approval_required"
 
-    calls: tuple[ToolCall, ...]
+    calls: tuple[PendingCall, ...]
     result: AgentResult
 
 

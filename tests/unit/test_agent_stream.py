@@ -4,9 +4,7 @@ tool's failure as an event, errors raised as from run(), and the approval hook."
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -131,20 +129,21 @@ def test_text_deltas_add_up_to_the_answer() -> None:
     assert isinstance(final, FinalAnswer) and final.result.content == text == "The answer is 42."
 
 
-@dataclass(frozen=True, slots=True)
-class _Paused(AgentResult):
-    """A result as an approval stop will make it: it names the calls that wait."""
-
-    pending_calls: list[ToolCall] = field(default_factory=list)
-
-
-def test_a_result_with_pending_calls_ends_with_approval_required() -> None:
+def test_a_run_stopped_for_approval_ends_with_approval_required() -> None:
     done = AgentResult("ok", [], 1, TokenUsage(), 0.0)
     assert closing_events(done) == [FinalAnswer(done)]
-    paused = _Paused(**{f.name: getattr(done, f.name) for f in dataclasses.fields(done)})
-    paused = dataclasses.replace(paused, content="", pending_calls=[CALL])
-    assert closing_events(paused) == [ApprovalRequired((CALL,), paused)]
-    assert ApprovalRequired.kind == "approval_required"
+    run = agent(ScriptedReply(tool_calls=[CALL]), "Division by zero is undefined.")
+    run.requires_approval = lambda call: call.name == "divide"
+    events = list(run.stream("1/0?"))
+    stop = events[-1]
+    assert isinstance(stop, ApprovalRequired) and stop.kind == "approval_required"
+    assert stop.result.paused and not any(isinstance(e, ToolCallResult) for e in events)
+    (pending,) = stop.calls
+    assert (pending.name, pending.arguments) == ("divide", {"a": 1, "b": 0})
+    assert stop.result.state is not None
+    resumed = run.resume(stop.result.state, {pending.id: False})  # denied: the model is told
+    assert resumed.content == "Division by zero is undefined."
+    assert "denied" in resumed.messages[-2].content
 
 
 def test_the_run_keeps_its_context_to_itself() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pywrapai_graph
 from pywrapai_graph import errors
-from pywrapai_graph.domain import agent
+from pywrapai_graph.domain import agent, agent_state
 
 PACKAGE = Path(pywrapai_graph.__file__).parent
 BUILTIN_ERRORS = {
@@ -100,7 +100,13 @@ def test_every_exported_error_is_one_of_ours() -> None:
 
 def _classes() -> list[type[BaseException]]:
     ours = [getattr(errors, n) for n in errors.__all__]
-    return [*ours, agent.AgentMaxTurnsError, agent.AgentBudgetExceededError]
+    runs = [
+        agent_state.ApprovalsError,
+        agent_state.RunConflictError,
+        agent_state.RunNotFoundError,
+        agent_state.RunStateError,
+    ]
+    return [*ours, agent.AgentMaxTurnsError, agent.AgentBudgetExceededError, *runs]
 
 
 def _builtins_of(cls: type) -> list[str]:

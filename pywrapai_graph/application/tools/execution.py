@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -28,6 +29,7 @@ from pywrapai_graph.domain.agent import (
 )
 from pywrapai_graph.errors import (
     ArgumentTypeError,
+    InvalidStateError,
     PyWrapAIError,
     ToolExecutionError,
     ToolResultTooLargeError,
@@ -44,7 +46,27 @@ __all__ = [
     "error_text",
     "execute_tool",
     "format_tool_output",
+    "idempotency_key",
 ]
+
+_KEY: ContextVar[str | None] = ContextVar("pywrapai_tool_call_key", default=None)
+
+
+def idempotency_key() -> str:
+    """The stable id of the tool call being run, for the tool's own idempotent writes.
+
+    An agent gives every call an id derived from the run, the turn and the call's place in
+    it: a call re-run after a crash (its result was not saved) gets the same id, so a tool
+    that writes with it as a unique key (``INSERT ... ON CONFLICT DO NOTHING``) has its
+    effect once. It is the ``PendingCall.id`` of a call that waited for approval.
+
+    Raises:
+        InvalidStateError: called outside a tool call run by an ``Agent``.
+    """
+    key = _KEY.get()
+    if key is None:
+        raise InvalidStateError("idempotency_key() is only available in a tool an Agent runs")
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +153,12 @@ class _Attempt:
     """
 
     def __init__(
-        self, tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...], limits: ToolLimits
+        self,
+        tool: Tool,
+        call: ToolCall,
+        hooks: tuple[Hooks, ...],
+        limits: ToolLimits,
+        key: str | None,
     ) -> None:
         self.tool = tool
         self.call = call
@@ -142,8 +169,12 @@ class _Attempt:
         self._content = ""
         self._error: PyWrapAIError | None = None
         self._raised: Exception | None = None
+        self._key = key
+        self._token: Token[str | None] | None = None
 
     def __enter__(self) -> _Attempt:
+        if self._key is not None:
+            self._token = _KEY.set(self._key)
         self._started = time.perf_counter()
         self._observation.__enter__()
         return self
@@ -159,6 +190,8 @@ class _Attempt:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
+        if self._token is not None:
+            _KEY.reset(self._token)
         if exc is not None and not isinstance(exc, Exception):  # cancelled, interrupted
             self._observation.__exit__(kind, exc, tb)
             return False
@@ -175,18 +208,27 @@ class _Attempt:
 
 
 def execute_tool(
-    tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...], limits: ToolLimits
+    tool: Tool,
+    call: ToolCall,
+    hooks: tuple[Hooks, ...],
+    limits: ToolLimits,
+    key: str | None = None,
 ) -> ToolOutcome:
-    """Run ``call`` with ``tool`` synchronously; a failure is returned, never raised."""
-    with _Attempt(tool, call, hooks, limits) as attempt:
+    """Run ``call`` with ``tool`` synchronously; a failure is returned, never raised.
+    ``key`` is what the tool's :func:`idempotency_key` returns."""
+    with _Attempt(tool, call, hooks, limits, key) as attempt:
         attempt.returned(tool.invoke(call.arguments, timeout_s=attempt.timeout_s))
     return attempt.outcome()
 
 
 async def aexecute_tool(
-    tool: Tool, call: ToolCall, hooks: tuple[Hooks, ...], limits: ToolLimits
+    tool: Tool,
+    call: ToolCall,
+    hooks: tuple[Hooks, ...],
+    limits: ToolLimits,
+    key: str | None = None,
 ) -> ToolOutcome:
     """Async :func:`execute_tool`: ``async def`` tools awaited, sync ones in a thread."""
-    with _Attempt(tool, call, hooks, limits) as attempt:
+    with _Attempt(tool, call, hooks, limits, key) as attempt:
         attempt.returned(await tool.ainvoke(call.arguments, timeout_s=attempt.timeout_s))
     return attempt.outcome()

@@ -52,6 +52,8 @@ class Tool:
             ``math.inf``: no limit).
         max_result_bytes: UTF-8 bytes of the text the model receives (None: the agent's
             ``max_tool_result_bytes``).
+        requires_approval: an agent stops before running a call of this tool until a
+            person approves it (``AgentResult.paused``, ``Agent.resume``).
 
     Calling a Tool calls ``fn``: ``t("London")`` is ``t.fn("London")``.
     """
@@ -63,6 +65,7 @@ class Tool:
     unchecked: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     timeout_s: float | None = None
     max_result_bytes: int | None = None
+    requires_approval: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -195,6 +198,7 @@ def build_tool(
     description: str | None,
     timeout_s: float | None = None,
     max_result_bytes: int | None = None,
+    requires_approval: bool = False,
 ) -> Tool:
     """Inspect ``fn`` and build its :class:`Tool` (what ``@tool`` does)."""
     doc = parse_docstring(inspect.getdoc(fn))
@@ -227,6 +231,7 @@ def build_tool(
         unchecked=frozenset(unchecked),
         timeout_s=timeout_s,
         max_result_bytes=max_result_bytes,
+        requires_approval=requires_approval,
     )
 
 
@@ -249,6 +254,7 @@ def tool(
     description: str | None = None,
     timeout_s: float | None = None,
     max_result_bytes: int | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -260,11 +266,14 @@ def tool(
     description: str | None = None,
     timeout_s: float | None = None,
     max_result_bytes: int | None = None,
+    requires_approval: bool = False,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Turn a function into a tool, reading its schema from type hints and docstring.
 
     Use bare (``@tool``) or with overrides (``@tool(name="lookup", description="...")``);
-    ``timeout_s`` and ``max_result_bytes`` replace the agent's defaults for this tool.
+    ``timeout_s`` and ``max_result_bytes`` replace the agent's defaults for this tool;
+    with ``requires_approval=True`` an agent stops before each call of it until a person
+    approves (``Agent.resume``).
     The decorated function still works as before; its :class:`Tool` is on
     ``fn._pywrapai_tool``.
 
@@ -276,7 +285,7 @@ def tool(
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
             raise ArgumentTypeError(f"@tool needs a function, got {type(func).__name__}")
-        built = build_tool(func, name, description, timeout_s, max_result_bytes)
+        built = build_tool(func, name, description, timeout_s, max_result_bytes, requires_approval)
         wrapper: Callable[P, R]
         if inspect.iscoroutinefunction(func):
             async_func = typing.cast(Callable[P, Awaitable[Any]], func)

@@ -1,0 +1,1 @@
+"""Run stores: agent run states in memory, in a SQLite file, in PostgreSQL."""
