@@ -13,6 +13,7 @@ from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     prepare_query,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
+    filter_shape,
     scored_row,
     search_hits,
     statement,
@@ -339,10 +340,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         hybrid both candidate lists, both scores of their union, the fusion, the filter and
         the recorded embedder (``bm25.statement``)."""
         keep, chosen = metadata_predicate(self._sql, query.filter)
-        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
-        sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
+        shape, given = filter_shape(keep.as_string(None), chosen)  # the predicate: SQL alone
+        sql = statement(self._sql, self._table, query.mode, query.fusion, shape if given else None)
         vector = None if query.vector is None else self._literal(query.vector)
-        rows = self._rows(sql, statement_params(query, chosen, vector))
+        rows = self._rows(sql, statement_params(query, given, vector))
         if query.mode != "dense":
             return search_hits(rows, clamp=False)
         return [h for h in search_hits(rows) if h.score >= query.min_score]
