@@ -100,8 +100,8 @@ _FUSIONS = {
     "rescored": (
         "u AS (SELECT id, dt.score AS cs, lt.score AS bs FROM dt FULL JOIN lt USING (id)), "
         "us AS (SELECT id, coalesce(u.cs, least(1 - (t.embedding <=> %(vec)s), 1)) AS cs, "
-        "coalesce(u.bs, lex.score, 0) AS bs FROM u JOIN {t} t USING (id) "
-        "LEFT JOIN lex USING (id)), "
+        "coalesce(u.bs, lx.score, 0) AS bs FROM u JOIN {t} t USING (id) "
+        "LEFT JOIN (SELECT id, score FROM lex WHERE id IN (SELECT id FROM dn)) lx USING (id)), "
         f"sc AS (SELECT id, %(wd)s::float8 * {_min_max('cs')} + %(wl)s::float8 * "
         f"{_min_max('bs')} AS score FROM us)"
     ),
