@@ -163,14 +163,6 @@ def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) ->
     return sql.SQL(text).format(i=sql.Identifier(table + "__info"), **kept, **names(sql, table))
 
 
-def filter_shape(predicate: str, chosen: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """A filter's predicate with its positional parameters named ``f0``, ``f1``..., and their
-    values."""
-    parts = predicate.split("%s")
-    named = parts[0] + "".join(f"%(f{i})s{part}" for i, part in enumerate(parts[1:]))
-    return named, {f"f{i}": value for i, value in enumerate(chosen)}
-
-
 def statement_params(query: StoreQuery, given: dict[str, Any], vector: Any) -> dict[str, Any]:
     """The parameters of :func:`statement` for ``query``, the filter's named parameters
     ``given`` and the query's ``vector`` (adapted; None in lexical mode)."""
