@@ -204,7 +204,7 @@ def test_a_query_reads_the_postings_of_its_terms_not_the_tables(
     with admin.cursor() as cur:
         cur.execute(f'VACUUM ANALYZE "{table}", "{table}__terms", "{table}__doclen"')
         query = StoreQuery("lexical", 3, text="zeppelin")
-        for keep, extra in ((None, []), ("metadata @> %s::jsonb", ['{"x": 1}'])):
+        for keep, extra in ((None, {}), ("metadata @> %(f0)s::jsonb", {"f0": '{"x": 1}'})):
             text = statement(_sql(), table, "lexical", "rescored", keep).as_string(cur)
             cur.execute(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + text, statement_params(query, extra, None)

@@ -41,44 +41,46 @@ __all__ = ["WORK_MEM", "scored_row", "search_hits", "statement", "statement_para
 WORK_MEM = "32MB"
 
 
-def _weight(qtf: str, tf: str, length: str, n: str, df: str, total: str) -> str:
-    """SQL of one term's BM25 weight (``prm`` holds k1 and b)."""
-    avgdl = f"(CASE WHEN {total} > 0 THEN {total} / {n} ELSE 1 END)"
-    return (
-        f"{qtf} * ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5)) * {tf} * (prm.k1 + 1) / "
-        f"({tf} + prm.k1 * (1 - prm.b + prm.b * {length} / {avgdl}))"
-    )
+def _idf(n: str, df: str) -> str:
+    return f"ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5))"
 
 
-_QTF = "prm.qtf[array_position(prm.terms, m.term)]"
-_COMBINED = "c.score + prm.w * d.score"
-
-#: The candidates' BM25 ``lex``: ``c`` the chunk field of each candidate chunk (``{where}``
-#: selects among them), ``d`` the document field of each document holding a query term
-#: (``{docs}`` may select among them). Each reads the postings of the query's terms in index
-#: order — by term, then document — so the per-term counts are window counts and the
-#: per-document groups stream without a sort. Parameters: the terms, their counts, k1, b, the
-#: document weight, the terms, ``{where}``'s, the terms.
+#: The candidates' BM25 ``lex``. A term's weight in a field is Okapi BM25 written as
+#: ``a · tf / (tf + k0 + kl · length)``, its constants per term (``tw``): ``a`` is
+#: ``qtf · idf · (k1 + 1)``, ``k0`` is ``k1 · (1 - b)``, ``kl`` is ``k1 · b / avgdl`` (the
+#: field's). ``g``: the postings of the query's terms summed by term and document (read once,
+#: in index order: by term, then document), giving each term its chunk and document
+#: frequencies and each document its field ``d``; ``c``: the chunk field of each chunk
+#: holding a query term (a second read of the postings), kept by the filter (``{keep}``).
 _LEXICAL = (
-    "WITH prm AS (SELECT %s::text[] AS terms, %s::int[] AS qtf, %s::float8 AS k1, "
-    "%s::float8 AS b, %s::float8 AS w), "
+    "WITH prm AS (SELECT %(terms)s::text[] AS terms, %(qtf)s::int[] AS qtf, "
+    "%(k1)s::float8 AS k1, %(b)s::float8 AS b, %(dw)s::float8 AS w), "
     "st AS (SELECT greatest(coalesce(sum(n), 0), 1)::float8 AS n, "
     "greatest(coalesce(sum(docs), 0), 1)::float8 AS nd, "
     "coalesce(sum(total), 0)::float8 AS total, "
     "coalesce(sum(dtotal), 0)::float8 AS dtotal FROM {s}), "
-    "c AS (SELECT m.chunk_id AS id, m.doc_id, sum("
-    + _weight(_QTF, "m.tf", "m.dl", "st.n", "m.df", "st.total")
-    + ") AS score FROM (SELECT term, doc_id, chunk_id, tf::float8 AS tf, dl, "
-    "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
-    "WHERE term = ANY (%s::text[]) AND tf > 0) m CROSS JOIN st CROSS JOIN prm {where} "
-    "GROUP BY m.chunk_id, m.doc_id), "
-    "d AS (SELECT m.doc_id, sum("
-    + _weight(_QTF, "m.tf", "l.len", "st.nd", "m.df", "st.dtotal")
-    + ") AS score FROM (SELECT term, doc_id, sum(dtf)::float8 AS tf, "
-    "count(*) OVER (PARTITION BY term)::float8 AS df FROM {p} "
-    "WHERE term = ANY (%s::text[]) AND dtf > 0 GROUP BY term, doc_id) m "
-    "JOIN {l} l USING (doc_id) CROSS JOIN st CROSS JOIN prm {docs} GROUP BY m.doc_id), "
-    f"lex AS (SELECT c.id, {_COMBINED} AS score FROM c JOIN d USING (doc_id) CROSS JOIN prm)"
+    "g AS MATERIALIZED (SELECT term, doc_id, count(*) FILTER (WHERE tf > 0) AS n, "
+    "sum(dtf)::float8 AS tf FROM {p} WHERE term = ANY (%(terms)s::text[]) "
+    "GROUP BY term, doc_id), "
+    "tw AS MATERIALIZED (SELECT f.term, q.qtf * "
+    + _idf("st.n", "f.df")
+    + " * (prm.k1 + 1) AS ac, q.qtf * "
+    + _idf("st.nd", "f.ddf")
+    + " * (prm.k1 + 1) AS ad, prm.k1 * (1 - prm.b) AS k0, "
+    "prm.k1 * prm.b / (CASE WHEN st.total > 0 THEN st.total / st.n ELSE 1 END) AS kc, "
+    "prm.k1 * prm.b / (CASE WHEN st.dtotal > 0 THEN st.dtotal / st.nd ELSE 1 END) AS kd "
+    "FROM (SELECT term, sum(n)::float8 AS df, count(*) FILTER (WHERE tf > 0)::float8 AS ddf "
+    "FROM g GROUP BY term) f "
+    "JOIN (SELECT unnest(terms) AS term, unnest(qtf) AS qtf FROM prm) q USING (term) "
+    "CROSS JOIN st CROSS JOIN prm), "
+    "d AS (SELECT g.doc_id, sum(tw.ad * g.tf / (g.tf + tw.k0 + tw.kd * l.len)) AS score "
+    "FROM g JOIN tw USING (term) JOIN {l} l USING (doc_id) WHERE g.tf > 0 GROUP BY g.doc_id), "
+    "c AS (SELECT p.chunk_id AS id, p.doc_id, "
+    "sum(tw.ac * p.tf / (p.tf + tw.k0 + tw.kc * p.dl)) AS score "
+    "FROM {p} p JOIN tw USING (term) WHERE p.term = ANY (%(terms)s::text[]) AND p.tf > 0 "
+    "GROUP BY p.chunk_id, p.doc_id), "
+    "lex AS (SELECT c.id, c.score + %(dw)s::float8 * d.score AS score FROM c JOIN d USING (doc_id) "
+    "{keep})"
 )
 
 
@@ -90,54 +92,51 @@ def _min_max(x: str) -> str:
 
 
 _RANK = "row_number() OVER (ORDER BY score DESC, id)"
-#: Each fusion's fused scores ``sc(id, score)`` of the candidates, with its parameters:
-#: ``v`` the query vector, ``w``/``wl`` the dense/lexical weights, ``r`` rrf_k.
-_FUSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+#: Each fusion's fused scores ``sc(id, score)`` of the candidates: ``vec`` the query vector,
+#: ``wd``/``wl`` the dense/lexical weights, ``rrf`` rrf_k.
+_FUSIONS = {
     # every candidate of either side gets both scores: a lexical-only one its cosine, read
     # by id, a dense-only one its BM25 (0 when it holds no query term)
     "rescored": (
         "u AS (SELECT id, dt.score AS cs, lt.score AS bs FROM dt FULL JOIN lt USING (id)), "
-        "us AS (SELECT id, coalesce(u.cs, least(1 - (t.embedding <=> %s), 1)) AS cs, "
-        "coalesce(u.bs, lex.score, 0) AS bs FROM u JOIN {t} t USING (id) "
-        "LEFT JOIN lex USING (id)), "
-        f"sc AS (SELECT id, %s::float8 * {_min_max('cs')} + %s::float8 * {_min_max('bs')} "
-        "AS score FROM us)",
-        ("v", "w", "wl"),
+        "us AS (SELECT id, coalesce(u.cs, least(1 - (t.embedding <=> %(vec)s), 1)) AS cs, "
+        "coalesce(u.bs, lx.score, 0) AS bs FROM u JOIN {t} t USING (id) "
+        "LEFT JOIN (SELECT id, score FROM lex WHERE id IN (SELECT id FROM dn)) lx USING (id)), "
+        f"sc AS (SELECT id, %(wd)s::float8 * {_min_max('cs')} + %(wl)s::float8 * "
+        f"{_min_max('bs')} AS score FROM us)"
     ),
     "weighted": (
         "sc AS (SELECT id, sum(s) AS score FROM ("
-        f"SELECT id, %s::float8 * {_min_max('score')} AS s FROM dt UNION ALL "
-        f"SELECT id, %s::float8 * {_min_max('score')} FROM lt) x GROUP BY id)",
-        ("w", "wl"),
+        f"SELECT id, %(wd)s::float8 * {_min_max('score')} AS s FROM dt UNION ALL "
+        f"SELECT id, %(wl)s::float8 * {_min_max('score')} FROM lt) x GROUP BY id)"
     ),
     "rrf": (
         "sc AS (SELECT id, sum(s) AS score FROM ("
-        f"SELECT id, %s::float8 / (%s::float8 + {_RANK}) AS s FROM dt UNION ALL "
-        f"SELECT id, %s::float8 / (%s::float8 + {_RANK}) FROM lt) x GROUP BY id)",
-        ("w", "r", "wl", "r"),
+        f"SELECT id, %(wd)s::float8 / (%(rrf)s::float8 + {_RANK}) AS s FROM dt UNION ALL "
+        f"SELECT id, %(wl)s::float8 / (%(rrf)s::float8 + {_RANK}) FROM lt) x GROUP BY id)"
     ),
 }
 
 #: The two candidate lists of a hybrid retrieval: ``lt`` the ``depth`` best by BM25, ``dt``
 #: the ``depth`` nearest by the HNSW index, cosines below ``min_score`` dropped.
 _SIDES = (
-    ", lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT %s), "
-    "dn AS MATERIALIZED (SELECT id, embedding <=> %s AS dist FROM {t} {dw} "
-    "ORDER BY dist LIMIT %s), "
-    "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %s), "
+    ", lt AS (SELECT id, score FROM lex ORDER BY score DESC, id LIMIT %(depth)s), "
+    "dn AS MATERIALIZED (SELECT id, embedding <=> %(vec)s AS dist FROM {t} {dw} "
+    "ORDER BY dist LIMIT %(depth)s), "
+    "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %(min)s), "
 )
 _EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
 #: The ``k`` best of ``{ranked}`` with their rows and the recorded embedder, best first.
 _TOP = (
-    ", top AS (SELECT id, score FROM {ranked} ORDER BY score DESC, id LIMIT %s) "
+    ", top AS (SELECT id, score FROM {ranked} ORDER BY score DESC, id LIMIT %(k)s) "
     f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {_EMBEDDER} "
     "FROM top JOIN {t} t USING (id) ORDER BY top.score DESC, t.id"
 )
 #: A dense search: the HNSW index (``{dw}`` the filter), the recorded embedder in the same
-#: snapshot. Parameters: the vector, the filter's, the vector, ``k``.
+#: snapshot.
 _DENSE = (
-    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %s) AS score, {_EMBEDDER} "
-    "FROM {t} {dw} ORDER BY embedding <=> %s LIMIT %s"
+    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %(vec)s) AS score, {_EMBEDDER} "
+    "FROM {t} {dw} ORDER BY embedding <=> %(vec)s LIMIT %(k)s"
 )
 
 
@@ -145,42 +144,44 @@ _DENSE = (
 def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) -> Any:
     """The one statement answering a query of ``mode`` (and ``fusion``, in hybrid; a text
     without terms ranks by the dense side alone): ``(id, doc_id, text, metadata, score,
-    embedder)`` best first, ties by id. ``keep`` is the filter's predicate on a chunk row
-    (None: no filter). Built once per table, mode, fusion and filter shape. Parameters:
-    :func:`statement_params`."""
+    embedder)`` best first, ties by id. ``keep`` is the filter's predicate on a chunk row,
+    its parameters named ``f0``, ``f1``... (None: no filter). Built once per table, mode,
+    fusion and filter shape. Parameters: :func:`statement_params`."""
     if mode == "dense":
         text = _DENSE
     elif mode == "lexical":
         text = _LEXICAL + _TOP.replace("{ranked}", "lex")
     else:
-        text = _LEXICAL + _SIDES + _FUSIONS[fusion][0] + _TOP.replace("{ranked}", "sc")
-    predicate = None if keep is None else sql.SQL(keep)
-    where = "" if keep is None else "WHERE m.chunk_id IN (SELECT id FROM {t} WHERE {keep})"
-    return sql.SQL(text).format(
-        where=sql.SQL(where).format(t=sql.Identifier(table), keep=predicate),
-        docs=sql.SQL("" if keep is None else "WHERE m.doc_id IN (SELECT doc_id FROM c)"),
-        dw=sql.SQL("") if predicate is None else sql.SQL("WHERE ") + predicate,
-        i=sql.Identifier(table + "__info"),
-        **names(sql, table),
-    )
+        text = _LEXICAL + _SIDES + _FUSIONS[fusion] + _TOP.replace("{ranked}", "sc")
+    kept = {"keep": sql.SQL(""), "dw": sql.SQL("")}
+    if keep is not None:  # the chunk rows the filter keeps: BM25 candidates, dense side
+        kept = {
+            "keep": sql.SQL("JOIN {t} t USING (id) WHERE ").format(t=sql.Identifier(table)),
+            "dw": sql.SQL("WHERE "),
+        }
+        kept = {name: part + sql.SQL(keep) for name, part in kept.items()}
+    return sql.SQL(text).format(i=sql.Identifier(table + "__info"), **kept, **names(sql, table))
 
 
-def statement_params(query: StoreQuery, chosen: Sequence[Any], vector: Any) -> list[Any]:
-    """The parameters of :func:`statement` for ``query``, the filter's parameters ``chosen``
-    and the query's ``vector`` (adapted; None in lexical mode)."""
-    if query.mode == "dense":
-        return [vector, *chosen, vector, query.k]
+def statement_params(query: StoreQuery, given: dict[str, Any], vector: Any) -> dict[str, Any]:
+    """The parameters of :func:`statement` for ``query``, the filter's named parameters
+    ``given`` and the query's ``vector`` (adapted; None in lexical mode)."""
     terms, counts = query_terms(query.text or "")
-    lexical = [terms, counts, query.k1, query.b, DOCUMENT_WEIGHT, terms, *chosen, terms]
-    if query.mode == "lexical":
-        return [*lexical, query.k]
-    given = {"v": vector, "w": query.weights[0], "wl": query.weights[1], "r": query.rrf_k}
-    return [
-        *lexical,
-        *(query.depth, vector, *chosen, query.depth, query.min_score),
-        *(given[name] for name in _FUSIONS[query.fusion][1]),
-        query.k,
-    ]
+    return {
+        **given,
+        "vec": vector,
+        "k": query.k,
+        "terms": terms,
+        "qtf": counts,
+        "k1": query.k1,
+        "b": query.b,
+        "dw": DOCUMENT_WEIGHT,
+        "depth": query.depth,
+        "min": query.min_score,
+        "wd": query.weights[0],
+        "wl": query.weights[1],
+        "rrf": query.rrf_k,
+    }
 
 
 def scored_row(row: Sequence[Any], *, clamp: bool = True) -> ScoredChunk:

@@ -15,7 +15,7 @@ import contextlib
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
@@ -290,7 +290,7 @@ class PGConnection:
         COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
         return self._run(work, transaction=False)
 
-    def _rows(self, statement: Any, params: list[Any]) -> list[Any]:
+    def _rows(self, statement: Any, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
         """The rows of one statement (:meth:`_read`)."""
 
         def work(cur: Any) -> list[Any]:

@@ -309,19 +309,21 @@ def delete_document(cur: Any, sql: Any, table: str, doc_id: str, pace: Pacer) ->
     return removed
 
 
-def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
-    """``filter`` as a boolean SQL expression and its parameters: scalars by containment
-    (the GIN index), lists by jsonb equality (containment would match any superset)."""
+def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:
+    """``filter`` as a boolean SQL expression and its parameters, named ``f0``, ``f1``...:
+    scalars by containment (the GIN index), lists by jsonb equality (containment would match
+    any superset)."""
     scalars = {k: v for k, v in (filter or {}).items() if not isinstance(v, list | tuple)}
     clauses: list[Any] = []
-    params: list[str] = []
+    params: dict[str, str] = {}
     if scalars:
-        clauses.append(sql.SQL("metadata @> %s::jsonb"))
-        params.append(json.dumps(scalars))
+        clauses.append(sql.SQL("metadata @> %(f0)s::jsonb"))
+        params["f0"] = json.dumps(scalars)
     for key, value in (filter or {}).items():
         if isinstance(value, list | tuple):
-            clauses.append(sql.SQL("metadata -> %s = %s::jsonb"))
-            params += [key, json.dumps(list(value))]
+            n = len(params)
+            clauses.append(sql.SQL(f"metadata -> %(f{n})s = %(f{n + 1})s::jsonb"))
+            params.update({f"f{n}": key, f"f{n + 1}": json.dumps(list(value))})
     if not clauses:
-        return sql.SQL("true"), []
+        return sql.SQL("true"), {}
     return sql.SQL(" AND ").join(clauses), params

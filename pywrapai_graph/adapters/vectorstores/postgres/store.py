@@ -338,11 +338,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
         hybrid both candidate lists, both scores of their union, the fusion, the filter and
         the recorded embedder (``bm25.statement``)."""
-        keep, chosen = metadata_predicate(self._sql, query.filter)
-        shape = keep.as_string(None) if chosen else None  # the predicate's text: SQL alone
+        keep, given = metadata_predicate(self._sql, query.filter)
+        shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
         sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
         vector = None if query.vector is None else self._literal(query.vector)
-        rows = self._rows(sql, statement_params(query, chosen, vector))
+        rows = self._rows(sql, statement_params(query, given, vector))
         if query.mode != "dense":
             return search_hits(rows, clamp=False)
         return [h for h in search_hits(rows) if h.score >= query.min_score]
@@ -354,7 +354,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
         return extensions.AsIs(quoted.decode())
 
-    def _where(self, filter: MetadataFilter | None) -> tuple[Any, list[str]]:
+    def _where(self, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:
         """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
         keep, params = metadata_predicate(self._sql, filter)
         return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
@@ -371,11 +371,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         where, filter_params = self._where(filter)
         statement = sql.SQL(
             "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
-            "FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
+            "FROM unnest(%(q)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
             "SELECT id, doc_id, text, metadata, 1 - (embedding <=> q.v) AS score FROM {t} "
-            "{w} ORDER BY embedding <=> q.v LIMIT %s) h"
+            "{w} ORDER BY embedding <=> q.v LIMIT %(k)s) h"
         ).format(t=self._ident(), w=where)
-        params: list[Any] = [queries, *filter_params, k]
+        params = {**filter_params, "q": queries, "k": k}
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
         for r in self._rows(statement, params):
