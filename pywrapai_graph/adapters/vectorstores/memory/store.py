@@ -33,6 +33,7 @@ class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "in_memory"
+    atomic_documents = True
 
     def __init__(self, dimension: int | None = None) -> None:
         self._lock = threading.RLock()
@@ -41,13 +42,6 @@ class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
         self._index = ExactIndex(dimension, watcher=self._lexical)
         self._manifests: dict[str, DocumentManifest] = {}
         self._embedder: EmbedderIdentity | None = None
-
-    def _chunks(self) -> list[Chunk]:
-        return self._index.chunks()
-
-    @property
-    def atomic_documents(self) -> bool:
-        return True
 
     @property
     def dimension(self) -> int | None:
@@ -80,6 +74,9 @@ class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
     def embedder_identity(self) -> EmbedderIdentity | None:
         with self._lock:
             return self._embedder
+
+    def _chunks(self) -> list[Chunk]:
+        return self._index.chunks()
 
     def _reading_index(self) -> AbstractContextManager[object]:
         return self._lock

@@ -1,13 +1,13 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
-Documents are all-or-nothing as in the other server stores (``kit.versioned``): records are
-rows of ``<collection>__records``; every request reads at ``Strong`` consistency. A replace's
-new version is written hidden, then shown (the old one hidden) by one partial ``upsert``
-(:meth:`_show`; milvus-lite logs a request as one WAL batch, recovered whole or not at all).
-So every search is one request: a ``search`` (dense or BM25) or a ``hybrid_search`` fused by
-the engine (``rrf``, ``rescored``: ``RRFRanker``, better for ``rescored`` on Cranfield than
-``WeightedRanker``; ``weighted``: ``WeightedRanker``), with the filter (a tenant scope is part
-of it) in every sub-request: pymilvus ignores ``hybrid_search(filter=...)``.
+Documents are all-or-nothing (``kit.versioned``; records are rows of ``<collection>__records``,
+every request reads at ``Strong`` consistency): a replace's new version is written hidden, then
+shown (the old one hidden) by one partial ``upsert`` (milvus-lite logs a request as one WAL
+batch, recovered whole or not at all). So every search is one request: a ``search`` (dense or
+BM25) or a ``hybrid_search`` fused by the engine (``rrf`` and ``rescored``: ``RRFRanker``,
+better for ``rescored`` on Cranfield than ``WeightedRanker``; ``weighted``: ``WeightedRanker``),
+the filter (a tenant scope is part of it) in every sub-request: pymilvus ignores
+``hybrid_search(filter=...)``.
 """
 
 from __future__ import annotations
@@ -118,21 +118,16 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             Path(folder).parent.mkdir(parents=True, exist_ok=True)
             url = _lite(folder, opening=True)
         try:
-            with self._errors():
+            with self._writing():
                 self._client: Any = self._pm.MilvusClient(uri=url, token=token or "")
                 self._dim = self._engine_dimension()
                 if self._lite and self._pending_records():  # a writer died: this one holds it
                     self._recover()
+                if dimension is not None:
+                    self._create(dimension)
         except BaseException:
             self._release()
             raise
-        if self._dim is None and dimension is not None:
-            with self._writing():
-                self._create(dimension)
-        elif dimension is not None and self._dim != dimension:
-            raise errors.InvalidArgumentError(
-                f"collection {collection!r} has dimension {self._dim}, not {dimension}"
-            )
 
     # ------------------------------------------------------------------ collections
     @contextmanager
@@ -182,17 +177,19 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._new_collection(self._records_of, rows.RECORD_SCHEMA, ("v", "FLAT", "L2"))
 
     def _create(self, dim: int) -> None:
-        self._ensure_records()  # made first (and dropped last): see _engine_dimension
-        fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
-        dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
-        sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
-        self._new_collection(self._collection, fields, dense, sparse)
-        found = self._engine_dimension()
-        if found != dim:  # another process created it first
+        """Make the collections for ``dim`` vectors unless they exist, and check the
+        dimension they have (another process may have made them first)."""
+        if self._dim is None:
+            self._ensure_records()  # made first (and dropped last): see _engine_dimension
+            fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
+            dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
+            sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
+            self._new_collection(self._collection, fields, dense, sparse)
+            self._dim = self._engine_dimension()
+        if self._dim != dim:
             raise errors.InvalidArgumentError(
-                f"collection {self._collection!r} has dimension {found}, not {dim}"
+                f"collection {self._collection!r} has dimension {self._dim}, not {dim}"
             )
-        self._dim = dim
 
     def _rows(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
         """Every row ``expr`` selects (a filter without a limit: all of them)."""
@@ -257,10 +254,9 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return [DocRecord(**r["body"]) for r in found]
 
     def _put_row(self, key: str, body: dict[str, Any], pending: str = "") -> None:
-        with self._errors():
-            self._ensure_records()
-            row = {"pk": rows.digest(key), "pending": pending, "body": body, "v": [1.0, 0.0]}
-            self._client.upsert(self._records_of, [row])
+        self._ensure_records()  # writes run under _writing: its errors are the store's
+        row = {"pk": rows.digest(key), "pending": pending, "body": body, "v": [1.0, 0.0]}
+        self._client.upsert(self._records_of, [row])
 
     def _put_record(self, record: DocRecord) -> None:
         self._put_row("d:" + record.doc_id, asdict(record), record.pending)
@@ -292,8 +288,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         shown = record.version
         if record.pending == shown and stored:
             flags = [{"pk": rows.digest(c.engine_id), "hidden": c.version != shown} for c in stored]
-            with self._errors():
-                self._client.upsert(self._collection, flags, partial_update=True)
+            self._client.upsert(self._collection, flags, partial_update=True)
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         """Write chunks stamped with the embedder: shown (``add``) or hidden (a replace)."""
@@ -301,17 +296,15 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         stamp, hide = embedder.to_json() if embedder else "", self._replacing is not None
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
         found = [rows.chunk_row(c, v, version, hide, stamp) for c, v, version in made]
-        with self._errors():
-            if found and self._known_dim() is None:
-                self._create(int(batch.vectors.shape[1]))
-            for start in range(0, len(found), _BATCH):
-                self._client.upsert(self._collection, found[start : start + _BATCH])
+        if found and self._known_dim() is None:
+            self._create(int(batch.vectors.shape[1]))
+        for start in range(0, len(found), _BATCH):
+            self._client.upsert(self._collection, found[start : start + _BATCH])
 
     def _delete_engine_ids(self, ids: Sequence[str], collection: str = "") -> None:
-        with self._errors():
-            for start in range(0, len(ids), _BATCH):
-                expr = rows.is_in("pk", [rows.digest(k) for k in ids[start : start + _BATCH]])
-                self._client.delete(collection or self._collection, filter=expr)
+        for start in range(0, len(ids), _BATCH):
+            expr = rows.is_in("pk", [rows.digest(k) for k in ids[start : start + _BATCH]])
+            self._client.delete(collection or self._collection, filter=expr)
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
@@ -338,38 +331,30 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One engine request: its filter keeps the shown chunks only."""
+        """One engine request, its filter keeping the shown chunks only."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
             got = f"k1={query.k1}, b={query.b}"
             raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
-        with self._lock:
-            terms = rows.terms_of(query.text or "")
-            if self._known_dim() is None or (query.mode == "lexical" and not terms):
+        pm, k, expr, low = self._pm, query.k, rows.visible(query.filter), query.min_score
+        terms, vector = rows.terms_of(query.text or ""), [list(query.vector or [])]
+        sides: list[tuple[list[Any], str]] = [(vector, "dense")] * (query.mode != "lexical")
+        sides += [([terms], "lexical")] * (query.mode != "dense" and bool(terms))
+        with self._lock, self._errors():
+            if self._known_dim() is None or not sides:
                 return []
-            return [h for h, _ in self._ranked(query, terms, query.k, rows.visible(query.filter))]
-
-    def _ranked(self, query: StoreQuery, terms: str, n: int, expr: str) -> list[Hit]:
-        """The ``n`` best hits of ``query`` in one engine request."""
-        pm, vector = self._pm, [list(query.vector or [])]
-        if query.mode != "hybrid":
-            data = [terms] if query.mode == "lexical" else vector
-            return self._side_search(data, query.mode, n, expr, query.min_score)[0]
-        depth, top = min(max(query.depth, n), _TOP), {"limit": min(2 * n, _TOP)}
-        sides = [(vector, "dense")] + ([([terms], "lexical")] if terms else [])
-        requests = [
-            pm.AnnSearchRequest(data, *_params(mode, query.min_score), depth, expr=expr)
-            for data, mode in sides
-        ]
-        weights = query.weights[: len(requests)]
-        if query.fusion == "weighted":
-            ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
-        else:  # rrf (equal weights scale every score; RRFRanker has no others), and rescored
-            same = query.fusion == "rrf" and len(set(weights)) == 1
-            ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if same else 1.0
-        with self._errors():
-            got = self._client.hybrid_search(self._collection, requests, ranker, **top, **_READ)
-        hits = rows.hits_of(got[0], "hybrid", n)
-        return [(ScoredChunk(h.chunk, h.score * scale), version) for h, version in hits]
+            if query.mode != "hybrid":
+                return [h for h, _ in self._side_search(*sides[0], k, expr, low)[0]]
+            depth = min(max(query.depth, k), _TOP)
+            asked = [pm.AnnSearchRequest(d, *_params(m, low), depth, expr=expr) for d, m in sides]
+            weights = query.weights[: len(asked)]
+            if query.fusion == "weighted":
+                ranker, scale = pm.WeightedRanker(*weights, norm_score=True), 1.0
+            else:  # rrf (equal weights scale every score; RRFRanker has no others), and rescored
+                same = query.fusion == "rrf" and len(set(weights)) == 1
+                ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if same else 1.0
+            top = {"limit": min(2 * k, _TOP)}
+            got = self._client.hybrid_search(self._collection, asked, ranker, **top, **_READ)
+        return [ScoredChunk(h.chunk, h.score * scale) for h, _ in rows.hits_of(got[0], "hybrid", k)]
 
 
 def _params(mode: str, min_score: float) -> tuple[str, dict[str, Any]]:

@@ -14,26 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from pywrapai_graph.adapters.vectorstores.kit import local_files, metadata_json, vector_batches
 from pywrapai_graph.adapters.vectorstores.kit.exact_search import ExactIndex, ExactSearch, Hits
 from pywrapai_graph.adapters.vectorstores.kit.identity_copy import IdentityCopy
-from pywrapai_graph.adapters.vectorstores.kit.local_files import (
-    rows_in,
-    sqlite_failure,
-    sqlite_manifests,
-)
 from pywrapai_graph.adapters.vectorstores.kit.matrix_bulk_store import MatrixBulkStore
-from pywrapai_graph.adapters.vectorstores.kit.metadata_json import (
-    metadata_jsons,
-    stored_chunk,
-    stored_metadata,
-)
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    Matrix,
-    PreparedBatch,
-    prepare_batch,
-    prepare_query,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.sqlite.text import TextTables, check_fts5_bm25
 from pywrapai_graph.application.fusion import fuse
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -48,29 +34,6 @@ from pywrapai_graph.ports.vector_store import check_embedder
 __all__ = ["SQLiteVectorStore"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-
-
-def _table_name(name: str) -> str:
-    if not is_text(name) or not _IDENTIFIER.fullmatch(name):
-        raise InvalidArgumentError(
-            f"table_name {name!r} is not a valid identifier: use letters, digits and "
-            "underscores, starting with a letter or underscore (at most 63 characters)"
-        )
-    return name
-
-
-def _row_bytes(batch: PreparedBatch) -> list[bytes]:
-    """Each normalised vector as a float32 BLOB, cut from one buffer of the whole matrix."""
-    dim = int(batch.vectors.shape[1])
-    raw = np.ascontiguousarray(batch.vectors).tobytes()
-    step = 4 * dim
-    return [raw[i : i + step] for i in range(0, len(raw), step)]
-
-
-def _end_read(conn: sqlite3.Connection) -> None:
-    """Close a read transaction (SQLite may already have ended it after an error)."""
-    if conn.in_transaction:
-        conn.execute("COMMIT")
 
 
 def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
@@ -94,19 +57,16 @@ def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
 
 
 class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
-    """Chunks and float32 vectors in a SQLite table; dense search served from memory,
+    """Chunks and float32 vectors in a SQLite table (WAL); dense search served from memory,
     lexical search by SQLite's full-text index (FTS5, see ``text``).
 
-    The table is loaded into an in-memory matrix at the first dense search or write
-    (opening reads no vectors, so manifest lookups and ``len`` stay cheap) and kept in step
-    with every write; a write by another process (or another connection) is detected
-    through ``PRAGMA data_version`` and the matrix is reloaded before the next operation.
-    Lexical search reads the file's full-text tables, written with the chunks in each
-    write's transaction: nothing to load, fresh across processes. A whole retrieval
-    (``retrieve``) is the in-memory dense search and one SQL statement.
-    Vectors are stored L2-normalised as float32 BLOBs; the file uses WAL journaling.
-    ``replace_document`` is one transaction (chunks, then the manifest in
-    ``<table>__docs``); the in-memory matrix changes only after the commit succeeded.
+    The vectors (stored L2-normalised as float32 BLOBs) are loaded into an in-memory matrix
+    at the first dense search or write (opening reads none, so manifest lookups and ``len``
+    stay cheap), kept in step with every write, and reloaded when ``PRAGMA data_version``
+    says another connection committed. The full-text tables change in each write's
+    transaction: nothing to load, fresh across processes. A retrieval is the in-memory
+    dense search and one SQL statement. ``replace_document`` is one transaction (chunks,
+    then the manifest in ``<table>__docs``); the matrix changes only after the commit.
 
     Args:
         db_path: the database file (created if missing).
@@ -122,18 +82,18 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
     #: ``db.system.name`` on this store's spans.
     db_system = "sqlite"
 
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def atomic_documents(self) -> bool:
-        return True
+    #: lexical: FTS5's ``bm25()``, k1 1.2 and b 0.75 only
+    persistent = atomic_documents = lexical = True
 
     def __init__(
         self, db_path: str | os.PathLike[str] = "vector_store.db", table_name: str = "vector_chunks"
     ) -> None:
-        self._table = _table_name(table_name)
+        if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
+            raise InvalidArgumentError(
+                f"table_name {table_name!r} is not a valid identifier: use letters, digits and "
+                "underscores, starting with a letter or underscore (at most 63 characters)"
+            )
+        self._table = table_name
         self._docs, self._meta = f"{self._table}__docs", f"{self._table}__meta"
         self._where = f"table {self._table!r}"
         self._path = os.fspath(db_path)
@@ -149,24 +109,17 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             )
             _while_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(
-                f'CREATE TABLE IF NOT EXISTS "{self._table}" ('
-                "id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, text TEXT NOT NULL, "
-                "metadata TEXT NOT NULL, dim INTEGER NOT NULL, embedding BLOB NOT NULL)"
-            )
-            self._conn.execute(
-                f'CREATE INDEX IF NOT EXISTS "{self._table}_doc_id" ON "{self._table}" (doc_id)'
-            )
-            self._conn.execute(
+            self._conn.executescript(
+                f'CREATE TABLE IF NOT EXISTS "{self._table}" (id TEXT PRIMARY KEY, doc_id TEXT '
+                "NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, dim INTEGER NOT NULL, "
+                "embedding BLOB NOT NULL);"
+                f'CREATE INDEX IF NOT EXISTS "{self._table}_doc_id" ON "{self._table}" (doc_id);'
                 f'CREATE TABLE IF NOT EXISTS "{self._docs}" '
-                "(doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)"
-            )
-            self._conn.execute(
+                "(doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL);"
                 f'CREATE TABLE IF NOT EXISTS "{self._meta}" '
                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
-            self._text.connect(self._conn)
-            self._text.ensure(self._conn)
+            self._text.open(self._conn)
         except sqlite3.Error as exc:
             with suppress(sqlite3.Error, AttributeError):
                 self._conn.close()
@@ -174,7 +127,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
                 raise VectorStoreError(
                     f"cannot open SQLite store at {self._path!r}: {exc}"
                 ) from exc
-            raise sqlite_failure(self._path, exc) from exc
+            raise local_files.sqlite_failure(self._path, exc) from exc
         # -1: the matrix is not loaded; the first search or write loads it, so an open that
         # only looks up manifests (a re-ingest of unchanged files) never reads the vectors
         self._version = -1
@@ -187,88 +140,79 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         metadata stay in the file until a search returns them (or a filter needs a key).
         """
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-        if version == self._version:
-            return
-        with self._snapshot():  # one snapshot for the count and the rows
-            self._index = self._load()
-        self._version = version
+        if version != self._version:  # read inside a transaction: the count and rows agree
+            self._index, self._version = self._load(), version
 
     def _load(self) -> ExactIndex:
         index = ExactIndex(metadata_source=self._all_metadata)
         # count(*) walks the small doc_id index; the one table scan is the copy below.
-        count = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()[0]
-        first = self._conn.execute(f'SELECT dim FROM "{self._table}" LIMIT 1').fetchone()
-        if not count or first is None:
+        t = f'"{self._table}"'
+        count, dim = self._conn.execute(
+            f"SELECT count(*), (SELECT dim FROM {t} LIMIT 1) FROM {t}"
+        ).fetchone()
+        if not count:
             return index
-        dim = int(first[0])
-        if dim < 1:
-            raise VectorStoreError(f"table {self._table!r} holds vectors of dimension {dim}")
-        matrix = np.empty((count, dim), dtype=np.float32)
-        flat = matrix.data.cast("B")
-        step = 4 * dim
-        end = count * step
-        ids: list[str] = []
-        at = 0
+        matrix = np.empty((count, max(dim, 0)), dtype=np.float32)
+        flat, step, ids = matrix.data.cast("B"), 4 * dim, []
         # Row by row straight into the matrix: measured faster than fetchmany batches joined
         # and copied (no intermediate buffer, no batch lists) — this loop is most of an open.
-        for chunk_id, blob in self._conn.execute(f'SELECT id, embedding FROM "{self._table}"'):
-            if len(blob) != step or at == end:
+        for at, (chunk_id, blob) in enumerate(self._conn.execute(f"SELECT id, embedding FROM {t}")):
+            if dim < 1 or len(blob) != step or at == count:
                 raise VectorStoreError(
                     f"table {self._table!r} holds vectors of different dimensions: "
                     f"{chunk_id!r} has {len(blob) // 4}, the first row {dim}"
                 )
-            flat[at : at + step] = blob
+            flat[at * step : (at + 1) * step] = blob
             ids.append(chunk_id)
-            at += step
         index.load(ids, matrix)
         return index
 
     def _all_metadata(self, rows: int) -> list[dict[str, Any]]:
         """Every row's metadata in the index's row order (read once, when a filter needs it)."""
         by_id = {
-            chunk_id: stored_metadata(meta, chunk_id, self._where)
+            chunk_id: metadata_json.stored_metadata(meta, chunk_id, self._where)
             for chunk_id, meta in self._conn.execute(f'SELECT id, metadata FROM "{self._table}"')
         }
         return [by_id[self._index.id_at(row)] for row in range(rows)]
 
-    def _fetch(self, ids: list[str]) -> dict[str, Chunk]:
-        """The stored chunks (without embedding) of ``ids``."""
-        statement = f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN (?)'
-        return {r[0]: stored_chunk(r, self._where) for r in rows_in(self._conn, statement, ids)}
-
     def _scored_hits(self, hits: Hits) -> list[ScoredChunk]:
         rows, scores = hits
         ids = [self._index.id_at(int(r)) for r in rows]
-        chunks = self._fetch(ids)
+        statement = f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN (?)'
+        found = local_files.rows_in(self._conn, statement, ids)
+        chunks = {r[0]: metadata_json.stored_chunk(r, self._where) for r in found}
         return [
             ScoredChunk(chunk=chunks[i], score=min(float(s), 1.0))
             for i, s in zip(ids, scores, strict=True)
             if i in chunks
         ]
 
-    def _doc_ids(self, doc_id: str) -> list[str]:
-        rows = self._conn.execute(f'SELECT id FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
-        return sorted(r[0] for r in rows)
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """A read transaction (unless one is open): the matrix and the rows read agree."""
-        conn = self._conn
-        if conn.in_transaction:
-            yield
-            return
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            _end_read(conn)
+    def _drop_doc(self, doc_id: str) -> list[str]:
+        """Delete the chunks of ``doc_id``; returns their ids."""
+        statement = f'DELETE FROM "{self._table}" WHERE doc_id = ? RETURNING id'
+        return sorted(r[0] for r in self._conn.execute(statement, (doc_id,)).fetchall())
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as exc:
-            raise sqlite_failure(self._path, exc) from exc
+        """The lock; SQLite's errors as the store's."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise local_files.sqlite_failure(self._path, exc) from exc
+
+    @contextmanager
+    def _reading_index(self) -> Iterator[None]:
+        """:meth:`_reading` in one read transaction (the matrix and the rows read agree),
+        with the matrix up to date."""
+        with self._reading():
+            self._conn.execute("BEGIN")
+            try:
+                self._sync()
+                yield
+            finally:
+                if self._conn.in_transaction:  # SQLite may have ended it after an error
+                    self._conn.execute("COMMIT")
 
     @contextmanager
     def _write(self) -> Iterator[list[Callable[[], object]]]:
@@ -281,7 +225,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise sqlite_failure(self._path, exc) from exc
+                raise local_files.sqlite_failure(self._path, exc) from exc
             after: list[Callable[[], object]] = []
             try:
                 self._sync()
@@ -293,7 +237,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
                         self._conn.execute("ROLLBACK")
                 self._version = -1
                 if isinstance(exc, sqlite3.Error):
-                    raise sqlite_failure(self._path, exc) from exc
+                    raise local_files.sqlite_failure(self._path, exc) from exc
                 raise
             self._identity.forget()
             for apply in after:
@@ -303,48 +247,43 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
     @property
     def dimension(self) -> int | None:
         """Vector dimension of the table, or None while it is empty."""
-        with self._lock:
-            with self._reading():
-                self._sync()
+        with self._reading_index():
             return self._index.dimension
 
     def _insert(
-        self,
-        conn: sqlite3.Connection,
-        chunks: Sequence[Chunk],
-        vectors: Matrix | None = None,
-        touched: frozenset[str] = frozenset(),
+        self, conn: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Matrix | None = None
     ) -> PreparedBatch:
-        """Write a batch (an id already stored is replaced) with its terms, then rebuild the
-        full-text rows of its documents, those its ids left, and ``touched``."""
-        batch = prepare_batch(chunks, self._index.dimension, vectors)
-        docs = set(touched)
+        """Write a batch (an id already stored is replaced) with its terms."""
+        batch = vector_batches.prepare_batch(chunks, self._index.dimension, vectors)
         if batch.ids:
-            docs |= self._text.drop_ids(conn, batch.ids)
+            local_files.rows_in(conn, f'DELETE FROM "{self._table}" WHERE id IN (?)', batch.ids)
             dim = int(batch.vectors.shape[1])
             conn.executemany(
-                f'INSERT OR REPLACE INTO "{self._table}" '
+                f'INSERT INTO "{self._table}" '
                 "(id, doc_id, text, metadata, dim, embedding) VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (c.id, c.doc_id, c.text, js, dim, v)
+                    (c.id, c.doc_id, c.text, js, dim, v.tobytes())
                     for c, js, v in zip(
-                        batch.chunks, metadata_jsons(batch.chunks), _row_bytes(batch), strict=True
+                        batch.chunks,
+                        metadata_json.metadata_jsons(batch.chunks),
+                        batch.vectors,
+                        strict=True,
                     )
                 ],
             )
             self._text.index(conn, batch.chunks)
-            docs |= {c.doc_id for c in batch.chunks}
-        self._text.refresh(conn, docs)
         return batch
 
-    def _forget_docs(self, conn: sqlite3.Connection, doc_ids: set[str]) -> None:
-        """Drop the manifests of documents changed outside ``replace_document``."""
-        conn.executemany(f'DELETE FROM "{self._docs}" WHERE doc_id = ?', [(d,) for d in doc_ids])
+    def _changed(self, conn: sqlite3.Connection) -> None:
+        """Rebuild the full-text rows of the documents this write changed, and drop their
+        manifests (a ``replace_document`` writes its own after this)."""
+        docs = self._text.refresh(conn)
+        conn.executemany(f'DELETE FROM "{self._docs}" WHERE doc_id = ?', [(d,) for d in docs])
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._write() as after:
             batch = self._insert(self._conn, chunks)
-            self._forget_docs(self._conn, {c.doc_id for c in batch.chunks})
+            self._changed(self._conn)
             after.append(partial(self._index.upsert, batch))
 
     def _replace(
@@ -354,10 +293,9 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             conn = self._conn
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
-            before = self._doc_ids(manifest.doc_id)
-            self._text.drop(conn, "doc_id = ?", manifest.doc_id)
-            conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (manifest.doc_id,))
-            batch = self._insert(conn, chunks, vectors, frozenset([manifest.doc_id]))
+            before = self._drop_doc(manifest.doc_id)
+            batch = self._insert(conn, chunks, vectors)
+            self._changed(conn)
             conn.execute(
                 f'INSERT OR REPLACE INTO "{self._docs}" (doc_id, manifest) VALUES (?, ?)',
                 (manifest.doc_id, manifest.to_json()),
@@ -367,7 +305,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
                     f"INSERT INTO \"{self._meta}\" (key, value) VALUES ('embedder', ?)",
                     (identity.to_json(),),
                 )
-
             after.append(partial(self._index.replace, before, batch))
             return len(before)
 
@@ -382,78 +319,61 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
-        with self._lock, self._reading():
-            return sqlite_manifests(self._conn, f'"{self._docs}"', doc_ids)
+        with self._reading():
+            return local_files.sqlite_manifests(self._conn, f'"{self._docs}"', doc_ids)
 
     def embedder_identity(self) -> EmbedderIdentity | None:
-        with self._lock, self._reading():
+        with self._reading():
             return self._recorded_embedder()
-
-    @contextmanager
-    def _reading_index(self) -> Iterator[None]:
-        """The lock and a read transaction, with the matrix up to date."""
-        with self._lock, self._reading(), self._snapshot():
-            self._sync()
-            yield
 
     def _searched_identity(self) -> EmbedderIdentity | None:
         return self._identity.at(self._version)  # read again when data_version moved
 
     def _delete(self, ids: list[str]) -> int:
         with self._write() as after:
-            conn = self._conn
             present = [i for i in ids if i in self._index]
-            docs = self._text.drop_ids(conn, present)
-            statement = f'DELETE FROM "{self._table}" WHERE id IN (?)'
-            rows_in(conn, statement, present)
-            self._text.refresh(conn, docs)
-            self._forget_docs(conn, docs)
+            local_files.rows_in(self._conn, f'DELETE FROM "{self._table}" WHERE id IN (?)', present)
+            self._changed(self._conn)
             after.append(partial(self._index.remove, present))
             return len(present)
 
     def _delete_by_doc(self, doc_id: str) -> int:
         with self._write() as after:
-            ids = self._doc_ids(doc_id)
-            self._text.drop(self._conn, "doc_id = ?", doc_id)
-            self._conn.execute(f'DELETE FROM "{self._table}" WHERE doc_id = ?', (doc_id,))
-            self._text.refresh(self._conn, {doc_id})
-            self._forget_docs(self._conn, {doc_id})
+            ids = self._drop_doc(doc_id)
+            self._changed(self._conn)
             after.append(partial(self._index.remove, ids))
             return len(ids)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._write() as after:
+            self._text.clear(self._conn)
             for table in (self._table, self._docs, self._meta):
                 self._conn.execute(f'DELETE FROM "{table}"')
-            self._text.clear(self._conn)
+            self._text.refresh(self._conn)
             after.append(self._index.clear)
 
     # ------------------------------------------------------------------ lexical, retrieve
-    @property
-    def lexical(self) -> bool:
-        """Lexical (BM25) search is available (FTS5's ``bm25()``, k1 1.2 and b 0.75)."""
-        return True
-
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
         check_fts5_bm25(k1, b)
-        with self._lock, self._reading():
+        with self._reading():
             return self._text.query(self._conn, query, k, filter)[0]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
         candidates, then one statement for the lexical ones, the BM25 scores of the dense
         ones and every candidate's chunk, fused here."""
-        if query.mode != "dense":
-            check_fts5_bm25(query.k1, query.b)
         if query.mode == "lexical":
-            return self._lexical_search(query.text or "", query.k, query.filter, k1=1.2, b=0.75)
+            text, k1, b = query.text or "", query.k1, query.b
+            return self._lexical_search(text, query.k, query.filter, k1=k1, b=b)
+        if query.mode == "hybrid":
+            check_fts5_bm25(query.k1, query.b)
         with self._reading_index():
             if len(self._index) == 0:
                 return []
-            vector = prepare_query(query.vector or [], self._index.dimension)
+            vector = vector_batches.prepare_query(query.vector or [], self._index.dimension)
             rows, cosines = self._index.search_rows(vector, query.depth, query.filter)
             kept = np.minimum(cosines, 1.0) >= query.min_score
             report_identity(self._searched_identity())
@@ -473,12 +393,11 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             )
 
     def __len__(self) -> int:
-        with self._lock, self._reading():
+        with self._reading():
             if self._version == -1:  # not loaded: count the rows (the doc_id index)
                 row = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()
                 return int(row[0])
-            self._sync()
-            return len(self._index)
+            return self._count()
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._reading_index():

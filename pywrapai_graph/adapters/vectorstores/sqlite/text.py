@@ -1,32 +1,17 @@
-"""Lexical (BM25) search of the SQLite store, answered by SQLite's own full-text index (FTS5).
+"""Lexical (BM25) search of the SQLite store, answered by SQLite's full-text index (FTS5).
 
-Beside the chunk table ``T`` live two FTS5 tables whose content is our analyzer's terms
-(:func:`~pywrapai_graph.application.text_analysis.analyze`: stemmed, stop words dropped),
-space-joined and read back by FTS5's ``ascii`` tokenizer, which splits on the spaces and
-changes nothing else, so the engine's BM25 sees exactly our terms:
-
-- ``T__terms``: one row per chunk (rowid = the chunk's rowid in ``T``): its terms, and the
-  terms of its document part (:func:`document_parts`, unindexed) kept to rebuild its
-  document's row;
-- ``T__doc_terms``: one row per document (rowid = its key in ``T__doc_keys``, kept while
-  the document has chunks): its chunks' parts together;
-- ``T__chunk_docs``: each chunk's document key, so a query scores its chunks and cuts them
-  to the best without reading the wide chunk table (read for the filter and the hits only).
-
-A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)`` with the idf of the
-other stores (Lucene's, ``ln(1 + (N − df + 0.5) / (df + 0.5))``), in one statement with the
-metadata filter (:func:`filter_sql`): the engine finds the units holding each query term
-(``MATCH``) and scores them with ``bm25()`` (k1 1.2, b 0.75, lengths and averages from the
-index), one term at a time; each term's score is multiplied by Lucene's idf over FTS5's
-(``ln((N − df + 0.5) / (df + 0.5))``, at least 1e-6), ``df`` read from an ``fts5vocab``
-table and ``N`` counted, and the terms' scores are summed. FTS5's own idf alone measured
-nDCG@10 0.3639 whole and 0.3677 chunked on Cranfield (against 0.3661 and 0.3681), and lost
-the document-field quality case of the contract (``lexical_quality``): the correction keeps
-the ranking of every other store. k1 and b are FTS5's (per-query values are refused).
-
-Every write changes these rows in its own transaction, so another process's next query
-sees them, and nothing is rebuilt in any process. A store file written before these tables
-existed gets them once, at its first open, inside a write transaction (:meth:`TextTables.ensure`).
+FTS5 tables beside the chunk table ``T`` hold our analyzer's terms (``analyze``), space-joined
+for FTS5's ``ascii`` tokenizer, so the engine's BM25 sees exactly our terms: ``T__terms`` a row
+per chunk (rowid = its rowid in ``T``; its document part, ``document_parts``, unindexed),
+``T__doc_terms`` a row per document (rowid = its key in ``T__doc_keys``: its chunks' parts),
+``T__chunk_docs`` each chunk's document key (a query scores and cuts chunks without reading the
+wide chunk table). A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``: FTS5's
+``bm25()`` (k1 1.2, b 0.75) per query term, times Lucene's idf over FTS5's (``df`` from an
+``fts5vocab`` table), so the ranking is the other stores' (FTS5's own idf measured Cranfield
+nDCG@10 0.3639 whole, 0.3677 chunked, against 0.3661 and 0.3681, and lost the contract's
+document-field case). Each write changes these rows in its own transaction, so another
+process's next query sees them; a file written before these tables existed gets them at its
+first open (:meth:`TextTables.open`).
 """
 
 from __future__ import annotations
@@ -36,41 +21,29 @@ import math
 import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores.kit.metadata_json import stored_chunk
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
+from pywrapai_graph.ports.store_inputs import matches_filter
 
-__all__ = ["FTS5_B", "FTS5_K1", "TextTables", "check_fts5_bm25", "filter_sql", "query_terms"]
+__all__ = ["TextTables", "check_fts5_bm25"]
 
 #: lexical hits best first, the scores of other chunks asked for, every chunk read by id
 Found = tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]
 
-#: FTS5's bm25() constants (fts5_aux.c), the only ones this store serves.
-FTS5_K1, FTS5_B = 1.2, 0.75
-
 
 def check_fts5_bm25(k1: float, b: float) -> None:
-    """SQLite's full-text index scores with its own k1 and b only.
-
-    Raises:
-        InvalidArgumentError: other values.
-    """
-    if (k1, b) != (FTS5_K1, FTS5_B):
+    """Raise InvalidArgumentError unless k1 and b are FTS5's own (fts5_aux.c)."""
+    if (k1, b) != (1.2, 0.75):
         raise InvalidArgumentError(
-            f"SQLite's full-text index (FTS5 bm25()) scores with k1={FTS5_K1} and b={FTS5_B}; "
+            "SQLite's full-text index (FTS5 bm25()) scores with k1=1.2 and b=0.75; "
             f"got k1={k1}, b={b}. Use the defaults with this store (or PostgreSQL or an "
             "in-process store, which apply k1 and b per query)."
         )
-
-
-def query_terms(text: str) -> str | None:
-    """The analysed terms of ``text`` with their counts (a repeated term counts each time,
-    as in BM25's query term frequency), as a JSON object; None when it has none."""
-    terms = Counter(analyze(text))
-    return json.dumps(terms) if terms else None
 
 
 def _idf_ratio(n: int, df: int) -> float:
@@ -79,104 +52,80 @@ def _idf_ratio(n: int, df: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) / (fts5 if fts5 > 0.0 else 1e-6)
 
 
-def _int64(value: int | float) -> int | float:
-    return value if isinstance(value, float) or -(2**63) <= value < 2**63 else float(value)
-
-
-def _same_sql(kind: str, atom: str, value: Any, name: str, params: dict[str, Any]) -> str:
-    """SQL true when a JSON value (its ``json_each`` ``type`` and ``atom``) equals a scalar
-    ``value`` as :func:`same_value` says: ``true`` is not ``1``, ``1.0`` is ``1``."""
-    if isinstance(value, bool) or value is None:
-        return f"{kind} = '{json.dumps(value)}'"
-    params[name] = _int64(value) if not isinstance(value, str) else value
-    types = "'text'" if isinstance(value, str) else "'integer', 'real'"
-    return f"({kind} IN ({types}) AND {atom} = :{name})"
-
-
-def filter_sql(filter: Mapping[str, Any] | None, column: str) -> tuple[str, dict[str, Any]]:
-    """A SQL condition on the JSON metadata ``column`` keeping what ``filter`` keeps
-    (:func:`matches_filter`), with its named parameters."""
-    params: dict[str, Any] = {}
-    conditions = ["1"]
-    for i, (key, value) in enumerate((filter or {}).items()):
-        params[f"fk{i}"] = key
-        if isinstance(value, list | tuple):
-            items = " OR ".join(
-                f"(e.key = {j} AND {_same_sql('e.type', 'e.atom', v, f'f{i}_{j}', params)})"
-                for j, v in enumerate(value)
-            )
-            counted = f"(SELECT count(*) FROM json_each(j.value) e WHERE {items})" if value else 0
-            n = len(value)
-            same = f"j.type = 'array' AND json_array_length(j.value) = {n} AND {counted} = {n}"
-        else:
-            same = _same_sql("j.type", "j.atom", value, f"f{i}", params)
-        conditions.append(
-            f"EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.key = :fk{i} AND {same})"
-        )
-    return " AND ".join(conditions), params
+@lru_cache(maxsize=1024)
+def _keeps(metadata: str, filter: str) -> bool:
+    """The metadata filter in SQL: exactly what :func:`matches_filter` keeps."""
+    return matches_filter(json.loads(metadata), json.loads(filter))
 
 
 class TextTables:
     """The full-text tables of one chunk table ``T`` (module docstring)."""
 
     def __init__(self, table: str, where: str) -> None:
-        self._where = where
-        self._t = f'"{table}"'
-        self._terms = f'"{table}__terms"'
-        self._docs = f'"{table}__doc_terms"'
-        self._keys = f'"{table}__doc_keys"'
-        self._of = f'"{table}__chunk_docs"'
-        self._name = f"{table}__chunk_docs"  # the table made last: its presence means all are
-        self._vocab = f'"{table}__terms_vocab"'
-        self._doc_vocab = f'"{table}__doc_terms_vocab"'
-
-    def connect(self, conn: sqlite3.Connection) -> None:
-        """Give ``conn`` the idf correction the queries call (once per connection)."""
-        conn.create_function("pywrapai_idf_ratio", 2, _idf_ratio, deterministic=True)
+        self._where, self._t = where, f'"{table}"'
+        self._terms, self._docs = f'"{table}__terms"', f'"{table}__doc_terms"'
+        self._keys, self._of = f'"{table}__doc_keys"', f'"{table}__chunk_docs"'
+        self._vocab, self._doc_vocab = f'"{table}__terms_vocab"', f'"{table}__doc_terms_vocab"'
+        self._name, self._touched = table, f'"{table}__touched"'
 
     # ------------------------------------------------------------------ schema
-    def ensure(self, conn: sqlite3.Connection) -> None:
-        """Create the tables and index what ``T`` holds, once: a file of an earlier
-        release gets them (made again) at its first open. One write transaction, so
-        processes opening the file at once build them once (the others find them made)."""
-        if self._exist(conn):
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if not self._exist(conn):
-                for table in (self._vocab, self._doc_vocab, self._terms, self._docs, self._keys):
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")
-                fts5 = "USING fts5(terms, {}tokenize='ascii')"
-                conn.execute(
-                    f"CREATE VIRTUAL TABLE {self._terms} {fts5.format('part UNINDEXED, ')}"
-                )
-                conn.execute(f"CREATE VIRTUAL TABLE {self._docs} {fts5.format('')}")
-                for vocab, fts in ((self._vocab, self._terms), (self._doc_vocab, self._docs)):
-                    conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab({fts}, 'row')")
-                conn.execute(
-                    f"CREATE TABLE {self._keys} "
-                    "(key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
-                )
-                conn.execute(f"CREATE TABLE {self._of} (r INTEGER PRIMARY KEY, key INTEGER)")
-                rows = conn.execute(f"SELECT rowid, doc_id, text FROM {self._t} ORDER BY rowid")
-                self._put(conn, rows.fetchall())
-                self._refresh(conn, None)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+    def open(self, conn: sqlite3.Connection) -> None:
+        """Ready ``conn``: the functions the queries call, the tables (a file of an earlier
+        release gets them, indexing what ``T`` holds, in one write transaction, so processes
+        opening it at once build them once), and this connection's triggers: a chunk row
+        deleted drops its terms, and every chunk row changed notes its document for
+        :meth:`refresh`."""
+        conn.create_function("pywrapai_idf_ratio", 2, _idf_ratio, deterministic=True)
+        conn.create_function("pywrapai_keeps", 2, _keeps, deterministic=True)
+        if not self._exist(conn):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._exist(conn):
+                    self._create(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        conn.execute(f"CREATE TEMP TABLE {self._touched} (doc_id TEXT PRIMARY KEY)")
+        note = f"INSERT OR IGNORE INTO {self._touched} VALUES"
+        conn.execute(
+            f'CREATE TEMP TRIGGER "{self._name}__deleted" AFTER DELETE ON main.{self._t} BEGIN '
+            f"DELETE FROM {self._terms} WHERE rowid = old.rowid; "
+            f"DELETE FROM {self._of} WHERE r = old.rowid; {note} (old.doc_id); END"
+        )
+        conn.execute(
+            f'CREATE TEMP TRIGGER "{self._name}__inserted" AFTER INSERT ON main.{self._t} '
+            f"BEGIN {note} (new.doc_id); END"
+        )
 
     def _exist(self, conn: sqlite3.Connection) -> bool:
+        # the table made last: its presence means all are
         found = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self._name,)
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (f"{self._name}__chunk_docs",)
         )
         return found.fetchone() is not None
 
+    def _create(self, conn: sqlite3.Connection) -> None:
+        for table in (self._vocab, self._doc_vocab, self._terms, self._docs, self._keys):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        fts5 = "USING fts5(terms, {}tokenize='ascii')"
+        conn.execute(f"CREATE VIRTUAL TABLE {self._terms} {fts5.format('part UNINDEXED, ')}")
+        conn.execute(f"CREATE VIRTUAL TABLE {self._docs} {fts5.format('')}")
+        for vocab, fts in ((self._vocab, self._terms), (self._doc_vocab, self._docs)):
+            conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab({fts}, 'row')")
+        conn.execute(
+            f"CREATE TABLE {self._keys} (key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
+        )
+        conn.execute(f"CREATE TABLE {self._of} (r INTEGER PRIMARY KEY, key INTEGER)")
+        rows = conn.execute(f"SELECT rowid, doc_id, text FROM {self._t} ORDER BY rowid")
+        self._put(conn, rows.fetchall())
+        self._refresh(conn, f"(SELECT doc_id FROM {self._t})")
+
     # ------------------------------------------------------------------ writes
     def index(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
-        """Index chunks just written to ``T`` (their rows, by id; their old rows' terms were
-        dropped by :meth:`drop`), each with its document part within this batch."""
+        """Index chunks just inserted into ``T``, each with its document part within this
+        batch."""
         rowids = dict(
             conn.execute(
                 f"SELECT id, rowid FROM {self._t} WHERE id IN (SELECT value FROM json_each(?))",
@@ -202,48 +151,33 @@ class TextTables:
             [(rowid, doc_id) for rowid, doc_id, _ in rows],
         )
 
-    def drop(self, conn: sqlite3.Connection, where: str, param: str) -> set[str]:
-        """Drop the terms of the chunks of ``T`` matching ``where`` (before they change);
-        returns their documents."""
-        rows = conn.execute(f"SELECT rowid, doc_id FROM {self._t} WHERE {where}", (param,))
-        found = rows.fetchall()
-        for table in (self._terms, self._of):
-            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r, _ in found])
-        return {d for _, d in found}
+    def refresh(self, conn: sqlite3.Connection) -> set[str]:
+        """Rebuild the rows of the documents whose chunks changed in this transaction (after
+        :meth:`index`); a document left without chunks loses its row and its key. Returns
+        those documents."""
+        docs = {row[0] for row in conn.execute(f"SELECT doc_id FROM {self._touched}")}
+        if docs:
+            self._refresh(conn, f"(SELECT doc_id FROM {self._touched})")
+            conn.execute(f"DELETE FROM {self._touched}")
+        return docs
 
-    def drop_ids(self, conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
-        """:meth:`drop` for chunk ids."""
-        return self.drop(conn, "id IN (SELECT value FROM json_each(?))", json.dumps(list(ids)))
-
-    def refresh(self, conn: sqlite3.Connection, doc_ids: set[str]) -> None:
-        """Rebuild the rows of these documents from their chunks' parts (a document left
-        without chunks loses its row and its key)."""
-        if doc_ids:
-            self._refresh(conn, json.dumps(sorted(doc_ids)))
-
-    def _refresh(self, conn: sqlite3.Connection, doc_ids: str | None) -> None:
-        """:meth:`refresh` of the documents in a JSON list, of every document for None."""
-        which = (
-            "(SELECT value FROM json_each(:docs))" if doc_ids else f"(SELECT doc_id FROM {self._t})"
-        )
+    def _refresh(self, conn: sqlite3.Connection, which: str) -> None:
+        """:meth:`refresh` of the documents ``which`` (a subquery) selects."""
         keys = f"(SELECT key FROM {self._keys} WHERE doc_id IN {which})"
-        docs = {"docs": doc_ids} if doc_ids else {}
-        conn.execute(f"DELETE FROM {self._docs} WHERE rowid IN {keys}", docs)
+        conn.execute(f"DELETE FROM {self._docs} WHERE rowid IN {keys}")
         conn.execute(
             f"DELETE FROM {self._keys} WHERE doc_id IN {which} AND NOT EXISTS "
-            f"(SELECT 1 FROM {self._t} t WHERE t.doc_id = {self._keys}.doc_id)",
-            docs,
+            f"(SELECT 1 FROM {self._t} t WHERE t.doc_id = {self._keys}.doc_id)"
         )
         conn.execute(
             f"INSERT INTO {self._docs} (rowid, terms) SELECT k.key, "
             f"(SELECT group_concat(f.part, ' ') FROM {self._t} t JOIN {self._terms} f "
             f"ON f.rowid = t.rowid WHERE t.doc_id = k.doc_id) "
-            f"FROM {self._keys} k WHERE k.doc_id IN {which}",
-            docs,
+            f"FROM {self._keys} k WHERE k.doc_id IN {which}"
         )
 
     def clear(self, conn: sqlite3.Connection) -> None:
-        """Forget every chunk and document."""
+        """Forget every chunk and document (before ``T`` is emptied)."""
         for table in (self._terms, self._docs, self._keys, self._of):
             conn.execute(f"DELETE FROM {table}")
 
@@ -258,28 +192,31 @@ class TextTables:
     ) -> Found:
         """One statement: the ``k`` best chunks by BM25 for ``text`` among those ``filter``
         keeps, best first; the scores of the chunks of ``ids`` not among them (those holding
-        a query term); and the chunks of both, by id."""
-        terms = query_terms(text)
-        where, params = filter_sql(filter, "t.metadata")
-        params.update(terms=terms or "{}", weight=DOCUMENT_WEIGHT, k=k, ids=json.dumps(list(ids)))
-        rows = conn.execute(self._statement(where), params).fetchall()
+        a query term); and the chunks of both, by id. A query term counts each time it is
+        repeated (BM25's query term frequency)."""
+        params = {
+            "terms": json.dumps(Counter(analyze(text))),
+            "filter": json.dumps(filter) if filter else None,
+            "weight": DOCUMENT_WEIGHT,
+            "k": k,
+            "ids": json.dumps(list(ids)),
+        }
+        rows = conn.execute(self._statement(bool(filter)), params).fetchall()
         chunks = {r[0]: stored_chunk(r[:4], self._where) for r in rows}
         top = sorted((r for r in rows if r[5]), key=lambda r: (-r[4], r[0]))[:k]
         shown = {r[0] for r in top}
         scores = {r[0]: r[4] for r in rows if r[0] not in shown and r[4] is not None}
         return [ScoredChunk(chunks[r[0]], r[4]) for r in top], scores, chunks
 
-    def _statement(self, where: str) -> str:
-        """:meth:`query`'s statement, with the filter condition ``where`` on ``t``.
-
-        Chunks are scored and cut to the ``k`` best (with the ties at the cut) through the
-        narrow ``chunk_docs`` table; the chunk table is read for the filter (when there is
-        one) and for the rows returned only."""
+    def _statement(self, filtered: bool) -> str:
+        """:meth:`query`'s statement. Chunks are scored and cut to the ``k`` best (with the
+        ties at the cut) through the narrow ``chunk_docs`` table; the chunk table is read for
+        the filter (when there is one) and for the rows returned only."""
         kept, source = "", "scored"
-        if where != "1":
+        if filtered:
             kept, source = (
-                f"kept AS MATERIALIZED (SELECT s.r, s.score FROM scored s "
-                f"JOIN {self._t} t ON t.rowid = s.r WHERE {where}),",
+                f"kept AS MATERIALIZED (SELECT s.r, s.score FROM scored s JOIN {self._t} t "
+                "ON t.rowid = s.r WHERE pywrapai_keeps(t.metadata, :filter)),",
                 "kept",
             )
         return f"""
