@@ -138,7 +138,7 @@ class StoreFile:
     _where: str
     _lock: AbstractContextManager[Any]
     _file_lock: WriteLock
-    _in_snapshot: bool
+    _in_snapshot: bool = False  # this thread (holding _lock) is inside _snapshot
     _fixed_dim: int | None
     _dim: int | None
     _index: Any
@@ -169,17 +169,18 @@ class StoreFile:
             self._index = self._new_index(self._dim)
         if self._index is not None:
             held = self._labels().copy()
-            if held.size:  # (the id index: far smaller than the rows)
-                ids = self._meta.execute("SELECT int_id FROM chunks INDEXED BY chunks_doc_id")
-                live = np.sort(np.fromiter((r[0] for r in ids), dtype=np.int64))
-                self._index.remove_ids(held[~np.isin(held, live, assume_unique=True)])
             top = int(held[-1]) if held.size else -1
             statement = "SELECT int_id, vector FROM chunks WHERE int_id > ? ORDER BY int_id"
             rows = self._meta.execute(statement, (top,)).fetchall()
+            (count,) = self._meta.execute("SELECT count(*) FROM chunks").fetchone()
+            if count != held.size + len(rows):  # rows held were deleted: read the ids
+                ids = self._meta.execute("SELECT int_id FROM chunks INDEXED BY chunks_doc_id")
+                live = np.fromiter((r[0] for r in ids), dtype=np.int64)
+                self._index.remove_ids(held[~np.isin(held, live)])
             if rows:
                 labels, vectors = _vectors_of(rows, self._dim or 0, self._where)
                 self._index.add_with_ids(vectors, labels)
-            if held.size and self._index.ntotal != live.size:
+            if self._index.ntotal != count:
                 raise StoreDamagedError(f"the FAISS store {self._where} changed under this one")
         self._capacity = 0 if self._index is None else int(self._index.ntotal)
         self._generation = generation

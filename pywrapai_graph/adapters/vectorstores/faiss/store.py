@@ -95,7 +95,6 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         lock = self._index_path.with_name(self._index_path.name + ".lock")
         self._file_lock = WriteLock(lock, lock_timeout)
         self._lock = threading.RLock()
-        self._in_snapshot = False  # this thread (holding _lock) is inside _snapshot
         self._fixed_dim = dimension
         self._dim = dimension
         self._index: Any = None
