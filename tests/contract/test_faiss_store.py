@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import sqlite3
+import zlib
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,10 @@ def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
         FAISSVectorStore(tmp_path / "docs.faiss", meta)
 
 
-def _set_vector(meta: Path, chunk_id: str, blob: bytes) -> None:
+def _set_vector(meta: Path, chunk_id: str, blob: bytes, crc: int = 0) -> None:
     """Change one row's vector outside the store (and move the generation, as a write would)."""
     with sqlite3.connect(meta) as conn:
-        conn.execute("UPDATE chunks SET vector = ? WHERE id = ?", (blob, chunk_id))
+        conn.execute("UPDATE chunks SET vector = ?, crc = ? WHERE id = ?", (blob, crc, chunk_id))
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
     conn.close()
 
@@ -98,7 +99,8 @@ def test_a_damaged_vector_is_refused_on_every_call_and_nothing_is_written(tmp_pa
     with pytest.raises(StoreDamagedError, match="damaged"):
         fresh.search([1.0] * 8, k=3)
     fresh.close()
-    _set_vector(meta, "x3", np.ones(8, "<f4").tobytes())  # repaired: served again
+    repaired = np.ones(8, "<f4").tobytes()
+    _set_vector(meta, "x3", repaired, zlib.crc32(repaired))  # repaired: served again
     fresh = FAISSVectorStore(index, meta)
     assert len(fresh) == 14 and fresh.search([1.0] * 8, k=1)[0].chunk.id == "x3"
     fresh.close()

@@ -67,11 +67,21 @@ def _short_vector(path: Path) -> None:
     conn.close()
 
 
+def _flipped_bit(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        (blob,) = conn.execute("SELECT vector FROM chunks WHERE id = 'c200'").fetchone()
+        data = bytearray(blob)
+        data[len(data) // 2] ^= 0x10  # one float changed, the row's length and CRC kept
+        conn.execute("UPDATE chunks SET vector = ? WHERE id = 'c200'", (bytes(data),))
+    conn.close()
+
+
 _DAMAGE = {
     "chunk rows zeroed": _page_of("chunks", "leaf"),
     "cut in half": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
     "last page cut": lambda p: p.write_bytes(p.read_bytes()[:-4096]),
     "a vector cut short": _short_vector,
+    "a bit of a vector flipped": _flipped_bit,
 }
 
 

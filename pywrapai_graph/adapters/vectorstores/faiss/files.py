@@ -1,9 +1,8 @@
-"""The one file of :class:`FAISSVectorStore`: SQLite rows holding each chunk, its vector (a
-float32 BLOB) and the manifests. A write is one SQLite transaction under the lock file
-``<index>.lock``, so a crash at any instant leaves the last committed state whole. The FAISS
-index is this process's cache of the vectors, never written to disk. Rows are only deleted or
-inserted under new labels (never reused), so following any commit, inside the transaction
-that sees it, is dropping the labels gone and adding the rows above the highest one held.
+"""The one file of :class:`FAISSVectorStore`: SQLite rows of chunks with their vectors (float32
+BLOB + CRC-32) and the manifests. A write is one SQLite transaction under ``<index>.lock``, so
+a crash leaves the last committed state whole. The FAISS index is each process's cache, never
+written. Rows are only deleted or inserted under new labels (never reused): following a commit,
+inside the transaction that sees it, is dropping labels gone and adding rows above the top one.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
+from zlib import crc32
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +30,8 @@ _OLD_FORMAT = "pywrapai-faiss-meta/1"
 _SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE chunks (int_id INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, "
-    "doc_id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, vector BLOB NOT NULL)",
+    "doc_id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, vector BLOB NOT NULL, "
+    "crc INTEGER NOT NULL)",
     "CREATE INDEX chunks_doc_id ON chunks (doc_id)",
     "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
     f"INSERT INTO meta (key, value) VALUES ('format', '{FORMAT}')",
@@ -115,13 +116,12 @@ def _create_or_check(conn: sqlite3.Connection, meta_path: Path, index_path: Path
 
 
 def _vectors_of(rows: list[Any], dim: int, where: str) -> tuple[Labels, npt.NDArray[np.float32]]:
-    """The labels and vectors of ``(int_id, vector)`` rows; a vector that is not ``dim``
-    float32 values (the file was changed outside this library) is a StoreDamagedError."""
-    if {len(r[1]) if isinstance(r[1], bytes) else -1 for r in rows} != {4 * dim}:
+    """The labels and vectors of ``(int_id, vector, crc)`` rows; a vector that is not ``dim``
+    float32 values with its CRC-32 (changed outside this library) is a StoreDamagedError."""
+    if not all(isinstance(b, bytes) and len(b) == 4 * dim and crc32(b) == c for _, b, c in rows):
         raise StoreDamagedError(
-            f"the FAISS store {where} is damaged: a row holds no vector of {dim} float32 "
-            "values (the file was changed outside this library); re-create the store from "
-            "your documents"
+            f"the FAISS store {where} is damaged: a row's vector is not {dim} float32 values "
+            "with its CRC-32 (changed outside this library); re-create it from your documents"
         )
     labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
@@ -170,7 +170,7 @@ class StoreFile:
         if self._index is not None:
             held = self._labels().copy()
             top = int(held[-1]) if held.size else -1
-            statement = "SELECT int_id, vector FROM chunks WHERE int_id > ? ORDER BY int_id"
+            statement = "SELECT int_id, vector, crc FROM chunks WHERE int_id > ? ORDER BY int_id"
             rows = self._meta.execute(statement, (top,)).fetchall()
             (count,) = self._meta.execute("SELECT count(*) FROM chunks").fetchone()
             if count != held.size + len(rows):  # rows held were deleted: read the ids

@@ -1,9 +1,7 @@
-"""FAISSVectorStore: a FAISS flat inner-product index over a safe SQLite file.
+"""FAISSVectorStore: a FAISS flat inner-product index over a safe SQLite file (:mod:`.files`).
 
 Security override of the reference: chunk metadata is never pickled. ``meta_path`` holds a
-SQLite database (whatever its file name) with the chunks, their vectors and the manifests; a
-file in any other format is refused without being executed. How it stays whole through
-crashes and other processes' writes: :mod:`.files`.
+SQLite database whatever its name; a file in any other format is refused, never executed.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
+from zlib import crc32
 
 import numpy as np
 
@@ -60,16 +59,15 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
             is kept in memory, built from ``meta_path`` on first use.
         meta_path: the store's file (SQLite; never a pickle): chunks, vectors, manifests.
         dimension: fixed up front, or inferred from the first add.
-        threads: FAISS OpenMP threads (process-wide). The default, 1, was measured fastest
-            for single-query search on 2 cores (2.2 ms vs 3.5 ms at 20k x 384: see
-            ``benchmarks/backends.py``); None keeps FAISS's own default (all cores).
+        threads: FAISS OpenMP threads (process-wide); 1, fastest for one query on 2 cores
+            (2.2 vs 3.5 ms at 20k x 384, ``benchmarks/backends.py``); None: all cores.
         lock_timeout: seconds a write waits for another process's write to finish.
 
     Raises:
         MissingExtraError: ``faiss-cpu`` is not installed.
         VectorStoreError: ``meta_path`` is not our format (e.g. a pickle file), or holds a
             store of the older layout (the message says how to re-create it).
-        StoreDamagedError: a stored vector is not ``dimension`` float32 values.
+        StoreDamagedError: a stored vector fails its size or CRC-32 check.
         StoreBusyError: (on writes) another process kept the write lock past ``lock_timeout``.
         StorageFullError: (on writes) the disk is full; nothing of the write was kept.
     """
@@ -143,16 +141,18 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         first = int((last.fetchone() or (0,))[0]) + 1  # labels are never reused
         labels = np.arange(first, first + count, dtype=np.int64)
         vectors = np.ascontiguousarray(batch.vectors, dtype="<f4")
+        blobs = [row.tobytes() for row in vectors]
         self._meta.executemany(
-            "INSERT INTO chunks (int_id, id, doc_id, text, metadata, vector) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (int_id, id, doc_id, text, metadata, vector, crc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             zip(
                 labels.tolist(),
                 batch.ids,
                 [c.doc_id for c in batch.chunks],
                 [c.text for c in batch.chunks],
                 metadata_jsons(batch.chunks),
-                [row.tobytes() for row in vectors],
+                blobs,
+                map(crc32, blobs),
                 strict=True,
             ),
         )
