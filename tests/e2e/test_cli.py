@@ -119,26 +119,22 @@ def test_prompts_list_and_store_stats(workdir: Path) -> None:
     assert "backend:   sqlite\nlocation:  kb/store.db\nchunks:    2\ndimension: 384\n" in out
 
 
-def test_store_compact_folds_the_faiss_log(workdir: Path) -> None:
+def test_store_compact_vacuums_the_faiss_file(workdir: Path) -> None:
     config = (workdir / "pywrapai.yaml").read_text()
     (workdir / "pywrapai.yaml").write_text(
         config.replace("backend: sqlite\n  path: kb/store.db", "backend: faiss\n  path: kb/s.faiss")
     )
-    assert run("ingest", "docs/refunds.md")[0] == 0  # the first write makes the base index
-    assert run("ingest", "docs/shipping.txt")[0] == 0  # appended to the log
+    assert run("ingest", "docs/refunds.md")[0] == 0
+    assert run("ingest", "docs/shipping.txt")[0] == 0
     (workdir / "docs" / "refunds.md").write_text("Refunds now take 10 business days.\n")
-    assert (
-        run("ingest", "docs/refunds.md")[0] == 0
-    )  # appended; the old row only leaves the metadata
-    log = workdir / "kb" / "s.faiss.log"
-    assert log.stat().st_size > 0
+    assert run("ingest", "docs/refunds.md")[0] == 0  # the old row deleted
     question = ("ask", "How long do refunds take?", "--show-messages", "--no-rag")
     answers = run("ask", "How long do refunds take?", "--show-messages"), run(*question)
     stats = run("store", "stats")
     assert "chunks:    2\n" in stats[1]
 
     assert run("store", "compact") == (0, "compacted: kb/s.faiss\n", "")
-    assert log.stat().st_size == 0
+    assert not (workdir / "kb" / "s.faiss").exists()  # no index file: one SQLite file
     assert (run("ask", "How long do refunds take?", "--show-messages"), run(*question)) == answers
     assert "Refunds now take 10 business days." in answers[0][1]
     assert run("store", "stats") == stats

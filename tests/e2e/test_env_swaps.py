@@ -69,7 +69,7 @@ def swap_and_use(
         (
             "faiss",
             ".pywrapai/store.faiss",
-            {"store.db", "store.faiss", "store.faiss.log", "store.meta.db"},
+            {"store.db", "store.meta.db"},  # the FAISS index lives in memory
         ),
         ("qdrant", ".pywrapai/qdrant", {"store.db", "qdrant"}),
         ("chroma", ".pywrapai/chroma", {"store.db", "chroma"}),

@@ -6,13 +6,12 @@ JSON :class:`Report`: :func:`first_open`, :func:`run` (``sequences``), then
 :func:`concurrent_writers` (``rounds``).
 
 A *crash point* is an instant where a real crash may stop the writer: before each SQL
-statement the store's metadata connection runs (``BEGIN``, every write, ``COMMIT``), before
-and after each file operation (``os.replace``, ``ftruncate``, ``fsync``, ``unlink``,
-``faiss.write_index``), halfway through a log append (half of it written) and after a
-pending index written only halfway. A forked writer opens the store (so recovery from the
-last kill runs too), then runs a sequence of writes (``replace_document_vectors``,
-``delete_by_doc``, ``add``, ``delete``, ``compact``, ``clear``; ``compact_bytes=0`` so
-writes also compact on their own) and kills itself with SIGKILL at crash point ``n``; the
+statement the store's connection runs (``BEGIN``, every read and write, ``COMMIT``) and
+right after each ``COMMIT``. (The store's whole state is its SQLite file: a kill inside
+SQLite's own commit is its journal's to undo; ``test_kill_file_stores`` kills at random
+instants.) A forked writer opens the store (so recovery from the last kill runs too), then
+runs a sequence of writes (``replace_document_vectors``, ``delete_by_doc``, ``add``,
+``delete``, ``compact``, ``clear``) and kills itself with SIGKILL at crash point ``n``; the
 next writer kills itself at point ``n + 1``, until one finishes the whole sequence, then the
 next sequence starts at point 1. Nothing is timed: every kill lands at a known point.
 
@@ -70,7 +69,6 @@ class Report:
     runs: int = 0
     kills: int = 0
     sequences: int = 0
-    kills_in_compaction: int = 0  # between a pending file's first byte and its rename
     interrupted_op_done: int = 0  # kills after which the interrupted write had committed
     interrupted_op_undone: int = 0
     concurrent_reads: int = 0  # searches while writers ran (how many: never asserted)
@@ -247,62 +245,22 @@ class CrashPoints:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def install(self) -> None:
-        import faiss
-
         real_connect = sqlite3.connect
+        point = self.point
+
+        class Traced(sqlite3.Connection):
+            def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+                cursor = super().execute(sql, *args)
+                if sql == "COMMIT":  # committed, and the store has not yet returned
+                    point("after COMMIT")
+                return cursor
 
         def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-            conn: sqlite3.Connection = real_connect(*args, **kwargs)
+            conn: sqlite3.Connection = real_connect(*args, **kwargs, factory=Traced)
             conn.set_trace_callback(lambda sql: self.point("sql " + sql.split()[0].upper()))
             return conn
 
         sqlite3.connect = connect  # type: ignore[assignment]
-        self.wrap(os, "replace")
-        self.wrap(os, "ftruncate")
-        self.wrap(os, "fsync")
-        self.wrap(os, "unlink")
-        real_pwrite = os.pwrite
-
-        def pwrite(fd: int, data: Any, offset: int) -> int:
-            view = memoryview(data)
-            half = len(view) // 2
-
-            def torn() -> None:
-                real_pwrite(fd, view[:half], offset)
-
-            self.point("pwrite", torn)
-            written = real_pwrite(fd, view, offset)
-            self.point("after pwrite")
-            return written
-
-        os.pwrite = pwrite
-        real_write_index = faiss.write_index
-        real_ftruncate = os.ftruncate
-
-        def write_index(index: Any, target: Any) -> None:
-            self.point("write_index")
-
-            def torn() -> None:  # the store writes through its own descriptor of the file
-                real_write_index(index, target)
-                for fd in _open_files_ending(".pending"):
-                    real_ftruncate(fd, os.fstat(fd).st_size // 2)
-
-            self.point("torn pending", torn)
-            real_write_index(index, target)
-            self.point("after write_index")
-
-        faiss.write_index = write_index  # type: ignore[assignment]
-
-    def wrap(self, module: Any, name: str) -> None:
-        real = getattr(module, name)
-
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            self.point(name)
-            result = real(*args, **kwargs)
-            self.point("after " + name)
-            return result
-
-        setattr(module, name, wrapped)
 
 
 def writer(index: Path, meta: Path, ops: Sequence[Op], kill_at: int, pipe: int) -> None:
@@ -313,7 +271,7 @@ def writer(index: Path, meta: Path, ops: Sequence[Op], kill_at: int, pipe: int) 
 
     try:
         CrashPoints(kill_at, note).install()
-        store = FAISSVectorStore(index, meta, compact_bytes=0)
+        store = FAISSVectorStore(index, meta)
         note("open")
         for op in ops:
             note(f"start {op[0]}")
@@ -472,8 +430,6 @@ def run(folder: Path, seed: int, sequences: int) -> Report:
                 report.kills += 1
                 kind = child.lines[-1].removeprefix("kill ")
                 report.kinds[kind] = report.kinds.get(kind, 0) + 1
-                if (folder / "s.faiss.pending").exists():
-                    report.kills_in_compaction += 1
             found = verify(reader, index, meta, {"": child}, number % 2 == 0)
             if isinstance(found, str):
                 report.violations.append(f"{where}: {found}")
@@ -493,8 +449,8 @@ def run(folder: Path, seed: int, sequences: int) -> Report:
 
 def concurrent_writers(folder: Path, seed: int, rounds: int, report: Report) -> None:
     """Three writer processes at once, each on its own documents, most of them killed at a
-    random crash point (``compact_bytes=0``: they also compact each other's rows), while the
-    reader keeps searching; after each round, the reader and a fresh open check the store."""
+    random crash point, while the reader keeps searching; after each round, the reader and a
+    fresh open check the store."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     index, meta = folder / "m.faiss", folder / "m.meta"
@@ -540,7 +496,7 @@ def verify(
             if who == "reader":
                 seen.append(check_store(reader, meta))
             else:
-                fresh = FAISSVectorStore(index, meta, compact_bytes=0)
+                fresh = FAISSVectorStore(index, meta)
                 try:
                     seen.append(check_store(fresh, meta))
                 finally:
@@ -555,19 +511,6 @@ def verify(
     if seen[0] != seen[1]:
         return f"reader and fresh open disagree: {seen}"
     return seen[0]
-
-
-def _open_files_ending(suffix: str) -> list[int]:
-    """This process's descriptors of files whose path ends with ``suffix``."""
-    found = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            where = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:
-            continue
-        if where.endswith(suffix):
-            found.append(int(name))
-    return found
 
 
 def _read_lines(fd: int) -> list[str]:

@@ -51,7 +51,7 @@ def _assert_refused(make: Callable[[], BaseVectorStore], link: Path, victim: Pat
     assert link.is_symlink()
 
 
-@pytest.mark.parametrize("suffix", [".log", ".lock", ".pending"])
+@pytest.mark.parametrize("suffix", [".lock"])
 def test_faiss_refuses_a_link_beside_its_index(suffix: str, tmp_path: Path, victim: Path) -> None:
     from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
@@ -64,17 +64,17 @@ def test_faiss_refuses_a_link_beside_its_index(suffix: str, tmp_path: Path, vict
     )
 
 
-def test_faiss_log_link_planted_after_the_first_write_is_refused(
+def test_faiss_lock_link_planted_after_the_first_write_is_refused(
     tmp_path: Path, victim: Path
 ) -> None:
     from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
     index, meta = tmp_path / "index.faiss", tmp_path / "meta.db"
     _use(lambda: FAISSVectorStore(index, meta, dimension=4))
-    log = index.with_name("index.faiss.log")
-    log.unlink(missing_ok=True)
-    log.symlink_to(victim)
-    _assert_refused(lambda: FAISSVectorStore(index, meta, dimension=4), log, victim)
+    lock = index.with_name("index.faiss.lock")
+    lock.unlink()
+    lock.symlink_to(victim)
+    _assert_refused(lambda: FAISSVectorStore(index, meta, dimension=4), lock, victim)
 
 
 @pytest.mark.parametrize("name", ["meta.db", "meta.db-wal", "meta.db-journal", "index.faiss"])
@@ -127,12 +127,9 @@ def test_a_qdrant_folder_refuses_a_link_in_it(name: str, tmp_path: Path, victim:
     _assert_refused(lambda: QdrantVectorStore("docs", path=folder), link, victim)
 
 
-def test_a_fifo_where_the_segment_log_goes_is_refused_without_blocking(tmp_path: Path) -> None:
-    from pywrapai_graph.adapters.vectorstores.faiss.segment_log import SegmentLog, encode_segment
+def test_a_fifo_where_the_faiss_lock_goes_is_refused_without_blocking(tmp_path: Path) -> None:
+    from pywrapai_graph.adapters.vectorstores.faiss.store import FAISSVectorStore
 
-    fifo = tmp_path / "index.log"
-    os.mkfifo(fifo)
-    log = SegmentLog(fifo, str(tmp_path / "index"))
-    data = encode_segment(np.arange(2, dtype=np.int64), np.ones((2, 4), np.float32))
+    os.mkfifo(tmp_path / "index.faiss.lock")
     with pytest.raises(VectorStoreError, match="not a regular file"):
-        log.append(0, data)
+        _use(lambda: FAISSVectorStore(tmp_path / "index.faiss", tmp_path / "meta.db", dimension=4))

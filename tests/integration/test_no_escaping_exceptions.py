@@ -194,33 +194,24 @@ def _filled_faiss(tmp_path: Path) -> tuple[Path, Path]:
     return index, meta
 
 
-def test_faiss_a_garbage_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("forged", ["another-dimension", "text", "truncated"])
+def test_faiss_a_forged_vector(tmp_path: Path, forged: str) -> None:
+    """A row's vector changed outside the library: the store's own check refuses it."""
     index, meta = _filled_faiss(tmp_path)
-    index.write_bytes(b"garbage" * 100)
+    vector = {
+        "another-dimension": np.ones(DIM * 2, dtype="<f4").tobytes(),
+        "text": "garbage",
+        "truncated": b"\x07" * 5,
+    }[forged]
+    with sqlite3.connect(meta) as conn:
+        conn.execute("UPDATE chunks SET vector = ? WHERE id = 'c7'", (vector,))
+    conn.close()
     drive(lambda: FAISSVectorStore(index, meta))
 
 
-@pytest.mark.parametrize("forged", ["another-dimension", "garbage", "truncated"])
-def test_faiss_a_forged_index_with_a_matching_checksum(tmp_path: Path, forged: str) -> None:
-    """A forged but consistent pair: the sidecar's checksum matches the file, so the bytes
-    reach faiss itself (its reader's RuntimeError, or an index that disagrees with the
-    metadata)."""
-    import faiss
-
-    from pywrapai_graph.adapters.vectorstores.kit.local_files import file_sha256
-
+def test_faiss_a_garbage_file(tmp_path: Path) -> None:
     index, meta = _filled_faiss(tmp_path)
-    if forged == "another-dimension":
-        other = faiss.IndexFlatIP(DIM * 2)
-        other.add(np.ones((50, DIM * 2), dtype=np.float32))
-        faiss.write_index(other, str(index))
-    elif forged == "garbage":
-        index.write_bytes(b"IxFI" + b"\x07" * 300)
-    else:
-        index.write_bytes(index.read_bytes()[:100])
-    with sqlite3.connect(meta) as conn:
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'index_sha256'", (file_sha256(index),))
-    conn.close()
+    meta.write_bytes(meta.read_bytes()[:100] + b"garbage" * 3000)
     drive(lambda: FAISSVectorStore(index, meta))
 
 

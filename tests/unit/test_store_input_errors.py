@@ -12,7 +12,6 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from pywrapai_graph import (
@@ -89,27 +88,6 @@ def test_a_faiss_metadata_row_changed_by_hand_is_a_store_error(tmp_path: Path) -
         with pytest.raises(VectorStoreError, match=r"'c1'.*not a JSON object"):
             read()
     store.close()
-
-
-def test_a_faiss_index_without_its_id_map_is_a_store_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import faiss
-
-    from pywrapai_graph.adapters.vectorstores.kit.local_files import file_sha256
-
-    index, meta = tmp_path / "a.faiss", tmp_path / "a.meta"
-    monkeypatch.setattr(FAISSVectorStore, "_should_compact", lambda *a: True)  # a base file
-    store = FAISSVectorStore(index, meta)
-    store.add(make_chunks(4, 8))
-    store.close()
-    flat = faiss.IndexFlatIP(8)  # the same vectors, written without the id map
-    flat.add(np.eye(8, dtype=np.float32)[:4])
-    faiss.write_index(flat, str(index))
-    with sqlite3.connect(meta) as db:  # and its checksum recorded, as if ours
-        db.execute("UPDATE meta SET value = ? WHERE key = 'index_sha256'", (file_sha256(index),))
-    with pytest.raises(VectorStoreError, match="IndexFlatIP without the id map"):
-        FAISSVectorStore(index, meta)
 
 
 class _Tag(str):

@@ -1,11 +1,7 @@
-"""FAISSVectorStore: a FAISS flat inner-product index plus a safe SQLite metadata file.
+"""FAISSVectorStore: a FAISS flat inner-product index over a safe SQLite file (:mod:`.files`).
 
 Security override of the reference: chunk metadata is never pickled. ``meta_path`` holds a
-SQLite database (whatever its file name); a file in any other format is refused without
-being executed.
-
-Its files and how they stay whole through crashes and other processes' writes are
-:class:`FaissFiles` (``files``).
+SQLite database whatever its name; a file in any other format is refused, never executed.
 """
 
 from __future__ import annotations
@@ -18,12 +14,12 @@ from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
+from zlib import crc32
 
 import numpy as np
 
 from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters.vectorstores.faiss.files import FaissFiles, Labels
-from pywrapai_graph.adapters.vectorstores.faiss.segment_log import SegmentLog
+from pywrapai_graph.adapters.vectorstores.faiss.files import StoreFile, open_meta
 from pywrapai_graph.adapters.vectorstores.kit.identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores.kit.lexical_index import InProcessRetrieval, LexicalMirror
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
@@ -47,38 +43,31 @@ from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
+from pywrapai_graph.errors import InvalidArgumentError, StoreDamagedError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = ["FAISSVectorStore"]
 
-#: The log may grow to this many bytes (or the base's size, if larger) before a write folds it in.
-COMPACT_BYTES = 256 * 2**20
 
-
-class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
+class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
-        index_path: the base FAISS index file; created on the first add. The segment log
-            lives next to it as ``<index>.log``.
-        meta_path: the chunk metadata file (SQLite; never a pickle); created on first add.
+        index_path: names the cross-process write lock ``<index>.lock``. The index itself
+            is kept in memory, built from ``meta_path`` on first use.
+        meta_path: the store's file (SQLite; never a pickle): chunks, vectors, manifests.
         dimension: fixed up front, or inferred from the first add.
-        threads: FAISS OpenMP threads (process-wide). The default, 1, was measured fastest
-            for single-query search on 2 cores (2.2 ms vs 3.5 ms at 20k x 384: see
-            ``benchmarks/backends.py``); None keeps FAISS's own default (all cores).
+        threads: FAISS OpenMP threads (process-wide); 1, fastest for one query on 2 cores
+            (2.2 vs 3.5 ms at 20k x 384, ``benchmarks/backends.py``); None: all cores.
         lock_timeout: seconds a write waits for another process's write to finish.
-        compact_bytes: a write compacts (see :meth:`compact`) when the segment log would
-            grow past this many bytes and past the base file's size, or when deleted and
-            replaced rows take more room in the files than this and than the live rows.
-            Geometric, so every row is rewritten O(1) times on average.
 
     Raises:
         MissingExtraError: ``faiss-cpu`` is not installed.
-        VectorStoreError: ``meta_path`` is not our metadata format (e.g. a pickle file),
-            one file exists without the other, or the files disagree (a checksum).
+        VectorStoreError: ``meta_path`` is not our format (e.g. a pickle file), or holds a
+            store of the older layout (the message says how to re-create it).
+        StoreDamagedError: a stored vector fails its size or CRC-32 check.
         StoreBusyError: (on writes) another process kept the write lock past ``lock_timeout``.
         StorageFullError: (on writes) the disk is full; nothing of the write was kept.
     """
@@ -94,7 +83,6 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
         *,
         threads: int | None = 1,
         lock_timeout: float = 30.0,
-        compact_bytes: int = COMPACT_BYTES,
     ) -> None:
         self._faiss = require("faiss", "faiss", "faiss-cpu")
         if threads is not None:
@@ -102,38 +90,21 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
         self._index_path = Path(index_path)
         self._meta_path = Path(meta_path)
         self._where = repr(str(self._meta_path))
-        self._pending = self._index_path.with_name(self._index_path.name + ".pending")
-        self._log = SegmentLog(
-            self._index_path.with_name(self._index_path.name + ".log"), str(self._index_path)
-        )
-        self._file_lock = WriteLock(
-            self._index_path.with_name(self._index_path.name + ".lock"), lock_timeout
-        )
-        self._compact_bytes = compact_bytes
+        lock = self._index_path.with_name(self._index_path.name + ".lock")
+        self._file_lock = WriteLock(lock, lock_timeout)
         self._lock = threading.RLock()
         self._fixed_dim = dimension
         self._dim = dimension
         self._index: Any = None
-        self._generation = -1
+        self._generation = -1  # the committed generation the index holds (-1: none yet)
+        self._capacity = 0  # rows the metadata columns have room for
         self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
-        # (what the committed files hold is set by _load, below, and by each commit)
-        # The write in progress: rows added (for its segment), and whether it compacts.
-        self._added: list[tuple[Labels, Matrix]] = []
-        self._compact_now = False
         # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
-        # the lexical index watches the writes: each primitive change below tells it, once
-        # its transaction commits (see FaissFiles._transaction)
+        # the lexical index is told each change once its transaction commits (_on_commit)
         self._lexical = LexicalMirror(self._all_chunks)
         self._on_commit: list[Callable[[], object]] = []
-        with self._file_lock:
-            self._meta = self._open_meta(lock_timeout)
-            try:
-                self._remove_orphans()
-                self._load()
-            except BaseException:
-                self._meta.close()
-                raise
+        self._meta = open_meta(self._meta_path, self._index_path, lock, lock_timeout, dimension)
 
     # ------------------------------------------------------------------ port
     @property
@@ -147,10 +118,11 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
     @property
     def dimension(self) -> int | None:
         """Vector dimension, or None before the first add."""
-        return self._dim
+        with self._snapshot():
+            return self._dim
 
     def _upsert(self, batch: PreparedBatch) -> None:
-        """Store a validated batch in the index and the metadata (inside a transaction)."""
+        """Store a validated batch in the index and the rows (inside a transaction)."""
         if not batch.ids:
             return
         if self._index is None:
@@ -165,23 +137,27 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
         if known:
             self._remove_int_ids(known)
         count = len(batch.ids)
-        labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
-        self._next_label += count
+        last = self._meta.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
+        first = int((last.fetchone() or (0,))[0]) + 1  # labels are never reused
+        labels = np.arange(first, first + count, dtype=np.int64)
+        vectors = np.ascontiguousarray(batch.vectors, dtype="<f4")
+        blobs = [row.tobytes() for row in vectors]
         self._meta.executemany(
-            "INSERT INTO chunks (int_id, id, doc_id, text, metadata) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (int_id, id, doc_id, text, metadata, vector, crc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             zip(
                 labels.tolist(),
                 batch.ids,
                 [c.doc_id for c in batch.chunks],
                 [c.text for c in batch.chunks],
                 metadata_jsons(batch.chunks),
+                blobs,
+                map(crc32, blobs),
                 strict=True,
             ),
         )
-        vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
         start = int(self._index.ntotal)
         self._index.add_with_ids(vectors, labels)
-        self._added.append((labels, vectors))
         self._on_commit.append(partial(self._lexical.upsert, batch.chunks))
         if start + count > self._capacity:
             self._capacity = max(start + count, self._capacity + self._capacity // 8, 64)
@@ -193,11 +169,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
         return [r[0] for r in rows_in(self._meta, statement, values)]
 
     def _remove_int_ids(self, int_ids: list[int]) -> None:
-        """Drop chunks from the index and the metadata, and the manifests of their documents.
-
-        The files keep their rows until the next compaction; the metadata no longer lists
-        them, so a load drops them again.
-        """
+        """Drop chunks from the index and the rows, and the manifests of their documents."""
         if self._index is not None:
             wanted = np.unique(np.asarray(int_ids, dtype=np.int64))
             labels = self._labels()
@@ -221,7 +193,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
             for r in self._meta.execute("SELECT metadata, id FROM chunks ORDER BY int_id")
         ]
         if len(found) != rows:
-            raise VectorStoreError("the FAISS index and its metadata disagree in size")
+            raise StoreDamagedError(f"the FAISS store {self._where} changed under this one")
         return found
 
     def _all_chunks(self) -> list[Chunk]:
@@ -234,7 +206,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
         return [stored_chunk(r, self._where) for r in rows]
 
     def _before_lexical(self) -> None:
-        with self._snapshot():  # reloads (and so resets the lexical index) after another writer
+        with self._snapshot():  # resets the lexical index after another process's write
             pass
 
     def _reading(self) -> AbstractContextManager[None]:
@@ -386,20 +358,17 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
             return self._transaction(work)
 
     def _delete(self, ids: list[str]) -> int:
-        if not ids:
-            return 0
-        return self._delete_where("id", ids)
+        return self._delete_where("id", ids) if ids else 0
 
     def _delete_by_doc(self, doc_id: str) -> int:
         return self._delete_where("doc_id", [doc_id])
 
     def clear(self) -> None:
-        """Remove every chunk, every manifest and the recorded embedder (and empty the files)."""
+        """Remove every chunk, every manifest and the recorded embedder."""
 
         def work() -> None:
             if self._index is not None:
                 self._index.reset()
-                self._compact_now = True
             self._columns.clear()
             self._meta.execute("DELETE FROM chunks")
             self._meta.execute("DELETE FROM documents")
@@ -408,21 +377,27 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, FaissFiles):
 
         self._transaction(work)
 
+    def compact(self) -> None:
+        """Give deleted rows' room back to the disk (``VACUUM``); crash-safe like any write."""
+        with self._lock, self._file_lock:
+            try:
+                self._meta.execute("VACUUM")
+                self._meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise sqlite_failure(str(self._meta_path), exc) from exc
+
     def __len__(self) -> int:
-        with self._snapshot():
-            return 0 if self._index is None else int(self._index.ntotal)
+        return self._count(None)
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        if not filter:
-            return len(self)
         with self._snapshot():
-            if self._index is None:
-                return 0
-            n = int(self._index.ntotal)
+            n = 0 if self._index is None else int(self._index.ntotal)
+            if not filter or n == 0:
+                return n
             return int(np.count_nonzero(self._columns.mask(filter, n, self._capacity)))
 
     def close(self) -> None:
-        """Close the metadata database (the files are complete after every write)."""
+        """Close the database (the file is complete after every write)."""
         with self._lock:
             self._meta.close()
 
