@@ -9,8 +9,8 @@ All in one run, on the same vectors:
 - a second floor for a store that keeps texts and metadata: the same, plus the chunk rows
   (text, metadata JSON) inserted into SQLite with one commit per batch;
 - the store: each batch is one document written with ``replace_document_vectors`` (the
-  path ingest takes), durable when the call returns (segment appended and synced, metadata
-  committed); then the same followed by one ``compact()``;
+  path ingest takes), durable when the call returns (vectors and rows committed in one SQLite
+  transaction); then the same followed by one ``compact()``;
 - the issue's floor as it was measured when the issue was filed (1.24 s there): raw FAISS
   fed the embeddings as chunks carried them then, ``list[float]`` per chunk, each batch
   turned into an array with ``np.asarray`` before ``add_with_ids``;
@@ -18,7 +18,7 @@ All in one run, on the same vectors:
   FAISS: each batch checked finite, normalised to unit length (cosine), and hashed with
   SHA-256 as written (the store checksums every segment), plus one final write;
 - the old scheme, for comparison: raw FAISS that rewrites, syncs and hashes the whole index
-  after every batch (what every ``add`` did before the segment log).
+  after every batch (what every ``add`` did before appends).
 Also the time of the last ten batches over the first ten (1.0 = no growth with the store's size).
 
 Then the whole ingest path, the other reading of "ingest within 1.5x of raw FAISS plus one
@@ -245,7 +245,7 @@ def main() -> None:
     rows = [
         ("raw FAISS add_with_ids + one final write_index (floor)", raw, raw_times),
         ("  + the same chunk rows into SQLite, one commit per batch", floor, floor_times),
-        ("FAISSVectorStore, each batch durable (segment log)", store, store_times),
+        ("FAISSVectorStore, each batch durable (one commit)", store, store_times),
         ("FAISSVectorStore, then one compact()", compacted, store_times),
     ]
     if old is not None:

@@ -205,11 +205,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     store_sub.add_parser(
         "compact",
-        help="fold the FAISS segment log into the index and drop deleted rows from disk",
+        help="give the FAISS store's file back the space of deleted rows (SQLite VACUUM)",
         description=(
-            "Rewrite the store's files as small as its data: FAISS folds its segment log "
-            "into the index (writes do that on their own when the log outgrows the index). "
-            "Other backends have nothing to compact: the command says so and exits 0."
+            "Rewrite the store's file as small as its data: FAISS vacuums its SQLite file "
+            "(vectors and chunks), giving back the space of deleted rows. Other backends "
+            "have nothing to compact: the command says so and exits 0."
         ),
     )
     store_sub.add_parser(
@@ -330,7 +330,7 @@ def _compact(container: ObjectGraph, out: TextIO) -> int:
         if not callable(compact):
             out.write(
                 f"nothing to compact for the {settings.store.backend} backend (only FAISS "
-                "keeps a segment log to fold into its index)\n"
+                "compacts its file)\n"
             )
             return 0
         compact()

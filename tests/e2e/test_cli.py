@@ -162,8 +162,7 @@ def test_store_compact_has_nothing_to_do_on_sqlite(workdir: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == (
-        "nothing to compact for the sqlite backend "
-        "(only FAISS keeps a segment log to fold into its index)\n"
+        "nothing to compact for the sqlite backend (only FAISS compacts its file)\n"
     )
     assert run("store", "stats") == before
 
