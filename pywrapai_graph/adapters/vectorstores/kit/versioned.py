@@ -1,35 +1,22 @@
 """All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant,
 Milvus).
 
-Each document has a record beside the chunks: the *committed* chunk version, that version's
-manifest, and a *pending* version. ``replace_document`` goes:
-
-1. record.pending = v (the new version, a random token)
-2. upsert the chunks tagged with v, under engine ids of their own (``<chunk id>@v``), so the
-   committed version is untouched, batch after batch
-3. record.version = v, record.manifest = the manifest: **the commit point**
-4. delete the document's chunks of every other version
-5. record.pending = ""
-
-Where the engine can flip a flag on many rows in one atomic request (Chroma's ``update``,
-Milvus's partial ``upsert``: :attr:`VersionedDocuments._hides`), step 2 writes the chunks
-hidden and step 4 starts by showing v and hiding the others in that one request
-(:meth:`VersionedDocuments._show`): every read filters the hidden out, in one request.
-Elsewhere a chunk is visible only when its version is its document's committed one (``""``
-for chunks written by plain ``add`` to a document never replaced), so readers skip the
-chunks of steps 2 and 4. Either way a crash at any instant leaves the old version or the new
-one. On open (where the store holds a write lock), or at the next replace of the same
-document, the chunks of an interrupted version are removed; on a server,
-:meth:`VersionedDocuments.repair` removes them all, beside live writers: it leaves an
-uncommitted version alone until a repair has seen it pending for ``older_than_s`` (by the
-engine's clock where it has one, never the writer's), and changes a record only if it is
-still the one it read (compare-and-set). A writer whose pending version a repair took over
-refuses to commit it.
-
-Reads (``search``, ``search_many`` and, for a store with a native async client, their
-async twins) are written here once over the engine's query primitives: hits of other
-versions are dropped, and the engine is asked for more when they took places. Reads need
-no write lock, so the async twins run on the event loop without one.
+Each document has a record beside its chunks: the *committed* version, its manifest, and a
+*pending* version. ``replace_document``: (1) record.pending = v, a new random version;
+(2) upsert the chunks tagged v under engine ids of their own (``<chunk id>@v``), batch after
+batch; (3) record.version = v with the manifest: **the commit point**; (4) delete the
+document's chunks of other versions; (5) record.pending = "". A chunk is visible only when
+its version is its document's committed one (``""`` for plain ``add`` to a document never
+replaced). An engine that flips a flag on many rows in one request (:attr:`_hides`: Chroma's
+``update``, Milvus's partial ``upsert``) writes step 2 hidden and starts step 4 by showing v
+and hiding the others (:meth:`_show`), so its reads filter in one request. A crash leaves the
+old version or the new one; the store's open (under its write lock) or the document's next
+replace removes an interrupted version, and on a server :meth:`repair` does it beside live
+writers: an uncommitted version only once a repair has seen it pending for ``older_than_s``
+(by the engine's clock where it has one), each record changed by compare-and-set; a writer
+whose version a repair took over refuses to commit. Reads (``search``, ``search_many``, and
+their async twins on a native async client) drop hits of other versions and ask the engine
+for more when they took places; they need no write lock.
 """
 
 from __future__ import annotations
@@ -114,9 +101,8 @@ class VersionedDocuments(BaseVectorStore):
         """The records of these documents (absent ones are left out)."""
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` for a search's hits; engines override it to read the embedder
-        record in the same request and tell its identity to the caller's probe
-        (``report_identity``). Unused where :attr:`_hides`."""
+        """:meth:`_records` for a search's hits (engines also read the embedder record in
+        that request and ``report_identity`` it). Unused where :attr:`_hides`."""
         return self._records(doc_ids)
 
     @abstractmethod
@@ -183,11 +169,8 @@ class VersionedDocuments(BaseVectorStore):
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """Write ``record`` only if the stored one is still ``expected``; True if written.
-
-        This default reads the record again and compares immediately before writing: a
-        write of another process between the two requests is the residual window. Engines
-        with a conditional write override it.
-        """
+        This default reads and compares just before writing (engines with a conditional
+        write override it)."""
         if self._records([record.doc_id]).get(record.doc_id) != expected:
             return False
         self._put_record(record)
@@ -257,12 +240,14 @@ class VersionedDocuments(BaseVectorStore):
 
     def _clean(self, record: DocRecord) -> None:
         """Finish (or undo) an interrupted replace of one document."""
-        stored = self._stored_chunks(record.doc_id)
+        self._drop_stale(record, self._stored_chunks(record.doc_id))
+        self._put_record(replace(record, pending=""))
+
+    def _drop_stale(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         self._show(record, stored)
         gone = stale(record, stored)
         if gone:
             self._delete_engine_ids(gone)
-        self._put_record(replace(record, pending=""))
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         """For engines that hide the chunks of uncommitted versions (a flag every read
@@ -275,11 +260,8 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def _repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove the chunks of versions whose writer stopped mid-replace, beside live
-        writers, as the module docstring says: a committed version's clean-up is finished at
-        once, an uncommitted one only once a repair has seen it pending for ``older_than_s``
-        seconds (run it with ``0`` only when no other process writes the collection).
-        Returns how many documents were repaired."""
+        """Finish committed versions' clean-up at once, remove uncommitted ones a repair has
+        seen pending for ``older_than_s`` (module docstring); how many documents it repaired."""
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
@@ -315,10 +297,7 @@ class VersionedDocuments(BaseVectorStore):
         stored = self._stored_chunks(record.doc_id)
         if not self._put_record_if(replace(record, pending=""), record):
             return False
-        self._show(record, stored)
-        gone = stale(record, stored)
-        if gone:
-            self._delete_engine_ids(gone)
+        self._drop_stale(record, stored)
         return True
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
@@ -328,11 +307,7 @@ class VersionedDocuments(BaseVectorStore):
         return DocumentManifest.from_json(doc_id, record.manifest)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
-        """The manifests of ``doc_ids`` that have one: one record request per 500 ids.
-
-        A record names a manifest only once its version is committed (step 3), as for
-        :meth:`document_manifest`.
-        """
+        """The manifests of ``doc_ids`` that have one: one record request per 500 ids."""
         unique = list(dict.fromkeys(doc_ids))  # engines refuse repeated ids in one request
         rows: list[tuple[str, str]] = []
         for start in range(0, len(unique), _RECORDS_BATCH):
@@ -375,17 +350,6 @@ class VersionedDocuments(BaseVectorStore):
         self._delete_engine_ids([c.engine_id for c in copies])
         return len({c.chunk_id for c in copies})
 
-    def _delete_document(self, doc_id: str) -> int:
-        """``delete_by_doc``: every chunk of every version, and the record."""
-        record = self._records([doc_id]).get(doc_id)
-        stored = self._stored_chunks(doc_id)
-        if stored:
-            self._delete_engine_ids([c.engine_id for c in stored])
-        if record is not None:
-            self._drop_records([doc_id])
-        committed = record.version if record else ""
-        return sum(c.version == committed for c in stored)
-
     def _delete(self, ids: list[str]) -> int:
         if not ids:
             return 0
@@ -393,8 +357,16 @@ class VersionedDocuments(BaseVectorStore):
             return self._delete_chunks(ids)
 
     def _delete_by_doc(self, doc_id: str) -> int:
+        """Every chunk of every version, and the record."""
         with self._writing():
-            return self._delete_document(doc_id)
+            record = self._records([doc_id]).get(doc_id)
+            stored = self._stored_chunks(doc_id)
+            if stored:
+                self._delete_engine_ids([c.engine_id for c in stored])
+            if record is not None:
+                self._drop_records([doc_id])
+            committed = record.version if record else ""
+            return sum(c.version == committed for c in stored)
 
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
@@ -445,8 +417,6 @@ class VersionedDocuments(BaseVectorStore):
     ) -> Core[_Read, list[list[ScoredChunk]]]:
         """:meth:`_visible_top` of each query: one engine request for the batch, one record
         lookup for all its hits, and a query whose hits were taken searched again alone."""
-        if not queries:
-            return []
         batches = yield ("query_many", queries, k, selector)
         if self._hides:
             return [[h for h, _ in hits[:k]] for hits in batches]
@@ -461,9 +431,9 @@ class VersionedDocuments(BaseVectorStore):
     def _visible_top(
         self, k: int, query: Matrix | None = None, selector: Any = None
     ) -> Core[_Read, list[ScoredChunk]]:
-        """The visible top ``k`` of an engine query, the reads of ``_search`` and
-        ``_asearch`` written once (yields the engine reads it needs, see :data:`_Read`):
-        asked for more while chunks of uncommitted versions took places."""
+        """The visible top ``k`` of an engine query, for ``_search`` and ``_asearch`` (yields
+        the engine reads it needs, :data:`_Read`), asking for more while other versions'
+        chunks took places."""
         asked = k
         while True:
             hits = yield ("query", query, asked, selector)
