@@ -1,16 +1,10 @@
-"""The embedder identity a search saw, handed back to the caller of that very search.
+"""The embedder identity a search read, in its own request, handed back to its caller.
 
-A retriever checks, at every query, that the store still holds vectors of its embedder:
-another process may have cleared the store and filled it with another model of the same
-dimension. Asking the store (``embedder_identity()``) would cost a round trip per query on a
-server, so the built-in stores read the identity *in the search itself* (PostgreSQL: in the
-search statement; Chroma and Qdrant: in the record lookup every search makes anyway; SQLite
-and FAISS: from a copy re-read only when ``data_version`` or the generation moved) and
-:func:`report_identity` hands it to the caller's :func:`identity_probe`.
-
-The probe lives in a context variable holding a mutable object, so it reaches a search run
-in the offload pool (the caller's context travels with the call) and is private to each
-thread and each asyncio task: concurrent searches never see each other's identity.
+A retriever checks at every query that the store still holds its embedder's vectors (another
+process may have refilled it with another model). Asking ``embedder_identity()`` would cost a
+round trip, so the built-in stores read it in the search itself and :func:`report_identity`
+hands it to the caller's :func:`identity_probe`: a context variable, so it reaches a search
+run in the offload pool and stays private to each thread and task.
 """
 
 from __future__ import annotations

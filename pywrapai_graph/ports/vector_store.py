@@ -32,7 +32,7 @@ from pywrapai_graph.ports.store_inputs import (
     paged,
     settled,
 )
-from pywrapai_graph.ports.store_query import StoreRetrieval
+from pywrapai_graph.ports.store_query import StoreQuery, check_store_query
 from pywrapai_graph.ports.sync_async import adrive, drive
 
 __all__ = ["BaseVectorStore", "MetadataFilter", "check_embedder"]
@@ -48,16 +48,10 @@ TEMPLATE_METHODS = (
 )
 
 
-class BaseVectorStore(StoreRetrieval, ABC):
-    """Stores embedded chunks and finds the nearest ones to a query vector.
-
-    Every backend behaves the same (docs/writing-a-store.md): ``add`` upserts by chunk id,
-    all or nothing; ``search`` returns at most ``k`` hits, highest cosine first, without
-    embeddings; a ``filter`` keeps chunks whose metadata has every key with an *equal* value
-    (``True`` is not ``1``); ``replace_document`` makes chunks the whole of one document
-    (atomically, with its manifest, on stores with ``atomic_documents``). Async twins behave
-    like their sync methods. Capability flags (``persistent``, ``exact``,
-    ``atomic_documents``, ``supports_delete``, ``lexical``) say what a backend promises.
+class BaseVectorStore(ABC):
+    """Stores embedded chunks and finds the nearest ones to a query vector; every backend
+    behaves the same (docs/writing-a-store.md), and capability flags (``persistent``,
+    ``exact``, ``atomic_documents``, ``supports_delete``, ``lexical``) say what it promises.
 
     **Template methods.** Each public method checks its inputs, then calls the store's
     *primitive*, its name with a leading underscore (``search`` calls ``_search``); searches
@@ -180,11 +174,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """The ``k`` chunks most similar to ``query_vector``, best first.
-
-        ``k`` may be any integral number >= 1 (numpy integers too; clamped to 2**31 - 1).
-        Only hits whose metadata *equals* the filter are returned (``True`` is not ``1``);
-        when that leaves fewer than ``k`` from a full page, the store is asked for more.
+        """The ``k`` chunks most similar to ``query_vector``, best first, among those whose
+        metadata *equals* ``filter`` (``True`` is not ``1``).
 
         Raises:
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
@@ -201,7 +192,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         raise NotImplementedError
 
     if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
-        # store written as the reference's example (public add/search) supplies them
+        # reference-style store (public add/search) supplies them
         _add = abstractmethod(_add)
         _search = abstractmethod(_search)
 
@@ -256,10 +247,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         k1: float = 1.2,
         b: float = 0.75,
     ) -> list[ScoredChunk]:
-        """The ``k`` chunks whose text best matches ``query`` by BM25, best first.
-
-        Scores are BM25 scores (positive, unbounded), not cosine similarities; only chunks
-        sharing at least one analysed term with the query are returned.
+        """The ``k`` chunks sharing a term with ``query``, best BM25 score first.
 
         Raises:
             UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
@@ -379,7 +367,43 @@ class BaseVectorStore(StoreRetrieval, ABC):
         """:meth:`repair`'s work; this default has nothing to repair."""
         return 0
 
-    def close(self) -> None:
+    # ------------------------------------------------------------------ one-request retrieval
+    @property
+    def native_retrieval(self) -> bool:
+        """The store answers a whole :class:`StoreQuery` itself (it has a ``_retrieve``)."""
+        return type(self)._retrieve is not BaseVectorStore._retrieve
+
+    def retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Up to ``query.k`` hits, best first (cosines, BM25 or fused scores, by mode).
+
+        Raises:
+            UnsupportedOperationError: ``hybrid`` without ``native_retrieval`` (the retriever
+                fuses its two sides), or a mode the store has no index for.
+            ValueError: the query's vector or text is malformed.
+        """
+        check_store_query(query, "retrieve", type(self).__name__, self.native_retrieval)
+        return self._retrieve(query)
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """:meth:`retrieve`'s work (the query checked); this default serves ``dense`` from
+        ``search`` and ``lexical`` from ``lexical_search``."""
+        if query.mode == "dense":
+            hits = self.search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        return self.lexical_search(query.text or "", query.k, query.filter, k1=query.k1, b=query.b)
+
+    async def aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Async :meth:`retrieve` (by default ``asearch``, or the bounded offload pool)."""
+        check_store_query(query, "aretrieve", type(self).__name__, self.native_retrieval)
+        return await self._aretrieve(query)
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        if query.mode == "dense" and not self.native_retrieval:
+            hits = await self.asearch(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        return await offload(self._retrieve, query)
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release connections and file locks (no-op for stores that hold none)."""
 
     # ------------------------------------------------------------------ async twins

@@ -170,7 +170,9 @@ class LexicalIndex:
         if slot is None:
             return False
         chunk, terms, share = self._chunks[slot], self._terms[slot], self._shares[slot]
-        assert chunk is not None and terms is not None and share is not None
+        assert chunk is not None
+        assert terms is not None
+        assert share is not None
         self._field.add(slot, terms, -1)
         self._field.release(chunk_id)
         self._docs.add(int(self._doc_of[slot]), share, -1)

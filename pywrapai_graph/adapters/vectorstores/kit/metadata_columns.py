@@ -22,22 +22,7 @@ MetadataSource = Callable[[int], Sequence[Mapping[str, Any]]]
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class _Missing:
-    """Stands for an absent key: equal to nothing."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-_MISSING = _Missing()
+_MISSING = object()  # an absent key: equal to no filter value
 
 
 class _JSONBool:

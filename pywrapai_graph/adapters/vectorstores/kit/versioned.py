@@ -83,12 +83,10 @@ class VersionedDocuments(BaseVectorStore):
 
     _dim: int | None
     _lock: AbstractContextManager[Any]
-    #: True for engines that flag the chunks of uncommitted versions hidden (written so by
-    #: ``replace_document``, flipped by :meth:`_show`) and whose ``_selector`` excludes them:
-    #: a search is then one engine request, without the record lookup
+    #: engines whose uncommitted versions are flagged hidden (:meth:`_show` flips them) and
+    #: whose ``_selector`` excludes them: a search is one request, without record lookup
     _hides = False
-    #: set by :meth:`_replace_document` (under the write lock) while its :meth:`_upsert`
-    #: writes the new version (hidden where :attr:`_hides`): the embedder it records
+    #: while :meth:`_replace_document`'s :meth:`_upsert` writes the new version: its embedder
     _replacing: tuple[EmbedderIdentity | None] | None = None
 
     # ------------------------------------------------------------------ engine primitives
@@ -157,8 +155,8 @@ class VersionedDocuments(BaseVectorStore):
         return self._dim
 
     def _known_dim(self) -> int | None:
-        """The dimension, asked of the engine again while unknown: another process may
-        have written the first vectors since this store last looked."""
+        """The dimension, asked of the engine again while unknown (another process may have
+        written the first vectors)."""
         if self._dim is None:
             self._dim = self._engine_dimension()
         return self._dim
@@ -225,8 +223,8 @@ class VersionedDocuments(BaseVectorStore):
             return before
 
     def _check_still_pending(self, doc_id: str, version: str) -> None:
-        """Refuse to commit a version a repair (or another writer's finish) took over, after
-        removing its chunks (no record names them any more: nothing else would)."""
+        """Refuse to commit a version a repair (or another writer) took over, after removing
+        its chunks (no record names them any more)."""
         current = self._records([doc_id]).get(doc_id)
         if current is None or current.pending != version:
             mine = [c.engine_id for c in self._stored_chunks(doc_id) if c.version == version]
@@ -250,9 +248,8 @@ class VersionedDocuments(BaseVectorStore):
             self._delete_engine_ids(gone)
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """For engines that hide the chunks of uncommitted versions (a flag every read
-        excludes): show a committed version (``record.pending == record.version``) and hide
-        the others in one engine request, before :meth:`_clean` deletes them."""
+        """Where :attr:`_hides`: show a committed version and hide the others in one engine
+        request, before they are deleted."""
 
     def _recover(self) -> None:
         """Clean what crashed writers left (call with the store's write lock held)."""
@@ -289,11 +286,8 @@ class VersionedDocuments(BaseVectorStore):
         return now - seen >= guard
 
     def _repair_one(self, record: DocRecord) -> bool:
-        """Claim the record (compare-and-set), then delete the chunks it makes stale.
-
-        The chunks are listed before the claim: a replace begun after it writes chunks
-        this listing cannot hold, and one begun before it changed the record.
-        """
+        """Claim the record (compare-and-set), then delete the chunks it makes stale (listed
+        before the claim: a replace begun after it writes chunks this listing cannot hold)."""
         stored = self._stored_chunks(record.doc_id)
         if not self._put_record_if(replace(record, pending=""), record):
             return False
@@ -301,10 +295,7 @@ class VersionedDocuments(BaseVectorStore):
         return True
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        record = self._records([doc_id]).get(doc_id)
-        if record is None or not record.manifest:
-            return None
-        return DocumentManifest.from_json(doc_id, record.manifest)
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one: one record request per 500 ids."""
