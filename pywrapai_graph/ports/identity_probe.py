@@ -12,20 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 
 __all__ = ["IdentityProbe", "identity_probe", "report_identity"]
 
 
+@dataclass(slots=True)
 class IdentityProbe:
     """What the searches inside one :func:`identity_probe` block saw (``seen``: any)."""
 
-    __slots__ = ("identity", "seen")
-
-    def __init__(self) -> None:
-        self.seen = False
-        self.identity: EmbedderIdentity | None = None
+    seen: bool = False
+    identity: EmbedderIdentity | None = None
 
 
 _PROBE: ContextVar[IdentityProbe | None] = ContextVar("pywrapai_identity_probe", default=None)

@@ -188,12 +188,8 @@ class ExactIndex:
         self._rows.update(zip(batch.ids, range(start, start + count), strict=True))
         if self._keeps_records:
             self._records.extend(_record(c) for c in batch.chunks)
-            by_doc = self._by_doc
             for chunk_id, chunk in zip(batch.ids, batch.chunks, strict=True):
-                members = by_doc.get(chunk.doc_id)
-                if members is None:
-                    members = by_doc[chunk.doc_id] = set()
-                members.add(chunk_id)
+                self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
         self._n += count
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 

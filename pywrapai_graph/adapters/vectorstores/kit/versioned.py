@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -318,11 +318,8 @@ class VersionedDocuments(BaseVectorStore):
 
     def _add_versioned(self, batch: PreparedBatch) -> None:
         """``add``: chunks join their document's committed version, whose manifest is dropped."""
-        docs = sorted({c.doc_id for c in batch.chunks})
-        records = self._records(docs)
-        for record in records.values():
-            if record.manifest:
-                self._put_record(replace(record, manifest=""))
+        records = self._records(sorted({c.doc_id for c in batch.chunks}))
+        self._drop_manifests(records.values())
         versions = [records[c.doc_id].version if c.doc_id in records else "" for c in batch.chunks]
         targets = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
         others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in targets]
@@ -335,11 +332,14 @@ class VersionedDocuments(BaseVectorStore):
         copies = self._copies(chunk_ids)
         if not copies:
             return 0
-        for record in self._records(sorted({c.doc_id for c in copies})).values():
-            if record.manifest:
-                self._put_record(replace(record, manifest=""))
+        self._drop_manifests(self._records(sorted({c.doc_id for c in copies})).values())
         self._delete_engine_ids([c.engine_id for c in copies])
         return len({c.chunk_id for c in copies})
+
+    def _drop_manifests(self, records: Iterable[DocRecord]) -> None:
+        for record in records:
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
 
     def _delete(self, ids: list[str]) -> int:
         if not ids:
