@@ -18,13 +18,13 @@ from benchmarks._data import clustered_vectors
 from pywrapai_graph import Chunk, InMemoryVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.adapters.sources.beir import load_beir
-from pywrapai_graph.ports.store_query import StoreRetrieval
+from pywrapai_graph.ports import BaseVectorStore
 
 
 class ComposedInMemory(InMemoryVectorStore):
     """The same store without its one-pass ``retrieve``: the retriever composes it."""
 
-    _retrieve = StoreRetrieval._retrieve
+    _retrieve = BaseVectorStore._retrieve
 
 
 def _per_query_ms(retriever: VectorRetriever, queries: list[str]) -> float:

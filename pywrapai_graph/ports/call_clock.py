@@ -1,13 +1,9 @@
-"""When a store call was made: where its one deadline starts.
+"""When a store call was made: where its one deadline starts (queueing for an offload
+thread, the store's locks, a pooled connection and the statement all count against it).
 
-A store call has one deadline from the moment its public method is entered: time spent
-queued for an offload thread, waiting behind the store's own locks, waiting for a pooled
-connection and running the statement all count against it. The port's public methods are
-wrapped in :func:`timed`, which notes that moment in a context variable; the offload pool
-copies the caller's context into its thread, so an async twin's sync work sees the moment
-the twin was awaited. A store reads it with :func:`call_made` to place its deadline. A call
-made inside another (``search_many`` searching one query again, an async twin running its
-sync method) keeps the outer call's moment.
+The port's public methods are wrapped in :func:`timed`, which notes the moment in a context
+variable (the offload pool carries it into its thread; a call made inside another keeps the
+outer moment); a store reads it with :func:`call_made`.
 """
 
 from __future__ import annotations

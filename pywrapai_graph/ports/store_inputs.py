@@ -1,14 +1,9 @@
-"""The input rules every vector store shares, checked by ``BaseVectorStore`` itself.
+"""The input rules every vector store shares, checked by ``BaseVectorStore`` before any
+backend's method runs (so a user's store follows them without writing a check).
 
-Metadata values are JSON scalars (``str``, ``int``, ``float``, ``bool``, ``None``) or flat
-lists of them; a filter maps ``str`` keys to such values and keeps the chunks whose metadata
-holds an *equal* value, where ``True`` never equals ``1`` (Python's ``==`` says it does) and a
-list equals a list with the same items in the same order. Text, ids and keys must be valid
-Unicode (a lone surrogate cannot be stored by any engine). ``k`` is any integral number of
-at least 1 (numpy integers included), clamped to :data:`MAX_K`.
-
-Standard library only: the port checks these before any backend's method runs, so a store
-written by a user follows the same rules as the built-in ones without writing a check.
+Metadata values are JSON scalars or flat lists of them; a filter keeps chunks whose metadata
+holds an *equal* value (``True`` never equals ``1``; lists compare item by item). Text, ids
+and keys are valid Unicode; ``k`` is an integer >= 1 (numpy's too), clamped to :data:`MAX_K`.
 """
 
 from __future__ import annotations
@@ -65,10 +60,8 @@ _RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat 
 
 
 def check_name(value: str, what: str) -> None:
-    """:func:`check_unicode`, and no NUL character: an id, a metadata key or a string value.
-
-    A chunk's text may hold NUL on every store (PostgreSQL's text cannot; the pgvector store
-    escapes it); the strings a store indexes, compares and filters by may not, on any store.
+    """:func:`check_unicode`, and no NUL character (a chunk's text may hold one; the strings
+    a store indexes and filters by may not).
 
     Raises:
         InvalidArgumentError: a lone surrogate or a NUL character.
@@ -182,10 +175,8 @@ def checked_filter(filter: Mapping[str, Any] | None) -> Mapping[str, Any] | None
 def settled(
     hits: Sequence[ScoredChunk], k: int, filter: Mapping[str, Any] | None, asked: int
 ) -> list[ScoredChunk] | None:
-    """The first ``k`` of a page of ``asked`` hits of a store whose metadata *equals*
-    ``filter`` (a store comparing with Python's ``==``, where ``True == 1``, still answers
-    like the others), or None when the filter took hits from a full page: the store must
-    then be asked for more."""
+    """The first ``k`` hits of a page of ``asked`` whose metadata *equals* ``filter``, or
+    None when the filter took hits from a full page (ask the store for more)."""
     kept = [h for h in hits if matches_filter(h.chunk.metadata, filter)] if filter else hits
     if len(kept) < min(len(hits), k) and len(hits) >= asked and asked < MAX_K:
         return None
@@ -193,9 +184,8 @@ def settled(
 
 
 def paged(k: int, filter: Mapping[str, Any] | None, asked: int) -> Core[int, list[ScoredChunk]]:
-    """A search's first ``k`` hits equal to the filter, written once for the sync and
-    async twins (``drive``/``adrive``): yields how many hits to ask the store for and is
-    sent them, asking for twice as many while a full page lost hits to the filter."""
+    """A search's first ``k`` hits equal to the filter, for ``drive``/``adrive``: yields how
+    many hits to ask for, doubling while a full page lost hits to the filter."""
     while (page := settled((yield asked), k, filter, asked)) is None:
         asked = min(asked * 2, MAX_K)
     return page
@@ -245,9 +235,7 @@ def check_doc_id(doc_id: str) -> None:
 
 
 def check_query_vector(vector: object, method: str = "search") -> None:
-    """Raises unless ``vector`` looks like one flat vector: not a string, not a mapping, not
-    a nested list or a 2-D array (the store checks its numbers; these it cannot tell from
-    a vector once numpy has flattened or read them).
+    """Raises unless ``vector`` looks like one flat vector (the store checks its numbers).
 
     Raises:
         ArgumentTypeError: a str or bytes (a text, not its embedding), a dict, a set...
@@ -259,7 +247,8 @@ def check_query_vector(vector: object, method: str = "search") -> None:
             f"{type(vector).__name__}; embed a text first (embedder.embed_one(text))"
         )
     ndim = getattr(vector, "ndim", None)
-    nested = ndim is None and len(vector) > 0 and _is_sequence(next(iter(vector)))  # type: ignore[call-overload]
+    first = next(iter(vector), None) if ndim is None else None  # type: ignore[call-overload]
+    nested = isinstance(first, Sized) and not isinstance(first, str | bytes)
     if (ndim is not None and ndim != 1) or nested:
         shape = getattr(vector, "shape", None) or f"{len(vector)} nested sequences"
         raise InvalidArgumentError(
@@ -280,10 +269,6 @@ def checked_query_vectors(query_vectors: object) -> list[Any]:
     return vectors
 
 
-def _is_sequence(item: object) -> bool:
-    return not isinstance(item, str | bytes) and isinstance(item, Sized)
-
-
 def check_query_text(query: object, method: str = "lexical_search") -> None:
     """Raises ArgumentTypeError unless ``query`` is a str (valid Unicode)."""
     if not isinstance(query, str):
@@ -292,11 +277,10 @@ def check_query_text(query: object, method: str = "lexical_search") -> None:
 
 
 def check_older_than(seconds: object) -> float:
-    """``seconds`` (``repair(older_than_s=...)``) as a float: a finite number >= 0.
+    """``repair(older_than_s=...)`` as a float.
 
     Raises:
-        InvalidArgumentError: NaN, an infinity, a negative number (a repair would take the
-            versions writers are still writing), a bool or anything but a number.
+        InvalidArgumentError: not a finite number >= 0 (a bool neither).
     """
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise InvalidArgumentError(f"older_than_s is a number of seconds, got {seconds!r:.60}")
@@ -338,8 +322,8 @@ def _canonical(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """One text per JSON value under :func:`same_value`, for engines that can only match
-    strings (equal values, and only those, give equal texts)."""
+    """One text per JSON value under :func:`same_value` (equal values, and only those, give
+    equal texts), for engines that can only match strings."""
     return json.dumps(_canonical(value), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -383,9 +367,8 @@ def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
 def check_embedder(
     recorded: EmbedderIdentity | None, given: EmbedderIdentity
 ) -> EmbedderIdentity | None:
-    """The identity a store should hold after a write by ``given``.
-
-    A dimension of 0 means "not known yet" (a document without chunks) and is never recorded.
+    """The identity a store should hold after a write by ``given`` (a dimension of 0, a
+    document without chunks, is never recorded).
 
     Raises:
         EmbedderMismatchError: a store filled by ``recorded`` meets another embedder.

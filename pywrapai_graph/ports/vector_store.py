@@ -32,7 +32,7 @@ from pywrapai_graph.ports.store_inputs import (
     paged,
     settled,
 )
-from pywrapai_graph.ports.store_query import StoreRetrieval
+from pywrapai_graph.ports.store_query import StoreQuery, check_store_query
 from pywrapai_graph.ports.sync_async import adrive, drive
 
 __all__ = ["BaseVectorStore", "MetadataFilter", "check_embedder"]
@@ -48,31 +48,18 @@ TEMPLATE_METHODS = (
 )
 
 
-class BaseVectorStore(StoreRetrieval, ABC):
-    """Stores embedded chunks and finds the nearest ones to a query vector.
+class BaseVectorStore(ABC):
+    """Stores embedded chunks and finds the nearest ones to a query vector; every backend
+    behaves the same (docs/writing-a-store.md), and capability flags (``persistent``,
+    ``exact``, ``atomic_documents``, ``supports_delete``, ``lexical``) say what it promises.
 
-    Every backend behaves the same (docs/writing-a-store.md has the details): ``add``
-    upserts by chunk id, all or nothing; ``search`` returns at most ``k`` hits, highest
-    cosine similarity first, chunks without their embedding; a ``filter`` keeps chunks whose
-    metadata has every given key with an *equal* value (``True`` is not ``1``); ``delete``
-    takes a list of ids; ``replace_document`` makes a list of chunks the whole of one
-    document (atomically, with a :class:`DocumentManifest` and the first write's
-    :class:`EmbedderIdentity`, on stores with ``atomic_documents``); ``search_many`` equals
-    ``search`` of each query. Async twins behave exactly like their sync methods (by
-    default they run it in a bounded thread pool). Capability flags tell the contract
-    suite what a backend promises: ``persistent``, ``exact``, ``atomic_documents``,
-    ``supports_delete`` and ``lexical`` (BM25 ``lexical_search``).
-
-    **Template methods.** Each public method is written here once: it checks its inputs,
-    then calls the store's *primitive*, the same name with a leading underscore (``search``
-    calls ``_search``, ``add`` calls ``_add``); ``search``, ``search_many`` and
-    ``lexical_search`` then keep only the hits equal to the filter, asking for more when a
-    full page lost some. A store implements
-    ``_add``, ``_search``, ``clear`` and ``__len__`` (required) and any optional primitive
-    (``_delete``, ``_count``, ``_search_many``, ``_lexical_search``, ``_retrieve``, a native
-    ``_asearch``...). A store written as the reference's example defines ``add`` and
-    ``search`` themselves: they are taken as its primitives (:meth:`__init_subclass__`).
-
+    **Template methods.** Each public method checks its inputs, then calls the store's
+    *primitive*, its name with a leading underscore (``search`` calls ``_search``); searches
+    then keep only hits equal to the filter, asking for more when a full page lost some. A
+    store implements ``_add``, ``_search``, ``clear`` and ``__len__``, and any optional
+    primitive (``_delete``, ``_count``, ``_search_many``, ``_lexical_search``, ``_retrieve``,
+    a native ``_asearch``...). A store written as the reference's example defines ``add``
+    and ``search`` themselves: they become its primitives (:meth:`__init_subclass__`).
     ``db_system`` names the engine on tracing spans (``db.system.name``).
     """
 
@@ -83,12 +70,9 @@ class BaseVectorStore(StoreRetrieval, ABC):
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A store written as the reference's example defines the public methods itself
-        (``add``, ``search``...). Where no base class supplies that method's primitive yet,
-        the store's method *becomes* the primitive (``search`` is moved to ``_search``) and
-        the public method stays this class's: checks, filtering and paging run for every
-        store the same way. A subclass of a store that already has its primitives (a
-        built-in one) overrides public methods as any Python subclass does."""
+        """A public method (``search``...) defined by a store whose bases supply no primitive
+        for it yet becomes that primitive (``_search``), so the checks, filtering and paging
+        stay this class's; a subclass of a store with primitives overrides as usual."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -190,11 +174,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def search(
         self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """The ``k`` chunks most similar to ``query_vector``, best first.
-
-        ``k`` may be any integral number >= 1 (numpy integers too; clamped to 2**31 - 1).
-        Only hits whose metadata *equals* the filter are returned (``True`` is not ``1``);
-        when that leaves fewer than ``k`` from a full page, the store is asked for more.
+        """The ``k`` chunks most similar to ``query_vector``, best first, among those whose
+        metadata *equals* ``filter`` (``True`` is not ``1``).
 
         Raises:
             ValueError: the query has the wrong dimension, NaN/inf or zero norm, or k < 1.
@@ -211,7 +192,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         raise NotImplementedError
 
     if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
-        # store written as the reference's example (public add/search) supplies them
+        # reference-style store (public add/search) supplies them
         _add = abstractmethod(_add)
         _search = abstractmethod(_search)
 
@@ -226,8 +207,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page a search asks for: ``k``, four
-        times ``k`` when a filter meets a search primitive that takes none."""
+        """``k`` and the filter checked, and the first page to ask for (``4 * k`` when a
+        filter meets a search primitive that takes none)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -254,8 +235,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """:meth:`search_many`'s work; this default searches each query in turn (stores
-        override it with one engine call for the whole batch)."""
+        """:meth:`search_many`'s work; this default searches each query in turn."""
         return [self._search_page(q, k, filter) for q in query_vectors]
 
     def lexical_search(
@@ -267,10 +247,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         k1: float = 1.2,
         b: float = 0.75,
     ) -> list[ScoredChunk]:
-        """The ``k`` chunks whose text best matches ``query`` by BM25, best first.
-
-        Scores are BM25 scores (positive, unbounded), not cosine similarities; only chunks
-        sharing at least one analysed term with the query are returned.
+        """The ``k`` chunks sharing a term with ``query``, best BM25 score first.
 
         Raises:
             UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
@@ -287,8 +264,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """:meth:`lexical_search`'s work (checked arguments), for a store whose ``lexical``
-        is True."""
+        """:meth:`lexical_search`'s work (checked arguments)."""
         raise NotImplementedError
 
     def count(self, filter: MetadataFilter | None = None) -> int:
@@ -323,9 +299,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
         return self._replace_document(manifest, chunks)
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """:meth:`replace_document`'s work. This default (for stores written before
-        manifests existed) deletes the document, then adds the chunks: not atomic, and it
-        keeps no manifest. Built-in stores do it all-or-nothing and record the manifest."""
+        """:meth:`replace_document`'s work; this default deletes the document, then adds the
+        chunks: not atomic, and no manifest kept."""
         if not self.supports_delete:  # upsert by chunk id is all such a store can do
             self._add(chunks)
             return 0
@@ -350,19 +325,15 @@ class BaseVectorStore(StoreRetrieval, ABC):
     def _replace_document_vectors(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: memoryview
     ) -> int:
-        """:meth:`replace_document_vectors`' work; this default sets each
-        ``chunk.embedding`` to a list and calls :meth:`_replace_document`."""
+        """:meth:`replace_document_vectors`' work; this default sets the embeddings."""
         rows = cast(list[list[float]], vectors.tolist())
         for chunk, row in zip(chunks, rows, strict=True):
             chunk.embedding = row
         return self._replace_document(manifest, chunks)
 
     def bulk_load(self) -> AbstractContextManager[None]:
-        """A context for writing many chunks at once (ingest runs inside one).
-
-        Stores that load faster that way override it (pgvector: binary COPY, and the HNSW
-        index built once after loading an empty table).
-        """
+        """A context for writing many chunks at once (ingest runs inside one; pgvector
+        loads by binary COPY in it)."""
         return nullcontext()
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
@@ -371,8 +342,7 @@ class BaseVectorStore(StoreRetrieval, ABC):
         return None
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
-        """:meth:`document_manifest` of many documents: those that have one, by id (stores
-        override this default, which asks for each id in turn, with one query)."""
+        """:meth:`document_manifest` of many documents: those that have one, by id."""
         found: dict[str, DocumentManifest] = {}
         for doc_id in doc_ids:
             manifest = self.document_manifest(doc_id)
@@ -385,9 +355,8 @@ class BaseVectorStore(StoreRetrieval, ABC):
         return None
 
     def repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove what interrupted writes left behind; returns how many documents it repaired
-        (Chroma and Qdrant servers keep a dead writer's invisible chunks until then; versions
-        younger than ``older_than_s`` seconds are left to their writer).
+        """Remove what interrupted writes left behind (versions younger than ``older_than_s``
+        seconds are left to their writer); returns how many documents it repaired.
 
         Raises:
             InvalidArgumentError: ``older_than_s`` is not a finite number >= 0.
@@ -398,7 +367,43 @@ class BaseVectorStore(StoreRetrieval, ABC):
         """:meth:`repair`'s work; this default has nothing to repair."""
         return 0
 
-    def close(self) -> None:
+    # ------------------------------------------------------------------ one-request retrieval
+    @property
+    def native_retrieval(self) -> bool:
+        """The store answers a whole :class:`StoreQuery` itself (it has a ``_retrieve``)."""
+        return type(self)._retrieve is not BaseVectorStore._retrieve
+
+    def retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Up to ``query.k`` hits, best first (cosines, BM25 or fused scores, by mode).
+
+        Raises:
+            UnsupportedOperationError: ``hybrid`` without ``native_retrieval`` (the retriever
+                fuses its two sides), or a mode the store has no index for.
+            ValueError: the query's vector or text is malformed.
+        """
+        check_store_query(query, "retrieve", type(self).__name__, self.native_retrieval)
+        return self._retrieve(query)
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """:meth:`retrieve`'s work (the query checked); this default serves ``dense`` from
+        ``search`` and ``lexical`` from ``lexical_search``."""
+        if query.mode == "dense":
+            hits = self.search(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        return self.lexical_search(query.text or "", query.k, query.filter, k1=query.k1, b=query.b)
+
+    async def aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """Async :meth:`retrieve` (by default ``asearch``, or the bounded offload pool)."""
+        check_store_query(query, "aretrieve", type(self).__name__, self.native_retrieval)
+        return await self._aretrieve(query)
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        if query.mode == "dense" and not self.native_retrieval:
+            hits = await self.asearch(query.vector or [], query.k, query.filter)
+            return [h for h in hits if h.score >= query.min_score]
+        return await offload(self._retrieve, query)
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release connections and file locks (no-op for stores that hold none)."""
 
     # ------------------------------------------------------------------ async twins
@@ -484,12 +489,10 @@ class BaseVectorStore(StoreRetrieval, ABC):
         await self.aclose()
 
 
-#: Every public call notes the moment it was made, where its one deadline starts
-#: (:mod:`~pywrapai_graph.ports.call_clock`): the template methods (sync and async, but not
-#: the maintenance ``repair``) and the async twins that run a sync method in the offload pool.
-TIMED = (
+# Each public call notes when it was made, where its one deadline starts (call_clock); not
+# the maintenance ``repair``.
+for _name in (
     *(name for name in TEMPLATE_METHODS if name != "repair"),
     *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),
-)
-for _name in TIMED:
+):
     setattr(BaseVectorStore, _name, timed(getattr(BaseVectorStore, _name)))

@@ -12,8 +12,9 @@ from pywrapai_graph import VectorRetriever as Retriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import EmbedderMismatchError, UnsupportedOperationError
+from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.identity_probe import report_identity
-from pywrapai_graph.ports.store_query import Fusion, StoreQuery, StoreRetrieval
+from pywrapai_graph.ports.store_query import Fusion, StoreQuery
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
 from pywrapai_graph.testing.contracts.one_request import FixedEmbedder
 
@@ -70,8 +71,8 @@ def test_the_identity_read_in_the_request_is_checked() -> None:
 class _Composed(InMemoryVectorStore):
     """An in-memory store without its one-pass ``retrieve``."""
 
-    _retrieve = StoreRetrieval._retrieve
-    _aretrieve = StoreRetrieval._aretrieve
+    _retrieve = BaseVectorStore._retrieve
+    _aretrieve = BaseVectorStore._aretrieve
 
 
 def test_a_store_without_it_serves_each_side_and_the_retriever_fuses() -> None:

@@ -1,17 +1,11 @@
-"""ExactIndex: the exact cosine search shared by the in-memory and SQLite stores.
+"""Exact cosine search in one float32 matrix, for the in-memory and SQLite stores.
 
-Rows are L2-normalised once at insert and kept in one float32 matrix that grows by an eighth
-at a time through ``realloc`` (amortised O(1) per row, and a large matrix is remapped, never
-copied, so memory while adding stays about the size of the data). A search is one
-matrix-vector product over the used rows plus ``argpartition`` for the top k; a metadata
-filter first selects rows through :class:`MetadataColumns` and scores only those.
-
-Two modes: with records (the in-memory store) each row keeps its text, document and
-metadata; without (the SQLite store, which reads them for the hits only) a
-``metadata_source`` gives the metadata when a filter needs a new column.
-Not thread-safe on its own: the stores that use it hold a lock.
-
-:class:`ExactSearch` is those stores' ``search`` and ``search_many`` over it, written once.
+Rows are L2-normalised at insert; the matrix grows by an eighth through ``realloc`` (a large
+one is remapped, never copied). A search is one matrix product over the used rows and an
+``argpartition``; a filter first selects rows through :class:`MetadataColumns`. With records
+(in-memory) each row keeps its text, document and metadata; without (SQLite reads them for
+the hits) a ``metadata_source`` gives the metadata a new filter column needs. Not
+thread-safe: the stores hold a lock. :class:`ExactSearch` is their ``search`` over it.
 """
 
 from __future__ import annotations
@@ -19,11 +13,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pywrapai_graph.adapters.vectorstores.kit.lexical_index import LexicalMirror
 from pywrapai_graph.adapters.vectorstores.kit.metadata_columns import (
     MetadataColumns,
     MetadataSource,
@@ -39,7 +34,7 @@ from pywrapai_graph.errors import InvalidStateError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 
-__all__ = ["ExactIndex", "ExactSearch", "Hits", "masked_top"]
+__all__ = ["ExactIndex", "ExactSearch", "Hits"]
 
 Rows = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.float32]
@@ -48,43 +43,15 @@ Hits = tuple[Rows, Scores]
 Record = tuple[str, str, dict[str, Any]]
 
 
-class IndexWatcher(Protocol):
-    """Told every change of an :class:`ExactIndex` once it is made (the lexical index)."""
-
-    def upsert(self, chunks: Sequence[Chunk]) -> None: ...
-
-    def remove(self, ids: Sequence[str]) -> None: ...
-
-    def clear(self) -> None: ...
-
-    def reset(self) -> None:
-        """A change failed midway: start again from the store."""
-
-
-class _Unwatched:
-    def upsert(self, chunks: Sequence[Chunk]) -> None:
-        pass
-
-    def remove(self, ids: Sequence[str]) -> None:
-        pass
-
-    def clear(self) -> None:
-        pass
-
-    def reset(self) -> None:
-        pass
-
-
 class ExactIndex:
     """Normalised rows, id ↔ row maps, exact top-k cosine search.
 
     Args:
         dimension: fix the dimension up front (otherwise the first insert decides).
-        metadata_source: given, the index keeps no records (text, document, metadata);
-            it is called for every row's metadata when a filter needs it.
-        watcher: told each upsert, removal and clear once made (a failed one: ``reset``),
-            so an index derived from the same chunks (lexical search) follows this one
-            without the store telling it each time.
+        metadata_source: given, the index keeps no records; it gives every row's metadata
+            when a filter needs a new column.
+        watcher: the store's lexical index, told each change once made (``reset`` when one
+            failed midway).
     """
 
     def __init__(
@@ -92,12 +59,12 @@ class ExactIndex:
         dimension: int | None = None,
         *,
         metadata_source: MetadataSource | None = None,
-        watcher: IndexWatcher | None = None,
+        watcher: LexicalMirror | None = None,
     ) -> None:
         self._fixed_dim = dimension
         self._keeps_records = metadata_source is None
         self._columns = MetadataColumns(metadata_source or self._record_metadata)
-        self._watcher: IndexWatcher = watcher or _Unwatched()
+        self._watcher = watcher or LexicalMirror(list)  # never built: told changes cost nothing
         self._reset()
 
     def _reset(self) -> None:
@@ -114,7 +81,7 @@ class ExactIndex:
 
     @property
     def _rows(self) -> dict[str, int]:
-        """The id -> row map (built from the ids on first use after :meth:`load`)."""
+        """The id -> row map (built on first use after :meth:`load`)."""
         rows = self._row_map
         if rows is None:
             rows = self._row_map = dict(zip(self._ids, range(self._n), strict=True))
@@ -221,22 +188,14 @@ class ExactIndex:
         self._rows.update(zip(batch.ids, range(start, start + count), strict=True))
         if self._keeps_records:
             self._records.extend(_record(c) for c in batch.chunks)
-            by_doc = self._by_doc
             for chunk_id, chunk in zip(batch.ids, batch.chunks, strict=True):
-                members = by_doc.get(chunk.doc_id)
-                if members is None:
-                    members = by_doc[chunk.doc_id] = set()
-                members.add(chunk_id)
+                self._by_doc.setdefault(chunk.doc_id, set()).add(chunk_id)
         self._n += count
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def load(self, ids: list[str], vectors: Matrix) -> None:
-        """Fill an empty index without records in one step (vectors already normalised, ids
-        unique).
-
-        The matrix and the id list are adopted as they are (no copy): the caller must not
-        keep using them. The id -> row map is built when a write or lookup first needs it.
-        """
+        """Fill an empty index without records: normalised ``vectors`` and unique ``ids``,
+        adopted without a copy (the caller must not keep using them)."""
         if self._n:
             raise InvalidStateError("load() needs an empty index")
         self._dim = int(vectors.shape[1])
@@ -310,23 +269,18 @@ class ExactIndex:
 
     # ------------------------------------------------------------------ search
     def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:
-        """The top ``k`` rows by cosine similarity to the normalised ``query``, best first.
-
-        A filter selects rows through the metadata columns first, then only those are scored.
-        """
+        """The top ``k`` rows by cosine to the normalised ``query`` among those ``filter``
+        selects, best first."""
         n = self._n
         if n == 0:
             return _NO_HITS
         if not filter:
             return _top(self._matrix[:n] @ query, k)
-        return masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
+        return _masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
 
     def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
-        """Top ``k`` for each row of the normalised ``queries`` matrix.
-
-        One matrix product for the whole batch, then each row's top ``k`` (one
-        ``argpartition`` per row measured faster than one over the whole score matrix).
-        """
+        """Top ``k`` of each normalised query row: one matrix product, one ``argpartition``
+        per row (measured faster than one over the whole score matrix)."""
         n = self._n
         if n == 0:
             return [_NO_HITS for _ in range(queries.shape[0])]
@@ -351,12 +305,8 @@ class ExactIndex:
 
 
 class ExactSearch(BaseVectorStore):
-    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``).
-
-    The checks, the query preparation and the one matrix product for a batch are here; a
-    store says how a search reads (:meth:`_reading_index`: its locks held and ``_index`` up
-    to date) and how hit rows become chunks (:meth:`_scored_hits`).
-    """
+    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``); the
+    store says how a search reads (:meth:`_reading_index`) and how hit rows become chunks."""
 
     _index: ExactIndex
 
@@ -409,12 +359,9 @@ class ExactSearch(BaseVectorStore):
 _NO_HITS: Hits = (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32))
 
 
-def masked_top(matrix: Matrix, query: Matrix, mask: npt.NDArray[np.bool_], k: int) -> Hits:
-    """The top ``k`` rows of ``matrix`` among those ``mask`` selects, best first.
-
-    A selective mask scores only the matching rows; a broad one (over a quarter of the rows)
-    scores every row and masks the rest, which beats gathering the matches.
-    """
+def _masked_top(matrix: Matrix, query: Matrix, mask: npt.NDArray[np.bool_], k: int) -> Hits:
+    """The top ``k`` rows of ``matrix`` among those ``mask`` selects, best first: a broad
+    mask (over a quarter of the rows) scores every row, which beats gathering the matches."""
     count = int(np.count_nonzero(mask))
     if count == 0:
         return _NO_HITS

@@ -1,10 +1,6 @@
-"""A process's copy of a file store's recorded embedder identity, fresh across processes.
-
-SQLite and FAISS stores read their files locally: the identity is read again only when the
-store's change counter moved (SQLite's ``PRAGMA data_version``, the FAISS generation), so a
-search reports it (:func:`..ports.identity_probe.report_identity`) at no extra query while
-nothing changed, and re-reads it after any process committed a write (a ``clear`` included).
-"""
+"""A file store's copy of its recorded embedder identity, read again only when the store's
+change counter moved (SQLite's ``data_version``, the FAISS generation): a search reports it
+at no extra query, fresh after any process's write."""
 
 from __future__ import annotations
 
@@ -16,12 +12,9 @@ __all__ = ["IdentityCopy"]
 
 
 class IdentityCopy:
-    """The recorded identity as of one value of the store's change counter.
-
-    The store calls :meth:`at` with its lock held, inside the read snapshot whose counter it
-    passes, and :meth:`forget` after its own commits (which do not move SQLite's
-    ``data_version`` for the connection that made them).
-    """
+    """The identity as of one counter value: :meth:`at` is called under the store's lock in
+    the snapshot whose counter it passes, :meth:`forget` after the store's own commits
+    (which do not move SQLite's ``data_version`` for their connection)."""
 
     __slots__ = ("_counter", "_identity", "_read")
 

@@ -1,38 +1,16 @@
-"""BM25 lexical search computed in the process, for the stores without an engine underneath
-(in-memory, SQLite, FAISS); the engines compute it themselves (see the engines' packages).
+"""BM25 computed in the process, for the in-memory and FAISS stores (the engines compute
+their own).
 
-Terms come from :func:`pywrapai_graph.application.text_analysis.analyze`.
-
-Ranking: a chunk ``c`` of document ``D`` scores its own BM25 plus a document field, the BM25
-of the whole document (its chunks together, grouped by ``doc_id``), weighted by
-:data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT` ``W``::
-
-    score(q, c) = BM25(q, c) + W · BM25_doc(q, D)
-
-Both are Okapi BM25 with Lucene's non-negative idf, for query terms ``t`` (a term repeated
-in the query counts each time) and a unit ``u`` (a chunk, or a document)::
-
-    BM25(q, u) = Σ_t idf(t) · tf(t, u) · (k1 + 1) / (tf(t, u) + k1 · (1 − b + b · |u| / avgdl))
-    idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-
-For chunks, ``N`` is the number of chunks in the store, ``df`` how many contain the term,
-``|u|`` the chunk's token count after analysis and ``avgdl`` their mean. For documents, each
-chunk adds its part (:func:`~pywrapai_graph.application.text_analysis.document_parts`: its
-text without the start it repeats from the previous chunk of its document in the same write,
-so a chunker's overlap counts once): ``tf(t, D)`` and ``|D|`` are the sums over D's parts,
-``N`` the number of documents, ``df`` how many documents have a part containing the term and
-``avgdl`` the mean ``|D|``. With one chunk per document both fields agree and the score is
-``(1 + W) · BM25``: the ranking of whole documents is plain BM25. Candidates are the chunks
-holding at least one query term; statistics cover the whole store; a metadata filter selects
-among the scored chunks. Ties are broken by chunk id. A query reads only the postings of its
-terms (and makes one pass over a score array per field): both fields keep their postings and
-lengths up to date on every write, nothing is rebuilt per query.
-
-Each of these stores derives this index from the chunks it holds (the store stays the one
-source of truth): :class:`LexicalMirror` builds it on the first lexical search (the stored
-chunks in their stored order, as one write) and then applies each successful write of this
-process; a failed write, or a change made by another process that the store detects, makes
-it rebuild.
+A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W`` is
+:data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT`): Okapi BM25 with Lucene's
+non-negative idf over the terms of :func:`~pywrapai_graph.application.text_analysis.analyze`,
+once over the chunks and once over the documents, each chunk adding to its document the part
+:func:`~pywrapai_graph.application.text_analysis.document_parts` gives it (a chunker's overlap
+counts once); docs/retrieval.md writes the formula out. Candidates hold at least one query term,
+statistics cover the whole store, a filter selects among the scored chunks, ties go by chunk id.
+Both fields keep their postings and lengths current on every write: a query reads only its
+terms' postings. :class:`LexicalMirror` derives the index from the store (the one source of
+truth) on the first lexical search and then follows the store's writes.
 """
 
 from __future__ import annotations
@@ -53,7 +31,7 @@ from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_inputs import checked_filter, matches_filter
 from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["InProcessRetrieval", "LexicalIndex", "LexicalMirror", "LexicalSearch"]
+__all__ = ["InProcessRetrieval", "LexicalIndex", "LexicalMirror"]
 
 Slots = npt.NDArray[np.intp]
 Floats = npt.NDArray[np.float64]
@@ -141,12 +119,8 @@ class _Field:
 
 
 class LexicalIndex:
-    """An inverted index of analysed chunks and of their documents, ranked by BM25 with a
-    document field (module docstring); not thread-safe on its own.
-
-    Args:
-        document_weight: ``W``, the weight of the document field (0: chunks alone).
-    """
+    """Chunk and document postings ranked by BM25 with the document field (module docstring),
+    ``document_weight`` being ``W`` (0: chunks alone); not thread-safe on its own."""
 
     def __init__(self, document_weight: float = DOCUMENT_WEIGHT) -> None:
         self._weight = document_weight
@@ -277,16 +251,10 @@ class LexicalIndex:
 
 
 class LexicalMirror:
-    """A store's BM25 index, built from the store on first use and kept in step with its writes.
-
-    It watches the store's writes: each committed change is told to it (the in-memory and
-    SQLite stores' :class:`ExactIndex` tells it, FAISS's transaction once it commits), a
-    failed write or another process's change resets it. Not locked on its own: it is told
-    under the lock that guards the store's writes. Until the first lexical search nothing is
-    indexed and writes cost nothing here.
-
-    Args:
-        load: returns every chunk the store holds (text, doc id, metadata, id).
+    """A store's BM25 index, built from ``load()`` (every chunk the store holds) on the first
+    lexical search, then told each committed write (by the in-memory store's
+    :class:`ExactIndex`, by FAISS's transaction); a failed write or another process's change
+    resets it. Told under the store's write lock; until the first search writes cost nothing.
     """
 
     def __init__(self, load: Callable[[], Iterable[Chunk]]) -> None:
@@ -321,15 +289,29 @@ class LexicalMirror:
         return self._index
 
 
-class LexicalSearch:
-    """Mixin giving a store ``lexical_search`` through its ``_lexical`` mirror.
+class InProcessRetrieval:
+    """``lexical_search`` and ``retrieve`` of a store over its own structures (in-memory, FAISS).
 
-    The store sets ``self._lexical`` and ``self._lock`` (the lock of its writes) and may
-    override ``_before_lexical`` to notice changes made by other processes.
+    The store sets ``_lexical`` and ``_lock`` (the lock of its writes) and may override
+    :meth:`_before_lexical` (notice other processes' changes) and :meth:`_reading` (what one
+    read holds). A retrieval is one pass in one read: the dense candidates from the matrix,
+    the lexical ones from the index (the query scored once: its top and the dense
+    candidates' missing scores come from one score array), the lexical candidates' missing
+    cosines, fused by :mod:`pywrapai_graph.application.fusion`.
     """
 
     _lexical: LexicalMirror
     _lock: AbstractContextManager[Any]
+
+    if TYPE_CHECKING:  # the store's
+
+        def search(
+            self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
+        ) -> list[ScoredChunk]: ...
+
+        def _similarities(
+            self, query_vector: Sequence[float], ids: list[str]
+        ) -> dict[str, float]: ...
 
     @property
     def lexical(self) -> bool:
@@ -342,31 +324,9 @@ class LexicalSearch:
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """The ``k`` chunks whose text best matches ``query`` by BM25, best first."""
         with self._lock:
             self._before_lexical()
             return self._lexical.index().search(query, k, filter, k1=k1, b=b)
-
-
-class InProcessRetrieval(LexicalSearch):
-    """``retrieve`` answered in one pass over the store's own structures (in-memory, FAISS).
-
-    One read (:meth:`_reading`: the store's lock, and for FAISS one committed generation)
-    takes the dense candidates from the matrix, the lexical ones from the BM25 index (the
-    query scored once: its top and the dense candidates' missing scores both come from that
-    one score array), the lexical candidates' missing cosines from the matrix, and fuses them
-    with :mod:`pywrapai_graph.application.fusion`.
-    """
-
-    if TYPE_CHECKING:  # the store's
-
-        def search(
-            self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-        ) -> list[ScoredChunk]: ...
-
-        def _similarities(
-            self, query_vector: Sequence[float], ids: list[str]
-        ) -> dict[str, float]: ...
 
     def _reading(self) -> AbstractContextManager[Any]:
         """Hold what one read of the store holds (by default its lock)."""

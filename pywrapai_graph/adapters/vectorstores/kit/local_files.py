@@ -63,8 +63,8 @@ IN_BATCH = 500
 
 
 def rows_in(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> list[Any]:
-    """The rows of ``statement`` run once per :data:`IN_BATCH` of ``values``, its one
-    ``IN (?)`` given a mark per value of the batch (a DELETE's rows: what it RETURNs)."""
+    """The rows of ``statement`` run per :data:`IN_BATCH` of ``values``, its ``IN (?)``
+    given a mark per value."""
     rows: list[Any] = []
     for start in range(0, len(values), IN_BATCH):
         part = list(values[start : start + IN_BATCH])
@@ -75,8 +75,7 @@ def rows_in(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> 
 def sqlite_manifests(
     conn: sqlite3.Connection, table: str, doc_ids: Sequence[str]
 ) -> dict[str, DocumentManifest]:
-    """The manifests of ``doc_ids`` kept in ``table`` (a quoted name with ``doc_id`` and
-    ``manifest`` columns): one indexed ``IN`` query per :data:`IN_BATCH` ids."""
+    """The manifests of ``doc_ids`` in ``table`` (quoted, with ``doc_id`` and ``manifest``)."""
     statement = f"SELECT doc_id, manifest FROM {table} WHERE doc_id IN (?)"
     return dict(manifests_from_json(rows_in(conn, statement, doc_ids)))
 
@@ -109,10 +108,9 @@ def nearly_full(folder: Path) -> bool:
 
 
 def check_room(folder: Path, needed: int) -> None:
-    """Refuse, before anything is written, a write the disk holding ``folder`` cannot hold.
-
-    For engines that a full disk leaves damaged: ``needed`` is the caller's upper estimate
-    of what the write may use, and :data:`ROOM_MARGIN` more is kept free.
+    """Refuse, before anything is written, a write of up to ``needed`` bytes the disk
+    holding ``folder`` cannot hold with :data:`ROOM_MARGIN` to spare (for engines a full
+    disk damages).
 
     Raises:
         StorageFullError: less room than that.
@@ -142,12 +140,9 @@ def fsync_dir(path: Path) -> None:
 
 
 class WriteLock:
-    """An exclusive ``flock`` on ``path`` shared by every process using the store.
-
-    A second writer waits up to ``timeout`` seconds, then gets :class:`StoreBusyError`.
-    The kernel drops the lock when its holder dies, so a crash never leaves it held.
-    A symbolic link at ``path`` is refused (:class:`VectorStoreError`), never followed.
-    """
+    """An exclusive ``flock`` on ``path`` shared by every process using the store (dropped by
+    the kernel when its holder dies); a second writer waits up to ``timeout`` seconds, then
+    gets :class:`StoreBusyError`. A symbolic link at ``path`` is refused."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path = path

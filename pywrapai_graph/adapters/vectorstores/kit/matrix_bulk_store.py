@@ -16,11 +16,8 @@ __all__ = ["MatrixBulkStore"]
 
 
 class MatrixBulkStore(BaseVectorStore):
-    """A store whose document writes take the vectors as a float32 matrix (the bulk path).
-
-    ``replace_document`` (list embeddings) and ``replace_document_vectors`` (a float32
-    ``memoryview``) both end in ``_replace``, which gets the matrix or None.
-    """
+    """A store whose ``replace_document`` and ``replace_document_vectors`` both end in
+    ``_replace``, given the float32 matrix (or None: the chunks' embeddings)."""
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         return self._replace(manifest, chunks, None)

@@ -1,11 +1,6 @@
-"""MetadataColumns: metadata values as row-aligned columns, so a filter is a vector compare.
-
-A metadata filter used to test every stored chunk's dict in a Python loop. Here each filtered
-key has an object column aligned with the vector matrix (row ``i`` holds row ``i``'s value,
-or a marker when the key is missing); a filter is one C-level comparison per key, and the
-search then scores only the matching rows. A column is built the first time its key is
-filtered on and is kept in step by every write after that.
-"""
+"""Metadata values as object columns aligned with the vector matrix, one per filtered key
+(built when the key is first filtered on, kept in step by every write): a filter is one
+C-level comparison per key."""
 
 from __future__ import annotations
 
@@ -27,30 +22,12 @@ MetadataSource = Callable[[int], Sequence[Mapping[str, Any]]]
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class _Missing:
-    """Stands for an absent key: equal to nothing."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-_MISSING = _Missing()
+_MISSING = object()  # an absent key: equal to no filter value
 
 
 class _JSONBool:
-    """A stored (or wanted) bool that equals only the same bool: JSON's ``true`` is not ``1``.
-
-    Python says ``True == 1``; with bools held as these, one C-level ``column == value``
-    gives JSON equality for every scalar, with no Python pass over the rows.
-    """
+    """A bool that equals only the same bool (JSON's ``true`` is not ``1``), so one C-level
+    ``column == value`` gives JSON equality for every scalar."""
 
     __slots__ = ("value",)
 
@@ -84,11 +61,8 @@ def _objects(values: Iterable[object], count: int) -> Objects:
 
 
 class MetadataColumns:
-    """Object columns of metadata values for the keys filters use.
-
-    Args:
-        source: gives every row's metadata when a column for a new key is first needed.
-    """
+    """Object columns of the keys filters use; ``source`` gives every row's metadata when a
+    new key's column is first needed."""
 
     def __init__(self, source: MetadataSource) -> None:
         self._source = source

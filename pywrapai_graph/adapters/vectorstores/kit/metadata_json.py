@@ -18,9 +18,8 @@ _METADATA_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_k
 
 
 def _row_encoder() -> Callable[[Any], str]:
-    """``_METADATA_ENCODER.encode`` without its per-call set-up: the same C encoder with the
-    same options (so the same text, byte for byte), made once. No circular-reference
-    bookkeeping: checked metadata is flat (scalars and lists of scalars)."""
+    """``_METADATA_ENCODER.encode`` without its per-call set-up: the same C encoder (the
+    same bytes), made once, without circular-reference checks (checked metadata is flat)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # no C accelerator: the encoder itself
         return _METADATA_ENCODER.encode
@@ -45,10 +44,9 @@ _SAME_TEXT = frozenset({str, int, bool, type(None)})
 
 
 def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
-    """Each chunk's metadata as :func:`metadata_json` writes it, for a whole batch.
-
-    A document's chunks carry copies of its metadata: a run of equal metadata (same keys in
-    the same order, equal values of the same plain types) is encoded once.
+    """Each chunk's metadata as :func:`metadata_json` writes it; a run of equal metadata
+    (a document's chunks: same keys in order, equal values of the same plain types) is
+    encoded once.
 
     Raises:
         InvalidArgumentError: as :func:`metadata_json`.
@@ -81,8 +79,7 @@ def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any
     """A stored row's metadata JSON as a dict.
 
     Raises:
-        VectorStoreError: the row holds something else (a row changed outside this library):
-            naming the chunk and ``where`` it is, and what to do.
+        VectorStoreError: the row holds something else (changed outside this library).
     """
     try:
         value = json.loads(text)  # type: ignore[arg-type]

@@ -1,12 +1,7 @@
-"""Store files are never reached through a symbolic link.
-
-A store's files sit at names derived from what the user configured (``<index>.log``,
-``<index>.lock``, ``<index>.pending``, SQLite's ``-wal``...). A symbolic link planted at one
-of them would make the store truncate or overwrite the link's target: any file the service
-may write. So every file a store opens for writing is opened here, with ``O_NOFOLLOW`` and
-then checked on the opened descriptor (a regular file, nothing else); the files an engine
-opens by name itself (SQLite's database and its side files, which Python cannot open with
-``SQLITE_OPEN_NOFOLLOW``) are checked with ``lstat`` just before, under the store's lock.
+"""Store files are never reached through a symbolic link (one planted at ``<index>.lock``
+or SQLite's ``-wal`` would make the store overwrite the link's target): a store opens its
+files with :func:`open_file`, and checks those an engine opens by name (SQLite's) with
+:func:`refuse_links` just before, under the store's lock.
 """
 
 from __future__ import annotations
@@ -39,15 +34,8 @@ def _not_regular(path: Path | str) -> VectorStoreError:
 
 
 def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` that refuses a symbolic link at ``path`` and anything but a regular file.
-
-    Args:
-        path: the file.
-        flags: ``os.O_*`` access and creation flags; ``O_NOFOLLOW`` is always added.
-        mode: permissions of a file this creates.
-
-    Returns:
-        the open descriptor (the caller closes it).
+    """``os.open`` (``O_NOFOLLOW`` added to ``flags``) that refuses a symbolic link at
+    ``path`` and anything but a regular file; the caller closes the descriptor.
 
     Raises:
         VectorStoreError: a link at ``path``, or the opened file is not a regular file.
@@ -73,8 +61,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
 
 
 def refuse_links(*paths: Path | str) -> None:
-    """Refuse before an engine opens them by name: any of ``paths`` that is a symbolic link,
-    or that exists as something other than a regular file.
+    """Refuse any of ``paths`` that is a symbolic link or exists as other than a regular file.
 
     Raises:
         VectorStoreError: naming the first such path.

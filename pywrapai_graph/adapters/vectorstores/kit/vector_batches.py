@@ -30,14 +30,9 @@ class PreparedBatch:
 def prepare_batch(
     chunks: Sequence[Chunk], dimension: int | None, vectors: Matrix | None = None
 ) -> PreparedBatch:
-    """Validate and normalise a batch's vectors before anything is written.
-
-    The chunks themselves (types, Unicode, metadata values) were checked once already, by
-    ``BaseVectorStore``'s public method whose primitive calls this (``add``,
-    ``replace_document``, ``replace_document_vectors``).
-
-    With ``vectors`` (row ``i`` for ``chunks[i]``) the chunks' ``embedding`` is ignored and no
-    Python float is built; otherwise the embeddings are converted once.
+    """Validate and normalise a batch's vectors (``vectors``, row ``i`` for ``chunks[i]``,
+    or else their embeddings) before anything is written; the chunks themselves were
+    checked by ``BaseVectorStore``.
 
     Raises:
         ValueError: naming the first bad chunk: embedding missing, wrong dimension,

@@ -1,5 +1,4 @@
-"""The values and pure rules of versioned documents (see ``versioned``): records, stored
-chunks, engine ids, which hits are visible, and what a repair may remove."""
+"""The values and pure rules of versioned documents (``versioned``)."""
 
 from __future__ import annotations
 
@@ -75,9 +74,8 @@ class DocRecord:
     pending: str = ""
 
 
-#: Record ids of repair marks: when a repair first saw a document's version pending, kept
-#: as a record of its own (``manifest`` = ``<ns, hex>:<version>``) so that marking never
-#: writes the document's record, which its writer may be committing at that moment.
+#: Record ids of repair marks (``manifest`` = ``<ns, hex>:<version>``: when a repair first
+#: saw it pending), records of their own: marking never writes a record being committed.
 REPAIR_MARK = "\u2063pywrapai-repair-seen:"
 
 

@@ -1,35 +1,22 @@
 """All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant,
 Milvus).
 
-Each document has a record beside the chunks: the *committed* chunk version, that version's
-manifest, and a *pending* version. ``replace_document`` goes:
-
-1. record.pending = v (the new version, a random token)
-2. upsert the chunks tagged with v, under engine ids of their own (``<chunk id>@v``), so the
-   committed version is untouched, batch after batch
-3. record.version = v, record.manifest = the manifest: **the commit point**
-4. delete the document's chunks of every other version
-5. record.pending = ""
-
-Where the engine can flip a flag on many rows in one atomic request (Chroma's ``update``,
-Milvus's partial ``upsert``: :attr:`VersionedDocuments._hides`), step 2 writes the chunks
-hidden and step 4 starts by showing v and hiding the others in that one request
-(:meth:`VersionedDocuments._show`): every read filters the hidden out, in one request.
-Elsewhere a chunk is visible only when its version is its document's committed one (``""``
-for chunks written by plain ``add`` to a document never replaced), so readers skip the
-chunks of steps 2 and 4. Either way a crash at any instant leaves the old version or the new
-one. On open (where the store holds a write lock), or at the next replace of the same
-document, the chunks of an interrupted version are removed; on a server,
-:meth:`VersionedDocuments.repair` removes them all, beside live writers: it leaves an
-uncommitted version alone until a repair has seen it pending for ``older_than_s`` (by the
-engine's clock where it has one, never the writer's), and changes a record only if it is
-still the one it read (compare-and-set). A writer whose pending version a repair took over
-refuses to commit it.
-
-Reads (``search``, ``search_many`` and, for a store with a native async client, their
-async twins) are written here once over the engine's query primitives: hits of other
-versions are dropped, and the engine is asked for more when they took places. Reads need
-no write lock, so the async twins run on the event loop without one.
+Each document has a record beside its chunks: the *committed* version, its manifest, and a
+*pending* version. ``replace_document``: (1) record.pending = v, a new random version;
+(2) upsert the chunks tagged v under engine ids of their own (``<chunk id>@v``), batch after
+batch; (3) record.version = v with the manifest: **the commit point**; (4) delete the
+document's chunks of other versions; (5) record.pending = "". A chunk is visible only when
+its version is its document's committed one (``""`` for plain ``add`` to a document never
+replaced). An engine that flips a flag on many rows in one request (:attr:`_hides`: Chroma's
+``update``, Milvus's partial ``upsert``) writes step 2 hidden and starts step 4 by showing v
+and hiding the others (:meth:`_show`), so its reads filter in one request. A crash leaves the
+old version or the new one; the store's open (under its write lock) or the document's next
+replace removes an interrupted version, and on a server :meth:`repair` does it beside live
+writers: an uncommitted version only once a repair has seen it pending for ``older_than_s``
+(by the engine's clock where it has one), each record changed by compare-and-set; a writer
+whose version a repair took over refuses to commit. Reads (``search``, ``search_many``, and
+their async twins on a native async client) drop hits of other versions and ask the engine
+for more when they took places; they need no write lock.
 """
 
 from __future__ import annotations
@@ -37,7 +24,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -96,12 +83,10 @@ class VersionedDocuments(BaseVectorStore):
 
     _dim: int | None
     _lock: AbstractContextManager[Any]
-    #: True for engines that flag the chunks of uncommitted versions hidden (written so by
-    #: ``replace_document``, flipped by :meth:`_show`) and whose ``_selector`` excludes them:
-    #: a search is then one engine request, without the record lookup
+    #: engines whose uncommitted versions are flagged hidden (:meth:`_show` flips them) and
+    #: whose ``_selector`` excludes them: a search is one request, without record lookup
     _hides = False
-    #: set by :meth:`_replace_document` (under the write lock) while its :meth:`_upsert`
-    #: writes the new version (hidden where :attr:`_hides`): the embedder it records
+    #: while :meth:`_replace_document`'s :meth:`_upsert` writes the new version: its embedder
     _replacing: tuple[EmbedderIdentity | None] | None = None
 
     # ------------------------------------------------------------------ engine primitives
@@ -114,9 +99,8 @@ class VersionedDocuments(BaseVectorStore):
         """The records of these documents (absent ones are left out)."""
 
     def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` for a search's hits; engines override it to read the embedder
-        record in the same request and tell its identity to the caller's probe
-        (``report_identity``). Unused where :attr:`_hides`."""
+        """:meth:`_records` for a search's hits (engines also read the embedder record in
+        that request and ``report_identity`` it). Unused where :attr:`_hides`."""
         return self._records(doc_ids)
 
     @abstractmethod
@@ -171,8 +155,8 @@ class VersionedDocuments(BaseVectorStore):
         return self._dim
 
     def _known_dim(self) -> int | None:
-        """The dimension, asked of the engine again while unknown: another process may
-        have written the first vectors since this store last looked."""
+        """The dimension, asked of the engine again while unknown (another process may have
+        written the first vectors)."""
         if self._dim is None:
             self._dim = self._engine_dimension()
         return self._dim
@@ -183,11 +167,8 @@ class VersionedDocuments(BaseVectorStore):
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """Write ``record`` only if the stored one is still ``expected``; True if written.
-
-        This default reads the record again and compares immediately before writing: a
-        write of another process between the two requests is the residual window. Engines
-        with a conditional write override it.
-        """
+        This default reads and compares just before writing (engines with a conditional
+        write override it)."""
         if self._records([record.doc_id]).get(record.doc_id) != expected:
             return False
         self._put_record(record)
@@ -242,8 +223,8 @@ class VersionedDocuments(BaseVectorStore):
             return before
 
     def _check_still_pending(self, doc_id: str, version: str) -> None:
-        """Refuse to commit a version a repair (or another writer's finish) took over, after
-        removing its chunks (no record names them any more: nothing else would)."""
+        """Refuse to commit a version a repair (or another writer) took over, after removing
+        its chunks (no record names them any more)."""
         current = self._records([doc_id]).get(doc_id)
         if current is None or current.pending != version:
             mine = [c.engine_id for c in self._stored_chunks(doc_id) if c.version == version]
@@ -257,17 +238,18 @@ class VersionedDocuments(BaseVectorStore):
 
     def _clean(self, record: DocRecord) -> None:
         """Finish (or undo) an interrupted replace of one document."""
-        stored = self._stored_chunks(record.doc_id)
+        self._drop_stale(record, self._stored_chunks(record.doc_id))
+        self._put_record(replace(record, pending=""))
+
+    def _drop_stale(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         self._show(record, stored)
         gone = stale(record, stored)
         if gone:
             self._delete_engine_ids(gone)
-        self._put_record(replace(record, pending=""))
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """For engines that hide the chunks of uncommitted versions (a flag every read
-        excludes): show a committed version (``record.pending == record.version``) and hide
-        the others in one engine request, before :meth:`_clean` deletes them."""
+        """Where :attr:`_hides`: show a committed version and hide the others in one engine
+        request, before they are deleted."""
 
     def _recover(self) -> None:
         """Clean what crashed writers left (call with the store's write lock held)."""
@@ -275,11 +257,8 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def _repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove the chunks of versions whose writer stopped mid-replace, beside live
-        writers, as the module docstring says: a committed version's clean-up is finished at
-        once, an uncommitted one only once a repair has seen it pending for ``older_than_s``
-        seconds (run it with ``0`` only when no other process writes the collection).
-        Returns how many documents were repaired."""
+        """Finish committed versions' clean-up at once, remove uncommitted ones a repair has
+        seen pending for ``older_than_s`` (module docstring); how many documents it repaired."""
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
@@ -307,32 +286,19 @@ class VersionedDocuments(BaseVectorStore):
         return now - seen >= guard
 
     def _repair_one(self, record: DocRecord) -> bool:
-        """Claim the record (compare-and-set), then delete the chunks it makes stale.
-
-        The chunks are listed before the claim: a replace begun after it writes chunks
-        this listing cannot hold, and one begun before it changed the record.
-        """
+        """Claim the record (compare-and-set), then delete the chunks it makes stale (listed
+        before the claim: a replace begun after it writes chunks this listing cannot hold)."""
         stored = self._stored_chunks(record.doc_id)
         if not self._put_record_if(replace(record, pending=""), record):
             return False
-        self._show(record, stored)
-        gone = stale(record, stored)
-        if gone:
-            self._delete_engine_ids(gone)
+        self._drop_stale(record, stored)
         return True
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        record = self._records([doc_id]).get(doc_id)
-        if record is None or not record.manifest:
-            return None
-        return DocumentManifest.from_json(doc_id, record.manifest)
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
-        """The manifests of ``doc_ids`` that have one: one record request per 500 ids.
-
-        A record names a manifest only once its version is committed (step 3), as for
-        :meth:`document_manifest`.
-        """
+        """The manifests of ``doc_ids`` that have one: one record request per 500 ids."""
         unique = list(dict.fromkeys(doc_ids))  # engines refuse repeated ids in one request
         rows: list[tuple[str, str]] = []
         for start in range(0, len(unique), _RECORDS_BATCH):
@@ -352,11 +318,8 @@ class VersionedDocuments(BaseVectorStore):
 
     def _add_versioned(self, batch: PreparedBatch) -> None:
         """``add``: chunks join their document's committed version, whose manifest is dropped."""
-        docs = sorted({c.doc_id for c in batch.chunks})
-        records = self._records(docs)
-        for record in records.values():
-            if record.manifest:
-                self._put_record(replace(record, manifest=""))
+        records = self._records(sorted({c.doc_id for c in batch.chunks}))
+        self._drop_manifests(records.values())
         versions = [records[c.doc_id].version if c.doc_id in records else "" for c in batch.chunks]
         targets = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
         others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in targets]
@@ -369,22 +332,14 @@ class VersionedDocuments(BaseVectorStore):
         copies = self._copies(chunk_ids)
         if not copies:
             return 0
-        for record in self._records(sorted({c.doc_id for c in copies})).values():
-            if record.manifest:
-                self._put_record(replace(record, manifest=""))
+        self._drop_manifests(self._records(sorted({c.doc_id for c in copies})).values())
         self._delete_engine_ids([c.engine_id for c in copies])
         return len({c.chunk_id for c in copies})
 
-    def _delete_document(self, doc_id: str) -> int:
-        """``delete_by_doc``: every chunk of every version, and the record."""
-        record = self._records([doc_id]).get(doc_id)
-        stored = self._stored_chunks(doc_id)
-        if stored:
-            self._delete_engine_ids([c.engine_id for c in stored])
-        if record is not None:
-            self._drop_records([doc_id])
-        committed = record.version if record else ""
-        return sum(c.version == committed for c in stored)
+    def _drop_manifests(self, records: Iterable[DocRecord]) -> None:
+        for record in records:
+            if record.manifest:
+                self._put_record(replace(record, manifest=""))
 
     def _delete(self, ids: list[str]) -> int:
         if not ids:
@@ -393,8 +348,16 @@ class VersionedDocuments(BaseVectorStore):
             return self._delete_chunks(ids)
 
     def _delete_by_doc(self, doc_id: str) -> int:
+        """Every chunk of every version, and the record."""
         with self._writing():
-            return self._delete_document(doc_id)
+            record = self._records([doc_id]).get(doc_id)
+            stored = self._stored_chunks(doc_id)
+            if stored:
+                self._delete_engine_ids([c.engine_id for c in stored])
+            if record is not None:
+                self._drop_records([doc_id])
+            committed = record.version if record else ""
+            return sum(c.version == committed for c in stored)
 
     def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
         """The chunks (each with its version) of committed versions only."""
@@ -445,8 +408,6 @@ class VersionedDocuments(BaseVectorStore):
     ) -> Core[_Read, list[list[ScoredChunk]]]:
         """:meth:`_visible_top` of each query: one engine request for the batch, one record
         lookup for all its hits, and a query whose hits were taken searched again alone."""
-        if not queries:
-            return []
         batches = yield ("query_many", queries, k, selector)
         if self._hides:
             return [[h for h, _ in hits[:k]] for hits in batches]
@@ -461,9 +422,9 @@ class VersionedDocuments(BaseVectorStore):
     def _visible_top(
         self, k: int, query: Matrix | None = None, selector: Any = None
     ) -> Core[_Read, list[ScoredChunk]]:
-        """The visible top ``k`` of an engine query, the reads of ``_search`` and
-        ``_asearch`` written once (yields the engine reads it needs, see :data:`_Read`):
-        asked for more while chunks of uncommitted versions took places."""
+        """The visible top ``k`` of an engine query, for ``_search`` and ``_asearch`` (yields
+        the engine reads it needs, :data:`_Read`), asking for more while other versions'
+        chunks took places."""
         asked = k
         while True:
             hits = yield ("query", query, asked, selector)
