@@ -6,26 +6,47 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import re
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlparse
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
+from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
+from pywrapai_graph.adapters.vectorstores.kit.local_files import nearly_full
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
-from pywrapai_graph.errors import StoreBusyError, VectorStoreError
-from pywrapai_graph.redaction import scrubbed
+from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    StorageFullError,
+    StoreBusyError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
+from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:
     from chromadb.api import AsyncClientAPI, ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
 
-__all__ = ["AsyncSide", "FolderHold", "FollowingHandle", "connect_server"]
+__all__ = [
+    "AsyncSide",
+    "FolderHold",
+    "FollowingHandle",
+    "connect_server",
+    "engine_errors",
+    "validate_collection_name",
+]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
 
 class FolderHold:
@@ -197,10 +218,10 @@ def connect_server(
         bound_requests(client, request_timeout)
 
         async def connect() -> AsyncClientAPI:
-            # its first requests run before its pool can be given a deadline
             # chromadb writes its choice of API into the settings: the async client gets its own
             fresh = type(settings)(anonymized_telemetry=False)
             made = chromadb.AsyncHttpClient(host=host, port=port, ssl=secure, settings=fresh)
+            # its first requests run before its pool can be given a deadline
             client: AsyncClientAPI = await asyncio.wait_for(made, request_timeout)
             bound_requests(client, request_timeout)
             return client
@@ -210,3 +231,41 @@ def connect_server(
         raise VectorStoreError(
             cannot_reach("Chroma", address(str(url), default_port=port), exc)
         ) from scrubbed(exc, [url])
+
+
+@contextmanager
+def engine_errors(
+    where: str, url: str | None, request_timeout: float | None, folder: Path | None
+) -> Iterator[None]:
+    """Chroma's and the transport's errors as the library's (the url's secrets never shown)."""
+    errors = require("chromadb.errors", "chroma", "chromadb")
+    timeouts, transports = http_errors()
+    try:
+        yield
+    except timeouts as exc:
+        raise StoreTimeoutError(
+            f"Chroma at {where!r} did not answer within {request_timeout} s "
+            f"({type(exc).__name__}): check that the server is up and not overloaded, or "
+            "raise the store's request_timeout_s"
+        ) from scrubbed(exc, [url])
+    except (errors.ChromaError, *transports) as exc:
+        if folder is not None and nearly_full(folder):
+            raise StorageFullError(
+                f"the disk holding {where!r} is full and Chroma failed "
+                f"({type(exc).__name__}); it may have left the folder damaged. Free some "
+                "space, and restore or re-create the folder if it no longer opens.",
+                path=where,
+            ) from scrubbed(exc, [url])
+        raise VectorStoreError(
+            f"Chroma at {where!r} failed: {type(exc).__name__}: {redact(str(exc), [url])}"
+        ) from scrubbed(exc, [url])
+
+
+def validate_collection_name(name: str) -> str:
+    """Chroma's naming rules, checked up front with a clear message."""
+    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
+        raise ConfigurationError(
+            f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
+            "starting and ending with a letter or digit, without '..', and not an IPv4 address"
+        )
+    return name

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -17,30 +17,21 @@ import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.chroma.client import (
     AsyncSide,
     FolderHold,
     FollowingHandle,
     connect_server,
-)
-from pywrapai_graph.adapters.vectorstores.chroma.points import (
-    DOC,
-    EMBEDDER,
-    HIDDEN,
-    HITS,
-    chunk_metadata,
-    hits_of,
-    stored_of,
-    where,
+    engine_errors,
+    validate_collection_name,
 )
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
     WriteLock,
     check_room,
-    nearly_full,
     subfolder_bytes,
 )
+from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
@@ -52,49 +43,88 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     VersionedDocuments,
     engine_id,
 )
-from pywrapai_graph.domain import ScoredChunk
-from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    StorageFullError,
-    StoreTimeoutError,
-    VectorStoreError,
-)
+from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.store_inputs import lexical_refusal
+from pywrapai_graph.ports.store_inputs import canonical_json, lexical_refusal
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.redaction import redact, scrubbed
+from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from chromadb.api import ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include, QueryResult
 
 __all__ = ["ChromaVectorStore"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
-_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-_EMBEDDER = "e:embedder"  # the record of the embedder, beside the documents' "d:<doc id>"
+_EMBEDDER = "e:embedder"  # the embedder's record, beside the documents' "d:<doc id>"
 T = TypeVar("T")
-#: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
-DEFAULT_EF_SEARCH = 400
+DEFAULT_EF_SEARCH = 400  # HNSW breadth: Chroma's 100 gives recall@10 ~0.90 at 100k vectors
 DEFAULT_EF_CONSTRUCTION = 200
-#: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds a Chroma server has to answer one request (None: wait for ever).
+DEFAULT_CONNECT_TIMEOUT = 10.0  # for a server's first answer (chromadb waits for ever)
 DEFAULT_REQUEST_TIMEOUT = 30.0
+# a chunk's layout: its metadata as JSON and again as ``where`` fields (``_field``), a flag
+# hiding it (a version not committed, or replaced), the embedder it was written under ("")
+META = "pywrapai_meta"
+DOC = "pywrapai_doc_id"
+HIDDEN = "pywrapai_hidden"  # absent on chunks written before it existed
+EMBEDDER = "pywrapai_embedder"
+HITS: Include = ["documents", "metadatas", "distances"]
 
 
-def validate_collection_name(name: str) -> str:
-    """Chroma's naming rules, checked up front with a clear message."""
-    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
-        raise ConfigurationError(
-            f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
-            "starting and ending with a letter or digit, without '..', and not an IPv4 address"
-        )
-    return name
+def _field(key: str, value: Any) -> tuple[str, Any]:
+    """A metadata value as its ``where`` field: scalars as ``m.<key>``, lists and None (which
+    Chroma cannot match by equality) as canonical JSON text in ``j.<key>``."""
+    if isinstance(value, str | int | float | bool):
+        return "m." + key, value
+    return "j." + key, canonical_json(value)
+
+
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    flat = dict(_field(k, v) for k, v in chunk.metadata.items())
+    return {META: metadata_json(chunk), DOC: chunk.doc_id, **flat}
+
+
+def where(filter: MetadataFilter | None) -> Any:
+    """The ``where`` of the shown chunks ``filter`` keeps."""
+    clauses: list[Any] = [{HIDDEN: {"$ne": True}}]
+    clauses += [dict([_field(k, v)]) for k, v in (filter or {}).items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def hits_of(result: QueryResult) -> list[list[Hit]]:
+    """Each query's hits (with their versions) of one ``query`` result; the embedder one of
+    them was written under is told to the caller's identity probe (none: the retriever asks)."""
+    metas = result["metadatas"] or []
+    rows = zip(
+        result["ids"], result["documents"] or [], metas, result["distances"] or [], strict=True
+    )
+    hits = [[_hit(*hit) for hit in zip(*row, strict=True)] for row in rows]
+    stamp = next((str(m[EMBEDDER]) for ms in metas for m in ms if m.get(EMBEDDER)), "")
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
+    return hits
+
+
+def _hit(engine_id: str, text: str | None, meta: Any, distance: float) -> Hit:
+    chunk = Chunk(
+        text=text or "",
+        doc_id=str(meta[DOC]),
+        metadata=json.loads(str(meta[META])),
+        id=str(meta.get(ID_KEY, engine_id)),
+    )
+    return ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), str(meta.get(VERSION_KEY, ""))
+
+
+def stored_of(got: Any) -> list[StoredChunk]:
+    return [
+        StoredChunk(i, str(m.get(ID_KEY, i)), str(m.get(VERSION_KEY, "")), str(m.get(DOC, "")))
+        for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
+    ]
 
 
 class ChromaVectorStore(VersionedDocuments):
@@ -188,36 +218,14 @@ class ChromaVectorStore(VersionedDocuments):
         refuse_links(*sqlite_files(folder / "chroma.sqlite3"))  # Chroma follows links
         return cast("ClientAPI", chromadb.PersistentClient(path=str(folder), settings=settings))
 
+    def _errors(self) -> AbstractContextManager[None]:
+        folder = self._file_lock.path.parent if self._file_lock else None
+        return engine_errors(self._where, self._url, self._request_timeout, folder)
+
     @contextmanager
     def _writing(self) -> Iterator[None]:
         with self._lock, self._file_lock or nullcontext():
             yield
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        errors = require("chromadb.errors", "chroma", "chromadb")
-        timeouts, transports = http_errors()
-        try:
-            yield
-        except timeouts as exc:
-            raise StoreTimeoutError(
-                f"Chroma at {self._where!r} did not answer within {self._request_timeout} s "
-                f"({type(exc).__name__}): check that the server is up and not overloaded, or "
-                "raise the store's request_timeout_s"
-            ) from scrubbed(exc, [self._url])
-        except (errors.ChromaError, *transports) as exc:
-            lock = self._file_lock
-            if lock is not None and nearly_full(lock.path.parent):
-                raise StorageFullError(
-                    f"the disk holding {self._where!r} is full and Chroma failed "
-                    f"({type(exc).__name__}); it may have left the folder damaged. Free some "
-                    "space, and restore or re-create the folder if it no longer opens.",
-                    path=self._where,
-                ) from scrubbed(exc, [self._url])
-            raise VectorStoreError(
-                f"Chroma at {self._where!r} failed: {type(exc).__name__}: "
-                f"{redact(str(exc), [self._url])}"
-            ) from scrubbed(exc, [self._url])
 
     def _open_collection(self) -> Collection:
         return self._client.get_or_create_collection(
