@@ -1,5 +1,6 @@
 """Chroma's clients made safe to hold: a deadline on every HTTP request, one async client
-per event loop, handles that follow a re-created collection, a folder held by one process."""
+per event loop, handles that follow a re-created collection, a folder held by one process;
+Chroma's errors as the library's, and its collection-name rule."""
 
 from __future__ import annotations
 
