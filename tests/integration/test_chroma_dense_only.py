@@ -136,7 +136,7 @@ def chroma_proxy(chroma_url: str) -> Iterator[CountingProxy]:
 def test_a_dense_retrieval_is_one_query_on_the_wire(
     chroma_proxy: CountingProxy, tmp_path: Path
 ) -> None:
-    """Sync and async, with a filter: the chunks' ``query`` alone (its ``where`` keeps the
+    """Sync and async, with a filter and through a scope: the chunks' ``query`` alone (its ``where`` keeps the
     shown chunks, its hits carry the embedder identity); no count first, no records read."""
     url = f"http://127.0.0.1:{chroma_proxy.server.server_address[1]}"
     store = ChromaVectorStore(url=url, collection=name_for(tmp_path, "d"))
@@ -158,7 +158,8 @@ def test_a_dense_retrieval_is_one_query_on_the_wire(
     chroma_proxy.requests.clear()
     assert retriever.retrieve("shock")[0].chunk.doc_id == "doc-a"
     assert retriever.retrieve("shock", filter=part) == []
-    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query", "query"]
+    assert retriever.scoped(part).retrieve("shock") == []  # a tenant scope is its filter
+    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query"] * 3
     store.close()
 
 

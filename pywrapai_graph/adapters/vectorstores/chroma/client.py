@@ -1,39 +1,135 @@
-"""Chroma's clients, made safe to hold: a deadline for every HTTP request, the embedded
-folder held by one process, and one event loop's async client (:class:`AsyncSide`)."""
+"""Chroma's clients made safe to hold: a deadline on every HTTP request, one async client
+per event loop, handles that follow a re-created collection, a folder held by one process;
+Chroma's errors as the library's, and its collection-name rule."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+import re
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlparse
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
+from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
-from pywrapai_graph.adapters.vectorstores.chroma.process_hold import FolderHold
-from pywrapai_graph.errors import VectorStoreError
-from pywrapai_graph.redaction import scrubbed
+from pywrapai_graph.adapters.vectorstores.kit.local_files import nearly_full
+from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
+from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.errors import (
+    ConfigurationError,
+    StorageFullError,
+    StoreBusyError,
+    StoreTimeoutError,
+    VectorStoreError,
+)
+from pywrapai_graph.redaction import redact, scrubbed
 
 if TYPE_CHECKING:
     from chromadb.api import AsyncClientAPI, ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
 
-__all__ = ["AsyncSide", "bound_requests", "connect_server", "folder_hold", "let_go"]
+__all__ = [
+    "AsyncSide",
+    "FolderHold",
+    "FollowingHandle",
+    "connect_server",
+    "engine_errors",
+    "validate_collection_name",
+]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+class FolderHold:
+    """A counted share of this process's ``flock`` on an embedded Chroma folder: stores of
+    one process share it, another process gets :class:`StoreBusyError` (a ``PersistentClient``
+    never reads another process's writes). Keyed by pid: a forked child does not inherit it.
+    """
+
+    _table: ClassVar[dict[tuple[int, str], tuple[int, int]]] = {}  # (pid, folder): (fd, users)
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._key = (os.getpid(), os.path.realpath(folder))
+        with self._guard:
+            fd, users = self._table.get(self._key, (-1, 0))
+            if fd < 0:
+                fd = open_file(folder / "pywrapai.open.lock", os.O_RDWR | os.O_CREAT)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    raise StoreBusyError(
+                        f"the Chroma folder {str(folder)!r} is open in another process, and an "
+                        "embedded Chroma serves one process at a time (it would not see the "
+                        "other's writes): close the store there, or serve the folder with "
+                        f"`chroma run --path {folder}` and open ChromaVectorStore(url=...) in "
+                        "every process"
+                    ) from None
+            self._table[self._key] = (fd, users + 1)
+        self._held = True
+
+    def release(self) -> None:
+        """Give this share back (idempotent); the last share of the process unlocks."""
+        with self._guard:
+            if not self._held:
+                return
+            self._held = False
+            fd, users = self._table.pop(self._key)
+            if users > 1:
+                self._table[self._key] = (fd, users - 1)
+                return
+        os.close(fd)  # closing the descriptor drops the flock
+
+
+class FollowingHandle:
+    """Calls go to the current collection of a name: a call that finds it gone (another
+    process's ``clear()`` re-created it under a new id) fetches it again and is repeated."""
+
+    def __init__(
+        self,
+        fetch: Callable[[], Any],
+        not_found: type[Exception],
+        refetched: Callable[[], object] = lambda: None,
+    ) -> None:
+        self._fetch = fetch
+        self._not_found = not_found
+        self._refetched = refetched
+        self.current = fetch()
+
+    def refetch(self) -> None:
+        self.current = self._fetch()
+        self._refetched()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.current, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return getattr(self.current, name)(*args, **kwargs)
+            except self._not_found:
+                self.refetch()
+                return getattr(self.current, name)(*args, **kwargs)
+
+        return call
 
 
 def bound_requests(client: Any, seconds: float | None) -> None:
-    """Give a Chroma HTTP client's connection pool a deadline per request.
-
-    chromadb 1.5.9 builds its ``httpx`` clients with ``timeout=None`` and has no setting for
-    it, so a server that stops answering would hang every call for ever. The pool is the
-    client's ``_server._session`` (sync) or ``_server._get_client()`` (async, one pool per
-    event loop, built on first use); ``httpx`` lets its ``timeout`` be set after creation.
-    """
+    """Give a Chroma HTTP client's ``httpx`` pool a deadline per request (chromadb 1.5.9
+    builds it with ``timeout=None`` and has no setting for it)."""
     if seconds is None:
         return
     server: Any = getattr(client, "_server", None)
@@ -48,33 +144,12 @@ def bound_requests(client: Any, seconds: float | None) -> None:
     pool.timeout = seconds
 
 
-def let_go(client: Any, hold: FolderHold | None) -> None:
-    """Embedded mode: close the client (chromadb drops its cached state of the folder with
-    the last one), then let the folder go. A server's client closes with the process."""
-    if hold is not None:
-        client.close()
-        hold.release()
-
-
-def folder_hold(folder: Path) -> FolderHold:
-    """The hold of an embedded Chroma folder: one process at a time."""
-    return FolderHold(
-        folder,
-        f"the Chroma folder {str(folder)!r} is open in another process, and an embedded "
-        "Chroma serves one process at a time (it would not see the other's writes): close "
-        f"the store there, or serve the folder with `chroma run --path {folder}` and open "
-        "ChromaVectorStore(url=...) in every process",
-    )
-
-
 class AsyncSide:
-    """One event loop's Chroma ``AsyncHttpClient`` and collection handles, built on first use.
+    """One event loop's ``AsyncHttpClient`` and chunks handle, built on first use.
 
-    chromadb keeps its async HTTP pools in one class-wide table keyed by the loop's hash, and
-    never drops a pool whose loop ended (a new loop may get the same hash and the dead pool).
-    :meth:`aclose` therefore removes and closes the loop's pool when the last of our clients
-    on that loop closes, and unregisters the client's ``System`` (a new one is made per
-    client).
+    chromadb keeps its async HTTP pools in a class-wide table keyed by the loop's hash and
+    never drops a pool whose loop ended (a new loop may get its hash): :meth:`aclose` closes
+    the loop's pool when our last client on it closes, and unregisters the client's System.
     """
 
     _users: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int]] = (
@@ -85,39 +160,33 @@ class AsyncSide:
     def __init__(self, connect: Callable[[], Awaitable[AsyncClientAPI]]) -> None:
         self._connect = connect
         self._client: AsyncClientAPI | None = None
-        self._handles: dict[str, AsyncCollection] = {}
+        self._handle: AsyncCollection | None = None
         self._opening = asyncio.Lock()
         loop = asyncio.get_running_loop()
-        # no strong reference to the loop: PerLoop keys on it weakly
-        self._loop = weakref.ref(loop)
+        self._loop = weakref.ref(loop)  # PerLoop keys on the loop weakly
         self._loop_hash = hash(loop)
         with self._users_lock:
             self._users[loop] = self._users.get(loop, 0) + 1
 
     async def collection(self, name: str, ident: uuid.UUID) -> AsyncCollection:
         """The handle of ``name``, fetched again when the sync side re-created it."""
-        handle = self._handles.get(name)
-        if handle is not None and handle.id == ident:
-            return handle
-        async with self._opening:
-            if self._client is None:
-                self._client = await self._connect()
-            handle = await self._client.get_collection(name, embedding_function=None)
-            self._handles[name] = handle
-            return handle
+        if self._handle is None or self._handle.id != ident:
+            async with self._opening:
+                self._client = self._client or await self._connect()
+                self._handle = await self._client.get_collection(name, embedding_function=None)
+        return self._handle
 
     async def aclose(self) -> None:
-        """Forget the handles; close the loop's HTTP pool if no other client of ours uses it."""
-        self._handles.clear()
+        self._handle = None
         self._opening = asyncio.Lock()  # a used lock holds its loop
         client, self._client = self._client, None
         loop = self._loop()
+        left = 0
         with self._users_lock:
-            left = self._users.get(loop, 1) - 1 if loop is not None else 0
-            if left and loop is not None:
-                self._users[loop] = left
-            elif loop is not None:
-                self._users.pop(loop, None)
+            if loop is not None:
+                left = self._users.pop(loop, 1) - 1
+                if left:
+                    self._users[loop] = left
         if client is not None:
             shared = require("chromadb.api.shared_system_client", "chroma", "chromadb")
             identifier = str(getattr(client, "_identifier", ""))
@@ -131,41 +200,30 @@ class AsyncSide:
 
 
 def connect_server(
-    url: str,
-    timeout: float,
-    request_timeout: float | None,
-    chromadb: Any,
-    config: Any,
-    settings: Any,
+    url: str, timeout: float, request_timeout: float | None, chromadb: Any, settings: Any
 ) -> tuple[ClientAPI, PerLoop[AsyncSide]]:
-    """A Chroma server's sync client (checked to answer within ``timeout``) and the maker
-    of each event loop's async client, every request bounded by ``request_timeout``.
+    """A Chroma server's sync client (checked to answer within ``timeout``) and each event
+    loop's async client, every request bounded by ``request_timeout``.
 
     Raises:
         VectorStoreError: the server cannot be reached (the url's secrets never shown).
     """
     parsed = urlparse(url)
     host = parsed.hostname or "localhost"
-    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
     secure = parsed.scheme == "https"
+    port = parsed.port or (443 if secure else 8000)
     try:
         shown = f"[{host}]" if ":" in host else host
-        scheme = "https" if secure else "http"
-        probe(f"{scheme}://{shown}:{port}/api/v2/heartbeat", timeout)
+        probe(f"{'https' if secure else 'http'}://{shown}:{port}/api/v2/heartbeat", timeout)
         client: ClientAPI = chromadb.HttpClient(host=host, port=port, ssl=secure, settings=settings)
         bound_requests(client, request_timeout)
 
         async def connect() -> AsyncClientAPI:
+            # chromadb writes its choice of API into the settings: the async client gets its own
+            fresh = type(settings)(anonymized_telemetry=False)
+            made = chromadb.AsyncHttpClient(host=host, port=port, ssl=secure, settings=fresh)
             # its first requests run before its pool can be given a deadline
-            client: AsyncClientAPI = await asyncio.wait_for(
-                chromadb.AsyncHttpClient(
-                    host=host,
-                    port=port,
-                    ssl=secure,
-                    settings=config.Settings(anonymized_telemetry=False),
-                ),
-                request_timeout,
-            )
+            client: AsyncClientAPI = await asyncio.wait_for(made, request_timeout)
             bound_requests(client, request_timeout)
             return client
 
@@ -174,3 +232,41 @@ def connect_server(
         raise VectorStoreError(
             cannot_reach("Chroma", address(str(url), default_port=port), exc)
         ) from scrubbed(exc, [url])
+
+
+@contextmanager
+def engine_errors(
+    where: str, url: str | None, request_timeout: float | None, folder: Path | None
+) -> Iterator[None]:
+    """Chroma's and the transport's errors as the library's (the url's secrets never shown)."""
+    errors = require("chromadb.errors", "chroma", "chromadb")
+    timeouts, transports = http_errors()
+    try:
+        yield
+    except timeouts as exc:
+        raise StoreTimeoutError(
+            f"Chroma at {where!r} did not answer within {request_timeout} s "
+            f"({type(exc).__name__}): check that the server is up and not overloaded, or "
+            "raise the store's request_timeout_s"
+        ) from scrubbed(exc, [url])
+    except (errors.ChromaError, *transports) as exc:
+        if folder is not None and nearly_full(folder):
+            raise StorageFullError(
+                f"the disk holding {where!r} is full and Chroma failed "
+                f"({type(exc).__name__}); it may have left the folder damaged. Free some "
+                "space, and restore or re-create the folder if it no longer opens.",
+                path=where,
+            ) from scrubbed(exc, [url])
+        raise VectorStoreError(
+            f"Chroma at {where!r} failed: {type(exc).__name__}: {redact(str(exc), [url])}"
+        ) from scrubbed(exc, [url])
+
+
+def validate_collection_name(name: str) -> str:
+    """Chroma's naming rules, checked up front with a clear message."""
+    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
+        raise ConfigurationError(
+            f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
+            "starting and ending with a letter or digit, without '..', and not an IPv4 address"
+        )
+    return name

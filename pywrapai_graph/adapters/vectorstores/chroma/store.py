@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -16,108 +17,131 @@ import numpy as np
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
-from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import (
-    refuse_unencoded_userinfo,
-)
+from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.chroma.client import (
     AsyncSide,
+    FolderHold,
+    FollowingHandle,
     connect_server,
-    folder_hold,
-    let_go,
+    engine_errors,
+    validate_collection_name,
 )
-from pywrapai_graph.adapters.vectorstores.chroma.handle import FollowingHandle
-from pywrapai_graph.adapters.vectorstores.chroma.points import (
-    DOC,
-    HITS,
-    found_of,
-    ids_where,
-    paged_chunks,
-    stored_of,
-    visible_where,
-)
-from pywrapai_graph.adapters.vectorstores.chroma.records import ChromaRecords
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
     WriteLock,
-    nearly_full,
+    check_room,
+    subfolder_bytes,
 )
+from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    Matrix,
-    prepare_query,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
+    ID_KEY,
+    VERSION_KEY,
+    DocRecord,
     Hit,
     StoredChunk,
+    VersionedDocuments,
+    engine_id,
 )
-from pywrapai_graph.domain import ScoredChunk
-from pywrapai_graph.domain.checks import is_text
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    InvalidStateError,
-    StorageFullError,
-    StoreTimeoutError,
-    VectorStoreError,
-)
+from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.store_inputs import lexical_refusal
+from pywrapai_graph.ports.store_inputs import canonical_json, lexical_refusal
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.redaction import redact, scrubbed
+from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from chromadb.api import ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include, QueryResult
 
 __all__ = ["ChromaVectorStore"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
-_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_EMBEDDER = "e:embedder"  # the embedder's record, beside the documents' "d:<doc id>"
 T = TypeVar("T")
-#: HNSW search breadth: Chroma's default (100) gives recall@10 of about 0.90 at 100k vectors.
-DEFAULT_EF_SEARCH = 400
+DEFAULT_EF_SEARCH = 400  # HNSW breadth: Chroma's 100 gives recall@10 ~0.90 at 100k vectors
 DEFAULT_EF_CONSTRUCTION = 200
-#: seconds to wait for a Chroma server's first answer (chromadb itself waits forever)
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds a Chroma server has to answer one request (None: wait for ever).
+DEFAULT_CONNECT_TIMEOUT = 10.0  # for a server's first answer (chromadb waits for ever)
 DEFAULT_REQUEST_TIMEOUT = 30.0
+# a chunk's layout: its metadata as JSON and again as ``where`` fields (``_field``), a flag
+# hiding it (a version not committed, or replaced), the embedder it was written under ("")
+META = "pywrapai_meta"
+DOC = "pywrapai_doc_id"
+HIDDEN = "pywrapai_hidden"  # absent on chunks written before it existed
+EMBEDDER = "pywrapai_embedder"
+HITS: Include = ["documents", "metadatas", "distances"]
 
 
-def validate_collection_name(name: str) -> str:
-    """Chroma's naming rules, checked up front with a clear message."""
-    if not is_text(name) or not _NAME.fullmatch(name) or ".." in name or _IPV4.fullmatch(name):
-        raise ConfigurationError(
-            f"invalid Chroma collection name {name!r}: use 3-512 characters from [a-zA-Z0-9._-], "
-            "starting and ending with a letter or digit, without '..', and not an IPv4 address"
-        )
-    return name
+def _field(key: str, value: Any) -> tuple[str, Any]:
+    """A metadata value as its ``where`` field: scalars as ``m.<key>``, lists and None (which
+    Chroma cannot match by equality) as canonical JSON text in ``j.<key>``."""
+    if isinstance(value, str | int | float | bool):
+        return "m." + key, value
+    return "j." + key, canonical_json(value)
 
 
-class ChromaVectorStore(ChromaRecords):
-    """Chroma collection in cosine space; embeddings always passed explicitly.
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    flat = dict(_field(k, v) for k, v in chunk.metadata.items())
+    return {META: metadata_json(chunk), DOC: chunk.doc_id, **flat}
 
-    Chroma's default embedding function (which downloads a model) is never used, and its
-    telemetry is turned off. Metadata is kept as JSON, with scalar values also stored as
-    ``m.<key>`` fields so equality filters run inside Chroma. Documents are replaced all or
-    nothing through versions and records kept in a second collection, ``<collection>.docs``
-    (see ``versioned``), and a flag on each chunk: a new version is written hidden and,
-    once its record is committed, one ``update`` (one log submission, so readers see all of
-    it or none) shows it and hides every other version, which is then deleted. A crash
-    before that ``update`` leaves the old version shown (the open's recovery, or
-    ``repair`` on a server, finishes it). Dense only: chromadb 1.5.9 serves no ranked text
-    index outside Chroma Cloud (a sparse index is refused, ``search()`` is not implemented
-    locally), so ``lexical`` is False and lexical or hybrid retrieval raise
-    :class:`UnsupportedOperationError`. A retrieval is one ``query``: its ``where`` keeps
-    the shown chunks only, and the hits carry the embedder recorded when they were written
-    (when none does, the retriever asks for it).
 
-    Embedded mode is one process at a time: Chroma's ``PersistentClient`` loads the folder
-    once and never sees another process's writes, so the first store of a process holds the
-    folder (stores of the same process share it) until :meth:`close`, and another process
-    gets :class:`StoreBusyError`. Several processes share a Chroma server (``url=``).
+def where(filter: MetadataFilter | None) -> Any:
+    """The ``where`` of the shown chunks ``filter`` keeps."""
+    clauses: list[Any] = [{HIDDEN: {"$ne": True}}]
+    clauses += [dict([_field(k, v)]) for k, v in (filter or {}).items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def hits_of(result: QueryResult) -> list[list[Hit]]:
+    """Each query's hits (with their versions) of one ``query`` result; the embedder one of
+    them was written under is told to the caller's identity probe (none: the retriever asks)."""
+    metas = result["metadatas"] or []
+    rows = zip(
+        result["ids"], result["documents"] or [], metas, result["distances"] or [], strict=True
+    )
+    hits = [[_hit(*hit) for hit in zip(*row, strict=True)] for row in rows]
+    stamp = next((str(m[EMBEDDER]) for ms in metas for m in ms if m.get(EMBEDDER)), "")
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
+    return hits
+
+
+def _hit(engine_id: str, text: str | None, meta: Any, distance: float) -> Hit:
+    chunk = Chunk(
+        text=text or "",
+        doc_id=str(meta[DOC]),
+        metadata=json.loads(str(meta[META])),
+        id=str(meta.get(ID_KEY, engine_id)),
+    )
+    return ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), str(meta.get(VERSION_KEY, ""))
+
+
+def stored_of(got: Any) -> list[StoredChunk]:
+    return [
+        StoredChunk(i, str(m.get(ID_KEY, i)), str(m.get(VERSION_KEY, "")), str(m.get(DOC, "")))
+        for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
+    ]
+
+
+class ChromaVectorStore(VersionedDocuments):
+    """Chroma collection in cosine space; embeddings always passed explicitly (Chroma's
+    embedding function and telemetry are off). Dense only: chromadb 1.5.9 serves no ranked
+    text index outside Chroma Cloud, so ``lexical`` is False and lexical or hybrid retrieval
+    raise :class:`UnsupportedOperationError`.
+
+    A retrieval is one ``query``: its ``where`` holds the metadata filter (kept as JSON and
+    again as ``where`` fields) and keeps the shown chunks only, and its hits carry the
+    embedder recorded when they were written. Documents are replaced all or nothing
+    (``kit.versioned``, records in ``<collection>.docs``): a new version is written hidden,
+    and once its record commits one ``update`` shows it and hides the old one.
+
+    Embedded mode is one process at a time (a ``PersistentClient`` never sees another
+    process's writes): another process gets :class:`StoreBusyError`. Any number of
+    processes share a server (``url=``).
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
@@ -137,6 +161,7 @@ class ChromaVectorStore(ChromaRecords):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "chroma"
+    _hides = True
 
     def __init__(
         self,
@@ -155,88 +180,52 @@ class ChromaVectorStore(ChromaRecords):
         self._name = validate_collection_name(collection)
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         chromadb = require("chromadb", "chroma", "chromadb")
-        config = require("chromadb.config", "chroma", "chromadb")
-        settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
         self._lock = threading.RLock()
         self._url = url
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
         self._request_timeout = request_timeout
         self._aclients: PerLoop[AsyncSide] | None = None
-        hold = folder_hold(Path(path)) if path is not None else None
+        folder = Path(path) if path is not None else None
+        hold = FolderHold(folder) if folder is not None else None
+        # embedded mode: stores of this process sharing the folder take turns to write it
+        self._file_lock = WriteLock(folder / "pywrapai.lock", 30.0) if folder else None
         try:
-            self._open(path, url, timeout, chromadb, config, settings)
+            with self._errors(), self._writing():
+                self._client = self._connect(chromadb, folder, timeout)
+                gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+                # another process may re-create the collection: its dimension is asked again
+                forget = lambda: setattr(self, "_dim", None)  # noqa: E731
+                self._chunks = FollowingHandle(self._open_collection, gone, forget)
+                self._docs = FollowingHandle(self._open_docs, gone)
+                self._dim = self._engine_dimension()
+                if folder is not None:  # only here can no other writer be mid-write
+                    self._recover()
         except BaseException:
             if hold is not None:
                 hold.release()
             raise
-        self._release = weakref.finalize(self, let_go, self._client, hold)
+        self._release = weakref.finalize(self, _let_go, self._client, hold)
 
-    def _open(
-        self,
-        path: str | os.PathLike[str] | None,
-        url: str | None,
-        timeout: float,
-        chromadb: Any,
-        config: Any,
-        settings: Any,
-    ) -> None:
-        # embedded mode: stores of this process sharing the folder take turns to write it
-        self._file_lock = (
-            WriteLock(Path(path) / "pywrapai.lock", timeout=30.0) if path is not None else None
-        )
-        with self._errors(), self._writing():
-            if path is not None:  # Chroma opens its database by name, following links
-                refuse_links(*sqlite_files(Path(path) / "chroma.sqlite3"))
-                self._client: ClientAPI = chromadb.PersistentClient(
-                    path=os.fspath(path), settings=settings
-                )
-            else:
-                self._client, self._aclients = connect_server(
-                    str(url), timeout, self._request_timeout, chromadb, config, settings
-                )
-            gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
-            self._chunks_handle = FollowingHandle(self._open_collection, gone, self._forget_dim)
-            self._docs_handle = FollowingHandle(self._open_docs, gone)
-            self._dim = self._engine_dimension()
-            if self._file_lock is not None:  # only here can no other writer be mid-write
-                self._recover()
+    def _connect(self, chromadb: Any, folder: Path | None, timeout: float) -> ClientAPI:
+        config = require("chromadb.config", "chroma", "chromadb")
+        settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
+        if folder is None:
+            client, self._aclients = connect_server(
+                str(self._url), timeout, self._request_timeout, chromadb, settings
+            )
+            return client
+        refuse_links(*sqlite_files(folder / "chroma.sqlite3"))  # Chroma follows links
+        return cast("ClientAPI", chromadb.PersistentClient(path=str(folder), settings=settings))
+
+    def _errors(self) -> AbstractContextManager[None]:
+        folder = self._file_lock.path.parent if self._file_lock else None
+        return engine_errors(self._where, self._url, self._request_timeout, folder)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """The thread lock, and the cross-process write lock in embedded mode."""
-        with self._lock:
-            if self._file_lock is None:
-                yield
-                return
-            with self._file_lock:
-                yield
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        errors = require("chromadb.errors", "chroma", "chromadb")
-        timeouts, transports = http_errors()
-        try:
+        with self._lock, self._file_lock or nullcontext():
             yield
-        except timeouts as exc:
-            raise StoreTimeoutError(
-                f"Chroma at {self._where!r} did not answer within {self._request_timeout} s "
-                f"({type(exc).__name__}): check that the server is up and not overloaded, or "
-                "raise the store's request_timeout_s"
-            ) from scrubbed(exc, [self._url])
-        except (errors.ChromaError, *transports) as exc:
-            lock = self._file_lock
-            if lock is not None and nearly_full(lock.path.parent):
-                raise StorageFullError(
-                    f"the disk holding {self._where!r} is full and Chroma failed "
-                    f"({type(exc).__name__}); it may have left the folder damaged. Free some "
-                    "space, and restore or re-create the folder if it no longer opens.",
-                    path=self._where,
-                ) from scrubbed(exc, [self._url])
-            raise VectorStoreError(
-                f"Chroma at {self._where!r} failed: {type(exc).__name__}: "
-                f"{redact(str(exc), [self._url])}"
-            ) from scrubbed(exc, [self._url])
 
     def _open_collection(self) -> Collection:
         return self._client.get_or_create_collection(
@@ -251,14 +240,13 @@ class ChromaVectorStore(ChromaRecords):
             },
         )
 
+    def _open_docs(self) -> Collection:  # document and embedder records, 1-d vectors
+        return self._client.get_or_create_collection(f"{self._name}.docs", embedding_function=None)
+
     @property
     def _collection(self) -> Collection:
         """The chunks collection (typed as the SDK's: mypy checks every call on it)."""
-        return cast("Collection", self._chunks_handle)
-
-    def _forget_dim(self) -> None:
-        """Another process re-created the collection: its dimension is asked again."""
-        self._dim = None
+        return cast("Collection", self._chunks)
 
     def _engine_dimension(self) -> int | None:
         errors = require("chromadb.errors", "chroma", "chromadb")
@@ -268,18 +256,13 @@ class ChromaVectorStore(ChromaRecords):
                     got = self._collection.get(limit=1, include=["embeddings"])
                     break
                 except errors.InternalError:
-                    # a Chroma server answers "Error creating hnsw segment reader: Nothing
-                    # found on disk" for a moment while another process writes a collection
-                    # it just made
+                    # "Nothing found on disk", a moment after another process made it
                     if pause is None:
                         raise
                     time.sleep(pause)
         embeddings = got.get("embeddings")
-        if embeddings is None or len(embeddings) == 0:
-            return None
-        return len(embeddings[0])
+        return None if embeddings is None or len(embeddings) == 0 else len(embeddings[0])
 
-    # ------------------------------------------------------------------ port
     @property
     def persistent(self) -> bool:
         return True
@@ -288,7 +271,49 @@ class ChromaVectorStore(ChromaRecords):
     def exact(self) -> bool:
         return False  # HNSW
 
-    # ------------------------------------------------------------------ engine primitives
+    # ------------------------------------------------------------------ records
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        if not doc_ids:
+            return {}
+        with self._errors():
+            got = self._docs.get(ids=["d:" + d for d in doc_ids], include=["metadatas"])
+        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+
+    def _pending_records(self) -> list[DocRecord]:
+        with self._errors():
+            got = self._docs.get(where={"pending": {"$ne": ""}}, include=["metadatas"])
+        metas = zip(got["ids"], got["metadatas"] or [], strict=True)
+        return [_record(m) for i, m in metas if i[:2] == "d:"]
+
+    def _now_ns(self) -> int:
+        """The Chroma server's clock (its heartbeat), so repairs age versions alike."""
+        with self._errors():
+            return int(self._client.heartbeat())
+
+    def _put(self, record_id: str, metadata: dict[str, Any]) -> None:
+        with self._errors():
+            self._docs.upsert(ids=[record_id], embeddings=[[1.0]], metadatas=[metadata])
+
+    def _put_record(self, record: DocRecord) -> None:
+        self._put("d:" + record.doc_id, asdict(record))
+
+    def _drop_records(self, doc_ids: Sequence[str]) -> None:
+        with self._errors():
+            self._docs.delete(ids=["d:" + d for d in doc_ids])
+
+    def _recorded_embedder(self) -> EmbedderIdentity | None:
+        with self._errors():
+            metas = self._docs.get(ids=[_EMBEDDER], include=["metadatas"])["metadatas"] or []
+        return EmbedderIdentity.from_json(str(metas[0]["embedder"])) if metas else None
+
+    def _put_embedder(self, identity: EmbedderIdentity) -> None:
+        self._put(_EMBEDDER, {"embedder": identity.to_json(), "pending": ""})
+
+    # ------------------------------------------------------------------ chunks
+    def _batches(self, n: int) -> Iterator[slice]:  # within Chroma's largest batch
+        limit = int(self._client.get_max_batch_size())
+        return (slice(start, start + limit) for start in range(0, n, limit))
+
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
         with self._errors():
             return stored_of(self._collection.get(where={DOC: doc_id}, include=["metadatas"]))
@@ -298,8 +323,9 @@ class ChromaVectorStore(ChromaRecords):
         with self._errors():
             for start in range(0, len(chunk_ids), 500):
                 part = list(chunk_ids[start : start + 500])
-                for got in (
-                    self._collection.get(where=ids_where(part), include=["metadatas"]),
+                copies: Any = {ID_KEY: {"$in": part}}
+                for got in (  # versioned copies, and chunks written before ID_KEY was
+                    self._collection.get(where=copies, include=["metadatas"]),
                     self._collection.get(ids=part, include=["metadatas"]),
                 ):
                     found.update((c.engine_id, c) for c in stored_of(got))
@@ -307,45 +333,73 @@ class ChromaVectorStore(ChromaRecords):
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         with self._errors():
-            for start in range(0, len(ids), 500):
-                self._collection.delete(ids=list(ids[start : start + 500]))
+            for part in self._batches(len(ids)):
+                self._collection.delete(ids=list(ids[part]))
+
+    def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """Show a committed version, hide the others: one ``update`` per largest batch."""
+        if record.pending != record.version:
+            return
+        with self._errors():
+            for part in self._batches(len(stored)):
+                self._collection.update(
+                    ids=[c.engine_id for c in stored[part]],
+                    metadatas=[{HIDDEN: c.version != record.version} for c in stored[part]],
+                )
+
+    def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
+        """Write chunks stamped with the recorded embedder, hidden while a replace writes."""
+        if not batch.ids:
+            return
+        embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
+        stamp = {
+            HIDDEN: self._replacing is not None,
+            EMBEDDER: embedder.to_json() if embedder else "",
+        }
+        pairs = list(zip(batch.chunks, versions, strict=True))
+        metadatas: list[Any] = [
+            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v, **stamp} for c, v in pairs
+        ]
+        ids = [engine_id(c.id, v) for c, v in pairs]
+        self._check_room(batch)
+        with self._errors():
+            for part in self._batches(len(ids)):
+                self._collection.upsert(
+                    ids=ids[part],
+                    embeddings=batch.vectors[part],
+                    documents=[c.text for c in batch.chunks[part]],
+                    metadatas=metadatas[part],
+                )
+        self._dim = int(batch.vectors.shape[1])
+
+    def _check_room(self, batch: PreparedBatch) -> None:
+        """Embedded mode: refuse a write the disk may not hold (a Chroma folder that ran
+        out of room mid-write no longer opens): room to rewrite the index, and per chunk."""
+        if self._file_lock is None:
+            return
+        folder = self._file_lock.path.parent
+        text = sum(len(c.text.encode()) for c in batch.chunks)
+        per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
+        check_room(folder, subfolder_bytes(folder) + len(batch.ids) * per_chunk + 8 * text)
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         if not filter:
             return len(self)
         with self._lock, self._errors():
-            return len(paged_chunks(self._collection, visible_where(filter)))
+            return len(self._collection.get(where=where(filter), include=[])["ids"])
 
-    # ------------------------------------------------------------------ port
+    # ------------------------------------------------------------------ reads
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        return visible_where(filter)
+        return where(filter)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """One ``query`` request for every query (rows of one float32 matrix); the hits'
-        embedder is told to the caller's identity probe."""
-        # chromadb 1.5.9 answers an n_results above the collection's count with what it
-        # holds, so no count is asked first
+        """One ``query`` (an ``n`` above the collection's count gets what it holds)."""
         with self._errors():
-            result = self._collection.query(
-                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+            return hits_of(
+                self._collection.query(
+                    query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+                )
             )
-        return _reported(result)
-
-    async def _asearch(
-        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
-    ) -> list[ScoredChunk]:
-        return (await self._asearch_many([query_vector], k, filter))[0]
-
-    async def _asearch_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
-    ) -> list[list[ScoredChunk]]:
-        if not self._native_async:
-            return await offload(self._search_many, query_vectors, k, filter)
-        if self._known_dim() is None or not query_vectors:
-            return [[] for _ in query_vectors]
-        queries = [prepare_query(q, self._dim) for q in query_vectors]
-        found = await self._aquery_many(queries, k, visible_where(filter))
-        return [[h for h, _ in hits] for hits in found]
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense retrieval: one ``query`` (:meth:`search`)."""
@@ -361,36 +415,32 @@ class ChromaVectorStore(ChromaRecords):
     def _native_async(self) -> bool:
         return self._aclients is not None
 
-    async def _acollection(self, docs: bool = False) -> AsyncCollection:
-        if self._aclients is None:  # pragma: no cover - callers check _native_async
-            raise InvalidStateError("an embedded ChromaVectorStore has no async client")
-        current = self._docs if docs else self._collection
-        with self._errors():
-            return await self._aclients.get().collection(current.name, current.id)
-
-    async def _acall(
-        self, call: Callable[[AsyncCollection], Awaitable[T]], docs: bool = False
-    ) -> T:
-        """An async request, repeated once on the collection of the same name when another
-        process re-created it (see ``FollowingHandle``)."""
+    async def _acall(self, call: Callable[[AsyncCollection], Awaitable[T]]) -> T:
+        """An async request on the chunks, repeated once as :class:`FollowingHandle` does."""
+        sides = cast("PerLoop[AsyncSide]", self._aclients)  # callers check _native_async
         gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
-        collection = await self._acollection(docs)
+
+        async def current() -> AsyncCollection:
+            return await sides.get().collection(self._collection.name, self._collection.id)
+
         with self._errors():
             try:
-                return await call(collection)
+                return await call(await current())
             except gone:
-                await offload((self._docs_handle if docs else self._chunks_handle).refetch)
-                return await call(await self._acollection(docs))
+                await offload(self._chunks.refetch)
+                return await call(await current())
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
-        result = await self._acall(
-            lambda c: c.query(
-                query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+        stacked = np.stack(queries)
+        return hits_of(
+            await self._acall(
+                lambda c: c.query(
+                    query_embeddings=stacked, n_results=n, where=selector, include=HITS
+                )
             )
         )
-        return _reported(result)
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
@@ -408,18 +458,16 @@ class ChromaVectorStore(ChromaRecords):
         """Remove every chunk, every manifest and the recorded embedder."""
         with self._writing(), self._errors():
             self._client.delete_collection(self._name)
-            self._client.delete_collection(self._docs_name)
-            self._chunks_handle.refetch()
-            self._docs_handle.refetch()
-            self._dim = None
+            self._client.delete_collection(f"{self._name}.docs")
+            self._chunks.refetch()
+            self._docs.refetch()
 
     def __len__(self) -> int:
         with self._lock, self._errors():
             return int(self._collection.count())
 
     def close(self) -> None:
-        """Embedded mode: close the client and let the folder go (for another process).
-        A server's client closes with the process."""
+        """Embedded mode: close the client and let the folder go (for another process)."""
         with self._lock:
             self._release()
 
@@ -427,13 +475,15 @@ class ChromaVectorStore(ChromaRecords):
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
 
 
-def _reported(result: Any) -> list[list[Hit]]:
-    """The hits of a ``query`` result; the embedder they were written under (if one was) is
-    told to the caller's identity probe, else the retriever asks the store."""
-    hits, stamp = found_of(result)
-    if stamp:
-        report_identity(EmbedderIdentity.from_json(stamp))
-    return hits
+def _let_go(client: Any, hold: FolderHold | None) -> None:
+    """Embedded mode: close the client (chromadb forgets the folder with the last one)."""
+    if hold is not None:
+        client.close()
+        hold.release()
+
+
+def _record(meta: Any) -> DocRecord:
+    return DocRecord(*(str(meta[f.name]) for f in fields(DocRecord)))
 
 
 def _vector(query: StoreQuery) -> Sequence[float]:
