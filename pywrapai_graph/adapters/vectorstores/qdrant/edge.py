@@ -1,19 +1,18 @@
 """Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls that
 :class:`QdrantVectorStore` makes, so the store is written once for a server and a folder.
 
-:class:`EdgeFolder` holds a folder (``location=``, or a temporary one for ``":memory:"``):
-one Qdrant Edge shard per collection under ``<folder>/edge/<name>``, each with the engine's
-write-ahead log (a write the engine took survives the death of the process), its binary
-segments and JSON (nothing is unpickled). Search is exhaustive (no HNSW index). One store
-holds a folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link anywhere in it
-is refused, and so is a write the disk may not hold (:func:`check_room`: the engine maps its
-files into memory, and a full disk under a mapped page ends the process).
+:class:`EdgeFolder` holds a folder (or a temporary one for ``":memory:"``): one Edge shard per
+collection under ``<folder>/edge/<name>``, each with the engine's write-ahead log, binary
+segments and JSON (nothing is unpickled), searched exhaustively (no HNSW). One store holds a
+folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link in it is refused, and so is
+a write the disk may not hold (:func:`check_room`: a full disk under a page the engine mapped
+ends the process).
 
-Damage: the engine loads some damaged files with fewer points and no error. Each shard's
+Damage: the engine loads some damaged files with fewer points and no error, so each shard's
 point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
-count it may fall to), and every shard is loaded and counted when the folder opens: fewer
-points than recorded, a recorded shard missing, or one the engine cannot load is a
-:class:`StoreDamagedError`.
+count it may fall to), and every shard is loaded, counted and one point read whole when the
+folder opens: fewer points than recorded, a recorded shard missing, a point without its
+payload, or a shard the engine cannot load is a :class:`StoreDamagedError`.
 """
 
 from __future__ import annotations
@@ -85,15 +84,12 @@ def local_location(
 
 
 def _refuse_links_in(root: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in [*dirnames, *filenames]:
-            if Path(dirpath, name).is_symlink():
-                raise VectorStoreError(
-                    f"the storage folder {str(root)!r} contains a symbolic link "
-                    f"({os.path.relpath(Path(dirpath, name), root)!r}); refusing to open it"
-                )
-    if root.is_symlink():
-        raise VectorStoreError(f"the storage folder {str(root)!r} is a symbolic link")
+    links = [Path(d, n) for d, ds, ns in os.walk(root) for n in ds + ns if Path(d, n).is_symlink()]
+    if root.is_symlink() or links:
+        inside = f" ({os.path.relpath(links[0], root)!r})" if links else ""
+        raise VectorStoreError(
+            f"the storage folder {str(root)!r} is or holds a symbolic link{inside}"
+        )
 
 
 def _allocated(folder: Path) -> int:
@@ -246,16 +242,14 @@ class EdgeFolder:
         return self._open[name]
 
     def _live(self, name: str) -> int:
-        with self._failures():
-            return int(self._shard(name).count(self._edge.CountRequest(exact=True)))
+        return int(self.count(name).count)
 
     def _note(self, name: str, points: int | None) -> None:
         """Record ``name``'s point count (None: forget the shard)."""
         if self._counts is None:
             return
-        if points is None:
-            self._counts.pop(name, None)
-        else:
+        self._counts.pop(name, None)
+        if points is not None:
             self._counts[name] = max(points, 0)
         self._write_counts()
 
@@ -352,11 +346,6 @@ class EdgeFolder:
             **extra,
         )
 
-    def _record(self, record: Any) -> SimpleNamespace:
-        """A point as qdrant-client gives it (its vectors by name)."""
-        vector = {"": record.vector} if isinstance(record.vector, list) else record.vector
-        return SimpleNamespace(id=str(record.id), payload=record.payload, vector=vector)
-
     # ------------------------------------------------------------------ qdrant-client's calls
     def collection_exists(self, name: str) -> bool:
         return name in self._open or (self._path(name) / _CONFIG).is_file()
@@ -443,7 +432,7 @@ class EdgeFolder:
         with_payload: bool = True,
         with_vectors: bool = False,
         **_: Any,
-    ) -> tuple[list[SimpleNamespace], Any]:
+    ) -> tuple[list[Any], Any]:
         request = self._edge.ScrollRequest(
             offset=offset,
             limit=limit,
@@ -452,17 +441,16 @@ class EdgeFolder:
             with_vector=with_vectors,
         )
         with self._failures():
-            records, after = self._shard(name).scroll(request)
-        return [self._record(r) for r in records], after
+            return self._shard(name).scroll(request)  # type: ignore[no-any-return]
 
     def count(self, name: str, count_filter: Any = None, **_: Any) -> SimpleNamespace:
         request = self._edge.CountRequest(exact=True, filter=self._filter(count_filter))
         with self._failures():
             return SimpleNamespace(count=self._shard(name).count(request))
 
-    def retrieve(self, name: str, ids: Sequence[Any], **_: Any) -> list[SimpleNamespace]:
+    def retrieve(self, name: str, ids: Sequence[Any], **_: Any) -> list[Any]:
         with self._failures():
-            return [self._record(r) for r in self._shard(name).retrieve(list(ids), True, False)]
+            return list(self._shard(name).retrieve(list(ids), True, False))
 
     def query_points(
         self, name: str, query: Any, limit: int = 10, query_filter: Any = None, **asked: Any

@@ -6,7 +6,7 @@ holds them (sync, and with a server async)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +37,12 @@ def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
 
 
 class QdrantRecords:
-    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``,
-    ``_cluster`` and ``_consistency``."""
+    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_cluster``
+    and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
-    #: the records collection was seen to exist (a record lookup is then one request)
-    _docs_seen: bool
     #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
@@ -95,35 +93,29 @@ class QdrantRecords:
         return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist; its
-        existence is asked again when the retrieve fails (another process's ``clear`` drops
-        it), and the retrieve repeated, so a real failure raises its own error."""
-        ids = [point_id(key) for key in keys]
+        """One ``retrieve`` by point ids; when it fails, no records collection (never made,
+        or dropped by another process's ``clear``) is no records, anything else its error."""
         with self._errors():
-            got = None
-            if self._docs_seen and ids:
-                with suppress(Exception):
-                    got = self._client.retrieve(self._docs, ids, **self._consistency)
-            if got is None and ids:
-                self._docs_seen = self._docs_exist()
-                if self._docs_seen:
-                    got = self._client.retrieve(self._docs, ids, **self._consistency)
-        return list(got or [])
+            try:
+                ids = [point_id(key) for key in keys]
+                return list(self._client.retrieve(self._docs, ids, **self._consistency))
+            except Exception:
+                if self._docs_exist():
+                    raise
+                return []
 
     async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """:meth:`_search_records` on the async client."""
         client = self._aclient()
         ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
         with self._errors():
-            got = None
-            if self._docs_seen:
-                with suppress(Exception):
-                    got = await client.retrieve(self._docs, ids, **self._consistency)
-            if got is None:
-                self._docs_seen = bool(await client.collection_exists(self._docs))
-                if self._docs_seen:
-                    got = await client.retrieve(self._docs, ids, **self._consistency)
-        return _seen_records(list(got or []))
+            try:
+                got = await client.retrieve(self._docs, ids, **self._consistency)
+            except Exception:
+                if await client.collection_exists(self._docs):
+                    raise
+                got = []
+        return _seen_records(list(got))
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models

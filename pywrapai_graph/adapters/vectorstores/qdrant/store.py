@@ -16,7 +16,6 @@ from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     Matrix,
     PreparedBatch,
-    prepare_batch,
 )
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     Hit,
@@ -24,6 +23,7 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     engine_id,
 )
 from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
+from pywrapai_graph.adapters.vectorstores.qdrant.lexical import QdrantLexical
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     DOCUMENT_SPARSE,
     FIELDS,
@@ -36,9 +36,7 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     point_id,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
 from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
-from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidArgumentError,
@@ -59,7 +57,7 @@ _UPSERT_BATCH = 512
 _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
-class QdrantVectorStore(QdrantRecords, QdrantQuery):
+class QdrantVectorStore(QdrantRecords, QdrantLexical):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -82,7 +80,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
     (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
     thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
-    ``query_points`` (``query``); lexical search is Qdrant's sparse vectors (``document``).
+    ``query_points``; lexical search is Qdrant's sparse vectors (``lexical``).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
@@ -114,8 +112,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         where = local_location(collection, location, path, url)
         self._collection = collection
         self._lock = threading.RLock()
-        #: the records collection was seen to exist (a record lookup is then one request)
-        self._docs_seen = False
         #: the collection has the sparse vectors of lexical search (made by this release)
         self._sparse = False
         self._cluster = _cluster(
@@ -143,8 +139,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         self._secrets = [api_key, url]
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
-        with self._errors():
-            self._dim = self._existing_dimension()
+        self._dim = self._engine_dimension()
         if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
@@ -193,10 +188,11 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 message += f" (HTTP {status})" if status else ""
             raise VectorStoreError(message) from scrubbed(exc, self._secrets)
 
-    def _existing_dimension(self) -> int | None:
-        if not self._client.collection_exists(self._collection):
-            return None
-        info = self._client.get_collection(self._collection)
+    def _engine_dimension(self) -> int | None:
+        with self._errors():
+            if not self._client.collection_exists(self._collection):
+                return None
+            info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
         self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
@@ -220,7 +216,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         )
         if made:
             index_payload(self._client, self._collection)
-        found = dim if made else self._existing_dimension()
+        found = dim if made else self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
                 f"collection {self._collection!r} was just created by another process with "
@@ -228,10 +224,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             )
         self._dim = dim
         self._sparse = True
-
-    def _engine_dimension(self) -> int | None:
-        with self._errors():
-            return self._existing_dimension()
 
     def _create_collection(self, name: str, **config: Any) -> bool:
         """Create ``name``; False when another process created it first (processes that
@@ -252,11 +244,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     @property
     def exact(self) -> bool:
         return self._mode != "server"  # Edge searches exhaustively (no HNSW built); servers: HNSW
-
-    @property
-    def dimension(self) -> int | None:
-        """Vector dimension, or None before the collection exists."""
-        return self._dim
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
@@ -340,14 +327,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
             return len(self._committed(pairs))
 
-    # ------------------------------------------------------------------ port
-    def _add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._known_dim())
-        if not batch.ids:
-            return
-        with self._writing():
-            self._add_versioned(batch)
-
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return metadata_filter(self._models, filter)
 
@@ -409,7 +388,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         with self._writing():
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
-            self._docs_seen = False
             dim = self._known_dim()
             if dim is None:
                 return
