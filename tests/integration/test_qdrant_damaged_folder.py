@@ -24,9 +24,11 @@ DOCUMENTS = 200
 CHUNKS = 2000
 
 #: Forks one child per (file, damage): it damages a copy of the folder, opens it and says
-#: what it found; the parent reports each child's line, or how it died.
+#: what it found; the parent reports each child's line, or how it died. The parent imports
+#: the SDKs before forking: importing them again in every child took most of the time.
 _OPENER = r"""
 import json, os, shutil, subprocess, sys
+import qdrant_client.http.exceptions, qdrant_client.models, qdrant_edge  # once, not per child
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.errors import PyWrapAIError, StoreDamagedError
 

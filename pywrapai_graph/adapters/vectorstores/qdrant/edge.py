@@ -179,14 +179,12 @@ class EdgeFolder:
                 raise self._damaged(name, "its shard or its configuration is missing")
             with self._loading(name):  # its count, and one point read whole
                 live = self._live(name)
-                probe = self._edge.ScrollRequest(limit=1, with_payload=True, with_vector=True)
-                first, _ = self._shard(name).scroll(probe)
+                first, _ = self.scroll(name, None, 1, None, True)
             if first and not first[0].payload:  # every point the store writes has one
                 raise self._damaged(name, "a point lost its payload")
             if live < recorded.get(name, 0):
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
-            self._counts[name] = live
-        self._write_counts()
+            self._note(name, live)
 
     def _damaged(self, name: str, what: str) -> StoreDamagedError:
         return StoreDamagedError(
@@ -245,16 +243,13 @@ class EdgeFolder:
         return int(self.count(name).count)
 
     def _note(self, name: str, points: int | None) -> None:
-        """Record ``name``'s point count (None: forget the shard)."""
+        """Record ``name``'s point count (None: forget the shard), the record replaced whole
+        (a process killed mid-write leaves the old one)."""
         if self._counts is None:
             return
         self._counts.pop(name, None)
         if points is not None:
             self._counts[name] = max(points, 0)
-        self._write_counts()
-
-    def _write_counts(self) -> None:
-        """The record replaced whole (a process killed mid-write leaves the old one)."""
         temporary = self.root / f"{_COUNTS}.tmp"
         with self._failures():
             fd = open_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -331,11 +326,7 @@ class EdgeFolder:
         prefetches = [
             self._request(self._edge.Prefetch, dict(p)) for p in asked.get("prefetch") or []
         ]
-        extra = (
-            {"with_payload": asked.get("with_payload", True)}
-            if kind is self._edge.QueryRequest
-            else {}
-        )
+        extra = {"with_payload": True} if kind is self._edge.QueryRequest else {}
         return kind(
             limit=asked["limit"],
             query=query,
@@ -391,14 +382,13 @@ class EdgeFolder:
     def create_payload_index(
         self, name: str, field_name: str, field_schema: Any = None, **_: Any
     ) -> None:
-        e = self._edge
-        kind = e.PayloadSchemaType.Integer if field_schema == "integer" else None
+        types = self._edge.PayloadSchemaType
+        kind = types.Integer if field_schema == "integer" else types.Keyword
         with self._failures():
             check_room(self.root, _SHARD_ROOM)
-            operation = e.UpdateOperation.create_field_index(
-                field_name, kind or e.PayloadSchemaType.Keyword
+            self._shard(name).update(
+                self._edge.UpdateOperation.create_field_index(field_name, kind)
             )
-            self._shard(name).update(operation)
 
     def upsert(self, name: str, points: Sequence[Any], **_: Any) -> None:
         e = self._edge
@@ -416,11 +406,9 @@ class EdgeFolder:
         self._note(name, self._live(name))
 
     def set_payload(self, name: str, payload: dict[str, Any], points: Any, **_: Any) -> None:
+        operation = self._edge.UpdateOperation.set_payload_by_filter(self._filter(points), payload)
         with self._failures():
             check_room(self.root, _SPREAD * len(json.dumps(payload)) + _SHARD_ROOM)
-            operation = self._edge.UpdateOperation.set_payload_by_filter(
-                self._filter(points), payload
-            )
             self._shard(name).update(operation)
 
     def scroll(
@@ -429,17 +417,11 @@ class EdgeFolder:
         scroll_filter: Any = None,
         limit: int = 10,
         offset: Any = None,
-        with_payload: bool = True,
         with_vectors: bool = False,
         **_: Any,
     ) -> tuple[list[Any], Any]:
-        request = self._edge.ScrollRequest(
-            offset=offset,
-            limit=limit,
-            filter=self._filter(scroll_filter),
-            with_payload=with_payload,
-            with_vector=with_vectors,
-        )
+        filter = self._filter(scroll_filter)
+        request = self._edge.ScrollRequest(offset, limit, filter, True, with_vectors)
         with self._failures():
             return self._shard(name).scroll(request)  # type: ignore[no-any-return]
 

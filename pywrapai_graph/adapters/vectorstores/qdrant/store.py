@@ -126,7 +126,11 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
+        self._failures: tuple[type[Exception], ...] = ()
         if url is not None:
+            errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+            self._failures = (errors.UnexpectedResponse, errors.ResponseHandlingException)
+            self._failures += sum(http_errors(), ())
             # no background version-check thread: failures surface on our own calls
             reach = {"url": url, "api_key": api_key, "timeout": timeout}
             self._client: QdrantClient = qc.QdrantClient(**reach, check_compatibility=False)
@@ -160,14 +164,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
-        timeouts, transports = http_errors()
-        failures = (
-            exc_mod.UnexpectedResponse,
-            exc_mod.ResponseHandlingException,
-            *timeouts,
-            *transports,
-        )
+        """The client's failures as ours (Edge raises ours already)."""
         try:
             yield
         except PyWrapAIError:
@@ -177,10 +174,10 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                 f"Qdrant at {self._where!r} sent a reply the client cannot read "
                 f"({type(exc).__name__}); is that address a Qdrant server?"
             ) from scrubbed(exc, self._secrets)
-        except failures as exc:
+        except self._failures as exc:
             status = getattr(exc, "status_code", None)
             if self._address is not None and (
-                not isinstance(exc, exc_mod.UnexpectedResponse) or status in (401, 403)
+                not isinstance(exc, self._failures[0]) or status in (401, 403)
             ):
                 message = cannot_reach("Qdrant", self._address, exc)
             else:
@@ -388,6 +385,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._writing():
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
+            self._docs_seen = False
             dim = self._known_dim()
             if dim is None:
                 return
