@@ -201,6 +201,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         return size
 
     def _create(self, dim: int) -> None:
+        """Create the collection, or find it (made by another process) of ``dim``."""
         m = self._models
         made = self._create_collection(
             self._collection,
@@ -216,11 +217,9 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         found = dim if made else self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
-                f"collection {self._collection!r} was just created by another process with "
-                f"dimension {found}, not {dim}"
+                f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
-        self._dim = dim
-        self._sparse = True
+        self._dim, self._sparse = dim, made or self._sparse
 
     def _create_collection(self, name: str, **config: Any) -> bool:
         """Create ``name``; False when another process created it first (processes that
