@@ -13,15 +13,8 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    Matrix,
-    PreparedBatch,
-)
-from pywrapai_graph.adapters.vectorstores.kit.versioned import (
-    Hit,
-    StoredChunk,
-    engine_id,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
 from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
 from pywrapai_graph.adapters.vectorstores.qdrant.lexical import QdrantLexical
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
