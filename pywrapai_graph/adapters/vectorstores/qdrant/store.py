@@ -33,7 +33,6 @@ from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidArgumentError,
-    InvalidStateError,
     PyWrapAIError,
     VectorStoreError,
 )
@@ -343,9 +342,8 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         return self._aclients is not None
 
     def _aclient(self) -> AsyncQdrantClient:
-        if self._aclients is None:  # pragma: no cover - callers check _native_async
-            raise InvalidStateError("a local-mode QdrantVectorStore has no async client")
-        return self._aclients.get()
+        """This loop's client (callers check :attr:`_native_async`: a server store)."""
+        return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
