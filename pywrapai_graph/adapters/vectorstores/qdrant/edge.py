@@ -1,19 +1,18 @@
 """Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls that
 :class:`QdrantVectorStore` makes, so the store is written once for a server and a folder.
 
-:class:`EdgeFolder` holds a folder (``location=``, or a temporary one for ``":memory:"``):
-one Qdrant Edge shard per collection under ``<folder>/edge/<name>``, each with the engine's
-write-ahead log (a write the engine took survives the death of the process), its binary
-segments and JSON (nothing is unpickled). Search is exhaustive (no HNSW index). One store
-holds a folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link anywhere in it
-is refused, and so is a write the disk may not hold (:func:`check_room`: the engine maps its
-files into memory, and a full disk under a mapped page ends the process).
+:class:`EdgeFolder` holds a folder (or a temporary one for ``":memory:"``): one Edge shard per
+collection under ``<folder>/edge/<name>``, each with the engine's write-ahead log, binary
+segments and JSON (nothing is unpickled), searched exhaustively (no HNSW). One store holds a
+folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link in it is refused, and so is
+a write the disk may not hold (:func:`check_room`: a full disk under a page the engine mapped
+ends the process).
 
-Damage: the engine loads some damaged files with fewer points and no error. Each shard's
+Damage: the engine loads some damaged files with fewer points and no error, so each shard's
 point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
-count it may fall to), and every shard is loaded and counted when the folder opens: fewer
-points than recorded, a recorded shard missing, or one the engine cannot load is a
-:class:`StoreDamagedError`.
+count it may fall to), and every shard is loaded, counted and one point read whole when the
+folder opens: fewer points than recorded, a recorded shard missing, a point without its
+payload, or a shard the engine cannot load is a :class:`StoreDamagedError`.
 """
 
 from __future__ import annotations
@@ -85,15 +84,12 @@ def local_location(
 
 
 def _refuse_links_in(root: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in [*dirnames, *filenames]:
-            if Path(dirpath, name).is_symlink():
-                raise VectorStoreError(
-                    f"the storage folder {str(root)!r} contains a symbolic link "
-                    f"({os.path.relpath(Path(dirpath, name), root)!r}); refusing to open it"
-                )
-    if root.is_symlink():
-        raise VectorStoreError(f"the storage folder {str(root)!r} is a symbolic link")
+    links = [Path(d, n) for d, ds, ns in os.walk(root) for n in ds + ns if Path(d, n).is_symlink()]
+    if root.is_symlink() or links:
+        inside = f" ({os.path.relpath(links[0], root)!r})" if links else ""
+        raise VectorStoreError(
+            f"the storage folder {str(root)!r} is or holds a symbolic link{inside}"
+        )
 
 
 def _allocated(folder: Path) -> int:
@@ -183,14 +179,12 @@ class EdgeFolder:
                 raise self._damaged(name, "its shard or its configuration is missing")
             with self._loading(name):  # its count, and one point read whole
                 live = self._live(name)
-                probe = self._edge.ScrollRequest(limit=1, with_payload=True, with_vector=True)
-                first, _ = self._shard(name).scroll(probe)
+                first, _ = self.scroll(name, None, 1, None, True)
             if first and not first[0].payload:  # every point the store writes has one
                 raise self._damaged(name, "a point lost its payload")
             if live < recorded.get(name, 0):
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
-            self._counts[name] = live
-        self._write_counts()
+            self._note(name, live)
 
     def _damaged(self, name: str, what: str) -> StoreDamagedError:
         return StoreDamagedError(
@@ -246,21 +240,16 @@ class EdgeFolder:
         return self._open[name]
 
     def _live(self, name: str) -> int:
-        with self._failures():
-            return int(self._shard(name).count(self._edge.CountRequest(exact=True)))
+        return int(self.count(name).count)
 
     def _note(self, name: str, points: int | None) -> None:
-        """Record ``name``'s point count (None: forget the shard)."""
+        """Record ``name``'s point count (None: forget the shard), the record replaced whole
+        (a process killed mid-write leaves the old one)."""
         if self._counts is None:
             return
-        if points is None:
-            self._counts.pop(name, None)
-        else:
+        self._counts.pop(name, None)
+        if points is not None:
             self._counts[name] = max(points, 0)
-        self._write_counts()
-
-    def _write_counts(self) -> None:
-        """The record replaced whole (a process killed mid-write leaves the old one)."""
         temporary = self.root / f"{_COUNTS}.tmp"
         with self._failures():
             fd = open_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -337,11 +326,7 @@ class EdgeFolder:
         prefetches = [
             self._request(self._edge.Prefetch, dict(p)) for p in asked.get("prefetch") or []
         ]
-        extra = (
-            {"with_payload": asked.get("with_payload", True)}
-            if kind is self._edge.QueryRequest
-            else {}
-        )
+        extra = {"with_payload": True} if kind is self._edge.QueryRequest else {}
         return kind(
             limit=asked["limit"],
             query=query,
@@ -351,11 +336,6 @@ class EdgeFolder:
             params=params,
             **extra,
         )
-
-    def _record(self, record: Any) -> SimpleNamespace:
-        """A point as qdrant-client gives it (its vectors by name)."""
-        vector = {"": record.vector} if isinstance(record.vector, list) else record.vector
-        return SimpleNamespace(id=str(record.id), payload=record.payload, vector=vector)
 
     # ------------------------------------------------------------------ qdrant-client's calls
     def collection_exists(self, name: str) -> bool:
@@ -402,14 +382,13 @@ class EdgeFolder:
     def create_payload_index(
         self, name: str, field_name: str, field_schema: Any = None, **_: Any
     ) -> None:
-        e = self._edge
-        kind = e.PayloadSchemaType.Integer if field_schema == "integer" else None
+        types = self._edge.PayloadSchemaType
+        kind = types.Integer if field_schema == "integer" else types.Keyword
         with self._failures():
             check_room(self.root, _SHARD_ROOM)
-            operation = e.UpdateOperation.create_field_index(
-                field_name, kind or e.PayloadSchemaType.Keyword
+            self._shard(name).update(
+                self._edge.UpdateOperation.create_field_index(field_name, kind)
             )
-            self._shard(name).update(operation)
 
     def upsert(self, name: str, points: Sequence[Any], **_: Any) -> None:
         e = self._edge
@@ -427,11 +406,9 @@ class EdgeFolder:
         self._note(name, self._live(name))
 
     def set_payload(self, name: str, payload: dict[str, Any], points: Any, **_: Any) -> None:
+        operation = self._edge.UpdateOperation.set_payload_by_filter(self._filter(points), payload)
         with self._failures():
             check_room(self.root, _SPREAD * len(json.dumps(payload)) + _SHARD_ROOM)
-            operation = self._edge.UpdateOperation.set_payload_by_filter(
-                self._filter(points), payload
-            )
             self._shard(name).update(operation)
 
     def scroll(
@@ -440,29 +417,22 @@ class EdgeFolder:
         scroll_filter: Any = None,
         limit: int = 10,
         offset: Any = None,
-        with_payload: bool = True,
         with_vectors: bool = False,
         **_: Any,
-    ) -> tuple[list[SimpleNamespace], Any]:
-        request = self._edge.ScrollRequest(
-            offset=offset,
-            limit=limit,
-            filter=self._filter(scroll_filter),
-            with_payload=with_payload,
-            with_vector=with_vectors,
-        )
+    ) -> tuple[list[Any], Any]:
+        filter = self._filter(scroll_filter)
+        request = self._edge.ScrollRequest(offset, limit, filter, True, with_vectors)
         with self._failures():
-            records, after = self._shard(name).scroll(request)
-        return [self._record(r) for r in records], after
+            return self._shard(name).scroll(request)  # type: ignore[no-any-return]
 
     def count(self, name: str, count_filter: Any = None, **_: Any) -> SimpleNamespace:
         request = self._edge.CountRequest(exact=True, filter=self._filter(count_filter))
         with self._failures():
             return SimpleNamespace(count=self._shard(name).count(request))
 
-    def retrieve(self, name: str, ids: Sequence[Any], **_: Any) -> list[SimpleNamespace]:
+    def retrieve(self, name: str, ids: Sequence[Any], **_: Any) -> list[Any]:
         with self._failures():
-            return [self._record(r) for r in self._shard(name).retrieve(list(ids), True, False)]
+            return list(self._shard(name).retrieve(list(ids), True, False))
 
     def query_points(
         self, name: str, query: Any, limit: int = 10, query_filter: Any = None, **asked: Any

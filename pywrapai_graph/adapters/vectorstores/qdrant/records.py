@@ -27,7 +27,7 @@ def _record(payload: Any) -> DocRecord:
     return DocRecord(*(str(payload[k]) for k in ("doc_id", "version", "manifest", "pending")))
 
 
-def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
+def _seen_records(points: Sequence[Any]) -> dict[str, DocRecord]:
     """The document records among ``points``; the embedder record's identity (None: there
     is none) is told to the caller's identity probe (:mod:`...ports.identity_probe`)."""
     found = [(p.payload or {}) for p in points]
@@ -37,14 +37,14 @@ def _seen_records(points: list[Any]) -> dict[str, DocRecord]:
 
 
 class QdrantRecords:
-    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_docs_seen``,
-    ``_cluster`` and ``_consistency``."""
+    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_cluster``
+    and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
     #: the records collection was seen to exist (a record lookup is then one request)
-    _docs_seen: bool
+    _docs_seen = False
     #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
@@ -62,7 +62,8 @@ class QdrantRecords:
         return f"{self._collection}.docs"
 
     def _docs_exist(self) -> bool:
-        return bool(self._client.collection_exists(self._docs))
+        self._docs_seen = bool(self._client.collection_exists(self._docs))
+        return self._docs_seen
 
     def _match(self, key: str, value: Any) -> Any:
         m = self._models
@@ -95,35 +96,36 @@ class QdrantRecords:
         return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist; its
-        existence is asked again when the retrieve fails (another process's ``clear`` drops
-        it), and the retrieve repeated, so a real failure raises its own error."""
+        """One ``retrieve`` by point ids once the records collection was seen to exist (never
+        a failing request: a server logs those); its existence is asked again when the
+        retrieve fails (another process's ``clear`` drops it), and the retrieve repeated, so a
+        real failure raises its own error."""
         ids = [point_id(key) for key in keys]
         with self._errors():
-            got = None
-            if self._docs_seen and ids:
+            if self._docs_seen:
                 with suppress(Exception):
-                    got = self._client.retrieve(self._docs, ids, **self._consistency)
-            if got is None and ids:
-                self._docs_seen = self._docs_exist()
-                if self._docs_seen:
-                    got = self._client.retrieve(self._docs, ids, **self._consistency)
-        return list(got or [])
+                    return list(self._client.retrieve(self._docs, ids, **self._consistency))
+            if not self._docs_exist():
+                return []
+            return list(self._client.retrieve(self._docs, ids, **self._consistency))
 
     async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """:meth:`_search_records` on the async client."""
         client = self._aclient()
         ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
         with self._errors():
-            got = None
             if self._docs_seen:
                 with suppress(Exception):
-                    got = await client.retrieve(self._docs, ids, **self._consistency)
-            if got is None:
-                self._docs_seen = bool(await client.collection_exists(self._docs))
-                if self._docs_seen:
-                    got = await client.retrieve(self._docs, ids, **self._consistency)
-        return _seen_records(list(got or []))
+                    return _seen_records(
+                        await client.retrieve(self._docs, ids, **self._consistency)
+                    )
+            self._docs_seen = bool(await client.collection_exists(self._docs))
+            got = (
+                await client.retrieve(self._docs, ids, **self._consistency)
+                if self._docs_seen
+                else []
+            )
+        return _seen_records(got)
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models

@@ -13,17 +13,10 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    Matrix,
-    PreparedBatch,
-    prepare_batch,
-)
-from pywrapai_graph.adapters.vectorstores.kit.versioned import (
-    Hit,
-    StoredChunk,
-    engine_id,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
 from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
+from pywrapai_graph.adapters.vectorstores.qdrant.lexical import QdrantLexical
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     DOCUMENT_SPARSE,
     FIELDS,
@@ -36,13 +29,10 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     point_id,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.query import QdrantQuery
 from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
-from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import (
     ConfigurationError,
     InvalidArgumentError,
-    InvalidStateError,
     PyWrapAIError,
     VectorStoreError,
 )
@@ -59,7 +49,7 @@ _UPSERT_BATCH = 512
 _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
-class QdrantVectorStore(QdrantRecords, QdrantQuery):
+class QdrantVectorStore(QdrantRecords, QdrantLexical):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -82,7 +72,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
     (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
     thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
-    ``query_points`` (``query``); lexical search is Qdrant's sparse vectors (``document``).
+    ``query_points``; lexical search is Qdrant's sparse vectors (``lexical``).
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
@@ -114,8 +104,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         where = local_location(collection, location, path, url)
         self._collection = collection
         self._lock = threading.RLock()
-        #: the records collection was seen to exist (a record lookup is then one request)
-        self._docs_seen = False
         #: the collection has the sparse vectors of lexical search (made by this release)
         self._sparse = False
         self._cluster = _cluster(
@@ -130,7 +118,11 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
+        self._failures: tuple[type[Exception], ...] = ()
         if url is not None:
+            errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+            self._failures = (errors.UnexpectedResponse, errors.ResponseHandlingException)
+            self._failures += sum(http_errors(), ())
             # no background version-check thread: failures surface on our own calls
             reach = {"url": url, "api_key": api_key, "timeout": timeout}
             self._client: QdrantClient = qc.QdrantClient(**reach, check_compatibility=False)
@@ -143,8 +135,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         self._secrets = [api_key, url]
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
-        with self._errors():
-            self._dim = self._existing_dimension()
+        self._dim = self._engine_dimension()
         if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
@@ -165,14 +156,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        exc_mod = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
-        timeouts, transports = http_errors()
-        failures = (
-            exc_mod.UnexpectedResponse,
-            exc_mod.ResponseHandlingException,
-            *timeouts,
-            *transports,
-        )
+        """The client's failures as ours (Edge raises ours already)."""
         try:
             yield
         except PyWrapAIError:
@@ -182,10 +166,10 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 f"Qdrant at {self._where!r} sent a reply the client cannot read "
                 f"({type(exc).__name__}); is that address a Qdrant server?"
             ) from scrubbed(exc, self._secrets)
-        except failures as exc:
+        except self._failures as exc:
             status = getattr(exc, "status_code", None)
             if self._address is not None and (
-                not isinstance(exc, exc_mod.UnexpectedResponse) or status in (401, 403)
+                not isinstance(exc, self._failures[0]) or status in (401, 403)
             ):
                 message = cannot_reach("Qdrant", self._address, exc)
             else:
@@ -193,10 +177,11 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
                 message += f" (HTTP {status})" if status else ""
             raise VectorStoreError(message) from scrubbed(exc, self._secrets)
 
-    def _existing_dimension(self) -> int | None:
-        if not self._client.collection_exists(self._collection):
-            return None
-        info = self._client.get_collection(self._collection)
+    def _engine_dimension(self) -> int | None:
+        with self._errors():
+            if not self._client.collection_exists(self._collection):
+                return None
+            info = self._client.get_collection(self._collection)
         sparse = info.config.params.sparse_vectors or {}
         self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
@@ -208,6 +193,7 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         return size
 
     def _create(self, dim: int) -> None:
+        """Create the collection, or find it (made by another process) of ``dim``."""
         m = self._models
         made = self._create_collection(
             self._collection,
@@ -220,18 +206,12 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         )
         if made:
             index_payload(self._client, self._collection)
-        found = dim if made else self._existing_dimension()
+        found = dim if made else self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
-                f"collection {self._collection!r} was just created by another process with "
-                f"dimension {found}, not {dim}"
+                f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
-        self._dim = dim
-        self._sparse = True
-
-    def _engine_dimension(self) -> int | None:
-        with self._errors():
-            return self._existing_dimension()
+        self._dim, self._sparse = dim, made or self._sparse
 
     def _create_collection(self, name: str, **config: Any) -> bool:
         """Create ``name``; False when another process created it first (processes that
@@ -252,11 +232,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
     @property
     def exact(self) -> bool:
         return self._mode != "server"  # Edge searches exhaustively (no HNSW built); servers: HNSW
-
-    @property
-    def dimension(self) -> int | None:
-        """Vector dimension, or None before the collection exists."""
-        return self._dim
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
@@ -340,14 +315,6 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
             pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
             return len(self._committed(pairs))
 
-    # ------------------------------------------------------------------ port
-    def _add(self, chunks: Sequence[Chunk]) -> None:
-        batch = prepare_batch(chunks, self._known_dim())
-        if not batch.ids:
-            return
-        with self._writing():
-            self._add_versioned(batch)
-
     def _selector(self, filter: MetadataFilter | None) -> Any:
         return metadata_filter(self._models, filter)
 
@@ -375,9 +342,8 @@ class QdrantVectorStore(QdrantRecords, QdrantQuery):
         return self._aclients is not None
 
     def _aclient(self) -> AsyncQdrantClient:
-        if self._aclients is None:  # pragma: no cover - callers check _native_async
-            raise InvalidStateError("a local-mode QdrantVectorStore has no async client")
-        return self._aclients.get()
+        """This loop's client (callers check :attr:`_native_async`: a server store)."""
+        return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any

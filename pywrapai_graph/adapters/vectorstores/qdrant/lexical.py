@@ -1,0 +1,335 @@
+"""Qdrant's lexical index and the one ``query_points`` of a retrieval: the parts of
+:class:`QdrantVectorStore` that write each chunk's sparse vectors and answer a
+:class:`StoreQuery` (``ports/store_query``), on a server and on Qdrant Edge.
+
+Every chunk point holds its own and its document's BM25 term weights as sparse vectors, so
+one query scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. Terms come from
+:func:`~pywrapai_graph.application.text_analysis.analyze`; a term's sparse index is the
+CRC-32 of its UTF-8 bytes. A point's weight of a term is
+``tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))`` (k1 1.2, b 0.75, fixed when
+written); the collection's IDF modifier multiplies it by Lucene's idf at query time; a query
+term weighs 1. ``SPARSE`` holds the chunk's weights, ``DOCUMENT_SPARSE`` its document
+version's (its chunks concatenated, each without the start it repeats,
+``text_analysis.document_parts``). One chunk per document version, its *carrier*
+(``CARRIER``), is the document IDF's corpus, so document frequencies count documents; each
+chunk lists its own term indices (``TERMS``): a chunk ranks only if it holds a query term.
+``avgdl`` comes from running length totals in the records (concurrent writers may lose each
+other's increments; on Cranfield an ``avgdl`` off by 0.5 to 1.25 times moves nDCG@10 by under
+0.005). A write or delete of some chunks of a document writes its other chunks' document
+vectors again.
+
+``dense`` is a nearest query (``min_score`` its score threshold); ``lexical`` a formula adding
+the two sparse prefetches; ``hybrid`` both as prefetches of ``depth`` hits, fused by the
+engine: ``rrf`` by Qdrant's weighted RRF (``k + 1``: Qdrant counts ranks from 0, so the scores
+are ``application.fusion``'s), ``rescored`` and ``weighted`` by its DBSF (chosen on Cranfield
+over RRF; their own formulas need every candidate's two scores, which one query cannot give).
+Hits of uncommitted versions are dropped, the engine asked again, deeper, when they took places.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, VersionedDocuments, engine_id
+from pywrapai_graph.adapters.vectorstores.qdrant.points import (
+    CARRIER,
+    DOCUMENT_SPARSE,
+    SPARSE,
+    TERMS,
+    chunk_of,
+    hits_of,
+    version_of,
+)
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
+from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
+from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.offload import offload
+from pywrapai_graph.ports.store_query import StoreQuery
+from pywrapai_graph.ports.sync_async import adrive
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient, QdrantClient
+
+__all__ = ["QdrantLexical"]
+
+#: One document version: (doc_id, version).
+_Group = tuple[str, str]
+_Fields = list[tuple[dict[str, Any], dict[str, Any]]]
+_PAGE = 500  # documents per lookup, points per write
+_K1, _B = 1.2, 0.75
+#: chunks each sparse prefetch ranks for a lexical query, at least (the formula adds the two
+#: scores of the chunks either ranks; a chunk one misses gets 0 there)
+_SHORTLIST = 1000
+#: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
+_TIES = 2
+
+_UPGRADE_NEEDED = (
+    "Qdrant collection {name!r} was created before lexical search was served by Qdrant as this "
+    f"release serves it (it lacks the sparse vector {SPARSE!r} or {DOCUMENT_SPARSE!r}, and "
+    "Qdrant cannot add one to a collection); re-create it: `pywrapai-graph store clear --yes`, "
+    "then ingest again (or keep mode='dense')."
+)
+
+
+def _index(term: str) -> int:
+    return zlib.crc32(term.encode("utf-8"))
+
+
+def _query_indices(query: str) -> list[int]:
+    """The distinct term indices of a query (each weighs 1), sorted."""
+    return sorted({_index(t) for t in analyze(query)})
+
+
+def _weights(terms: Counter[str], avgdl: float) -> dict[str, Any]:
+    """A sparse vector's fields (empty: no terms). Terms hashing to one index (about one pair
+    in 10^5 for a 300-term vocabulary) share it: their weights add up."""
+    length = sum(terms.values())
+    merged: dict[int, float] = {}
+    for term, tf in terms.items():
+        weight = tf * (_K1 + 1.0) / (tf + _K1 * (1.0 - _B + _B * length / avgdl))
+        merged[_index(term)] = merged.get(_index(term), 0.0) + weight
+    indices = sorted(merged)
+    return {"indices": indices, "values": [merged[i] for i in indices]} if indices else {}
+
+
+def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
+    """The ``n`` best of a reply of up to ``_TIES · n``, ties by chunk id (as the other stores)."""
+    hits = hits_of(points, cosine=query.mode == "dense")
+    return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]
+
+
+class QdrantLexical(VersionedDocuments):
+    """The sparse vectors, ``retrieve`` and ``lexical_search``; the store sets ``_client``,
+    ``_models``, ``_collection``, ``_sparse`` and ``_consistency``."""
+
+    _client: QdrantClient
+    _models: Any
+    _collection: str
+    #: the collection has the sparse vectors of lexical search
+    _sparse: bool
+    #: what each read asks of a cluster
+    _consistency: dict[str, Any]
+
+    if TYPE_CHECKING:  # the store's and the records'
+
+        def _errors(self) -> AbstractContextManager[None]: ...
+
+        def _aclient(self) -> AsyncQdrantClient: ...
+
+        def _add_lengths(self, lengths: list[int], documents: bool = False) -> float: ...
+
+        def _scroll(self, collection: str, selector: Any, vectors: bool = False) -> list[Any]: ...
+
+    @property
+    def lexical(self) -> bool:
+        """Lexical (BM25) search is available."""
+        return True
+
+    # ------------------------------------------------------------------ writes
+    def _fielded(self, texts: Sequence[str], groups: Sequence[_Group]) -> _Fields:
+        """Each chunk text's sparse vectors and payload fields, the texts of each document
+        version in its order (its first is its carrier)."""
+        grouped: dict[_Group, list[str]] = {}
+        for text, group in zip(texts, groups, strict=True):
+            grouped.setdefault(group, []).append(text)
+        documents = {g: Counter[str]() for g in grouped}
+        for g, parts in grouped.items():
+            for part in document_parts(parts, [""] * len(parts)):
+                documents[g].update(analyze(part))
+        terms = [Counter(analyze(text)) for text in texts]
+        avgdl = self._add_lengths([sum(t.values()) for t in terms])
+        document_avgdl = self._add_lengths([sum(d.values()) for d in documents.values()], True)
+        fields = {g: _weights(d, document_avgdl) for g, d in documents.items()}
+        seen: set[_Group] = set()
+        out = []
+        for text, counts, group in zip(texts, terms, groups, strict=True):
+            vectors = {SPARSE: _weights(counts, avgdl), DOCUMENT_SPARSE: fields[group]}
+            payload = {TERMS: _query_indices(text), CARRIER: group not in seen}
+            seen.add(group)
+            out.append(
+                ({k: self._models.SparseVector(**v) for k, v in vectors.items() if v}, payload)
+            )
+        return out
+
+    def _vectors(
+        self, chunks: Sequence[Chunk], versions: Sequence[str], dense: list[list[float]]
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        """Each point's vectors and lexical payload fields; the chunks of its document
+        version stored before get theirs again."""
+        if not self._sparse:  # a server collection of an earlier release: dense only
+            return [(vector, {}) for vector in dense]
+        groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
+        fields = self._rewrite(groups, chunks, versions)
+        return [
+            ({"": v, **sparse}, payload) for v, (sparse, payload) in zip(dense, fields, strict=True)
+        ]
+
+    def _rewrite(
+        self, groups: Sequence[_Group], chunks: Sequence[Chunk] = (), versions: Sequence[str] = ()
+    ) -> _Fields:
+        """Write the lexical fields of these document versions' stored chunks again (those
+        of ``chunks``, about to be written, are left out); returns ``chunks``' fields."""
+        written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
+        stored = [
+            p
+            for g, points in self._group_points(groups).items()
+            for p in points
+            if engine_id(chunk_of(p.payload).id, g[1]) not in written
+        ]
+        fields = self._fielded(
+            [chunk_of(p.payload).text for p in stored] + [c.text for c in chunks],
+            [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored]
+            + [(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)],
+        )
+        m = self._models
+        points = [
+            m.PointStruct(
+                id=str(p.id),
+                vector={"": dict(p.vector)[""], **sparse},
+                payload={**p.payload, **payload},
+            )
+            for p, (sparse, payload) in zip(stored, fields[: len(stored)], strict=True)
+        ]
+        for start in range(0, len(points), _PAGE):
+            self._client.upsert(self._collection, points[start : start + _PAGE], wait=True)
+        return fields[len(stored) :]
+
+    def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """``delete``, and the fields of the documents that lost chunks written again."""
+        groups = sorted({(c.doc_id, c.version) for c in self._copies(chunk_ids)})
+        deleted = super()._delete_chunks(chunk_ids)
+        if groups and self._sparse:
+            self._rewrite(groups)
+        return deleted
+
+    def _group_points(self, groups: Sequence[_Group]) -> dict[_Group, list[Any]]:
+        """The stored points (with their vectors) of these document versions, each version's
+        in chunk-id order."""
+        m = self._models
+        wanted = set(groups)
+        docs = sorted({doc for doc, _ in wanted})
+        versions = m.FieldCondition(
+            key="version", match=m.MatchAny(any=sorted({v for _, v in wanted}))
+        )
+        out: dict[_Group, list[Any]] = {}
+        for start in range(0, len(docs), _PAGE):
+            of_docs = m.FieldCondition(
+                key="doc_id", match=m.MatchAny(any=docs[start : start + _PAGE])
+            )
+            for p in self._scroll(self._collection, m.Filter(must=[of_docs, versions]), True):
+                key = (chunk_of(p.payload).doc_id, version_of(p.payload))
+                if key in wanted:
+                    out.setdefault(key, []).append(p)
+        return {g: sorted(found, key=lambda p: str(p.payload["id"])) for g, found in out.items()}
+
+    # ------------------------------------------------------------------ reads
+    def _lexical_search(
+        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
+
+    def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        """One ``query_points`` (asked again, deeper, only while chunks of uncommitted
+        versions took places)."""
+        with self._lock:
+            selector = self._ready(query)
+            if selector is False:
+                return []
+            return self._search_visible(lambda n: self._ranked(query, n, selector), query.k)
+
+    async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
+        if not self._native_async:
+            return await offload(self._retrieve, query)
+        selector = self._ready(query)
+        if selector is False:
+            return []
+
+        async def read(asked: tuple[Any, ...]) -> Any:
+            if asked[0] != "query":
+                return await self._aread(asked)
+            with self._errors():
+                got = await self._aclient().query_points(
+                    self._collection,
+                    **self._request(query, asked[2], selector),
+                    **self._consistency,
+                )
+            return _hits(query, got.points, asked[2])
+
+        return await adrive(self._visible_top(query.k), read)
+
+    def _ready(self, query: StoreQuery) -> Any:
+        """The engine filter of ``query`` (False: nothing to rank)."""
+        if query.mode != "dense" and (query.k1, query.b) != (_K1, _B):
+            raise InvalidArgumentError(
+                f"Qdrant weighs terms when a chunk is written, with k1={_K1} and b={_B}; got "
+                f"k1={query.k1}, b={query.b}. Use the defaults with this store (or PostgreSQL "
+                "or an embedded store, which apply k1 and b per query)."
+            )
+        if self._known_dim() is None:
+            return False
+        if query.mode != "dense" and not self._sparse:
+            self._dim = self._engine_dimension()  # another process may have re-created it
+            if not self._sparse:
+                raise InvalidStateError(_UPGRADE_NEEDED.format(name=self._collection))
+        if query.mode == "lexical" and not _query_indices(query.text or ""):
+            return False
+        return self._selector(query.filter)
+
+    def _ranked(self, query: StoreQuery, n: int, selector: Any) -> list[Hit]:
+        with self._errors():
+            got = self._client.query_points(
+                self._collection, **self._request(query, n, selector), **self._consistency
+            )
+        return _hits(query, got.points, n)
+
+    def _request(self, query: StoreQuery, n: int, selector: Any) -> dict[str, Any]:
+        """``query_points``' arguments for the ``n`` best hits of ``query``."""
+        m = self._models
+        threshold = query.min_score if query.min_score > -1.0 else None
+        dense = {"query": list(query.vector or []), "score_threshold": threshold}
+        asked = {"limit": _TIES * n, "query_filter": selector, "with_payload": True}
+        if query.mode == "dense":
+            return {**dense, **asked}
+        indices = _query_indices(query.text or "")
+        if query.mode == "lexical":
+            side = self._lexical(indices, n, selector)
+            return {"query": side.query, "using": side.using, "prefetch": side.prefetch, **asked}
+        depth = max(query.depth, n)
+        sides = [m.Prefetch(limit=depth, filter=selector, **dense)]
+        if indices:
+            sides.append(self._lexical(indices, depth, selector))
+        if query.fusion == "rrf":
+            weights = list(query.weights[: len(sides)])
+            fused = m.RrfQuery(rrf=m.Rrf(k=query.rrf_k + 1, weights=weights))
+        else:
+            fused = m.FusionQuery(fusion=m.Fusion.DBSF)
+        return {"query": fused, "prefetch": sides, **asked}
+
+    def _lexical(self, indices: list[int], n: int, selector: Any) -> Any:
+        """The lexical side as a prefetch of its ``n`` best chunks: a formula adding the
+        chunk's BM25 and ``DOCUMENT_WEIGHT`` times its document's (IDF over the carriers)."""
+        m = self._models
+        terms = m.SparseVector(indices=indices, values=[1.0] * len(indices))
+        held = m.FieldCondition(key=TERMS, match=m.MatchAny(any=indices))
+        carriers = m.FieldCondition(key=CARRIER, match=m.MatchValue(value=True))
+        wide = max(n, _SHORTLIST)
+        sides = [
+            m.Prefetch(query=terms, using=SPARSE, limit=wide, filter=selector),
+            m.Prefetch(
+                query=terms,
+                using=DOCUMENT_SPARSE,
+                limit=wide,
+                filter=m.Filter(must=[held] if selector is None else [selector, held]),
+                params=m.SearchParams(idf=m.IdfCorpusParams(corpus=m.Filter(must=[carriers]))),
+            ),
+        ]
+        formula = m.SumExpression(
+            sum=["$score[0]", m.MultExpression(mult=[float(DOCUMENT_WEIGHT), "$score[1]"])]
+        )
+        fielded = m.FormulaQuery(formula=formula, defaults={"$score[0]": 0.0, "$score[1]": 0.0})
+        return m.Prefetch(prefetch=sides, query=fielded, limit=n, filter=selector)
