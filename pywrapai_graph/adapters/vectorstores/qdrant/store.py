@@ -278,7 +278,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
-        stamp = {HIDDEN: self._replacing is not None}
+        stamp: dict[str, Any] = {HIDDEN: self._replacing is not None}
         stamp[EMBEDDER] = embedder.to_json() if embedder else ""
         with self._errors():
             if self._known_dim() is None:
