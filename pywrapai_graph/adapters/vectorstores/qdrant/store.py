@@ -432,7 +432,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._writing():
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
-            self._docs_seen = False
             dim = self._known_dim()
             if dim is None:
                 return
