@@ -71,6 +71,15 @@ def _set_payload(engine: QdrantClient, name: str, body: Any) -> models.UpdateRes
     return _update(engine.set_payload(name, request.payload, points=selector))
 
 
+def _batch(engine: QdrantClient, name: str, body: Any) -> list[models.UpdateResult]:
+    """``batch_update_points`` of ``set_payload`` operations (the only ones the store sends)."""
+    batch = models.UpdateOperations.model_validate(body)
+    return [
+        _set_payload(engine, name, op.set_payload.model_dump())  # type: ignore[union-attr]
+        for op in batch.operations
+    ]
+
+
 def _index(engine: QdrantClient, name: str, body: Any) -> models.UpdateResult:
     request = models.CreateFieldIndex.model_validate(body)
     with warnings.catch_warnings():  # the local engine has no payload indexes, and says so
@@ -134,6 +143,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("PUT", re.compile(_C + "/points"), _upsert),
     ("POST", re.compile(_C + "/points/delete"), _delete),
     ("POST", re.compile(_C + "/points/payload"), _set_payload),
+    ("POST", re.compile(_C + "/points/batch"), _batch),
     ("POST", re.compile(_C + "/points"), _retrieve),
     ("POST", re.compile(_C + "/points/scroll"), _scroll),
     ("POST", re.compile(_C + "/points/count"), _count),

@@ -7,16 +7,15 @@ Each document has a record beside its chunks: the *committed* version, its manif
 batch; (3) record.version = v with the manifest: **the commit point**; (4) delete the
 document's chunks of other versions; (5) record.pending = "". A chunk is visible only when
 its version is its document's committed one (``""`` for plain ``add`` to a document never
-replaced). An engine that flips a flag on many rows in one request (:attr:`_hides`: Chroma's
-``update``, Milvus's partial ``upsert``) writes step 2 hidden and starts step 4 by showing v
-and hiding the others (:meth:`_show`), so its reads filter in one request. A crash leaves the
+replaced). Step 2 writes the chunks flagged hidden, and step 4 starts by showing v and hiding
+the others in one engine request (:meth:`_show`: Chroma's ``update``, Milvus's partial
+``upsert``, Qdrant's ``set_payload``), so a search is one request filtering on the flag. A
+crash leaves the
 old version or the new one; the store's open (under its write lock) or the document's next
 replace removes an interrupted version, and on a server :meth:`repair` does it beside live
 writers: an uncommitted version only once a repair has seen it pending for ``older_than_s``
 (by the engine's clock where it has one), each record changed by compare-and-set; a writer
-whose version a repair took over refuses to commit. Reads (``search``, ``search_many``, and
-their async twins on a native async client) drop hits of other versions and ask the engine
-for more when they took places; they need no write lock.
+whose version a repair took over refuses to commit. Reads need no write lock.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -42,21 +41,15 @@ from pywrapai_graph.adapters.vectorstores.kit.version_records import (
     DocRecord,
     Hit,
     StoredChunk,
-    committed_of,
-    docs_of,
     engine_id,
-    next_ask,
     seen_ns,
-    settle,
     stale,
-    visible_of,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.errors import VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.sync_async import Core, adrive, drive
 from pywrapai_graph.ports.vector_store import check_embedder
 
 __all__ = [
@@ -73,19 +66,11 @@ __all__ = [
 _RECORDS_BATCH = 500
 
 
-#: An engine read a search asks for: ``("query", query, n, selector)``,
-#: ``("query_many", queries, n, selector)`` or ``("search_records", doc_ids)``.
-_Read = tuple[Any, ...]
-
-
 class VersionedDocuments(BaseVectorStore):
     """``replace_document``, manifests and the embedder record over an engine's primitives."""
 
     _dim: int | None
     _lock: AbstractContextManager[Any]
-    #: engines whose uncommitted versions are flagged hidden (:meth:`_show` flips them) and
-    #: whose ``_selector`` excludes them: a search is one request, without record lookup
-    _hides = False
     #: while :meth:`_replace_document`'s :meth:`_upsert` writes the new version: its embedder
     _replacing: tuple[EmbedderIdentity | None] | None = None
 
@@ -97,11 +82,6 @@ class VersionedDocuments(BaseVectorStore):
     @abstractmethod
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         """The records of these documents (absent ones are left out)."""
-
-    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` for a search's hits (engines also read the embedder record in
-        that request and ``report_identity`` it). Unused where :attr:`_hides`."""
-        return self._records(doc_ids)
 
     @abstractmethod
     def _pending_records(self) -> list[DocRecord]:
@@ -136,10 +116,10 @@ class VersionedDocuments(BaseVectorStore):
 
     @abstractmethod
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        """The engine's form of a metadata filter (None for no filter)."""
+        """The engine's filter of the shown chunks a metadata filter keeps."""
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        """The engine's ``n`` nearest hits (of every version unless :attr:`_hides`)."""
+        """The engine's ``n`` nearest shown hits."""
         return self._query_many([query], n, selector)[0]
 
     @abstractmethod
@@ -187,9 +167,6 @@ class VersionedDocuments(BaseVectorStore):
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
         return await offload(self._query_many, queries, n, selector)
-
-    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        return await offload(self._search_records, doc_ids)
 
     # ------------------------------------------------------------------ documents
     @property
@@ -247,9 +224,10 @@ class VersionedDocuments(BaseVectorStore):
         if gone:
             self._delete_engine_ids(gone)
 
+    @abstractmethod
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """Where :attr:`_hides`: show a committed version and hide the others in one engine
-        request, before they are deleted."""
+        """Show a committed version and hide the others in one engine request, before they
+        are deleted (nothing for a record not committed)."""
 
     def _recover(self) -> None:
         """Clean what crashed writers left (call with the store's write lock held)."""
@@ -359,10 +337,6 @@ class VersionedDocuments(BaseVectorStore):
             committed = record.version if record else ""
             return sum(c.version == committed for c in stored)
 
-    def _committed(self, pairs: list[tuple[Chunk, str]]) -> list[Chunk]:
-        """The chunks (each with its version) of committed versions only."""
-        return committed_of(pairs, self._records(docs_of(pairs))) if pairs else []
-
     # ------------------------------------------------------------------ reads
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -370,18 +344,19 @@ class VersionedDocuments(BaseVectorStore):
         with self._lock:
             if self._known_dim() is None:
                 return []
-            query = prepare_query(query_vector, self._dim)
-            return drive(self._visible_top(k, query, self._selector(filter)), self._read)
+            hits = self._query(prepare_query(query_vector, self._dim), k, self._selector(filter))
+            return [h for h, _ in hits[:k]]
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """One engine request for the batch, one record lookup for all its hits."""
+        """One engine request for the batch."""
         with self._lock:
             if self._known_dim() is None:
                 return [[] for _ in query_vectors]
             queries = [prepare_query(q, self._dim) for q in query_vectors]
-            return drive(self._nearest_many(queries, k, self._selector(filter)), self._read)
+            batches = self._query_many(queries, k, self._selector(filter))
+            return [[h for h, _ in hits[:k]] for hits in batches]
 
     async def _asearch(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -391,7 +366,8 @@ class VersionedDocuments(BaseVectorStore):
         if self._known_dim() is None:
             return []
         query = prepare_query(query_vector, self._dim)
-        return await adrive(self._visible_top(k, query, self._selector(filter)), self._aread)
+        hits = await self._aquery(query, k, self._selector(filter))
+        return [h for h, _ in hits[:k]]
 
     async def _asearch_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -401,52 +377,5 @@ class VersionedDocuments(BaseVectorStore):
         if self._known_dim() is None:
             return [[] for _ in query_vectors]
         queries = [prepare_query(q, self._dim) for q in query_vectors]
-        return await adrive(self._nearest_many(queries, k, self._selector(filter)), self._aread)
-
-    def _nearest_many(
-        self, queries: list[Matrix], k: int, selector: Any
-    ) -> Core[_Read, list[list[ScoredChunk]]]:
-        """:meth:`_visible_top` of each query: one engine request for the batch, one record
-        lookup for all its hits, and a query whose hits were taken searched again alone."""
-        batches = yield ("query_many", queries, k, selector)
-        if self._hides:
-            return [[h for h, _ in hits[:k]] for hits in batches]
-        found = [h for hits in batches for h in hits]
-        known = (yield ("search_records", docs_of(found))) if found else {}
-        out: list[list[ScoredChunk]] = []
-        for q, top in zip(queries, settle(batches, known, k), strict=True):
-            alone = self._visible_top(k, q, selector)
-            out.append((yield from alone) if top is None else top)
-        return out
-
-    def _visible_top(
-        self, k: int, query: Matrix | None = None, selector: Any = None
-    ) -> Core[_Read, list[ScoredChunk]]:
-        """The visible top ``k`` of an engine query, for ``_search`` and ``_asearch`` (yields
-        the engine reads it needs, :data:`_Read`), asking for more while other versions'
-        chunks took places."""
-        asked = k
-        while True:
-            hits = yield ("query", query, asked, selector)
-            if self._hides:
-                return [h for h, _ in hits[:k]]
-            known = (yield ("search_records", docs_of(hits))) if hits else {}
-            visible = visible_of(hits, known)
-            asked = next_ask(k, asked, hits, len(visible))
-            if not asked:
-                return visible[:k]
-
-    def _read(self, read: _Read) -> Any:
-        """An engine read, done blocking: ``("query", ...)`` calls ``self._query(...)``."""
-        return getattr(self, f"_{read[0]}")(*read[1:])
-
-    async def _aread(self, read: _Read) -> Any:
-        """An engine read, awaited: ``("query", ...)`` awaits ``self._aquery(...)``."""
-        return await getattr(self, f"_a{read[0]}")(*read[1:])
-
-    def _search_visible(self, ask: Callable[[int], list[Hit]], k: int) -> list[ScoredChunk]:
-        """The visible top ``k`` of an engine query ``ask(n)`` (its ``n`` best hits)."""
-        return drive(
-            self._visible_top(k),
-            lambda read: ask(read[2]) if read[0] == "query" else self._read(read),
-        )
+        batches = await self._aquery_many(queries, k, self._selector(filter))
+        return [[h for h, _ in hits[:k]] for hits in batches]

@@ -411,6 +411,11 @@ class EdgeFolder:
             check_room(self.root, _SPREAD * len(json.dumps(payload)) + _SHARD_ROOM)
             self._shard(name).update(operation)
 
+    def batch_update_points(self, name: str, update_operations: Sequence[Any], **_: Any) -> None:
+        """``set_payload`` operations (the only ones the store batches), in order."""
+        for op in update_operations:
+            self.set_payload(name, op.set_payload.payload, op.set_payload.filter)
+
     def scroll(
         self,
         name: str,

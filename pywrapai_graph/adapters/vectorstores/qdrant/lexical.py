@@ -23,7 +23,8 @@ the two sparse prefetches; ``hybrid`` both as prefetches of ``depth`` hits, fuse
 engine: ``rrf`` by Qdrant's weighted RRF (``k + 1``: Qdrant counts ranks from 0, so the scores
 are ``application.fusion``'s), ``rescored`` and ``weighted`` by its DBSF (chosen on Cranfield
 over RRF; their own formulas need every candidate's two scores, which one query cannot give).
-Hits of uncommitted versions are dropped, the engine asked again, deeper, when they took places.
+Chunks of versions not committed (or replaced) are flagged hidden, and each query's filter
+leaves them out.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.ports.sync_async import adrive
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -234,13 +234,12 @@ class QdrantLexical(VersionedDocuments):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One ``query_points`` (asked again, deeper, only while chunks of uncommitted
-        versions took places)."""
+        """One ``query_points``; its filter keeps the shown chunks only."""
         with self._lock:
             selector = self._ready(query)
             if selector is False:
                 return []
-            return self._search_visible(lambda n: self._ranked(query, n, selector), query.k)
+            return [h for h, _ in self._ranked(query, query.k, selector)]
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         if not self._native_async:
@@ -248,19 +247,11 @@ class QdrantLexical(VersionedDocuments):
         selector = self._ready(query)
         if selector is False:
             return []
-
-        async def read(asked: tuple[Any, ...]) -> Any:
-            if asked[0] != "query":
-                return await self._aread(asked)
-            with self._errors():
-                got = await self._aclient().query_points(
-                    self._collection,
-                    **self._request(query, asked[2], selector),
-                    **self._consistency,
-                )
-            return _hits(query, got.points, asked[2])
-
-        return await adrive(self._visible_top(query.k), read)
+        with self._errors():
+            got = await self._aclient().query_points(
+                self._collection, **self._request(query, query.k, selector), **self._consistency
+            )
+        return [h for h, _ in _hits(query, got.points, query.k)]
 
     def _ready(self, query: StoreQuery) -> Any:
         """The engine filter of ``query`` (False: nothing to rank)."""

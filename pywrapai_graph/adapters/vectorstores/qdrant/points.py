@@ -11,13 +11,17 @@ from typing import Any
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
 from pywrapai_graph.domain import Chunk, ScoredChunk
+from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.errors import VectorStoreError
+from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_inputs import canonical_json
 
 __all__ = [
     "CARRIER",
     "DOCUMENT_SPARSE",
+    "EMBEDDER",
     "FIELDS",
+    "HIDDEN",
     "SPARSE",
     "TERMS",
     "chunk_of",
@@ -41,6 +45,10 @@ DOCUMENT_SPARSE = "pywrapai_bm25_doc"
 TERMS = "pywrapai_terms"
 #: the payload flag of one chunk per document version: the document IDF's corpus
 CARRIER = "pywrapai_carrier"
+#: the payload flag of a chunk hidden from searches (a version not committed, or replaced;
+#: absent on points written before it existed), and the embedder a chunk was written under
+HIDDEN = "pywrapai_hidden"
+EMBEDDER = "pywrapai_embedder"
 
 # Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
 # so a filter on any key string ("a.b", 'q"k') goes through these names. Scalars go under
@@ -106,7 +114,13 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
 
 
 def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
-    """Scored points as hits (a cosine score capped at 1), each with its chunk version."""
+    """Scored points as hits (a cosine score capped at 1), each with its chunk version; the
+    embedder one of them was written under is told to the caller's identity probe (none: the
+    retriever asks)."""
+    stamps = ((p.payload or {}).get(EMBEDDER) for p in points)
+    stamp = next((str(s) for s in stamps if s), "")
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
     return [
         (
             ScoredChunk(chunk_of(p.payload), min(float(p.score), 1.0) if cosine else p.score),

@@ -6,17 +6,16 @@ holds them (sync, and with a server async)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord
 from pywrapai_graph.adapters.vectorstores.qdrant.points import point_id
 from pywrapai_graph.domain.manifest import EmbedderIdentity
-from pywrapai_graph.ports.identity_probe import report_identity
 
 if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient, QdrantClient
+    from qdrant_client import QdrantClient
 
 __all__ = ["QdrantRecords"]
 
@@ -27,15 +26,6 @@ def _record(payload: Any) -> DocRecord:
     return DocRecord(*(str(payload[k]) for k in ("doc_id", "version", "manifest", "pending")))
 
 
-def _seen_records(points: Sequence[Any]) -> dict[str, DocRecord]:
-    """The document records among ``points``; the embedder record's identity (None: there
-    is none) is told to the caller's identity probe (:mod:`...ports.identity_probe`)."""
-    found = [(p.payload or {}) for p in points]
-    embedder = [p["embedder"] for p in found if p.get("kind") == "embedder"]
-    report_identity(EmbedderIdentity.from_json(embedder[0]) if embedder else None)
-    return {r.doc_id: r for r in (_record(p) for p in found if p.get("kind") == "doc")}
-
-
 class QdrantRecords:
     """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_cluster``
     and ``_consistency``."""
@@ -43,8 +33,6 @@ class QdrantRecords:
     _client: QdrantClient
     _models: Any
     _collection: str
-    #: the records collection was seen to exist (a record lookup is then one request)
-    _docs_seen = False
     #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
@@ -53,8 +41,6 @@ class QdrantRecords:
 
         def _errors(self) -> AbstractContextManager[None]: ...
 
-        def _aclient(self) -> AsyncQdrantClient: ...
-
         def _create_collection(self, name: str, **config: Any) -> bool: ...
 
     @property
@@ -62,8 +48,7 @@ class QdrantRecords:
         return f"{self._collection}.docs"
 
     def _docs_exist(self) -> bool:
-        self._docs_seen = bool(self._client.collection_exists(self._docs))
-        return self._docs_seen
+        return bool(self._client.collection_exists(self._docs))
 
     def _match(self, key: str, value: Any) -> Any:
         m = self._models
@@ -91,41 +76,14 @@ class QdrantRecords:
         points = self._record_points(["d:" + d for d in doc_ids])
         return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
-    def _search_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_records` of a search's hits, with the embedder record in the same request."""
-        return _seen_records(self._record_points([_EMBEDDER, *("d:" + d for d in doc_ids)]))
-
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist (never
-        a failing request: a server logs those); its existence is asked again when the
-        retrieve fails (another process's ``clear`` drops it), and the retrieve repeated, so a
-        real failure raises its own error."""
-        ids = [point_id(key) for key in keys]
+        """One ``retrieve`` by point ids, once the records collection exists (asked first: a
+        failing request is never sent, a server logs those)."""
         with self._errors():
-            if self._docs_seen:
-                with suppress(Exception):
-                    return list(self._client.retrieve(self._docs, ids, **self._consistency))
             if not self._docs_exist():
                 return []
+            ids = [point_id(key) for key in keys]
             return list(self._client.retrieve(self._docs, ids, **self._consistency))
-
-    async def _asearch_records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        """:meth:`_search_records` on the async client."""
-        client = self._aclient()
-        ids = [point_id(key) for key in (_EMBEDDER, *("d:" + d for d in doc_ids))]
-        with self._errors():
-            if self._docs_seen:
-                with suppress(Exception):
-                    return _seen_records(
-                        await client.retrieve(self._docs, ids, **self._consistency)
-                    )
-            self._docs_seen = bool(await client.collection_exists(self._docs))
-            got = (
-                await client.retrieve(self._docs, ids, **self._consistency)
-                if self._docs_seen
-                else []
-            )
-        return _seen_records(got)
 
     def _pending_records(self) -> list[DocRecord]:
         m = self._models

@@ -14,14 +14,20 @@ from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
-from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, StoredChunk, engine_id
+from pywrapai_graph.adapters.vectorstores.kit.versioned import (
+    DocRecord,
+    Hit,
+    StoredChunk,
+    engine_id,
+)
 from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
 from pywrapai_graph.adapters.vectorstores.qdrant.lexical import QdrantLexical
 from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     DOCUMENT_SPARSE,
+    EMBEDDER,
     FIELDS,
+    HIDDEN,
     SPARSE,
-    chunk_of,
     hits_of,
     index_payload,
     metadata_fields,
@@ -136,9 +142,12 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         self._dim = self._engine_dimension()
-        if self._mode == "local" and self._pending_records():  # a writer that died
+        if self._mode != "memory" and self._pending_records():  # a writer that died
             with self._writing():
-                self._recover()
+                if self._mode == "local":
+                    self._recover()
+                else:
+                    self._hide_unflagged()
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -268,6 +277,9 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         m = self._models
         if not batch.ids:
             return
+        embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
+        stamp: dict[str, Any] = {HIDDEN: self._replacing is not None}
+        stamp[EMBEDDER] = embedder.to_json() if embedder else ""
         with self._errors():
             if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
@@ -282,6 +294,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                         "metadata": dict(c.metadata),
                         "version": version,
                         FIELDS: metadata_fields(c.metadata),
+                        **stamp,
                         **fields,
                     },
                 )
@@ -297,6 +310,42 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                     self._collection, points[start : start + _UPSERT_BATCH], wait=True
                 )
 
+    def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """Hide the other versions of a committed document and show its own: one request
+        (on Qdrant Edge two updates; a crash between them is finished when the folder opens)."""
+        if record.pending != record.version:
+            return
+        m = self._models
+        of_doc = self._match("doc_id", record.doc_id)
+        this = self._match("version", record.version)
+        flags = [
+            (True, m.Filter(must=[of_doc], must_not=[this])),
+            (False, m.Filter(must=[of_doc, this])),
+        ]
+        with self._errors():
+            self._client.batch_update_points(
+                self._collection,
+                [
+                    m.SetPayloadOperation(set_payload=m.SetPayload(payload={HIDDEN: h}, filter=f))
+                    for h, f in flags
+                ],
+                wait=True,
+            )
+
+    def _hide_unflagged(self) -> None:
+        """Hide the points without the flag (written by an earlier release) of versions not
+        committed, or replaced, that pending records name: one ``set_payload`` for each."""
+        m = self._models
+        for record in self._pending_records():
+            selector = m.Filter(
+                must=[
+                    self._match("doc_id", record.doc_id),
+                    m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN)),
+                ],
+                must_not=[self._match("version", record.version)],
+            )
+            self._client.set_payload(self._collection, {HIDDEN: True}, points=selector, wait=True)
+
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         m = self._models
         with self._errors():
@@ -308,15 +357,18 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._lock, self._errors():
             if self._known_dim() is None:
                 return 0
-            if not filter:
-                got = self._client.count(self._collection, exact=True)
-                return int(got.count)
-            points = self._scroll(self._collection, metadata_filter(self._models, filter))
-            pairs = [(chunk_of(p.payload), version_of(p.payload)) for p in points]
-            return len(self._committed(pairs))
+            got = self._client.count(
+                self._collection,
+                count_filter=self._selector(filter) if filter else None,
+                exact=True,
+            )
+        return int(got.count)
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        return metadata_filter(self._models, filter)
+        """The engine filter of the shown chunks ``filter`` keeps."""
+        given = metadata_filter(self._models, filter)
+        hidden = self._match(HIDDEN, True)
+        return self._models.Filter(must=given.must if given else None, must_not=[hidden])
 
     def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
         m = self._models
@@ -355,13 +407,18 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         return [hits_of(r.points) for r in results]
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
-        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
-        if filter or not self._native_async:
+        """Async :meth:`count` (as Chroma's, the engine's count of every chunk without a
+        filter, shown or not; of the shown ones a filter keeps with one)."""
+        if not self._native_async:
             return await super()._acount(filter)
         if self._known_dim() is None:
             return 0
         with self._errors():
-            got = await self._aclient().count(self._collection, exact=True)
+            got = await self._aclient().count(
+                self._collection,
+                count_filter=self._selector(filter) if filter else None,
+                exact=True,
+            )
         return int(got.count)
 
     async def aclose(self) -> None:
@@ -375,7 +432,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._writing():
             if self._docs_exist():
                 self._client.delete_collection(self._docs)
-            self._docs_seen = False
             dim = self._known_dim()
             if dim is None:
                 return
