@@ -13,10 +13,10 @@ import os
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pywrapai_graph.adapters.shared.sqlite_wal import use_wal
 from pywrapai_graph.domain import Message
 from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
 from pywrapai_graph.ports.conversation_store import (
@@ -48,20 +48,6 @@ def checked_table(table: str) -> str:
     return table
 
 
-def _wal(conn: sqlite3.Connection) -> None:
-    """Switch to WAL; two processes opening a fresh file race for it, and SQLite answers
-    the loser "locked" at once (its busy handler does not cover the switch), so retry."""
-    deadline = time.monotonic() + _BUSY_S
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-        time.sleep(0.01)
-
-
 class SQLiteConversationStore(ConversationStore):
     """Conversations in the SQLite file at ``path`` (created when missing).
 
@@ -90,7 +76,7 @@ class SQLiteConversationStore(ConversationStore):
                 self._path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S
             )
             try:
-                _wal(conn)
+                use_wal(conn, _BUSY_S)
                 # WAL's NORMAL: a commit survives the process being killed; only a power
                 # loss may take the last turns back (FULL would fsync every turn)
                 conn.execute("PRAGMA synchronous=NORMAL")

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from pywrapai_graph.adapters.shared.sqlite_wal import use_wal
 from pywrapai_graph.domain.agent_state import AgentRunState, RunConflictError
 from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
 from pywrapai_graph.ports.run_store import RunStore
@@ -47,7 +48,7 @@ class SQLiteRunStore(RunStore):
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._conn, 30.0)
             self._conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} "
                 "(run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL)"

@@ -161,7 +161,6 @@ class ChromaVectorStore(VersionedDocuments):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "chroma"
-    _hides = True
 
     def __init__(
         self,

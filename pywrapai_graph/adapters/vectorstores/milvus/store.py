@@ -90,7 +90,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "milvus"
-    persistent = lexical = _hides = True
+    persistent = lexical = True
 
     def __init__(
         self,
