@@ -6,7 +6,7 @@ holds them (sync, and with a server async)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,8 @@ class QdrantRecords:
     _client: QdrantClient
     _models: Any
     _collection: str
+    #: the records collection was seen to exist (a record lookup is then one request)
+    _docs_seen = False
     #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
@@ -48,7 +50,8 @@ class QdrantRecords:
         return f"{self._collection}.docs"
 
     def _docs_exist(self) -> bool:
-        return bool(self._client.collection_exists(self._docs))
+        self._docs_seen = bool(self._client.collection_exists(self._docs))
+        return self._docs_seen
 
     def _match(self, key: str, value: Any) -> Any:
         m = self._models
@@ -77,12 +80,17 @@ class QdrantRecords:
         return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids, once the records collection exists (asked first: a
-        failing request is never sent, a server logs those)."""
+        """One ``retrieve`` by point ids once the records collection was seen to exist (never
+        a failing request: a server logs those); its existence is asked again when the
+        retrieve fails (another process's ``clear`` drops it), and the retrieve repeated, so a
+        real failure raises its own error."""
+        ids = [point_id(key) for key in keys]
         with self._errors():
+            if self._docs_seen:
+                with suppress(Exception):
+                    return list(self._client.retrieve(self._docs, ids, **self._consistency))
             if not self._docs_exist():
                 return []
-            ids = [point_id(key) for key in keys]
             return list(self._client.retrieve(self._docs, ids, **self._consistency))
 
     def _pending_records(self) -> list[DocRecord]:
