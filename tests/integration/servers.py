@@ -3,7 +3,8 @@
 The embedded PostgreSQL and Chroma starters live in the package
 (:mod:`pywrapai_graph.testing.servers`, which the shipped pytest plugin uses); they are
 re-exported here for the benchmarks. :class:`CountingProxy`: an HTTP front that forwards to
-a server and lists the requests a client sent it (to count a store's round trips).
+a server and lists the requests a client sent it (to count a store's round trips), or answers
+one with a reply queued in :attr:`CountingProxy.replies` instead (to inject a server's error).
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ _HOP_HEADERS = frozenset({"host", "connection", "content-length", "transfer-enco
 
 
 class CountingProxy:
-    """Forwards every HTTP request to ``upstream`` and records its method and path."""
+    """Forwards every HTTP request to ``upstream`` and records its method and path; a request
+    whose path ends with a key of :attr:`replies` gets the first reply queued there
+    (``(status, JSON body)``) instead of the server's."""
 
     def __init__(self, upstream: str) -> None:
         target = urlparse(upstream)
         self.requests: list[tuple[str, str]] = []
+        self.replies: dict[str, list[tuple[int, bytes]]] = {}
         front = self
 
         class Handle(BaseHTTPRequestHandler):
@@ -43,7 +47,12 @@ class CountingProxy:
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                front.requests.append((self.command, urlparse(self.path).path))
+                path = urlparse(self.path).path
+                front.requests.append((self.command, path))
+                queued = front.replies.get(path.rsplit("/", 1)[-1])
+                if queued:
+                    self._reply(*queued.pop(0), [("Content-Type", "application/json")])
+                    return
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
                 conn = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
                 try:
@@ -52,8 +61,11 @@ class CountingProxy:
                     data = reply.read()
                 finally:
                     conn.close()
-                self.send_response_only(reply.status)
-                for key, value in reply.getheaders():
+                self._reply(reply.status, data, reply.getheaders())
+
+            def _reply(self, status: int, data: bytes, headers: list[tuple[str, str]]) -> None:
+                self.send_response_only(status)
+                for key, value in headers:
                     if key.lower() not in _HOP_HEADERS:
                         self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))

@@ -9,12 +9,13 @@ import fcntl
 import os
 import re
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
 from pywrapai_graph.adapters._optional import require
@@ -41,10 +42,20 @@ __all__ = [
     "AsyncSide",
     "FolderHold",
     "FollowingHandle",
+    "aread_again",
     "connect_server",
     "engine_errors",
+    "read_again",
     "validate_collection_name",
 ]
+
+T = TypeVar("T")
+#: Pauses before a read is repeated after one of Chroma's transient internal errors: a read
+#: racing another request's write ("Error finding id": the local HNSW segment's id map does
+#: not yet hold a record the metadata already shows) or another process's new collection
+#: ("Nothing found on disk"). Reads only: a write is never repeated blindly.
+READ_PAUSES = (0.05, 0.2, 0.5)
+_TRANSIENT = ("Error finding id", "Nothing found on disk")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
 _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
@@ -125,6 +136,36 @@ class FollowingHandle:
                 return getattr(self.current, name)(*args, **kwargs)
 
         return call
+
+
+def _transient(exc: Exception) -> bool:
+    internal = require("chromadb.errors", "chroma", "chromadb").InternalError
+    return isinstance(exc, internal) and any(t in str(exc) for t in _TRANSIENT)
+
+
+def read_again(read: Callable[[], T]) -> T:
+    """``read()``, repeated after each of :data:`READ_PAUSES` while Chroma fails it with a
+    transient internal error (the last attempt's error is raised)."""
+    for pause in READ_PAUSES:
+        try:
+            return read()
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+        time.sleep(pause)
+    return read()
+
+
+async def aread_again(read: Callable[[], Awaitable[T]]) -> T:
+    """Async :func:`read_again`."""
+    for pause in READ_PAUSES:
+        try:
+            return await read()
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+        await asyncio.sleep(pause)
+    return await read()
 
 
 def bound_requests(client: Any, seconds: float | None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -22,8 +21,10 @@ from pywrapai_graph.adapters.vectorstores.chroma.client import (
     AsyncSide,
     FolderHold,
     FollowingHandle,
+    aread_again,
     connect_server,
     engine_errors,
+    read_again,
     validate_collection_name,
 )
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
@@ -248,17 +249,8 @@ class ChromaVectorStore(VersionedDocuments):
         return cast("Collection", self._chunks)
 
     def _engine_dimension(self) -> int | None:
-        errors = require("chromadb.errors", "chroma", "chromadb")
         with self._errors():
-            for pause in (0.05, 0.2, 0.5, None):
-                try:
-                    got = self._collection.get(limit=1, include=["embeddings"])
-                    break
-                except errors.InternalError:
-                    # "Nothing found on disk", a moment after another process made it
-                    if pause is None:
-                        raise
-                    time.sleep(pause)
+            got = read_again(lambda: self._collection.get(limit=1, include=["embeddings"]))
         embeddings = got.get("embeddings")
         return None if embeddings is None or len(embeddings) == 0 else len(embeddings[0])
 
@@ -393,10 +385,13 @@ class ChromaVectorStore(VersionedDocuments):
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` (an ``n`` above the collection's count gets what it holds)."""
+        stacked = np.stack(queries)
         with self._errors():
             return hits_of(
-                self._collection.query(
-                    query_embeddings=np.stack(queries), n_results=n, where=selector, include=HITS
+                read_again(
+                    lambda: self._collection.query(
+                        query_embeddings=stacked, n_results=n, where=selector, include=HITS
+                    )
                 )
             )
 
@@ -433,13 +428,13 @@ class ChromaVectorStore(VersionedDocuments):
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
         stacked = np.stack(queries)
-        return hits_of(
-            await self._acall(
-                lambda c: c.query(
-                    query_embeddings=stacked, n_results=n, where=selector, include=HITS
-                )
+
+        def query(c: AsyncCollection) -> Awaitable[QueryResult]:
+            return aread_again(
+                lambda: c.query(query_embeddings=stacked, n_results=n, where=selector, include=HITS)
             )
-        )
+
+        return hits_of(await self._acall(query))
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
         """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
