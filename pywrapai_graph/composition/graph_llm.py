@@ -172,44 +172,6 @@ class GraphLLM(StructuredCalls):
         """Maximum number of injected chunks."""
         return self._rag_k
 
-    # ------------------------------------------------------------------ assembly
-    def assemble(
-        self,
-        input: str | Sequence[Message],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-    ) -> tuple[list[Message], list[ScoredChunk]]:
-        """The exact message list the LLM would receive, and the chunks injected into it.
-
-        The caller's ``input`` and ``history`` are never modified (D5: save the original).
-        ``filter`` restricts retrieval to chunks with that metadata; ``rag_k`` overrides the
-        number of chunks for this call.
-        """
-        head, current = self._assemble.split(input, history)
-        if not rag or self._context is None:
-            return head + current, []
-        augmented, hits = self._context.run(current, k=rag_k, filter=filter)
-        return head + augmented, hits
-
-    async def aassemble(
-        self,
-        input: str | Sequence[Message],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-    ) -> tuple[list[Message], list[ScoredChunk]]:
-        """Async :meth:`assemble`: retrieval runs without blocking the event loop."""
-        head, current = self._assemble.split(input, history)
-        if not rag or self._context is None:
-            return head + current, []
-        augmented, hits = await self._context.arun(current, k=rag_k, filter=filter)
-        return head + augmented, hits
-
     @staticmethod
     def _with_context(response: LLMResponse, hits: list[ScoredChunk]) -> LLMResponse:
         if not hits:
