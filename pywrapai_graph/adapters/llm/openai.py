@@ -119,11 +119,10 @@ class _StreamState(StreamTally):
     """Follows a Chat Completions stream: a finish_reason is its end marker; reasoning_content
     deltas are kept for the final chunk."""
 
-    provider = _PROVIDER
     marker = "a finish_reason and [DONE]"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.thought: list[str] = []
 
     def final(self) -> StreamChunk:
@@ -278,8 +277,8 @@ class OpenAIChatModel(OpenAIClients):
         )
         return params
 
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+    @classmethod
+    def _response(cls, raw: Any, request: ChatRequest) -> LLMResponse:
         if not raw.choices:
             raise ResponseFormatError("openai: the reply has no choices", raw="")
         message = raw.choices[0].message
@@ -302,7 +301,7 @@ class OpenAIChatModel(OpenAIClients):
             tool_calls=calls,
             usage=usage,
             model=raw.model or "",
-            provider=_PROVIDER,
+            provider=cls.provider_name,
             finish_reason=raw.choices[0].finish_reason or None,
             reasoning=reasoning_parts(reasoning_text(message), _PROVIDER),
         )

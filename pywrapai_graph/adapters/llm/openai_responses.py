@@ -203,11 +203,10 @@ class _StreamState(StreamTally):
     """Follows a Responses stream: ``response.completed`` (or ``response.incomplete``, cut
     by its output cap) is its end marker and carries the usage."""
 
-    provider = _PROVIDER
     marker = "response.completed"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.calls: dict[int, int] = {}  # output item index -> tool call index
         self.reasoning: tuple[ReasoningPart, ...] = ()
 
