@@ -47,12 +47,12 @@ try:
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("openai", "openai") from exc
 
-__all__ = ["OpenAIChatModel", "OpenAIClient", "OpenAIClients"]
+__all__ = ["AnyOpenAIClient", "OpenAIChatModel", "OpenAIClients"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 _PROVIDER = "openai"
 #: either of the SDK's clients
-OpenAIClient = openai.OpenAI | openai.AsyncOpenAI
+AnyOpenAIClient = openai.OpenAI | openai.AsyncOpenAI
 _OWNED = owned_fields(
     response_format="chat_structured()",
     max_completion_tokens="max_tokens=",
@@ -188,7 +188,7 @@ class OpenAIClients(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
 
     @staticmethod
     @abstractmethod
-    def _endpoint(client: OpenAIClient) -> Any:
+    def _endpoint(client: AnyOpenAIClient) -> Any:
         """The SDK's method a request calls on ``client``."""
 
     def _connect(self, options: dict[str, Any]) -> None:
@@ -204,7 +204,7 @@ class OpenAIClients(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
     def _errors(self) -> AbstractContextManager[None]:
         return stainless_errors(openai, self.provider_name, self._secret)
 
-    def _create(self, client: OpenAIClient, params: dict[str, Any]) -> Any:
+    def _create(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
         return self._endpoint(client)(**params)
 
 
@@ -246,7 +246,7 @@ class OpenAIChatModel(OpenAIClients):
         )
 
     @staticmethod
-    def _endpoint(client: OpenAIClient) -> Any:
+    def _endpoint(client: AnyOpenAIClient) -> Any:
         return client.chat.completions.create
 
     # ------------------------------------------------------------------ translation
@@ -307,7 +307,7 @@ class OpenAIChatModel(OpenAIClients):
         )
 
     # ------------------------------------------------------------------ port
-    def _open(self, client: OpenAIClient, params: dict[str, Any]) -> Any:
+    def _open(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
         return client.chat.completions.create(
             **params, stream=True, stream_options={"include_usage": True}
         )

@@ -27,7 +27,7 @@ from pywrapai_graph.adapters.llm._base import system_text, tool_result_of, warn_
 from pywrapai_graph.adapters.llm._media import data_url, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.adapters.llm._structured import strict_schema
-from pywrapai_graph.adapters.llm.openai import OpenAIClient, OpenAIClients
+from pywrapai_graph.adapters.llm.openai import AnyOpenAIClient, OpenAIClients
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -251,7 +251,7 @@ class OpenAIResponsesChatModel(OpenAIClients):
     _tally = _StreamState
 
     @staticmethod
-    def _endpoint(client: OpenAIClient) -> Any:
+    def _endpoint(client: AnyOpenAIClient) -> Any:
         return client.responses.create
 
     # ------------------------------------------------------------------ translation
@@ -306,5 +306,5 @@ class OpenAIResponsesChatModel(OpenAIClients):
         )
 
     # ------------------------------------------------------------------ port
-    def _open(self, client: OpenAIClient, params: dict[str, Any]) -> Any:
+    def _open(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
         return client.responses.create(**params, stream=True)
