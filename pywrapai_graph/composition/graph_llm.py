@@ -6,7 +6,7 @@ import contextlib
 import copy
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from pywrapai_graph.adapters.prompts.filesystem import PromptRegistry
@@ -35,6 +35,7 @@ from pywrapai_graph.ports import (
     ResponseCache,
 )
 from pywrapai_graph.ports.conversation_store import ConversationStore
+from pywrapai_graph.ports.sync_async import Core, adrive, drive
 
 __all__ = ["GraphLLM"]
 
@@ -42,6 +43,31 @@ if TYPE_CHECKING:  # pydantic loads only when structured output is used
     from pydantic import BaseModel
 
 M = TypeVar("M", bound="BaseModel")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Step:
+    """One I/O step of :meth:`GraphLLM._prepared`: a method, its async twin, their arguments."""
+
+    blocking: Callable[..., Any]
+    awaiting: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def run(self) -> Any:
+        return self.blocking(*self.args, **self.kwargs)
+
+    def arun(self) -> Awaitable[Any]:
+        return self.awaiting(*self.args, **self.kwargs)
+
+
+class _Sending(GenerationOptions, total=False):
+    """The keyword arguments of an LLM call or stream beside its messages."""
+
+    tools: Sequence[ToolSpec] | None
+    tool_choice: str | None
+    extra: Mapping[str, object] | None
+    prompt_file: str | None
 
 
 class GraphLLM(StructuredCalls):
@@ -146,44 +172,6 @@ class GraphLLM(StructuredCalls):
         """Maximum number of injected chunks."""
         return self._rag_k
 
-    # ------------------------------------------------------------------ assembly
-    def assemble(
-        self,
-        input: str | Sequence[Message],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-    ) -> tuple[list[Message], list[ScoredChunk]]:
-        """The exact message list the LLM would receive, and the chunks injected into it.
-
-        The caller's ``input`` and ``history`` are never modified (D5: save the original).
-        ``filter`` restricts retrieval to chunks with that metadata; ``rag_k`` overrides the
-        number of chunks for this call.
-        """
-        head, current = self._assemble.split(input, history)
-        if not rag or self._context is None:
-            return head + current, []
-        augmented, hits = self._context.run(current, k=rag_k, filter=filter)
-        return head + augmented, hits
-
-    async def aassemble(
-        self,
-        input: str | Sequence[Message],
-        history: Sequence[Message] | None = None,
-        rag: bool = True,
-        *,
-        filter: MetadataFilter | None = None,
-        rag_k: int | None = None,
-    ) -> tuple[list[Message], list[ScoredChunk]]:
-        """Async :meth:`assemble`: retrieval runs without blocking the event loop."""
-        head, current = self._assemble.split(input, history)
-        if not rag or self._context is None:
-            return head + current, []
-        augmented, hits = await self._context.arun(current, k=rag_k, filter=filter)
-        return head + augmented, hits
-
     @staticmethod
     def _with_context(response: LLMResponse, hits: list[ScoredChunk]) -> LLMResponse:
         if not hits:
@@ -225,17 +213,9 @@ class GraphLLM(StructuredCalls):
                 that contradicts a scoped graph's.
             ContextWindowError: the system prompt and ``input`` alone exceed the window.
         """
-        past = self._memory.recall(conversation_id, history, scope)
-        messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
-        messages = self._fitted(conversation_id, messages, input)
-        response = self._llm.chat(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            extra=extra,
-            prompt_file=self._prompt_file,
-            **generation,
-        )
+        turn = self._prepared(input, history, rag, filter, rag_k, conversation_id, scope)
+        messages, hits = drive(turn, _Step.run)
+        response = self._llm.chat(messages, **self._sending(tools, tool_choice, extra, generation))
         self._memory.remember(conversation_id, input, response, scope)
         return self._with_context(response, hits)
 
@@ -255,26 +235,50 @@ class GraphLLM(StructuredCalls):
         **generation: Unpack[GenerationOptions],
     ) -> LLMResponse:
         """Async :meth:`chat`; retrieval, the store and the call never block the loop."""
-        past = await self._memory.arecall(conversation_id, history, scope)
-        messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
-        messages = self._fitted(conversation_id, messages, input)
-        response = await self._llm.achat(
-            messages,
+        turn = self._prepared(input, history, rag, filter, rag_k, conversation_id, scope)
+        messages, hits = await adrive(turn, _Step.arun)
+        sending = self._sending(tools, tool_choice, extra, generation)
+        response = await self._llm.achat(messages, **sending)
+        await self._memory.aremember(conversation_id, input, response, scope)
+        return self._with_context(response, hits)
+
+    def _prepared(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None,
+        rag: bool,
+        filter: MetadataFilter | None,
+        rag_k: int | None,
+        conversation_id: str | None,
+        scope: Mapping[str, Any] | None,
+    ) -> Core[_Step, tuple[list[Message], list[ScoredChunk]]]:
+        """A call's messages and injected chunks, written once for every call and stream:
+        the history (given, or the stored conversation), assembled with RAG, fitted to
+        the history window."""
+        memory = self._memory
+        past = yield _Step(memory.recall, memory.arecall, (conversation_id, history, scope))
+        messages: list[Message]
+        messages, hits = yield _Step(
+            self.assemble, self.aassemble, (input, past, rag), {"filter": filter, "rag_k": rag_k}
+        )
+        current = len(self._assemble.split(input)[1])
+        return memory.fit(conversation_id, messages, current, self._llm.system_prompt), hits
+
+    def _sending(
+        self,
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: str | None,
+        extra: Mapping[str, object] | None,
+        generation: GenerationOptions,
+    ) -> _Sending:
+        """The keyword arguments of the LLM's call (or stream) beside the messages."""
+        return _Sending(
             tools=tools,
             tool_choice=tool_choice,
             extra=extra,
             prompt_file=self._prompt_file,
             **generation,
         )
-        await self._memory.aremember(conversation_id, input, response, scope)
-        return self._with_context(response, hits)
-
-    def _fitted(
-        self, conversation_id: str | None, messages: list[Message], input: str | Sequence[Message]
-    ) -> list[Message]:
-        """A conversation's assembled ``messages`` within the history window."""
-        current = len(self._assemble.split(input)[1])
-        return self._memory.fit(conversation_id, messages, current, self._llm.system_prompt)
 
     def stream(
         self,
@@ -333,17 +337,10 @@ class GraphLLM(StructuredCalls):
         ``stream.events()`` yields the text and each tool call's pieces
         (:class:`~pywrapai_graph.domain.ToolCallDelta`) as they arrive; once exhausted,
         ``.response.tool_calls`` holds the decoded calls. ``Agent.stream`` drives it."""
-        past = self._memory.recall(conversation_id, history, scope)
-        messages, hits = self.assemble(input, past, rag, filter=filter, rag_k=rag_k)
-        messages = self._fitted(conversation_id, messages, input)
-        stream = self._llm.stream_with_tools(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            extra=extra,
-            prompt_file=self._prompt_file,
-            **generation,
-        )
+        turn = self._prepared(input, history, rag, filter, rag_k, conversation_id, scope)
+        messages, hits = drive(turn, _Step.run)
+        sending = self._sending(tools, tool_choice, extra, generation)
+        stream = self._llm.stream_with_tools(messages, **sending)
 
         def events() -> Iterator[StreamEvent]:
             with contextlib.closing(stream):  # closed early: the inner stream books it now
@@ -405,18 +402,12 @@ class GraphLLM(StructuredCalls):
     ) -> AsyncChatStream:
         """Async :meth:`stream_with_tools`; retrieval happens on the first ``__anext__``."""
 
+        turn = self._prepared(input, history, rag, filter, rag_k, conversation_id, scope)
+        sending = self._sending(tools, tool_choice, extra, generation)
+
         async def events() -> AsyncIterator[StreamEvent]:
-            past = await self._memory.arecall(conversation_id, history, scope)
-            messages, hits = await self.aassemble(input, past, rag, filter=filter, rag_k=rag_k)
-            messages = self._fitted(conversation_id, messages, input)
-            stream = self._llm.astream_with_tools(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                extra=extra,
-                prompt_file=self._prompt_file,
-                **generation,
-            )
+            messages, hits = await adrive(turn, _Step.arun)
+            stream = self._llm.astream_with_tools(messages, **sending)
             try:
                 async with contextlib.aclosing(stream.events()) as reply:
                     async for event in reply:

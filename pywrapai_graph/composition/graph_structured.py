@@ -1,5 +1,5 @@
-"""GraphLLM's structured-output calls: its prompt, history and RAG assembly, then
-:meth:`LLM.chat_structured` (retries, native or forced-tool mode)."""
+"""GraphLLM's message assembly (prompt, history, RAG context) and its structured-output calls:
+that assembly, then :meth:`LLM.chat_structured` (retries, native or forced-tool mode)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pywrapai_graph.ports import MetadataFilter
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from pywrapai_graph.application.assemble_messages import AssembleMessages
+    from pywrapai_graph.application.retrieve_context import RetrieveContext
     from pywrapai_graph.composition.llm import LLM
 
 __all__ = ["StructuredCalls"]
@@ -21,32 +23,50 @@ M = TypeVar("M", bound="BaseModel")
 
 
 class StructuredCalls:
-    """The ``chat_structured`` / ``achat_structured`` of :class:`GraphLLM`."""
+    """The ``assemble`` / ``aassemble`` and ``chat_structured`` / ``achat_structured`` of
+    :class:`GraphLLM`."""
 
     _llm: LLM
     _prompt_file: str | None
+    _assemble: AssembleMessages
+    _context: RetrieveContext | None
 
-    if TYPE_CHECKING:  # GraphLLM's own
+    def assemble(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+    ) -> tuple[list[Message], list[ScoredChunk]]:
+        """The exact message list the LLM would receive, and the chunks injected into it.
 
-        def assemble(
-            self,
-            input: str | Sequence[Message],
-            history: Sequence[Message] | None = None,
-            rag: bool = True,
-            *,
-            filter: MetadataFilter | None = None,
-            rag_k: int | None = None,
-        ) -> tuple[list[Message], list[ScoredChunk]]: ...
+        The caller's ``input`` and ``history`` are never modified (D5: save the original).
+        ``filter`` restricts retrieval to chunks with that metadata; ``rag_k`` overrides the
+        number of chunks for this call.
+        """
+        head, current = self._assemble.split(input, history)
+        if not rag or self._context is None:
+            return head + current, []
+        augmented, hits = self._context.run(current, k=rag_k, filter=filter)
+        return head + augmented, hits
 
-        async def aassemble(
-            self,
-            input: str | Sequence[Message],
-            history: Sequence[Message] | None = None,
-            rag: bool = True,
-            *,
-            filter: MetadataFilter | None = None,
-            rag_k: int | None = None,
-        ) -> tuple[list[Message], list[ScoredChunk]]: ...
+    async def aassemble(
+        self,
+        input: str | Sequence[Message],
+        history: Sequence[Message] | None = None,
+        rag: bool = True,
+        *,
+        filter: MetadataFilter | None = None,
+        rag_k: int | None = None,
+    ) -> tuple[list[Message], list[ScoredChunk]]:
+        """Async :meth:`assemble`: retrieval runs without blocking the event loop."""
+        head, current = self._assemble.split(input, history)
+        if not rag or self._context is None:
+            return head + current, []
+        augmented, hits = await self._context.arun(current, k=rag_k, filter=filter)
+        return head + augmented, hits
 
     def chat_structured(
         self,

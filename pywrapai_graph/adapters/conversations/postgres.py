@@ -12,22 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.conversations.sqlite import checked_table
+from pywrapai_graph.adapters.conversations._turns import TurnTable, checked_table
 from pywrapai_graph.adapters.shared.connection import SharedDatabase
-from pywrapai_graph.domain import Message
-from pywrapai_graph.ports.conversation_store import (
-    ConversationStore,
-    checked_turn,
-    conversation_key,
-    decode_turn,
-    encode_turn,
-    scope_text,
-)
+from pywrapai_graph.ports.conversation_store import conversation_key
 
 __all__ = ["PostgresConversationStore"]
 
 
-class PostgresConversationStore(ConversationStore):
+class PostgresConversationStore(TurnTable):
     """Conversations in ``table`` of the PostgreSQL database at ``dsn``.
 
     Args:
@@ -39,6 +31,8 @@ class PostgresConversationStore(ConversationStore):
         ConfigurationError: a DSN whose password holds an unencoded reserved character.
         MissingExtraError: psycopg2 is not installed (the ``pgvector`` extra).
     """
+
+    _mark = "%s"
 
     def __init__(self, dsn: str, *, table: str = "pywrapai_conversations") -> None:
         self._table = checked_table(table).lower()
@@ -60,43 +54,13 @@ class PostgresConversationStore(ConversationStore):
             self._created = True
         return self._db.run(sql, params)
 
-    def load(
-        self, conversation_id: str, *, scope: Mapping[str, Any] | None = None
-    ) -> list[Message]:
-        rows = self._run(
-            f"SELECT messages FROM {self._table} "
-            "WHERE scope = %s AND conversation_id = %s ORDER BY turn",
-            conversation_key(conversation_id, scope),
-        )
-        return [m for (text,) in rows for m in decode_turn(text)]
-
-    def append(
-        self,
-        conversation_id: str,
-        messages: Sequence[Message],
-        *,
-        scope: Mapping[str, Any] | None = None,
-    ) -> None:
-        text = encode_turn(checked_turn(messages))
-        self._run(
-            f"INSERT INTO {self._table} (scope, conversation_id, messages) VALUES (%s, %s, %s)",
-            (*conversation_key(conversation_id, scope), text),
-        )
-
     def delete(self, conversation_id: str, *, scope: Mapping[str, Any] | None = None) -> int:
         rows = self._run(
-            f"WITH gone AS (DELETE FROM {self._table} "
-            "WHERE scope = %s AND conversation_id = %s RETURNING 1) SELECT count(*) FROM gone",
+            f"WITH gone AS (DELETE FROM {self._table} WHERE {self._one} RETURNING 1) "
+            "SELECT count(*) FROM gone",
             conversation_key(conversation_id, scope),
         )
         return int(rows[0][0])
-
-    def conversations(self, *, scope: Mapping[str, Any] | None = None) -> list[str]:
-        rows = self._run(
-            f"SELECT DISTINCT conversation_id FROM {self._table} WHERE scope = %s ORDER BY 1",
-            (scope_text(scope),),
-        )
-        return [str(cid) for (cid,) in rows]
 
     def close(self) -> None:
         self._db.close()

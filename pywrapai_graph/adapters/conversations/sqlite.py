@@ -10,45 +10,23 @@ were committed. The file uses WAL, so readers never wait for a writer.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pywrapai_graph.adapters.conversations._turns import TurnTable, checked_table
 from pywrapai_graph.adapters.shared.sqlite_wal import use_wal
-from pywrapai_graph.domain import Message
-from pywrapai_graph.errors import InvalidArgumentError, RuntimeFailure
-from pywrapai_graph.ports.conversation_store import (
-    ConversationStore,
-    checked_turn,
-    conversation_key,
-    decode_turn,
-    encode_turn,
-    scope_text,
-)
+from pywrapai_graph.errors import RuntimeFailure
+from pywrapai_graph.ports.conversation_store import conversation_key
 
 __all__ = ["SQLiteConversationStore"]
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: how long a write waits for another process's write to end
 _BUSY_S = 30.0
 
 
-def checked_table(table: str) -> str:
-    """``table`` when it is a plain SQL identifier.
-
-    Raises:
-        InvalidArgumentError: any other name.
-    """
-    if not _IDENTIFIER.match(str(table)):
-        raise InvalidArgumentError(
-            f"table must be an SQL identifier (letters, digits, _), got {table!r}"
-        )
-    return table
-
-
-class SQLiteConversationStore(ConversationStore):
+class SQLiteConversationStore(TurnTable):
     """Conversations in the SQLite file at ``path`` (created when missing).
 
     Args:
@@ -58,6 +36,8 @@ class SQLiteConversationStore(ConversationStore):
     Raises:
         InvalidArgumentError: ``table`` is not an SQL identifier.
     """
+
+    _mark = "?"
 
     def __init__(
         self, path: str | os.PathLike[str], *, table: str = "pywrapai_conversations"
@@ -106,42 +86,12 @@ class SQLiteConversationStore(ConversationStore):
                     f"the conversation store {self._path!r} failed: {exc}"
                 ) from exc
 
-    def load(
-        self, conversation_id: str, *, scope: Mapping[str, Any] | None = None
-    ) -> list[Message]:
-        rows = self._run(
-            f"SELECT messages FROM {self._table} "
-            "WHERE scope = ? AND conversation_id = ? ORDER BY turn",
-            conversation_key(conversation_id, scope),
-        )
-        return [m for (text,) in rows for m in decode_turn(text)]
-
-    def append(
-        self,
-        conversation_id: str,
-        messages: Sequence[Message],
-        *,
-        scope: Mapping[str, Any] | None = None,
-    ) -> None:
-        text = encode_turn(checked_turn(messages))
-        self._run(
-            f"INSERT INTO {self._table} (scope, conversation_id, messages) VALUES (?, ?, ?)",
-            (*conversation_key(conversation_id, scope), text),
-        )
-
     def delete(self, conversation_id: str, *, scope: Mapping[str, Any] | None = None) -> int:
         (count,) = self._run(
-            f"DELETE FROM {self._table} WHERE scope = ? AND conversation_id = ?",
+            f"DELETE FROM {self._table} WHERE {self._one}",
             conversation_key(conversation_id, scope),
         )
         return int(count)
-
-    def conversations(self, *, scope: Mapping[str, Any] | None = None) -> list[str]:
-        rows = self._run(
-            f"SELECT DISTINCT conversation_id FROM {self._table} WHERE scope = ? ORDER BY 1",
-            (scope_text(scope),),
-        )
-        return [cid for (cid,) in rows]
 
     def close(self) -> None:
         with self._lock:

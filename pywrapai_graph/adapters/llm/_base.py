@@ -165,10 +165,10 @@ class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
         """The SDK's streaming call on ``client``: its events (an awaitable of them on the
         async client)."""
 
-    @staticmethod
+    @classmethod
     @abstractmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
-        """The response a decoded reply carries."""
+    def _response(cls, raw: Any, request: ChatRequest) -> LLMResponse:
+        """The response a decoded reply carries (named after ``provider_name``)."""
 
     @contextmanager
     def _replying(self) -> Iterator[None]:
@@ -257,14 +257,14 @@ class SDKChatModel(SDKClients[SyncClient, AsyncClient], ChatModel):
     def stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         request = self._prepare(request)
         params = self._params(request)
-        return self._follow(lambda: self._open(self._client, params), self._tally(), self._retries)
+        tally = self._tally(self.provider_name)
+        return self._follow(lambda: self._open(self._client, params), tally, self._retries)
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         request = self._prepare(request)
         params = self._params(request)
-        return self._afollow(
-            lambda: self._open(self._aclient, params), self._tally(), self._retries
-        )
+        tally = self._tally(self.provider_name)
+        return self._afollow(lambda: self._open(self._aclient, params), tally, self._retries)
 
     @property
     def provider(self) -> str:

@@ -1,6 +1,6 @@
 """What the cloud-platform adapters (Azure OpenAI, Bedrock, Vertex AI) share: the failures of
-the platforms' credential libraries as our errors, and a token provider whose tokens are known
-to the redaction.
+the platforms' credential libraries as our errors (:class:`PlatformChatModel`, the base of the
+Bedrock and Vertex AI adapters), and a token provider whose tokens are known to the redaction.
 
 The SDKs resolve credentials inside the call (an Entra ID token provider, the AWS chain,
 Google application-default credentials), so such a failure surfaces as the credential
@@ -12,12 +12,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
+from pywrapai_graph.adapters.llm._base import SDKChatModel
 from pywrapai_graph.errors import AuthenticationError, ConfigurationError, PyWrapAIError
 from pywrapai_graph.redaction import redact, scrubbed
 
-__all__ = ["TokenSource", "credential_errors", "is_credential_failure"]
+__all__ = ["PlatformChatModel", "TokenSource", "credential_errors", "is_credential_failure"]
 
 #: what an SDK's own RuntimeError says when it could not authenticate a request
 _CREDENTIAL_WORDS = ("credential", "token", "project_id")
@@ -50,6 +51,46 @@ def credential_errors(
             f"{redact(str(exc), known)}",
             provider=provider,
         ) from scrubbed(exc, known)
+
+
+class PlatformChatModel(SDKChatModel[Any, Any]):
+    """A provider's adapter on a cloud platform (the provider's adapter follows this class in
+    the bases): its clients built from the platform's options, its credential library's
+    ``_credential_failures`` raised as AuthenticationError, and Google credentials' token
+    (``_credentials``) masked as a secret.
+    """
+
+    #: the credential library's exceptions (botocore's, google-auth's)
+    _credential_failures: ClassVar[tuple[type[Exception], ...]]
+    #: google-auth credentials given to a Vertex AI adapter, whose token is a secret
+    _credentials: Any = None
+
+    def _platform_clients(
+        self,
+        sync: Callable[..., Any],
+        asynchronous: Callable[..., Any],
+        options: dict[str, Any],
+        hint: str,
+    ) -> None:
+        """The SDK's platform clients; the SDK's complaint about missing configuration
+        (a ValueError: no region) raised as ConfigurationError ending with ``hint``."""
+        try:
+            self._stainless_clients(sync, asynchronous, options)
+        except ValueError as exc:
+            reason = redact(str(exc), self._secrets())
+            raise ConfigurationError(f"{self.provider_name}: {reason}; {hint}") from None
+
+    def _secrets(self) -> list[str | None]:
+        """What the credentials put on the wire (masked in every error)."""
+        return [self._secret, getattr(self._credentials, "token", None)]
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        # super(): the provider's adapter, next in a platform adapter's bases
+        sdk_errors = super()._errors()  # type: ignore[safe-super]
+        failures = self._credential_failures
+        with credential_errors(self.provider_name, failures, self._secrets), sdk_errors:
+            yield
 
 
 class TokenSource:

@@ -65,10 +65,11 @@ class StreamTally(ABC):
     IncompleteStreamError when it did not, and carries the tool calls the pieces make.
     """
 
-    provider: ClassVar[str]
     marker: ClassVar[str]
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str) -> None:
+        #: the adapter's provider name (a platform's, for a provider's API on a platform)
+        self.provider = provider
         self.parts: list[str] = []
         self.usage = TokenUsage()
         self.model: str | None = None

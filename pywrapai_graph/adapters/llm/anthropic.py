@@ -179,11 +179,10 @@ class _StreamTally(StreamTally):
     """Follows a Messages stream: text deltas out; usage from message_start + message_delta;
     thinking blocks kept whole for the final chunk."""
 
-    provider = _PROVIDER
     marker = "message_stop"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.start_usage: Any = None
         self.output_tokens = 0
         self.thinking = ThinkingStream(_PROVIDER)
@@ -331,8 +330,8 @@ class AnthropicChatModel(SDKChatModel[AnyAnthropic, AnyAsyncAnthropic]):
             params["output_config"] = {**params.get("output_config", {}), "format": fmt_param}
         return params
 
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+    @classmethod
+    def _response(cls, raw: Any, request: ChatRequest) -> LLMResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[ReasoningPart] = []
@@ -353,7 +352,7 @@ class AnthropicChatModel(SDKChatModel[AnyAnthropic, AnyAsyncAnthropic]):
             tool_calls=calls,
             usage=_usage(raw.usage),
             model=raw.model or "",
-            provider=_PROVIDER,
+            provider=cls.provider_name,
             finish_reason=raw.stop_reason or None,
             reasoning=tuple(reasoning),
         )

@@ -8,22 +8,13 @@ credential chain, or a Bedrock API key as a bearer token.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
-from pywrapai_graph.adapters.llm._platforms import credential_errors
-from pywrapai_graph.adapters.llm.anthropic import (
-    DEFAULT_MAX_TOKENS,
-    AnthropicChatModel,
-    _StreamTally,
-)
-from pywrapai_graph.domain import ChatRequest, LLMResponse
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError
-from pywrapai_graph.redaction import redact
+from pywrapai_graph.adapters.llm._platforms import PlatformChatModel
+from pywrapai_graph.adapters.llm.anthropic import DEFAULT_MAX_TOKENS, AnthropicChatModel
+from pywrapai_graph.errors import MissingExtraError
 
 try:
     import anthropic
@@ -35,14 +26,9 @@ except ImportError as exc:  # this module loads only when its provider is chosen
 __all__ = ["AnthropicBedrockChatModel"]
 
 DEFAULT_MODEL = "anthropic.claude-haiku-4-5-20251001-v1:0"
-_PROVIDER = "anthropic-bedrock"
 
 
-class _BedrockStream(_StreamTally):
-    provider = _PROVIDER
-
-
-class AnthropicBedrockChatModel(AnthropicChatModel):
+class AnthropicBedrockChatModel(PlatformChatModel, AnthropicChatModel):
     """Claude on Amazon Bedrock, through ``anthropic.AnthropicBedrock`` /
     ``AsyncAnthropicBedrock``.
 
@@ -69,8 +55,8 @@ class AnthropicBedrockChatModel(AnthropicChatModel):
         ConfigurationError: no region can be found, or both an API key and AWS credentials.
     """
 
-    provider_name = _PROVIDER
-    _tally = _BedrockStream
+    provider_name = "anthropic-bedrock"
+    _credential_failures = (BotoCoreError, ClientError)
     native_auto = False  # structured output: the forced tool unless mode="native"
 
     def __init__(
@@ -107,30 +93,15 @@ class AnthropicBedrockChatModel(AnthropicChatModel):
         )
 
     def _connect(self, options: dict[str, Any]) -> None:
-        options = {**options, **self._aws}
-        try:
-            self._stainless_clients(
-                anthropic.AnthropicBedrock, anthropic.AsyncAnthropicBedrock, options
-            )
-        except ValueError as exc:  # no region; a key and AWS credentials both given
-            raise ConfigurationError(
-                f"{_PROVIDER}: {redact(str(exc), self._secrets())}; set AWS_REGION or pass "
-                "region=, and either AWS credentials or api_key="
-            ) from None
+        self._platform_clients(  # no region; a key and AWS credentials both given
+            anthropic.AnthropicBedrock,
+            anthropic.AsyncAnthropicBedrock,
+            {**options, **self._aws},
+            "set AWS_REGION or pass region=, and either AWS credentials or api_key=",
+        )
         # what travels on the wire: the session token (X-Amz-Security-Token) or the key
         self._secret = self._aws.get("aws_session_token") or getattr(self._client, "api_key", None)
 
     def _secrets(self) -> list[str | None]:
         keys = ("aws_secret_key", "aws_session_token", "aws_access_key")
         return [self._aws.get(k) for k in keys] + [getattr(self, "_secret", None)]
-
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
-        response = AnthropicChatModel._response(raw, request)
-        return dataclasses.replace(response, provider=_PROVIDER)
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        aws = (BotoCoreError, ClientError)
-        with credential_errors(_PROVIDER, aws, self._secrets), super()._errors():
-            yield

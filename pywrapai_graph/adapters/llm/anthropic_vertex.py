@@ -8,22 +8,14 @@ OAuth bearer token from google-auth credentials.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._anthropic_cache import PromptCache
-from pywrapai_graph.adapters.llm._platforms import credential_errors
-from pywrapai_graph.adapters.llm.anthropic import (
-    DEFAULT_MAX_TOKENS,
-    AnthropicChatModel,
-    _StreamTally,
-)
-from pywrapai_graph.domain import ChatRequest, LLMResponse
-from pywrapai_graph.errors import ConfigurationError, MissingExtraError
+from pywrapai_graph.adapters.llm._platforms import PlatformChatModel
+from pywrapai_graph.adapters.llm.anthropic import DEFAULT_MAX_TOKENS, AnthropicChatModel
+from pywrapai_graph.errors import MissingExtraError
 
 try:
     import anthropic
@@ -35,14 +27,9 @@ except ImportError as exc:  # this module loads only when its provider is chosen
 __all__ = ["AnthropicVertexChatModel"]
 
 DEFAULT_MODEL = "claude-haiku-4-5@20251001"
-_PROVIDER = "anthropic-vertex"
 
 
-class _VertexStream(_StreamTally):
-    provider = _PROVIDER
-
-
-class AnthropicVertexChatModel(AnthropicChatModel):
+class AnthropicVertexChatModel(PlatformChatModel, AnthropicChatModel):
     """Claude on Vertex AI, through ``anthropic.AnthropicVertex`` / ``AsyncAnthropicVertex``.
 
     Credentials are google-auth's: application-default credentials
@@ -65,8 +52,8 @@ class AnthropicVertexChatModel(AnthropicChatModel):
         ConfigurationError: no region can be found.
     """
 
-    provider_name = _PROVIDER
-    _tally = _VertexStream
+    provider_name = "anthropic-vertex"
+    _credential_failures = (GoogleAuthError,)
     native_auto = False  # structured output: the forced tool unless mode="native"
 
     def __init__(
@@ -83,6 +70,7 @@ class AnthropicVertexChatModel(AnthropicChatModel):
         prompt_cache: PromptCache = "auto",
     ) -> None:
         env = os.environ
+        self._credentials = credentials
         self._gcp = drop_none(
             project_id=project
             or env.get("ANTHROPIC_VERTEX_PROJECT_ID")
@@ -100,27 +88,10 @@ class AnthropicVertexChatModel(AnthropicChatModel):
         )
 
     def _connect(self, options: dict[str, Any]) -> None:
-        options = {**options, **self._gcp}
-        try:
-            self._stainless_clients(
-                anthropic.AnthropicVertex, anthropic.AsyncAnthropicVertex, options
-            )
-        except ValueError as exc:
-            raise ConfigurationError(
-                f"{_PROVIDER}: {exc}; set GOOGLE_CLOUD_LOCATION (or CLOUD_ML_REGION) or pass "
-                "region="
-            ) from None
-        self._secret = getattr(self._gcp.get("credentials"), "token", None)
-
-    def _secrets(self) -> list[str | None]:
-        return [self._secret, getattr(self._gcp.get("credentials"), "token", None)]
-
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
-        response = AnthropicChatModel._response(raw, request)
-        return dataclasses.replace(response, provider=_PROVIDER)
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        with credential_errors(_PROVIDER, (GoogleAuthError,), self._secrets), super()._errors():
-            yield
+        self._platform_clients(
+            anthropic.AnthropicVertex,
+            anthropic.AsyncAnthropicVertex,
+            {**options, **self._gcp},
+            "set GOOGLE_CLOUD_LOCATION (or CLOUD_ML_REGION) or pass region=",
+        )
+        self._secret = getattr(self._credentials, "token", None)

@@ -8,7 +8,6 @@ and an ``api-key`` header or an Entra ID bearer token.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -17,8 +16,7 @@ from typing import Any
 from pywrapai_graph.adapters._provider_errors import stainless_errors
 from pywrapai_graph.adapters._provider_payload import drop_none
 from pywrapai_graph.adapters.llm._platforms import TokenSource
-from pywrapai_graph.adapters.llm.openai import OpenAIChatModel, _StreamState
-from pywrapai_graph.domain import ChatRequest, LLMResponse
+from pywrapai_graph.adapters.llm.openai import OpenAIChatModel
 from pywrapai_graph.errors import ConfigurationError, MissingExtraError
 from pywrapai_graph.redaction import redact
 
@@ -36,10 +34,6 @@ _NEEDS = (
     "(api_version= or OPENAI_API_VERSION) and a credential (api_key= or AZURE_OPENAI_API_KEY, "
     "or azure_ad_token_provider= for Entra ID)"
 )
-
-
-class _AzureStream(_StreamState):
-    provider = _PROVIDER
 
 
 class AzureOpenAIChatModel(OpenAIChatModel):
@@ -65,7 +59,6 @@ class AzureOpenAIChatModel(OpenAIChatModel):
     """
 
     provider_name = _PROVIDER
-    _tally = _AzureStream
 
     def __init__(
         self,
@@ -118,11 +111,6 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         # a static token from AZURE_OPENAI_AD_TOKEN is a secret as the key is
         static_token = getattr(self._client, "_azure_ad_token", None)
         self._secret = static_token if key == API_KEY_SENTINEL else key
-
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
-        response = OpenAIChatModel._response(raw, request)
-        return dataclasses.replace(response, provider=_PROVIDER)
 
     def _errors(self) -> AbstractContextManager[None]:
         token = None if self._tokens is None else self._tokens.last

@@ -167,12 +167,11 @@ class _StreamState(StreamTally):
     """Follows a streamGenerateContent stream: a candidate's finish reason ends it; thought
     parts and signatures are kept for the final chunk."""
 
-    provider = _PROVIDER
     marker = "a finish reason"
     calls = 0  # the tool calls seen so far
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.thoughts: list[Any] = []
 
     def final(self) -> StreamChunk:
@@ -298,8 +297,8 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
         _, contents = _contents(request.messages)
         return {"model": request.model, "contents": contents, "config": self._config(request)}
 
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+    @classmethod
+    def _response(cls, raw: Any, request: ChatRequest) -> LLMResponse:
         if not raw.candidates and raw.prompt_feedback is None:
             raise ResponseFormatError(
                 "gemini: the reply has no candidates and no prompt feedback", raw=""
@@ -317,7 +316,7 @@ class GeminiChatModel(SDKChatModel[genai.Client, AsyncClient]):
             tool_calls=calls,
             usage=_usage(raw.usage_metadata),
             model=raw.model_version or request.model,
-            provider=_PROVIDER,
+            provider=cls.provider_name,
             finish_reason=_finish_reason(raw),
             reasoning=thoughts_of(_parts(raw), _PROVIDER),
         )

@@ -9,15 +9,9 @@ google-auth credentials instead of an API key.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 from pywrapai_graph.adapters._provider_payload import drop_none
-from pywrapai_graph.adapters.llm._platforms import credential_errors
-from pywrapai_graph.adapters.llm.gemini import GeminiChatModel, _StreamState
-from pywrapai_graph.domain import ChatRequest, LLMResponse
+from pywrapai_graph.adapters.llm._platforms import PlatformChatModel
+from pywrapai_graph.adapters.llm.gemini import GeminiChatModel
 from pywrapai_graph.errors import MissingExtraError
 
 try:
@@ -29,14 +23,9 @@ except ImportError as exc:  # this module loads only when its provider is chosen
 __all__ = ["GeminiVertexChatModel"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-_PROVIDER = "gemini-vertex"
 
 
-class _VertexStream(_StreamState):
-    provider = _PROVIDER
-
-
-class GeminiVertexChatModel(GeminiChatModel):
+class GeminiVertexChatModel(PlatformChatModel, GeminiChatModel):
     """Gemini on Vertex AI, through ``google.genai.Client(vertexai=True)``.
 
     ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` work as with the SDK (the location
@@ -56,8 +45,8 @@ class GeminiVertexChatModel(GeminiChatModel):
         ConfigurationError: no project is given or found.
     """
 
-    provider_name = _PROVIDER
-    _tally = _VertexStream
+    provider_name = "gemini-vertex"
+    _credential_failures = (GoogleAuthError,)
 
     def __init__(
         self,
@@ -76,16 +65,3 @@ class GeminiVertexChatModel(GeminiChatModel):
             model or DEFAULT_MODEL, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         self._secret = getattr(credentials, "token", None)
-
-    def _secrets(self) -> list[str | None]:
-        return [self._secret, getattr(self._credentials, "token", None)]
-
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
-        response = GeminiChatModel._response(raw, request)
-        return dataclasses.replace(response, provider=_PROVIDER)
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        with credential_errors(_PROVIDER, (GoogleAuthError,), self._secrets), super()._errors():
-            yield

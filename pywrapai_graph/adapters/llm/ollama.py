@@ -81,7 +81,6 @@ def _usage(raw: Any) -> TokenUsage:
 class _StreamState(StreamTally):
     """Follows an NDJSON chat stream: the ``done: true`` line ends it and carries usage."""
 
-    provider = _PROVIDER
     marker = "done: true"
     calls = 0  # the tool calls seen so far
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from abc import abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -46,10 +47,12 @@ try:
 except ImportError as exc:  # this module loads only when its provider is chosen
     raise MissingExtraError("openai", "openai") from exc
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["AnyOpenAIClient", "OpenAIChatModel", "OpenAIClients"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 _PROVIDER = "openai"
+#: either of the SDK's clients
+AnyOpenAIClient = openai.OpenAI | openai.AsyncOpenAI
 _OWNED = owned_fields(
     response_format="chat_structured()",
     max_completion_tokens="max_tokens=",
@@ -116,11 +119,10 @@ class _StreamState(StreamTally):
     """Follows a Chat Completions stream: a finish_reason is its end marker; reasoning_content
     deltas are kept for the final chunk."""
 
-    provider = _PROVIDER
     marker = "a finish_reason and [DONE]"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.thought: list[str] = []
 
     def final(self) -> StreamChunk:
@@ -145,8 +147,10 @@ class _StreamState(StreamTally):
         return text
 
 
-class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
-    """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
+class OpenAIClients(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
+    """What the Chat Completions and Responses adapters share: the SDK's two clients, the
+    key, the output cap and the error boundary; a subclass names its SDK call
+    (:meth:`_endpoint`), whose keywords ``extra=`` may set, and writes its wire format.
 
     ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
 
@@ -154,18 +158,70 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         model: default model (``gpt-4o-mini``).
         api_key, base_url, timeout, max_retries: passed to the SDK clients.
         default_max_tokens: output cap sent when a request sets none (None: provider default).
+
+    Raises:
+        MissingExtraError: the ``openai`` package is not installed.
+        ConfigurationError: no API key is available.
+    """
+
+    provider_name = _PROVIDER
+    media_tokens = staticmethod(openai_tokens)
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        default_max_tokens: int | None = None,
+    ) -> None:
+        self._model = model or DEFAULT_MODEL
+        self._secret = api_key
+        self._default_max_tokens = default_max_tokens
+        self._connect(
+            drop_none(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        )
+        # extra= keys the SDK names go as keywords (typed by the SDK), others in extra_body
+        self._keywords = frozenset(inspect.signature(self._endpoint(self._client)).parameters)
+
+    @staticmethod
+    @abstractmethod
+    def _endpoint(client: AnyOpenAIClient) -> Any:
+        """The SDK's method a request calls on ``client``."""
+
+    def _connect(self, options: dict[str, Any]) -> None:
+        """Build the SDK clients and note their key (a platform subclass builds its own)."""
+        try:
+            self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
+        except openai.OpenAIError as exc:
+            raise ConfigurationError(
+                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
+            ) from exc
+        self._secret = self._client.api_key
+
+    def _errors(self) -> AbstractContextManager[None]:
+        return stainless_errors(openai, self.provider_name, self._secret)
+
+    def _create(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
+        return self._endpoint(client)(**params)
+
+
+class OpenAIChatModel(OpenAIClients):
+    """Chat Completions through ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
+
+    Args:
+        model, api_key, base_url, timeout, max_retries, default_max_tokens: as for
+            :class:`OpenAIClients`.
         reasoning_replay: which assistant messages send their ``reasoning_content`` back:
             "tool_calls" (default; DeepSeek and Kimi thinking modes require it there and
             ignore it elsewhere), "always" or "never".
 
     Raises:
-        MissingExtraError: the ``openai`` package is not installed.
-        ConfigurationError: no API key is available.
-        InvalidArgumentError: an unknown ``reasoning_replay``.
+        InvalidArgumentError: an unknown ``reasoning_replay`` (and as :class:`OpenAIClients`).
     """
 
-    provider_name = _PROVIDER
-    media_tokens = staticmethod(openai_tokens)
     _tally = _StreamState
 
     def __init__(
@@ -180,26 +236,18 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         reasoning_replay: ReasoningReplay = "tool_calls",
     ) -> None:
         self._replay = checked_replay(reasoning_replay)
-        self._model = model or DEFAULT_MODEL
-        self._secret = api_key
-        self._default_max_tokens = default_max_tokens
-        self._connect(
-            drop_none(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
-        )
-        # extra= keys the SDK names go as keywords (typed by the SDK), others in extra_body
-        self._keywords = frozenset(
-            inspect.signature(self._client.chat.completions.create).parameters
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_max_tokens=default_max_tokens,
         )
 
-    def _connect(self, options: dict[str, Any]) -> None:
-        """Build the SDK clients and note their key (a platform subclass builds its own)."""
-        try:
-            self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
-        except openai.OpenAIError as exc:
-            raise ConfigurationError(
-                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
-            ) from exc
-        self._secret = self._client.api_key
+    @staticmethod
+    def _endpoint(client: AnyOpenAIClient) -> Any:
+        return client.chat.completions.create
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
@@ -229,8 +277,8 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
         )
         return params
 
-    @staticmethod
-    def _response(raw: Any, request: ChatRequest) -> LLMResponse:
+    @classmethod
+    def _response(cls, raw: Any, request: ChatRequest) -> LLMResponse:
         if not raw.choices:
             raise ResponseFormatError("openai: the reply has no choices", raw="")
         message = raw.choices[0].message
@@ -253,19 +301,13 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             tool_calls=calls,
             usage=usage,
             model=raw.model or "",
-            provider=_PROVIDER,
+            provider=cls.provider_name,
             finish_reason=raw.choices[0].finish_reason or None,
             reasoning=reasoning_parts(reasoning_text(message), _PROVIDER),
         )
 
-    def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(openai, self.provider_name, self._secret)
-
     # ------------------------------------------------------------------ port
-    def _create(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
-        return client.chat.completions.create(**params)
-
-    def _open(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+    def _open(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
         return client.chat.completions.create(
             **params, stream=True, stream_options={"include_usage": True}
         )

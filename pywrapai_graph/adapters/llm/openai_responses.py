@@ -10,30 +10,24 @@ tool turns.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
-from pywrapai_graph.adapters._provider_errors import error_for_status, stainless_errors
+from pywrapai_graph.adapters._provider_errors import error_for_status
 from pywrapai_graph.adapters._provider_payload import (
     add_extra_body,
     drop_none,
     owned_fields,
     parse_arguments,
 )
-from pywrapai_graph.adapters.llm._base import (
-    SDKChatModel,
-    system_text,
-    tool_result_of,
-    warn_unsupported,
-)
-from pywrapai_graph.adapters.llm._media import data_url, openai_tokens, refuse
+from pywrapai_graph.adapters.llm._base import system_text, tool_result_of, warn_unsupported
+from pywrapai_graph.adapters.llm._media import data_url, refuse
 from pywrapai_graph.adapters.llm._replies import StreamTally
 from pywrapai_graph.adapters.llm._structured import strict_schema
+from pywrapai_graph.adapters.llm.openai import AnyOpenAIClient, OpenAIClients
 from pywrapai_graph.application.tools.provider_schemas import openai_tools
 from pywrapai_graph.domain import (
     ChatRequest,
@@ -49,37 +43,29 @@ from pywrapai_graph.domain import (
     ToolCall,
 )
 from pywrapai_graph.domain.reasoning import ReasoningPart
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    MissingExtraError,
-    ProviderError,
-    ResponseFormatError,
-)
+from pywrapai_graph.errors import ProviderError, ResponseFormatError
 
-try:
-    import openai
-    from openai.types.responses import (
-        Response,
-        ResponseCompletedEvent,
-        ResponseErrorEvent,
-        ResponseFailedEvent,
-        ResponseFunctionCallArgumentsDeltaEvent,
-        ResponseFunctionToolCall,
-        ResponseIncompleteEvent,
-        ResponseOutputItemAddedEvent,
-        ResponseOutputMessage,
-        ResponseOutputText,
-        ResponseReasoningItem,
-        ResponseStreamEvent,
-        ResponseTextDeltaEvent,
-        ResponseUsage,
-    )
-except ImportError as exc:  # this module loads only when its provider is chosen
-    raise MissingExtraError("openai", "openai") from exc
+# the SDK is there: importing the Chat Completions adapter above raised MissingExtraError if not
+# isort: split
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionToolCall,
+    ResponseIncompleteEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+    ResponseUsage,
+)
 
 __all__ = ["OpenAIResponsesChatModel"]
 
-DEFAULT_MODEL = "gpt-4o-mini"
 _PROVIDER = "openai"
 _OWNED = owned_fields(
     input="the input messages",
@@ -217,11 +203,10 @@ class _StreamState(StreamTally):
     """Follows a Responses stream: ``response.completed`` (or ``response.incomplete``, cut
     by its output cap) is its end marker and carries the usage."""
 
-    provider = _PROVIDER
     marker = "response.completed"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
         self.calls: dict[int, int] = {}  # output item index -> tool call index
         self.reasoning: tuple[ReasoningPart, ...] = ()
 
@@ -251,52 +236,23 @@ class _StreamState(StreamTally):
         return ""
 
 
-class OpenAIResponsesChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
+class OpenAIResponsesChatModel(OpenAIClients):
     """OpenAI's Responses API through ``openai.OpenAI`` / ``openai.AsyncOpenAI``:
     ``LLM(provider="openai", api="responses")``.
 
-    ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as with the SDK; explicit arguments win.
     Requests are stateless (``store=False``); ``extra=`` passes any other field of
     ``responses.create`` (``reasoning``, ``store``, ``previous_response_id``, ``include``...).
 
     Args:
-        model: default model (``gpt-4o-mini``).
-        api_key, base_url, timeout, max_retries: passed to the SDK clients.
-        default_max_tokens: output cap sent when a request sets none (None: provider default).
-
-    Raises:
-        MissingExtraError: the ``openai`` package is not installed.
-        ConfigurationError: no API key is available.
+        model, api_key, base_url, timeout, max_retries, default_max_tokens: as for
+            :class:`OpenAIClients`.
     """
 
-    provider_name = _PROVIDER
-    media_tokens = staticmethod(openai_tokens)
     _tally = _StreamState
 
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        default_max_tokens: int | None = None,
-    ) -> None:
-        self._model = model or DEFAULT_MODEL
-        self._secret = api_key
-        self._default_max_tokens = default_max_tokens
-        options = drop_none(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
-        try:
-            self._stainless_clients(openai.OpenAI, openai.AsyncOpenAI, options)
-        except openai.OpenAIError as exc:
-            raise ConfigurationError(
-                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key="
-            ) from exc
-        self._secret = self._client.api_key
-        self._keywords = frozenset(inspect.signature(self._client.responses.create).parameters)
+    @staticmethod
+    def _endpoint(client: AnyOpenAIClient) -> Any:
+        return client.responses.create
 
     # ------------------------------------------------------------------ translation
     def _params(self, request: ChatRequest) -> dict[str, Any]:
@@ -349,12 +305,6 @@ class OpenAIResponsesChatModel(SDKChatModel[openai.OpenAI, openai.AsyncOpenAI]):
             reasoning=tuple(reasoning),
         )
 
-    def _errors(self) -> AbstractContextManager[None]:
-        return stainless_errors(openai, _PROVIDER, self._secret)
-
     # ------------------------------------------------------------------ port
-    def _create(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
-        return client.responses.create(**params)
-
-    def _open(self, client: openai.OpenAI | openai.AsyncOpenAI, params: dict[str, Any]) -> Any:
+    def _open(self, client: AnyOpenAIClient, params: dict[str, Any]) -> Any:
         return client.responses.create(**params, stream=True)
