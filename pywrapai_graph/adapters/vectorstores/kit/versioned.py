@@ -23,8 +23,8 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -75,9 +75,16 @@ class VersionedDocuments(BaseVectorStore):
     _replacing: tuple[EmbedderIdentity | None] | None = None
 
     # ------------------------------------------------------------------ engine primitives
-    @abstractmethod
-    def _writing(self) -> AbstractContextManager[None]:
-        """Hold this store's write locks (thread, and process where the engine needs one)."""
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold this store's write locks (a store whose engine needs a process lock adds
+        it), with the engine's errors translated."""
+        with self._lock, self._errors():
+            yield
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """Translate the engine's failures into ours (this default translates none)."""
+        return nullcontext()
 
     @abstractmethod
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
@@ -159,9 +166,6 @@ class VersionedDocuments(BaseVectorStore):
     def _native_async(self) -> bool:
         """The async reads below run on the engine's async client (else: the thread offload)."""
         return False
-
-    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return (await self._aquery_many([query], n, selector))[0]
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
@@ -338,13 +342,18 @@ class VersionedDocuments(BaseVectorStore):
             return sum(c.version == committed for c in stored)
 
     # ------------------------------------------------------------------ reads
+    def _prepared(self, query_vectors: Sequence[Sequence[float]]) -> list[Matrix] | None:
+        """The normalised queries, or None while the engine holds no vectors."""
+        if self._known_dim() is None:
+            return None
+        return [prepare_query(q, self._dim) for q in query_vectors]
+
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         with self._lock:
-            if self._known_dim() is None:
-                return []
-            hits = self._query(prepare_query(query_vector, self._dim), k, self._selector(filter))
+            queries = self._prepared([query_vector])
+            hits = [] if queries is None else self._query(queries[0], k, self._selector(filter))
             return [h for h, _ in hits[:k]]
 
     def _search_many(
@@ -352,9 +361,9 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[list[ScoredChunk]]:
         """One engine request for the batch."""
         with self._lock:
-            if self._known_dim() is None:
+            queries = self._prepared(query_vectors)
+            if queries is None:
                 return [[] for _ in query_vectors]
-            queries = [prepare_query(q, self._dim) for q in query_vectors]
             batches = self._query_many(queries, k, self._selector(filter))
             return [[h for h, _ in hits[:k]] for hits in batches]
 
@@ -363,19 +372,15 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[ScoredChunk]:
         if not self._native_async:
             return await super()._asearch(query_vector, k, filter)
-        if self._known_dim() is None:
-            return []
-        query = prepare_query(query_vector, self._dim)
-        hits = await self._aquery(query, k, self._selector(filter))
-        return [h for h, _ in hits[:k]]
+        return (await self._asearch_many([query_vector], k, filter))[0]
 
     async def _asearch_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         if not self._native_async:
             return await super()._asearch_many(query_vectors, k, filter)
-        if self._known_dim() is None:
+        queries = self._prepared(query_vectors)
+        if queries is None:
             return [[] for _ in query_vectors]
-        queries = [prepare_query(q, self._dim) for q in query_vectors]
         batches = await self._aquery_many(queries, k, self._selector(filter))
         return [[h for h, _ in hits[:k]] for hits in batches]
