@@ -33,7 +33,6 @@ __all__ = [
     "check_chunk",
     "check_delete_ids",
     "check_doc_id",
-    "check_document",
     "check_embedder",
     "check_filter",
     "check_k",
@@ -43,6 +42,7 @@ __all__ = [
     "check_query_vector",
     "check_vectors",
     "checked_chunks",
+    "checked_document",
     "checked_filter",
     "checked_query_vectors",
     "lexical_refusal",
@@ -189,6 +189,13 @@ def check_bm25(k1: float, b: float) -> None:
         raise InvalidArgumentError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
 
 
+def check_doc_id(doc_id: str) -> None:
+    """Raises ArgumentTypeError unless ``doc_id`` is a str."""
+    if not isinstance(doc_id, str):
+        raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
+    check_name(doc_id, "doc_id")
+
+
 def check_delete_ids(ids: Sequence[str]) -> list[str]:
     """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
     if isinstance(ids, str | bytes):
@@ -201,13 +208,6 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
             raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
         check_name(i, "a chunk id")
     return out
-
-
-def check_doc_id(doc_id: str) -> None:
-    """Raises ArgumentTypeError unless ``doc_id`` is a str."""
-    if not isinstance(doc_id, str):
-        raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
-    check_name(doc_id, "doc_id")
 
 
 def check_query_vector(vector: object, method: str = "search") -> None:
@@ -308,18 +308,20 @@ def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
     )
 
 
-def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
-    """Raises ValueError unless the checked ``chunks`` are the manifest's document's."""
+def checked_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> Sequence[Chunk]:
+    """:func:`checked_chunks`, all of the manifest's document (one per chunk it counts)."""
+    chunks = checked_chunks(chunks, "replace_document")
     for c in chunks:
         if c.doc_id != manifest.doc_id:
             raise InvalidArgumentError(
                 f"chunk {c.id!r} belongs to document {c.doc_id!r}, not {manifest.doc_id!r}"
             )
-    if len({c.id for c in chunks}) != manifest.chunk_count:
+    if (distinct := len({c.id for c in chunks})) != manifest.chunk_count:
         raise InvalidArgumentError(
             f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
-            f"{len({c.id for c in chunks})} distinct ones were given"
+            f"{distinct} distinct ones were given"
         )
+    return chunks
 
 
 def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:

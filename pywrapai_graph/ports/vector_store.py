@@ -18,7 +18,6 @@ from pywrapai_graph.ports.store_inputs import (
     check_bm25,
     check_delete_ids,
     check_doc_id,
-    check_document,
     check_embedder,
     check_k,
     check_older_than,
@@ -26,6 +25,7 @@ from pywrapai_graph.ports.store_inputs import (
     check_query_vector,
     check_vectors,
     checked_chunks,
+    checked_document,
     checked_filter,
     checked_query_vectors,
     lexical_refusal,
@@ -287,9 +287,7 @@ class BaseVectorStore(ABC):
             ValueError: a chunk belongs to another document or lacks a usable embedding.
             EmbedderMismatchError: the store was filled by another embedder.
         """
-        chunks = checked_chunks(chunks, "replace_document")
-        check_document(manifest, chunks)
-        return self._replace_document(manifest, chunks)
+        return self._replace_document(manifest, checked_document(manifest, chunks))
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
         """:meth:`replace_document`'s work; this default deletes the document (if the store
@@ -307,8 +305,7 @@ class BaseVectorStore(ABC):
         Raises:
             ValueError: not one float32 row per chunk, or as for :meth:`replace_document`.
         """
-        chunks = checked_chunks(chunks, "replace_document")
-        check_document(manifest, chunks)
+        chunks = checked_document(manifest, chunks)
         check_vectors(chunks, vectors)
         return self._replace_document_vectors(manifest, chunks, vectors)
 

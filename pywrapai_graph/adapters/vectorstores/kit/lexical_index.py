@@ -1,16 +1,12 @@
-"""BM25 computed in the process, for the in-memory and FAISS stores (the engines compute
-their own).
+"""BM25 computed in the process, for the in-memory and FAISS stores.
 
 A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W`` is
-:data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT`): Okapi BM25 with Lucene's
-non-negative idf over the terms of :func:`~pywrapai_graph.application.text_analysis.analyze`,
-once over the chunks and once over the documents, each chunk adding to its document the part
-:func:`~pywrapai_graph.application.text_analysis.document_parts` gives it (a chunker's overlap
-counts once); docs/retrieval.md writes the formula out. Candidates hold at least one query term,
-statistics cover the whole store, a filter selects among the scored chunks, ties go by chunk id.
-Both fields keep their postings and lengths current on every write: a query reads only its
-terms' postings. :class:`LexicalMirror` derives the index from the store (the one source of
-truth) on the first lexical search and then follows the store's writes.
+``text_analysis.DOCUMENT_WEIGHT``; docs/retrieval.md writes the formula out): Okapi BM25 with
+Lucene's non-negative idf over the terms of ``analyze``, once over the chunks and once over
+the documents, each chunk adding to its document the part ``document_parts`` gives it (an
+overlap counts once). Both fields keep their postings current on every write: a query reads
+only its terms' postings. :class:`LexicalMirror` derives the index from the store on the
+first lexical search and then follows the store's writes.
 """
 
 from __future__ import annotations

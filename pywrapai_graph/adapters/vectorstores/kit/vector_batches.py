@@ -4,6 +4,7 @@ searches: the float32 rows every store keeps."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -16,15 +17,13 @@ __all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query"]
 Matrix = npt.NDArray[np.float32]
 
 
+@dataclass(slots=True, eq=False)
 class PreparedBatch:
     """A validated batch: unique ids (last one wins), normalised vectors, their chunks."""
 
-    __slots__ = ("chunks", "ids", "vectors")
-
-    def __init__(self, ids: list[str], vectors: Matrix, chunks: list[Chunk]) -> None:
-        self.ids = ids
-        self.vectors = vectors
-        self.chunks = chunks
+    ids: list[str]
+    vectors: Matrix
+    chunks: list[Chunk]
 
 
 def prepare_batch(

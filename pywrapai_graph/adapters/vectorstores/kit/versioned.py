@@ -3,19 +3,14 @@ Milvus).
 
 Each document has a record beside its chunks: the *committed* version, its manifest, and a
 *pending* version. ``replace_document``: (1) record.pending = v, a new random version;
-(2) upsert the chunks tagged v under engine ids of their own (``<chunk id>@v``), batch after
-batch; (3) record.version = v with the manifest: **the commit point**; (4) delete the
-document's chunks of other versions; (5) record.pending = "". A chunk is visible only when
-its version is its document's committed one (``""`` for plain ``add`` to a document never
-replaced). Step 2 writes the chunks flagged hidden, and step 4 starts by showing v and hiding
-the others in one engine request (:meth:`_show`: Chroma's ``update``, Milvus's partial
-``upsert``, Qdrant's ``set_payload``), so a search is one request filtering on the flag. A
-crash leaves the
-old version or the new one; the store's open (under its write lock) or the document's next
-replace removes an interrupted version, and on a server :meth:`repair` does it beside live
-writers: an uncommitted version only once a repair has seen it pending for ``older_than_s``
-(by the engine's clock where it has one), each record changed by compare-and-set; a writer
-whose version a repair took over refuses to commit. Reads need no write lock.
+(2) upsert the chunks tagged v, flagged hidden, under engine ids of their own
+(``<chunk id>@v``); (3) record.version = v with the manifest: **the commit point**; (4) show
+v and hide the other versions in one engine request (:meth:`_show`), then delete them;
+(5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
+old version or the new one; the store's open or the document's next replace removes an
+interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
+once a repair has seen it pending for ``older_than_s`` (by the engine's clock), each record
+changed by compare-and-set; a writer whose version a repair took over refuses to commit.
 """
 
 from __future__ import annotations
@@ -153,9 +148,8 @@ class VersionedDocuments(BaseVectorStore):
         return time.time_ns()
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
-        """Write ``record`` only if the stored one is still ``expected``; True if written.
-        This default reads and compares just before writing (engines with a conditional
-        write override it)."""
+        """Write ``record`` only if the stored one is still ``expected``; True if written
+        (this default reads and compares just before writing)."""
         if self._records([record.doc_id]).get(record.doc_id) != expected:
             return False
         self._put_record(record)
