@@ -37,15 +37,12 @@ def call_clock() -> Iterator[float]:
     """The moment (``time.monotonic()``) the store call being served was made; a call not
     made through a :func:`timed` method starts now, for the block."""
     made = _made.get()
-    if made is not None:
-        yield made
-        return
-    now = time.monotonic()
-    token = _made.set(now)
+    token = None if made is not None else _made.set(time.monotonic())
     try:
-        yield now
+        yield call_made()
     finally:
-        _made.reset(token)
+        if token is not None:
+            _made.reset(token)
 
 
 def timed(method: Callable[P, R]) -> Callable[P, R]:

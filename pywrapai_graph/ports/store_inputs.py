@@ -27,14 +27,12 @@ from pywrapai_graph.errors import (
 from pywrapai_graph.ports.sync_async import Core
 
 __all__ = [
-    "LEXICAL_BACKENDS",
     "MAX_K",
     "canonical_json",
     "check_bm25",
     "check_chunk",
     "check_delete_ids",
     "check_doc_id",
-    "check_document",
     "check_embedder",
     "check_filter",
     "check_k",
@@ -44,6 +42,7 @@ __all__ = [
     "check_query_vector",
     "check_vectors",
     "checked_chunks",
+    "checked_document",
     "checked_filter",
     "checked_query_vectors",
     "lexical_refusal",
@@ -60,8 +59,7 @@ _RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat 
 
 
 def check_name(value: str, what: str) -> None:
-    """:func:`check_unicode`, and no NUL character (a chunk's text may hold one; the strings
-    a store indexes and filters by may not).
+    """:func:`check_unicode`, and no NUL (a chunk's text may hold one, ids and metadata not).
 
     Raises:
         InvalidArgumentError: a lone surrogate or a NUL character.
@@ -74,32 +72,17 @@ def check_name(value: str, what: str) -> None:
         )
 
 
-def _check_scalar(value: Any, what: str) -> bool:
-    """True when ``value`` is a valid JSON scalar; False when it is something else."""
-    if value is None or isinstance(value, bool | int):
-        return True
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidArgumentError(f"{what} is {value}, which JSON cannot hold; {_RULE}")
-        return True
-    if isinstance(value, str):
-        check_name(value, what)
-        return True
-    return False
-
-
 def check_value(value: Any, what: str) -> None:
     """Raises InvalidArgumentError unless ``value`` is a JSON scalar or a flat list of them."""
-    if _check_scalar(value, what):
-        return
-    if isinstance(value, list | tuple):
-        for item in value:
-            if not _check_scalar(item, what):
-                raise InvalidArgumentError(
-                    f"{what} holds a {type(item).__name__} in its list; {_RULE}"
-                )
-        return
-    raise InvalidArgumentError(f"{what} is a {type(value).__name__}; {_RULE}")
+    listed = isinstance(value, list | tuple)
+    for item in value if listed else (value,):
+        if isinstance(item, str):
+            check_name(item, what)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidArgumentError(f"{what} is {item}, which JSON cannot hold; {_RULE}")
+        elif not (item is None or isinstance(item, bool | int | float)):
+            where = " in its list" if listed else ""
+            raise InvalidArgumentError(f"{what} holds a {type(item).__name__}{where}; {_RULE}")
 
 
 def check_chunk(chunk: Chunk) -> None:
@@ -120,11 +103,16 @@ def check_chunk(chunk: Chunk) -> None:
     metadata: object = chunk.metadata
     if not isinstance(metadata, Mapping):
         raise ArgumentTypeError(f"chunk {chunk.id!r} metadata is a {type(metadata).__name__}")
-    for key, value in metadata.items():
+    _check_mapping(metadata, f"chunk {chunk.id!r} metadata")
+
+
+def _check_mapping(values: Mapping[Any, Any], what: str) -> None:
+    """Str keys (valid, without NUL) and :func:`check_value` values."""
+    for key, value in values.items():
         if not isinstance(key, str):
-            raise InvalidArgumentError(f"chunk {chunk.id!r} has a metadata key {key!r}: not a str")
-        check_name(key, f"chunk {chunk.id!r} metadata key")
-        check_value(value, f"chunk {chunk.id!r} metadata {key!r}")
+            raise InvalidArgumentError(f"{what} key {key!r} is not a str")
+        check_name(key, f"{what} key")
+        check_value(value, f"{what} {key!r}")
 
 
 def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chunk]:
@@ -147,21 +135,13 @@ def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chu
 
 
 def check_filter(filter: Mapping[str, Any] | None) -> None:
-    """A filter maps str keys to JSON scalars or flat lists of them.
-
-    Raises:
-        InvalidArgumentError: another key or value type, NaN, or a lone surrogate.
-    """
+    """Raises InvalidArgumentError unless a filter maps str keys to :func:`check_value` values."""
     if filter is None:
         return
     given: object = filter
     if not isinstance(given, Mapping):
         raise ArgumentTypeError(f"filter must be a dict of metadata values, got {given!r:.60}")
-    for key, value in filter.items():
-        if not isinstance(key, str):
-            raise InvalidArgumentError(f"filter key {key!r} is not a str")
-        check_name(key, "filter key")
-        check_value(value, f"filter value for {key!r}")
+    _check_mapping(filter, "filter")
 
 
 def checked_filter(filter: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -192,11 +172,7 @@ def paged(k: int, filter: Mapping[str, Any] | None, asked: int) -> Core[int, lis
 
 
 def check_k(k: int) -> int:
-    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted).
-
-    Raises:
-        InvalidArgumentError: ``k`` is not a positive integer (bools are refused).
-    """
+    """``k`` as a plain int clamped to :data:`MAX_K` (numpy ints accepted, bools refused)."""
     given: object = k
     try:
         value = None if isinstance(given, bool) else operator.index(given)  # type: ignore[arg-type]
@@ -213,6 +189,13 @@ def check_bm25(k1: float, b: float) -> None:
         raise InvalidArgumentError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
 
 
+def check_doc_id(doc_id: str) -> None:
+    """Raises ArgumentTypeError unless ``doc_id`` is a str."""
+    if not isinstance(doc_id, str):
+        raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
+    check_name(doc_id, "doc_id")
+
+
 def check_delete_ids(ids: Sequence[str]) -> list[str]:
     """The distinct ids, in order; a bare ``str`` (a sequence of characters) is refused."""
     if isinstance(ids, str | bytes):
@@ -225,13 +208,6 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
             raise ArgumentTypeError(f"chunk ids are str, got {i!r} ({type(i).__name__})")
         check_name(i, "a chunk id")
     return out
-
-
-def check_doc_id(doc_id: str) -> None:
-    """Raises ArgumentTypeError unless ``doc_id`` is a str."""
-    if not isinstance(doc_id, str):
-        raise ArgumentTypeError(f"doc_id must be a str, got {doc_id!r}")
-    check_name(doc_id, "doc_id")
 
 
 def check_query_vector(vector: object, method: str = "search") -> None:
@@ -277,17 +253,12 @@ def check_query_text(query: object, method: str = "lexical_search") -> None:
 
 
 def check_older_than(seconds: object) -> float:
-    """``repair(older_than_s=...)`` as a float.
-
-    Raises:
-        InvalidArgumentError: not a finite number >= 0 (a bool neither).
-    """
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
-        raise InvalidArgumentError(f"older_than_s is a number of seconds, got {seconds!r:.60}")
-    value = float(seconds)
+    """``repair(older_than_s=...)`` as a float: a finite number >= 0 (not a bool)."""
+    real = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
+    value = float(seconds) if real else math.nan  # type: ignore[arg-type]
     if not (math.isfinite(value) and value >= 0):
         raise InvalidArgumentError(
-            f"older_than_s must be a finite number of seconds >= 0, got {seconds!r}"
+            f"older_than_s is a finite number of seconds >= 0, got {seconds!r:.60}"
         )
     return value
 
@@ -327,31 +298,30 @@ def canonical_json(value: Any) -> str:
     return json.dumps(_canonical(value), ensure_ascii=False, separators=(",", ":"))
 
 
-#: The built-in stores with lexical (BM25) search, and so lexical and hybrid retrieval.
-LEXICAL_BACKENDS = "PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS"
-
-
 def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
     """The error of ``asked`` (``lexical_search``, ``mode='hybrid'``...) on ``store``, a
     store without lexical search: it names the built-in stores that have one."""
     return UnsupportedOperationError(
         f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
-        f"run on the {LEXICAL_BACKENDS} stores; use one of them, or mode='dense'"
+        "run on the PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS stores; use "
+        "one of them, or mode='dense'"
     )
 
 
-def check_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> None:
-    """Raises ValueError unless the checked ``chunks`` are the manifest's document's."""
+def checked_document(manifest: DocumentManifest, chunks: Sequence[Chunk]) -> Sequence[Chunk]:
+    """:func:`checked_chunks`, all of the manifest's document (one per chunk it counts)."""
+    chunks = checked_chunks(chunks, "replace_document")
     for c in chunks:
         if c.doc_id != manifest.doc_id:
             raise InvalidArgumentError(
                 f"chunk {c.id!r} belongs to document {c.doc_id!r}, not {manifest.doc_id!r}"
             )
-    if len({c.id for c in chunks}) != manifest.chunk_count:
+    if (distinct := len({c.id for c in chunks})) != manifest.chunk_count:
         raise InvalidArgumentError(
             f"document {manifest.doc_id!r}: the manifest counts {manifest.chunk_count} chunks, "
-            f"{len({c.id for c in chunks})} distinct ones were given"
+            f"{distinct} distinct ones were given"
         )
+    return chunks
 
 
 def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:

@@ -18,7 +18,6 @@ from pywrapai_graph.ports.store_inputs import (
     check_bm25,
     check_delete_ids,
     check_doc_id,
-    check_document,
     check_embedder,
     check_k,
     check_older_than,
@@ -26,6 +25,7 @@ from pywrapai_graph.ports.store_inputs import (
     check_query_vector,
     check_vectors,
     checked_chunks,
+    checked_document,
     checked_filter,
     checked_query_vectors,
     lexical_refusal,
@@ -50,17 +50,14 @@ TEMPLATE_METHODS = (
 
 class BaseVectorStore(ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector; every backend
-    behaves the same (docs/writing-a-store.md), and capability flags (``persistent``,
-    ``exact``, ``atomic_documents``, ``supports_delete``, ``lexical``) say what it promises.
+    behaves the same (docs/writing-a-store.md); capability flags say what it promises.
 
-    **Template methods.** Each public method checks its inputs, then calls the store's
-    *primitive*, its name with a leading underscore (``search`` calls ``_search``); searches
-    then keep only hits equal to the filter, asking for more when a full page lost some. A
-    store implements ``_add``, ``_search``, ``clear`` and ``__len__``, and any optional
-    primitive (``_delete``, ``_count``, ``_search_many``, ``_lexical_search``, ``_retrieve``,
-    a native ``_asearch``...). A store written as the reference's example defines ``add``
-    and ``search`` themselves: they become its primitives (:meth:`__init_subclass__`).
-    ``db_system`` names the engine on tracing spans (``db.system.name``).
+    Each public method checks its inputs, then calls the store's *primitive*, its name with
+    a leading underscore (``search`` calls ``_search``); searches keep only hits equal to the
+    filter, asking for more when a full page lost some. A store implements ``_add``,
+    ``_search``, ``clear`` and ``__len__``, and any optional primitive; one written as the
+    reference's example defines ``add`` and ``search``, which become its primitives.
+    ``db_system`` names the engine on tracing spans.
     """
 
     db_system: str = "other"
@@ -70,9 +67,8 @@ class BaseVectorStore(ABC):
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A public method (``search``...) defined by a store whose bases supply no primitive
-        for it yet becomes that primitive (``_search``), so the checks, filtering and paging
-        stay this class's; a subclass of a store with primitives overrides as usual."""
+        """A public method (``search``) a store defines while its bases have no primitive
+        for it becomes that primitive (``_search``), so the checks stay this class's."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -119,11 +115,10 @@ class BaseVectorStore(ABC):
 
     # ------------------------------------------------------------------ writes
     def add(self, chunks: Sequence[Chunk]) -> None:
-        """Insert or replace ``chunks`` (each must have ``embedding`` set).
+        """Insert or replace ``chunks`` (each with its ``embedding``).
 
         Raises:
-            ValueError: any chunk lacks a usable embedding, or breaks the metadata rules;
-                nothing is written.
+            ValueError: a chunk lacks a usable embedding or breaks the metadata rules.
         """
         self._add(checked_chunks(chunks, "add"))
 
@@ -207,8 +202,8 @@ class BaseVectorStore(ABC):
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page to ask for (``4 * k`` when a
-        filter meets a search primitive that takes none)."""
+        """``k`` and the filter checked, and the first page to ask for (``4 * k`` for a
+        filter a search primitive does not take)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -250,7 +245,7 @@ class BaseVectorStore(ABC):
         """The ``k`` chunks sharing a term with ``query``, best BM25 score first.
 
         Raises:
-            UnsupportedOperationError: the store has no lexical index (``lexical`` is False).
+            UnsupportedOperationError: ``lexical`` is False.
             ValueError: k < 1, k1 < 0 or b outside [0, 1].
         """
         if not self.lexical:
@@ -285,26 +280,19 @@ class BaseVectorStore(ABC):
 
     # ------------------------------------------------------------------ documents
     def replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """Make ``chunks`` (all of ``manifest.doc_id``, embedded) the whole document.
-
-        Returns:
-            How many chunks the document had before.
+        """Make ``chunks`` (all of ``manifest.doc_id``, embedded) the whole document; returns
+        how many chunks it had before.
 
         Raises:
             ValueError: a chunk belongs to another document or lacks a usable embedding.
             EmbedderMismatchError: the store was filled by another embedder.
         """
-        chunks = checked_chunks(chunks, "replace_document")
-        check_document(manifest, chunks)
-        return self._replace_document(manifest, chunks)
+        return self._replace_document(manifest, checked_document(manifest, chunks))
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """:meth:`replace_document`'s work; this default deletes the document, then adds the
-        chunks: not atomic, and no manifest kept."""
-        if not self.supports_delete:  # upsert by chunk id is all such a store can do
-            self._add(chunks)
-            return 0
-        removed = self._delete_by_doc(manifest.doc_id)
+        """:meth:`replace_document`'s work; this default deletes the document (if the store
+        can), then adds the chunks: not atomic, and no manifest kept."""
+        removed = self._delete_by_doc(manifest.doc_id) if self.supports_delete else 0
         self._add(chunks)
         return removed
 
@@ -317,8 +305,7 @@ class BaseVectorStore(ABC):
         Raises:
             ValueError: not one float32 row per chunk, or as for :meth:`replace_document`.
         """
-        chunks = checked_chunks(chunks, "replace_document")
-        check_document(manifest, chunks)
+        chunks = checked_document(manifest, chunks)
         check_vectors(chunks, vectors)
         return self._replace_document_vectors(manifest, chunks, vectors)
 
@@ -343,19 +330,15 @@ class BaseVectorStore(ABC):
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """:meth:`document_manifest` of many documents: those that have one, by id."""
-        found: dict[str, DocumentManifest] = {}
-        for doc_id in doc_ids:
-            manifest = self.document_manifest(doc_id)
-            if manifest is not None:
-                found[doc_id] = manifest
-        return found
+        found = {doc_id: self.document_manifest(doc_id) for doc_id in doc_ids}
+        return {doc_id: m for doc_id, m in found.items() if m is not None}
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         """The embedder recorded by the first ``replace_document``, or None."""
         return None
 
     def repair(self, *, older_than_s: float = 600.0) -> int:
-        """Remove what interrupted writes left behind (versions younger than ``older_than_s``
+        """Remove what interrupted writes left (versions younger than ``older_than_s``
         seconds are left to their writer); returns how many documents it repaired.
 
         Raises:

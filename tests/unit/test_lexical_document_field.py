@@ -84,7 +84,7 @@ def test_one_chunk_per_document_ranks_exactly_as_bm25() -> None:
     index.upsert(corpus)
     for query in QUERIES:
         want = reference_bm25(corpus, query, 10, document_weight=0.0)
-        got = index.search(query, 10)
+        got = index.top(*index.scored(query, K1, B), 10, None)
         assert [h.chunk.id for h in got] == [i for i, _ in want]
         assert [h.score for h in got] == pytest.approx([(1 + W) * s for _, s in want], rel=1e-12)
 
@@ -102,11 +102,11 @@ def test_the_weight_zero_is_chunks_alone_and_writes_keep_both_fields() -> None:
     for query in QUERIES:
         for target, weight in ((alone, 0.0), (index, W)):
             want = reference_bm25(live, query, 10, document_weight=weight)
-            got = target.search(query, 10)
+            got = target.top(*target.scored(query, K1, B), 10, None)
             assert [h.chunk.id for h in got] == [i for i, _ in want]
             assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-9)
         ids = [c.id for c in live[::4]]
-        scores = index.scores_of(query, ids, K1, B)
+        scores = index.scores_in(*index.scored(query, K1, B), ids)
         full = dict(reference_bm25(live, query, len(live), document_weight=W))
         assert scores == pytest.approx({i: full[i] for i in ids if i in full}, rel=1e-9)
 
@@ -122,9 +122,9 @@ def test_a_chunkers_overlap_counts_once_in_the_document_field() -> None:
     alone.upsert(chunks)
     whole.upsert([Chunk(d.text, doc_id=d.id, id=d.id) for d in data.corpus])
     for query in list(data.queries.values())[:10]:
-        documents = whole.scores_of(query, [d.id for d in data.corpus], K1, B)
-        chunk_scores = alone.scores_of(query, [c.id for c in chunks], K1, B)
-        got = index.scores_of(query, [c.id for c in chunks], K1, B)
+        documents = whole.scores_in(*whole.scored(query, K1, B), [d.id for d in data.corpus])
+        chunk_scores = alone.scores_in(*alone.scored(query, K1, B), [c.id for c in chunks])
+        got = index.scores_in(*index.scored(query, K1, B), [c.id for c in chunks])
         # the document field is BM25 over the original documents: each overlap counted once
         want = {
             c.id: chunk_scores[c.id] + W * documents[c.doc_id]

@@ -1,11 +1,10 @@
 """Exact cosine search in one float32 matrix, for the in-memory and SQLite stores.
 
-Rows are L2-normalised at insert; the matrix grows by an eighth through ``realloc`` (a large
-one is remapped, never copied). A search is one matrix product over the used rows and an
-``argpartition``; a filter first selects rows through :class:`MetadataColumns`. With records
-(in-memory) each row keeps its text, document and metadata; without (SQLite reads them for
-the hits) a ``metadata_source`` gives the metadata a new filter column needs. Not
-thread-safe: the stores hold a lock. :class:`ExactSearch` is their ``search`` over it.
+Rows are L2-normalised; the matrix grows by an eighth through ``realloc`` (remapped, never
+copied). A search is one matrix product and an ``argpartition``; a filter first selects rows
+through :class:`MetadataColumns`. With records (in-memory) each row keeps its text, document
+and metadata; without (SQLite) a ``metadata_source`` gives a new filter column's metadata.
+Not thread-safe: the stores hold a lock.
 """
 
 from __future__ import annotations
@@ -50,8 +49,7 @@ class ExactIndex:
         dimension: fix the dimension up front (otherwise the first insert decides).
         metadata_source: given, the index keeps no records; it gives every row's metadata
             when a filter needs a new column.
-        watcher: the store's lexical index, told each change once made (``reset`` when one
-            failed midway).
+        watcher: the store's lexical index, told each change (``reset`` if one failed).
     """
 
     def __init__(
@@ -72,10 +70,8 @@ class ExactIndex:
         self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
         self._n = 0
         self._ids: list[str] = []
-        # (text, doc_id, metadata) per row: our own copy, so callers' later edits do not leak in
-        self._records: list[Record] = []
-        # id -> row, built when first needed (a store loaded for searches never needs it)
-        self._row_map: dict[str, int] | None = {}
+        self._records: list[Record] = []  # our copies: callers' later edits do not leak in
+        self._row_map: dict[str, int] | None = {}  # None: built when first needed
         self._by_doc: dict[str, set[str]] = {}
         self._columns.clear()
 
@@ -174,8 +170,7 @@ class ExactIndex:
         self._columns.assign(rows, [c.metadata for c in batch.chunks])
 
     def replace(self, before: Sequence[str], batch: PreparedBatch) -> None:
-        """A document rewritten: its ids ``before`` that ``batch`` does not hold removed,
-        then ``batch`` upserted."""
+        """A document rewritten: its ids ``before`` not in ``batch`` removed, then upserted."""
         kept = set(batch.ids)
         self.remove([i for i in before if i not in kept])
         self.upsert(batch)
@@ -305,8 +300,7 @@ class ExactIndex:
 
 
 class ExactSearch(BaseVectorStore):
-    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``); the
-    store says how a search reads (:meth:`_reading_index`) and how hit rows become chunks."""
+    """``search`` and ``search_many`` over a store's :class:`ExactIndex` (``_index``)."""
 
     _index: ExactIndex
 

@@ -1,16 +1,12 @@
-"""BM25 computed in the process, for the in-memory and FAISS stores (the engines compute
-their own).
+"""BM25 computed in the process, for the in-memory and FAISS stores.
 
 A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W`` is
-:data:`~pywrapai_graph.application.text_analysis.DOCUMENT_WEIGHT`): Okapi BM25 with Lucene's
-non-negative idf over the terms of :func:`~pywrapai_graph.application.text_analysis.analyze`,
-once over the chunks and once over the documents, each chunk adding to its document the part
-:func:`~pywrapai_graph.application.text_analysis.document_parts` gives it (a chunker's overlap
-counts once); docs/retrieval.md writes the formula out. Candidates hold at least one query term,
-statistics cover the whole store, a filter selects among the scored chunks, ties go by chunk id.
-Both fields keep their postings and lengths current on every write: a query reads only its
-terms' postings. :class:`LexicalMirror` derives the index from the store (the one source of
-truth) on the first lexical search and then follows the store's writes.
+``text_analysis.DOCUMENT_WEIGHT``; docs/retrieval.md writes the formula out): Okapi BM25 with
+Lucene's non-negative idf over the terms of ``analyze``, once over the chunks and once over
+the documents, each chunk adding to its document the part ``document_parts`` gives it (an
+overlap counts once). Both fields keep their postings current on every write: a query reads
+only its terms' postings. :class:`LexicalMirror` derives the index from the store on the
+first lexical search and then follows the store's writes.
 """
 
 from __future__ import annotations
@@ -130,9 +126,8 @@ class LexicalIndex:
         """Forget every chunk."""
         self._field = _Field()  # chunks
         self._docs = _Field()  # documents
-        self._chunks: list[Chunk | None] = []
-        self._terms: list[Counter[str] | None] = []  # per chunk slot: its terms
-        self._shares: list[Counter[str] | None] = []  # and those it adds to its document
+        # per chunk slot: the chunk, its terms and those it adds to its document
+        self._entries: list[tuple[Chunk, Counter[str], Counter[str]] | None] = []
         self._doc_of = np.zeros(64, dtype=np.intp)  # chunk slot -> document slot
         self._members: Counter[str] = Counter()  # chunks per document
 
@@ -149,16 +144,11 @@ class LexicalIndex:
             terms = Counter(analyze(chunk.text))
             share = terms if len(part) == len(chunk.text) else Counter(analyze(part))
             slot = self._field.open(chunk.id)
-            if slot == len(self._chunks):
-                self._chunks.append(None)
-                self._terms.append(None)
-                self._shares.append(None)
+            if slot == len(self._entries):
+                self._entries.append(None)
                 if slot >= self._doc_of.shape[0]:
                     self._doc_of = np.concatenate([self._doc_of, np.zeros_like(self._doc_of)])
-            self._chunks[slot] = Chunk(
-                chunk.text, doc_id=chunk.doc_id, metadata=dict(chunk.metadata), id=chunk.id
-            )
-            self._terms[slot], self._shares[slot] = terms, share
+            self._entries[slot] = (_copied(chunk), terms, share)
             self._field.add(slot, terms)
             doc_slot = self._docs.open(chunk.doc_id)
             self._docs.add(doc_slot, share)
@@ -169,14 +159,13 @@ class LexicalIndex:
         slot = self._field.slots.get(chunk_id)
         if slot is None:
             return False
-        chunk, terms, share = self._chunks[slot], self._terms[slot], self._shares[slot]
-        assert chunk is not None
-        assert terms is not None
-        assert share is not None
+        entry = self._entries[slot]
+        assert entry is not None
+        chunk, terms, share = entry
         self._field.add(slot, terms, -1)
         self._field.release(chunk_id)
         self._docs.add(int(self._doc_of[slot]), share, -1)
-        self._chunks[slot] = self._terms[slot] = self._shares[slot] = None
+        self._entries[slot] = None
         self._members[chunk.doc_id] -= 1
         if not self._members[chunk.doc_id]:
             del self._members[chunk.doc_id]
@@ -198,22 +187,10 @@ class LexicalIndex:
             scores = scores + self._weight * doc_scores[self._doc_of[slots]]
         return slots, scores
 
-    def search(
-        self,
-        query: str,
-        k: int,
-        filter: Mapping[str, Any] | None = None,
-        *,
-        k1: float = 1.2,
-        b: float = 0.75,
-    ) -> list[ScoredChunk]:
-        """The ``k`` best chunks (only chunks sharing a term with the query)."""
-        return self.top(*self.scored(query, k1, b), k, filter)
-
     def top(
         self, slots: Slots, scores: Floats, k: int, filter: Mapping[str, Any] | None
     ) -> list[ScoredChunk]:
-        """The ``k`` best of :meth:`scored`'s chunks (those equal to ``filter``)."""
+        """The ``k`` best of :meth:`scored`'s chunks (those equal to ``filter``), ties by id."""
         if filter:
             keep = [matches_filter(self._chunk(s).metadata, filter) for s in slots.tolist()]
             slots, scores = slots[keep], scores[keep]
@@ -222,14 +199,10 @@ class LexicalIndex:
             slots, scores = slots[scores >= cutoff], scores[scores >= cutoff]
         pairs = zip(slots.tolist(), scores.tolist(), strict=True)
         ranked = sorted(pairs, key=lambda p: (-p[1], self._chunk(p[0]).id))[:k]
-        return [ScoredChunk(self._copy(s), score) for s, score in ranked]
-
-    def scores_of(self, query: str, ids: Sequence[str], k1: float, b: float) -> dict[str, float]:
-        """The score of each indexed chunk of ``ids`` that shares a term with ``query``."""
-        return self.scores_in(*self.scored(query, k1, b), ids) if ids else {}
+        return [ScoredChunk(_copied(self._chunk(s)), score) for s, score in ranked]
 
     def scores_in(self, slots: Slots, scores: Floats, ids: Sequence[str]) -> dict[str, float]:
-        """:meth:`scores_of` from :meth:`scored`'s chunks (ascending slots) and scores."""
+        """The score of each chunk of ``ids`` among :meth:`scored`'s (ascending slots)."""
         wanted = [(i, self._field.slots[i]) for i in ids if i in self._field.slots]
         if not wanted or not slots.shape[0]:
             return {}
@@ -241,13 +214,14 @@ class LexicalIndex:
         }
 
     def _chunk(self, slot: int) -> Chunk:
-        chunk = self._chunks[slot]
-        assert chunk is not None
-        return chunk
+        entry = self._entries[slot]
+        assert entry is not None
+        return entry[0]
 
-    def _copy(self, slot: int) -> Chunk:
-        c = self._chunk(slot)
-        return Chunk(c.text, doc_id=c.doc_id, metadata=dict(c.metadata), id=c.id)
+
+def _copied(c: Chunk) -> Chunk:
+    """A copy whose metadata later edits of ``c`` do not reach (without its embedding)."""
+    return Chunk(c.text, doc_id=c.doc_id, metadata=dict(c.metadata), id=c.id)
 
 
 class LexicalMirror:
@@ -294,10 +268,9 @@ class InProcessRetrieval:
 
     The store sets ``_lexical`` and ``_lock`` (the lock of its writes) and may override
     :meth:`_before_lexical` (notice other processes' changes) and :meth:`_reading` (what one
-    read holds). A retrieval is one pass in one read: the dense candidates from the matrix,
-    the lexical ones from the index (the query scored once: its top and the dense
-    candidates' missing scores come from one score array), the lexical candidates' missing
-    cosines, fused by :mod:`pywrapai_graph.application.fusion`.
+    read holds). A retrieval is one pass in one read: dense candidates from the matrix,
+    lexical ones from the index (the query scored once), each side's missing scores, fused
+    by :mod:`pywrapai_graph.application.fusion`.
     """
 
     _lexical: LexicalMirror
@@ -326,7 +299,8 @@ class InProcessRetrieval:
     ) -> list[ScoredChunk]:
         with self._lock:
             self._before_lexical()
-            return self._lexical.index().search(query, k, filter, k1=k1, b=b)
+            index = self._lexical.index()
+            return index.top(*index.scored(query, k1, b), k, filter)
 
     def _reading(self) -> AbstractContextManager[Any]:
         """Hold what one read of the store holds (by default its lock)."""

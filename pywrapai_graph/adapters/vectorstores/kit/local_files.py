@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import shutil
 import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
@@ -22,8 +20,6 @@ __all__ = [
     "ROOM_MARGIN",
     "WriteLock",
     "check_room",
-    "file_sha256",
-    "fsync_dir",
     "nearly_full",
     "os_failure",
     "rows_in",
@@ -39,15 +35,6 @@ _FULL = (
     "the disk holding {path!r} is full; the write was undone and nothing of it was kept. "
     "Free some space and run it again."
 )
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with os.fdopen(open_file(path, os.O_RDONLY), "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def sqlite_failure(path: str, exc: sqlite3.Error) -> VectorStoreError:
@@ -125,20 +112,6 @@ def check_room(folder: Path, needed: int) -> None:
         )
 
 
-def fsync_dir(path: Path) -> None:
-    """Make a rename in ``path`` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 class WriteLock:
     """An exclusive ``flock`` on ``path`` shared by every process using the store (dropped by
     the kernel when its holder dies); a second writer waits up to ``timeout`` seconds, then
@@ -170,12 +143,7 @@ class WriteLock:
         self._fd = fd
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)

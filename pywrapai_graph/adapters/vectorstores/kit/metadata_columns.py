@@ -40,9 +40,6 @@ class _JSONBool:
     def __hash__(self) -> int:
         return hash(self.value)
 
-    def __repr__(self) -> str:
-        return repr(self.value)
-
 
 _TRUE, _FALSE = _JSONBool(True), _JSONBool(False)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.errors import InvalidArgumentError, VectorStoreError
+from pywrapai_graph.errors import VectorStoreError
 
 __all__ = ["metadata_json", "metadata_jsons", "stored_chunk", "stored_metadata"]
 
@@ -46,32 +46,21 @@ _SAME_TEXT = frozenset({str, int, bool, type(None)})
 def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
     """Each chunk's metadata as :func:`metadata_json` writes it; a run of equal metadata
     (a document's chunks: same keys in order, equal values of the same plain types) is
-    encoded once.
-
-    Raises:
-        InvalidArgumentError: as :func:`metadata_json`.
-    """
+    encoded once."""
     out: list[str] = []
     last: object = None
     last_types: tuple[type, ...] = ()
     encoded = ""
-    try:
-        for c in chunks:
-            metadata = c.metadata
-            if metadata is not last and not (
-                last_types
-                and metadata == last
-                and tuple(map(type, metadata.values())) == last_types
-            ):
-                encoded = _encode_row(metadata)
-                last = metadata
-                types = tuple(map(type, metadata.values()))
-                last_types = types if _SAME_TEXT.issuperset(types) else ()
-            out.append(encoded)
-    except (TypeError, ValueError):
-        for c in chunks:
-            metadata_json(c)  # raises, naming the chunk
-        raise
+    for c in chunks:
+        metadata = c.metadata
+        if metadata is not last and not (
+            last_types and metadata == last and tuple(map(type, metadata.values())) == last_types
+        ):
+            encoded = _encode_row(metadata)
+            last = metadata
+            types = tuple(map(type, metadata.values()))
+            last_types = types if _SAME_TEXT.issuperset(types) else ()
+        out.append(encoded)
     return out
 
 
@@ -102,15 +91,5 @@ def stored_chunk(row: Sequence[Any], where: str) -> Chunk:
 
 
 def metadata_json(chunk: Chunk) -> str:
-    """The chunk's metadata as JSON, for stores that persist it.
-
-    Raises:
-        ValueError: naming the chunk, when the metadata is not JSON-serialisable.
-    """
-    try:
-        return _METADATA_ENCODER.encode(chunk.metadata)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(
-            f"chunk {chunk.id!r} has metadata that is not JSON-serialisable ({exc}); "
-            "use str, int, float, bool, None and flat lists of them"
-        ) from None
+    """The chunk's metadata as JSON (checked metadata: ``BaseVectorStore`` refused any other)."""
+    return _encode_row(chunk.metadata)

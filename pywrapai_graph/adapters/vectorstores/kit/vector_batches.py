@@ -4,6 +4,7 @@ searches: the float32 rows every store keeps."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -16,15 +17,13 @@ __all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query"]
 Matrix = npt.NDArray[np.float32]
 
 
+@dataclass(slots=True, eq=False)
 class PreparedBatch:
     """A validated batch: unique ids (last one wins), normalised vectors, their chunks."""
 
-    __slots__ = ("chunks", "ids", "vectors")
-
-    def __init__(self, ids: list[str], vectors: Matrix, chunks: list[Chunk]) -> None:
-        self.ids = ids
-        self.vectors = vectors
-        self.chunks = chunks
+    ids: list[str]
+    vectors: Matrix
+    chunks: list[Chunk]
 
 
 def prepare_batch(
@@ -49,11 +48,7 @@ def prepare_batch(
         return PreparedBatch([], np.empty((0, dimension or 0), np.float32), [])
     if vectors is None:
         matrix = _as_matrix(unique, _embedding_dimension(unique, dimension))
-    else:
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise InvalidArgumentError(
-                f"{vectors.shape[0]} vectors were given for {len(chunks)} chunks"
-            )
+    else:  # one row per chunk: ``BaseVectorStore`` checked the matrix's shape
         expected = dimension if dimension is not None else int(vectors.shape[1])
         if vectors.shape[1] != expected or expected == 0:
             raise InvalidArgumentError(
@@ -115,11 +110,10 @@ def _as_matrix(chunks: list[Chunk], dim: int) -> Matrix:
 
 
 def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
-    """The normalised float32 query.
+    """The normalised float32 query (its shape checked by ``BaseVectorStore``).
 
     Raises:
-        InvalidArgumentError: not a flat list of numbers (a string, a nested list), wrong
-            dimension, NaN/inf or zero norm.
+        InvalidArgumentError: not numbers, wrong dimension, NaN/inf or zero norm.
     """
     try:
         with np.errstate(over="ignore"):
@@ -129,11 +123,6 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
             f"a query vector is a flat list of numbers; this {type(vector).__name__} holds "
             "something else"
         ) from None
-    if q.ndim != 1:
-        raise InvalidArgumentError(
-            f"a query vector is a flat list of numbers, got shape {q.shape}; search_many() "
-            "takes many vectors"
-        )
     if dimension is not None and q.shape[0] != dimension:
         raise InvalidArgumentError(
             f"query has dimension {q.shape[0]}, but the store holds {dimension}"

@@ -3,19 +3,14 @@ Milvus).
 
 Each document has a record beside its chunks: the *committed* version, its manifest, and a
 *pending* version. ``replace_document``: (1) record.pending = v, a new random version;
-(2) upsert the chunks tagged v under engine ids of their own (``<chunk id>@v``), batch after
-batch; (3) record.version = v with the manifest: **the commit point**; (4) delete the
-document's chunks of other versions; (5) record.pending = "". A chunk is visible only when
-its version is its document's committed one (``""`` for plain ``add`` to a document never
-replaced). Step 2 writes the chunks flagged hidden, and step 4 starts by showing v and hiding
-the others in one engine request (:meth:`_show`: Chroma's ``update``, Milvus's partial
-``upsert``, Qdrant's ``set_payload``), so a search is one request filtering on the flag. A
-crash leaves the
-old version or the new one; the store's open (under its write lock) or the document's next
-replace removes an interrupted version, and on a server :meth:`repair` does it beside live
-writers: an uncommitted version only once a repair has seen it pending for ``older_than_s``
-(by the engine's clock where it has one), each record changed by compare-and-set; a writer
-whose version a repair took over refuses to commit. Reads need no write lock.
+(2) upsert the chunks tagged v, flagged hidden, under engine ids of their own
+(``<chunk id>@v``); (3) record.version = v with the manifest: **the commit point**; (4) show
+v and hide the other versions in one engine request (:meth:`_show`), then delete them;
+(5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
+old version or the new one; the store's open or the document's next replace removes an
+interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
+once a repair has seen it pending for ``older_than_s`` (by the engine's clock), each record
+changed by compare-and-set; a writer whose version a repair took over refuses to commit.
 """
 
 from __future__ import annotations
@@ -23,8 +18,8 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -75,9 +70,16 @@ class VersionedDocuments(BaseVectorStore):
     _replacing: tuple[EmbedderIdentity | None] | None = None
 
     # ------------------------------------------------------------------ engine primitives
-    @abstractmethod
-    def _writing(self) -> AbstractContextManager[None]:
-        """Hold this store's write locks (thread, and process where the engine needs one)."""
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold this store's write locks (a store whose engine needs a process lock adds
+        it), with the engine's errors translated."""
+        with self._lock, self._errors():
+            yield
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """Translate the engine's failures into ours (this default translates none)."""
+        return nullcontext()
 
     @abstractmethod
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
@@ -146,9 +148,8 @@ class VersionedDocuments(BaseVectorStore):
         return time.time_ns()
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
-        """Write ``record`` only if the stored one is still ``expected``; True if written.
-        This default reads and compares just before writing (engines with a conditional
-        write override it)."""
+        """Write ``record`` only if the stored one is still ``expected``; True if written
+        (this default reads and compares just before writing)."""
         if self._records([record.doc_id]).get(record.doc_id) != expected:
             return False
         self._put_record(record)
@@ -159,9 +160,6 @@ class VersionedDocuments(BaseVectorStore):
     def _native_async(self) -> bool:
         """The async reads below run on the engine's async client (else: the thread offload)."""
         return False
-
-    async def _aquery(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return (await self._aquery_many([query], n, selector))[0]
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
@@ -338,13 +336,18 @@ class VersionedDocuments(BaseVectorStore):
             return sum(c.version == committed for c in stored)
 
     # ------------------------------------------------------------------ reads
+    def _prepared(self, query_vectors: Sequence[Sequence[float]]) -> list[Matrix] | None:
+        """The normalised queries, or None while the engine holds no vectors."""
+        if self._known_dim() is None:
+            return None
+        return [prepare_query(q, self._dim) for q in query_vectors]
+
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         with self._lock:
-            if self._known_dim() is None:
-                return []
-            hits = self._query(prepare_query(query_vector, self._dim), k, self._selector(filter))
+            queries = self._prepared([query_vector])
+            hits = [] if queries is None else self._query(queries[0], k, self._selector(filter))
             return [h for h, _ in hits[:k]]
 
     def _search_many(
@@ -352,9 +355,9 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[list[ScoredChunk]]:
         """One engine request for the batch."""
         with self._lock:
-            if self._known_dim() is None:
+            queries = self._prepared(query_vectors)
+            if queries is None:
                 return [[] for _ in query_vectors]
-            queries = [prepare_query(q, self._dim) for q in query_vectors]
             batches = self._query_many(queries, k, self._selector(filter))
             return [[h for h, _ in hits[:k]] for hits in batches]
 
@@ -363,19 +366,15 @@ class VersionedDocuments(BaseVectorStore):
     ) -> list[ScoredChunk]:
         if not self._native_async:
             return await super()._asearch(query_vector, k, filter)
-        if self._known_dim() is None:
-            return []
-        query = prepare_query(query_vector, self._dim)
-        hits = await self._aquery(query, k, self._selector(filter))
-        return [h for h, _ in hits[:k]]
+        return (await self._asearch_many([query_vector], k, filter))[0]
 
     async def _asearch_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         if not self._native_async:
             return await super()._asearch_many(query_vectors, k, filter)
-        if self._known_dim() is None:
+        queries = self._prepared(query_vectors)
+        if queries is None:
             return [[] for _ in query_vectors]
-        queries = [prepare_query(q, self._dim) for q in query_vectors]
         batches = await self._aquery_many(queries, k, self._selector(filter))
         return [[h for h, _ in hits[:k]] for hits in batches]
