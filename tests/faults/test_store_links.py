@@ -103,7 +103,7 @@ def test_sqlite_refuses_a_link_at_its_database_files(
     _assert_refused(lambda: SQLiteVectorStore(tmp_path / "store.db"), link, victim)
 
 
-@pytest.mark.parametrize("name", ["pywrapai.lock", "pywrapai.open.lock", "chroma.sqlite3"])
+@pytest.mark.parametrize("name", ["pywrapai.open.lock", "chroma.sqlite3"])
 def test_embedded_chroma_refuses_a_link_in_its_folder(
     name: str, tmp_path: Path, victim: Path
 ) -> None:

@@ -163,6 +163,21 @@ def test_a_dense_retrieval_is_one_query_on_the_wire(
     store.close()
 
 
+def test_chunks_written_while_no_embedder_was_recorded_are_one_query_too(
+    chroma_proxy: CountingProxy, tmp_path: Path
+) -> None:
+    """Their stamp says no embedder was recorded when they were written: the query itself
+    reports that, and no record is read for the retriever's embedder check."""
+    url = f"http://127.0.0.1:{chroma_proxy.server.server_address[1]}"
+    store = ChromaVectorStore(url=url, collection=name_for(tmp_path, "p"))
+    store.add(_embedded(lexical_corpus()))  # a plain add: no embedder recorded
+    retriever = VectorRetriever(FeatureHashingEmbedder(), store, k=3)
+    chroma_proxy.requests.clear()
+    assert len(retriever.retrieve("shock waves")) == 3
+    assert [p.rsplit("/", 1)[-1] for _, p in chroma_proxy.requests] == ["query"]
+    store.close()
+
+
 def test_eval_over_the_configured_chroma_store_refuses_hybrid_before_opening_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,7 @@ from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._transport import http_errors
 from pywrapai_graph.adapters._unreachable import address, cannot_reach, probe
 from pywrapai_graph.adapters.vectorstores.kit.local_files import nearly_full
-from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
+from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file, refuse_links, sqlite_files
 from pywrapai_graph.domain.checks import is_text
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -43,7 +43,7 @@ __all__ = [
     "FolderHold",
     "FollowingHandle",
     "aread_again",
-    "connect_server",
+    "connect",
     "engine_errors",
     "read_again",
     "validate_collection_name",
@@ -63,18 +63,19 @@ _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
 class FolderHold:
     """A counted share of this process's ``flock`` on an embedded Chroma folder: stores of
-    one process share it, another process gets :class:`StoreBusyError` (a ``PersistentClient``
-    never reads another process's writes). Keyed by pid: a forked child does not inherit it.
-    """
+    one process share it and its ``lock`` (they take turns to write); another process gets
+    StoreBusyError (a ``PersistentClient`` never reads another process's writes). Keyed by
+    pid: a forked child does not inherit it."""
 
-    _table: ClassVar[dict[tuple[int, str], tuple[int, int]]] = {}  # (pid, folder): (fd, users)
+    #: (pid, folder): (fd, users, the stores' lock)
+    _table: ClassVar[dict[tuple[int, str], tuple[int, int, Any]]] = {}
     _guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self._key = (os.getpid(), os.path.realpath(folder))
         with self._guard:
-            fd, users = self._table.get(self._key, (-1, 0))
+            fd, users, self.lock = self._table.get(self._key, (-1, 0, threading.RLock()))
             if fd < 0:
                 fd = open_file(folder / "pywrapai.open.lock", os.O_RDWR | os.O_CREAT)
                 try:
@@ -82,37 +83,36 @@ class FolderHold:
                 except BlockingIOError:
                     os.close(fd)
                     raise StoreBusyError(
-                        f"the Chroma folder {str(folder)!r} is open in another process, and an "
-                        "embedded Chroma serves one process at a time (it would not see the "
-                        "other's writes): close the store there, or serve the folder with "
-                        f"`chroma run --path {folder}` and open ChromaVectorStore(url=...) in "
-                        "every process"
+                        f"the Chroma folder {str(folder)!r} is open in another process (an "
+                        "embedded Chroma serves one process at a time): close the store there, "
+                        f"or serve the folder with `chroma run --path {folder}` and open "
+                        "ChromaVectorStore(url=...) in every process"
                     ) from None
-            self._table[self._key] = (fd, users + 1)
+            self._table[self._key] = (fd, users + 1, self.lock)
         self._held = True
 
-    def release(self) -> None:
-        """Give this share back (idempotent); the last share of the process unlocks."""
+    def release(self, client: Any = None) -> None:
+        """Close ``client`` (chromadb forgets the folder with its last one) and give this
+        share back (idempotent); the last share of the process unlocks."""
+        if client is not None:
+            client.close()
         with self._guard:
             if not self._held:
                 return
             self._held = False
-            fd, users = self._table.pop(self._key)
+            fd, users, lock = self._table.pop(self._key)
             if users > 1:
-                self._table[self._key] = (fd, users - 1)
+                self._table[self._key] = (fd, users - 1, lock)
                 return
         os.close(fd)  # closing the descriptor drops the flock
 
 
 class FollowingHandle:
-    """Calls go to the current collection of a name: a call that finds it gone (another
-    process's ``clear()`` re-created it under a new id) fetches it again and is repeated."""
+    """Calls go to the current collection of a name: one that finds it gone (another process's
+    ``clear()`` re-created it) fetches it again, tells ``refetched`` and is repeated."""
 
     def __init__(
-        self,
-        fetch: Callable[[], Any],
-        not_found: type[Exception],
-        refetched: Callable[[], object] = lambda: None,
+        self, fetch: Callable[[], Any], not_found: type[Exception], refetched: Callable[[], object]
     ) -> None:
         self._fetch = fetch
         self._not_found = not_found
@@ -186,12 +186,10 @@ def bound_requests(client: Any, seconds: float | None) -> None:
 
 
 class AsyncSide:
-    """One event loop's ``AsyncHttpClient`` and chunks handle, built on first use.
-
-    chromadb keeps its async HTTP pools in a class-wide table keyed by the loop's hash and
-    never drops a pool whose loop ended (a new loop may get its hash): :meth:`aclose` closes
-    the loop's pool when our last client on it closes, and unregisters the client's System.
-    """
+    """One event loop's ``AsyncHttpClient`` and chunks handle, built on first use. chromadb
+    keeps its async HTTP pools by loop hash and never drops one whose loop ended (a new loop
+    may get its hash): :meth:`aclose` closes the loop's pool with our last client on it, and
+    unregisters the client's System."""
 
     _users: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int]] = (
         weakref.WeakKeyDictionary()
@@ -240,15 +238,22 @@ class AsyncSide:
                 await pool.aclose()
 
 
-def connect_server(
-    url: str, timeout: float, request_timeout: float | None, chromadb: Any, settings: Any
-) -> tuple[ClientAPI, PerLoop[AsyncSide]]:
-    """A Chroma server's sync client (checked to answer within ``timeout``) and each event
-    loop's async client, every request bounded by ``request_timeout``.
+def connect(
+    url: str | Path, timeout: float, request_timeout: float | None
+) -> tuple[ClientAPI, PerLoop[AsyncSide] | None]:
+    """Embedded Chroma in a folder (a ``Path``), or a server's sync client (checked to answer
+    within ``timeout``) and each event loop's async client, every request bounded by
+    ``request_timeout``.
 
     Raises:
         VectorStoreError: the server cannot be reached (the url's secrets never shown).
     """
+    chromadb = require("chromadb", "chroma", "chromadb")
+    config = require("chromadb.config", "chroma", "chromadb")
+    settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
+    if isinstance(url, Path):
+        refuse_links(*sqlite_files(url / "chroma.sqlite3"))  # Chroma follows links
+        return chromadb.PersistentClient(path=str(url), settings=settings), None
     parsed = urlparse(url)
     host = parsed.hostname or "localhost"
     secure = parsed.scheme == "https"

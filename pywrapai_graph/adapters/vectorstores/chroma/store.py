@@ -7,8 +7,9 @@ import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import asdict, fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -22,18 +23,13 @@ from pywrapai_graph.adapters.vectorstores.chroma.client import (
     FolderHold,
     FollowingHandle,
     aread_again,
-    connect_server,
+    connect,
     engine_errors,
     read_again,
     validate_collection_name,
 )
-from pywrapai_graph.adapters.vectorstores.kit.local_files import (
-    WriteLock,
-    check_room,
-    subfolder_bytes,
-)
+from pywrapai_graph.adapters.vectorstores.kit.local_files import check_room, subfolder_bytes
 from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
-from pywrapai_graph.adapters.vectorstores.kit.no_follow import refuse_links, sqlite_files
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     ID_KEY,
@@ -55,7 +51,6 @@ from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
-    from chromadb.api import ClientAPI
     from chromadb.api.models.AsyncCollection import AsyncCollection
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Include, QueryResult
@@ -64,10 +59,6 @@ __all__ = ["ChromaVectorStore"]
 
 _EMBEDDER = "e:embedder"  # the embedder's record, beside the documents' "d:<doc id>"
 T = TypeVar("T")
-DEFAULT_EF_SEARCH = 400  # HNSW breadth: Chroma's 100 gives recall@10 ~0.90 at 100k vectors
-DEFAULT_EF_CONSTRUCTION = 200
-DEFAULT_CONNECT_TIMEOUT = 10.0  # for a server's first answer (chromadb waits for ever)
-DEFAULT_REQUEST_TIMEOUT = 30.0
 # a chunk's layout: its metadata as JSON and again as ``where`` fields (``_field``), a flag
 # hiding it (a version not committed, or replaced), the embedder it was written under ("")
 META = "pywrapai_meta"
@@ -85,71 +76,49 @@ def _field(key: str, value: Any) -> tuple[str, Any]:
     return "j." + key, canonical_json(value)
 
 
-def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
-    flat = dict(_field(k, v) for k, v in chunk.metadata.items())
-    return {META: metadata_json(chunk), DOC: chunk.doc_id, **flat}
-
-
-def where(filter: MetadataFilter | None) -> Any:
-    """The ``where`` of the shown chunks ``filter`` keeps."""
-    clauses: list[Any] = [{HIDDEN: {"$ne": True}}]
-    clauses += [dict([_field(k, v)]) for k, v in (filter or {}).items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
 def hits_of(result: QueryResult) -> list[list[Hit]]:
-    """Each query's hits (with their versions) of one ``query`` result; the embedder one of
-    them was written under is told to the caller's identity probe (none: the retriever asks)."""
+    """Each query's hits (with their versions) of one ``query`` result; the embedder their
+    chunks were written under is told to the caller's identity probe (None: written while
+    the store had none; chunks of release 0.1.0 carry no stamp: the retriever asks)."""
     metas = result["metadatas"] or []
-    rows = zip(
-        result["ids"], result["documents"] or [], metas, result["distances"] or [], strict=True
-    )
+    rows = zip(result["documents"] or [], metas, result["distances"] or [], strict=True)
     hits = [[_hit(*hit) for hit in zip(*row, strict=True)] for row in rows]
-    stamp = next((str(m[EMBEDDER]) for ms in metas for m in ms if m.get(EMBEDDER)), "")
-    if stamp:
-        report_identity(EmbedderIdentity.from_json(stamp))
+    stamps = {m.get(EMBEDDER) for ms in metas for m in ms} - {""}
+    if None not in stamps:
+        report_identity(EmbedderIdentity.from_json(str(stamps.pop())) if stamps else None)
     return hits
 
 
-def _hit(engine_id: str, text: str | None, meta: Any, distance: float) -> Hit:
-    chunk = Chunk(
-        text=text or "",
-        doc_id=str(meta[DOC]),
-        metadata=json.loads(str(meta[META])),
-        id=str(meta.get(ID_KEY, engine_id)),
-    )
-    return ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), str(meta.get(VERSION_KEY, ""))
+def _hit(text: str | None, meta: Any, distance: float) -> Hit:
+    metadata = json.loads(str(meta[META]))
+    chunk = Chunk(text or "", doc_id=str(meta[DOC]), metadata=metadata, id=str(meta[ID_KEY]))
+    return ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), str(meta[VERSION_KEY])
 
 
 def stored_of(got: Any) -> list[StoredChunk]:
     return [
-        StoredChunk(i, str(m.get(ID_KEY, i)), str(m.get(VERSION_KEY, "")), str(m.get(DOC, "")))
+        StoredChunk(i, str(m[ID_KEY]), str(m[VERSION_KEY]), str(m[DOC]))
         for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
     ]
 
 
 class ChromaVectorStore(VersionedDocuments):
-    """Chroma collection in cosine space; embeddings always passed explicitly (Chroma's
-    embedding function and telemetry are off). Dense only: chromadb 1.5.9 serves no ranked
-    text index outside Chroma Cloud, so ``lexical`` is False and lexical or hybrid retrieval
-    raise :class:`UnsupportedOperationError`.
+    """Chroma collection in cosine space, embeddings passed explicitly (Chroma's embedding
+    function and telemetry off). Dense only: chromadb 1.5.9 serves no ranked text index
+    outside Chroma Cloud, so lexical or hybrid retrieval raise UnsupportedOperationError.
 
-    A retrieval is one ``query``: its ``where`` holds the metadata filter (kept as JSON and
-    again as ``where`` fields) and keeps the shown chunks only, and its hits carry the
-    embedder recorded when they were written. Documents are replaced all or nothing
-    (``kit.versioned``, records in ``<collection>.docs``): a new version is written hidden,
-    and once its record commits one ``update`` shows it and hides the old one.
-
-    Embedded mode is one process at a time (a ``PersistentClient`` never sees another
-    process's writes): another process gets :class:`StoreBusyError`. Any number of
+    A retrieval is one ``query`` whose ``where`` holds the filter and keeps the shown chunks;
+    its hits carry the embedder they were written under. Documents are replaced all or
+    nothing (``kit.versioned``, records in ``<collection>.docs``). Embedded mode serves one
+    process at a time (a ``PersistentClient`` never sees another's writes); any number of
     processes share a server (``url=``).
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
         url: a Chroma server URL (``HttpClient``); exactly one of path/url.
         collection: the collection name (validated against Chroma's rules).
-        ef_search: HNSW search breadth (recall vs speed).
-        timeout: seconds to wait for a server's first answer.
+        ef_search: HNSW search breadth (Chroma's 100 gives recall@10 ~0.90 at 100k vectors).
+        timeout: seconds to wait for a server's first answer (chromadb waits for ever).
         request_timeout: seconds a server has to answer each later request, sync or async
             (``None``: no deadline); past it the call raises :class:`StoreTimeoutError`.
 
@@ -162,6 +131,8 @@ class ChromaVectorStore(VersionedDocuments):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "chroma"
+    persistent = True
+    exact = False  # HNSW
 
     def __init__(
         self,
@@ -169,35 +140,30 @@ class ChromaVectorStore(VersionedDocuments):
         url: str | None = None,
         collection: str = "pywrapai",
         *,
-        ef_search: int = DEFAULT_EF_SEARCH,
-        timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        ef_search: int = 400,
+        timeout: float = 10.0,
+        request_timeout: float | None = 30.0,
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
-        if url is not None:
-            refuse_unencoded_userinfo(url, "Chroma url")
+        refuse_unencoded_userinfo(url, "Chroma url")
         self._name = validate_collection_name(collection)
-        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-        chromadb = require("chromadb", "chroma", "chromadb")
-        self._lock = threading.RLock()
-        self._url = url
+        require("chromadb", "chroma", "chromadb")  # before a folder is made
         self._where = os.fspath(path) if path is not None else redact(str(url))
         self._ef_search = ef_search
-        self._request_timeout = request_timeout
-        self._aclients: PerLoop[AsyncSide] | None = None
-        folder = Path(path) if path is not None else None
+        self._folder = folder = Path(path) if path is not None else None
+        self._failures = partial(engine_errors, self._where, url, request_timeout, folder)
         hold = FolderHold(folder) if folder is not None else None
-        # embedded mode: stores of this process sharing the folder take turns to write it
-        self._file_lock = WriteLock(folder / "pywrapai.lock", 30.0) if folder else None
+        self._lock: Any = hold.lock if hold is not None else threading.RLock()
         try:
-            with self._errors(), self._writing():
-                self._client = self._connect(chromadb, folder, timeout)
-                gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
-                # another process may re-create the collection: its dimension is asked again
+            with self._writing():
+                self._client, self._aclients = connect(folder or str(url), timeout, request_timeout)
+                self._gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
+                # another process may re-create the collections: the dimension is asked again
                 forget = lambda: setattr(self, "_dim", None)  # noqa: E731
-                self._chunks = FollowingHandle(self._open_collection, gone, forget)
-                self._docs = FollowingHandle(self._open_docs, gone)
+                self._chunks = FollowingHandle(self._open_collection, self._gone, forget)
+                self._collection = cast("Collection", self._chunks)  # mypy checks its calls
+                self._docs = FollowingHandle(self._open_docs, self._gone, forget)
                 self._dim = self._engine_dimension()
                 if folder is not None:  # only here can no other writer be mid-write
                     self._recover()
@@ -205,48 +171,20 @@ class ChromaVectorStore(VersionedDocuments):
             if hold is not None:
                 hold.release()
             raise
-        self._release = weakref.finalize(self, _let_go, self._client, hold)
-
-    def _connect(self, chromadb: Any, folder: Path | None, timeout: float) -> ClientAPI:
-        config = require("chromadb.config", "chroma", "chromadb")
-        settings = config.Settings(anonymized_telemetry=False, allow_reset=False)
-        if folder is None:
-            client, self._aclients = connect_server(
-                str(self._url), timeout, self._request_timeout, chromadb, settings
-            )
-            return client
-        refuse_links(*sqlite_files(folder / "chroma.sqlite3"))  # Chroma follows links
-        return cast("ClientAPI", chromadb.PersistentClient(path=str(folder), settings=settings))
+        # embedded mode: close the client, then let the folder go (once)
+        self._release = weakref.finalize(self, hold.release, self._client) if hold else None
 
     def _errors(self) -> AbstractContextManager[None]:
-        folder = self._file_lock.path.parent if self._file_lock else None
-        return engine_errors(self._where, self._url, self._request_timeout, folder)
-
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        with self._lock, self._file_lock or nullcontext():
-            yield
+        return self._failures()
 
     def _open_collection(self) -> Collection:
+        hnsw: Any = {"space": "cosine", "ef_search": self._ef_search, "ef_construction": 200}
         return self._client.get_or_create_collection(
-            self._name,
-            embedding_function=None,
-            configuration={
-                "hnsw": {
-                    "space": "cosine",
-                    "ef_search": self._ef_search,
-                    "ef_construction": DEFAULT_EF_CONSTRUCTION,
-                }
-            },
+            self._name, embedding_function=None, configuration={"hnsw": hnsw}
         )
 
     def _open_docs(self) -> Collection:  # document and embedder records, 1-d vectors
         return self._client.get_or_create_collection(f"{self._name}.docs", embedding_function=None)
-
-    @property
-    def _collection(self) -> Collection:
-        """The chunks collection (typed as the SDK's: mypy checks every call on it)."""
-        return cast("Collection", self._chunks)
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
@@ -254,18 +192,8 @@ class ChromaVectorStore(VersionedDocuments):
         embeddings = got.get("embeddings")
         return None if embeddings is None or len(embeddings) == 0 else len(embeddings[0])
 
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def exact(self) -> bool:
-        return False  # HNSW
-
     # ------------------------------------------------------------------ records
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
-        if not doc_ids:
-            return {}
         with self._errors():
             got = self._docs.get(ids=["d:" + d for d in doc_ids], include=["metadatas"])
         return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
@@ -273,13 +201,7 @@ class ChromaVectorStore(VersionedDocuments):
     def _pending_records(self) -> list[DocRecord]:
         with self._errors():
             got = self._docs.get(where={"pending": {"$ne": ""}}, include=["metadatas"])
-        metas = zip(got["ids"], got["metadatas"] or [], strict=True)
-        return [_record(m) for i, m in metas if i[:2] == "d:"]
-
-    def _now_ns(self) -> int:
-        """The Chroma server's clock (its heartbeat), so repairs age versions alike."""
-        with self._errors():
-            return int(self._client.heartbeat())
+        return [_record(m) for m in got["metadatas"] or []]
 
     def _put(self, record_id: str, metadata: dict[str, Any]) -> None:
         with self._errors():
@@ -310,16 +232,12 @@ class ChromaVectorStore(VersionedDocuments):
             return stored_of(self._collection.get(where={DOC: doc_id}, include=["metadatas"]))
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
-        found: dict[str, StoredChunk] = {}
+        found: dict[str, StoredChunk] = {}  # an id asked twice is found once
         with self._errors():
             for start in range(0, len(chunk_ids), 500):
-                part = list(chunk_ids[start : start + 500])
-                copies: Any = {ID_KEY: {"$in": part}}
-                for got in (  # versioned copies, and chunks written before ID_KEY was
-                    self._collection.get(where=copies, include=["metadatas"]),
-                    self._collection.get(ids=part, include=["metadatas"]),
-                ):
-                    found.update((c.engine_id, c) for c in stored_of(got))
+                copies: Any = {ID_KEY: {"$in": list(chunk_ids[start : start + 500])}}
+                got = self._collection.get(where=copies, include=["metadatas"])
+                found.update((c.engine_id, c) for c in stored_of(got))
         return list(found.values())
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
@@ -349,7 +267,9 @@ class ChromaVectorStore(VersionedDocuments):
         }
         pairs = list(zip(batch.chunks, versions, strict=True))
         metadatas: list[Any] = [
-            {**chunk_metadata(c), ID_KEY: c.id, VERSION_KEY: v, **stamp} for c, v in pairs
+            {META: metadata_json(c), DOC: c.doc_id, ID_KEY: c.id, VERSION_KEY: v, **stamp}
+            | dict(_field(key, value) for key, value in c.metadata.items())
+            for c, v in pairs
         ]
         ids = [engine_id(c.id, v) for c, v in pairs]
         self._check_room(batch)
@@ -366,22 +286,24 @@ class ChromaVectorStore(VersionedDocuments):
     def _check_room(self, batch: PreparedBatch) -> None:
         """Embedded mode: refuse a write the disk may not hold (a Chroma folder that ran
         out of room mid-write no longer opens): room to rewrite the index, and per chunk."""
-        if self._file_lock is None:
-            return
-        folder = self._file_lock.path.parent
-        text = sum(len(c.text.encode()) for c in batch.chunks)
-        per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
-        check_room(folder, subfolder_bytes(folder) + len(batch.ids) * per_chunk + 8 * text)
+        if self._folder is not None:
+            text = sum(len(c.text.encode()) for c in batch.chunks)
+            per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
+            need = subfolder_bytes(self._folder) + len(batch.ids) * per_chunk + 8 * text
+            check_room(self._folder, need)
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         if not filter:
             return len(self)
         with self._lock, self._errors():
-            return len(self._collection.get(where=where(filter), include=[])["ids"])
+            return len(self._collection.get(where=self._selector(filter), include=[])["ids"])
 
     # ------------------------------------------------------------------ reads
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        return where(filter)
+        """The ``where`` of the shown chunks ``filter`` keeps."""
+        clauses: list[Any] = [{HIDDEN: {"$ne": True}}]
+        clauses += [dict([_field(k, v)]) for k, v in (filter or {}).items()]
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` (an ``n`` above the collection's count gets what it holds)."""
@@ -412,7 +334,6 @@ class ChromaVectorStore(VersionedDocuments):
     async def _acall(self, call: Callable[[AsyncCollection], Awaitable[T]]) -> T:
         """An async request on the chunks, repeated once as :class:`FollowingHandle` does."""
         sides = cast("PerLoop[AsyncSide]", self._aclients)  # callers check _native_async
-        gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
 
         async def current() -> AsyncCollection:
             return await sides.get().collection(self._collection.name, self._collection.id)
@@ -420,7 +341,7 @@ class ChromaVectorStore(VersionedDocuments):
         with self._errors():
             try:
                 return await call(await current())
-            except gone:
+            except self._gone:
                 await offload(self._chunks.refetch)
                 return await call(await current())
 
@@ -462,18 +383,12 @@ class ChromaVectorStore(VersionedDocuments):
 
     def close(self) -> None:
         """Embedded mode: close the client and let the folder go (for another process)."""
-        with self._lock:
-            self._release()
+        if self._release is not None:
+            with self._lock:
+                self._release()
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(location={self._where!r}, collection={self._name!r})"
-
-
-def _let_go(client: Any, hold: FolderHold | None) -> None:
-    """Embedded mode: close the client (chromadb forgets the folder with the last one)."""
-    if hold is not None:
-        client.close()
-        hold.release()
 
 
 def _record(meta: Any) -> DocRecord:

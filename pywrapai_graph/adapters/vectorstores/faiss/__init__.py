@@ -1,1 +1,1 @@
-"""FAISS: ``store.FAISSVectorStore`` over its crash-safe ``files`` and ``segment_log``."""
+"""FAISS: ``store.FAISSVectorStore`` over its crash-safe SQLite file (``files``)."""

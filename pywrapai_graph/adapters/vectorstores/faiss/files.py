@@ -8,6 +8,7 @@ inside the transaction that sees it, is dropping labels gone and adding rows abo
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
@@ -17,6 +18,7 @@ from zlib import crc32
 import numpy as np
 import numpy.typing as npt
 
+from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores.kit.lexical_index import LexicalMirror
 from pywrapai_graph.adapters.vectorstores.kit.local_files import WriteLock, sqlite_failure
 from pywrapai_graph.adapters.vectorstores.kit.metadata_columns import MetadataColumns
@@ -48,9 +50,8 @@ def open_meta(
     """Open (creating it in one transaction if new) the store's database.
 
     Raises:
-        VectorStoreError: the file is not ours (a pickle, another SQLite database), was
-            written by the older layout (vectors beside it in ``<index>``), or a link was
-            planted at one of the store's paths.
+        VectorStoreError: the file is not ours (a pickle, another SQLite database, the older
+            layout) or a link was planted at one of the store's paths.
         InvalidArgumentError: it holds vectors of another ``dimension``.
     """
     refuse_links(index_path, lock, *sqlite_files(meta_path))
@@ -132,21 +133,25 @@ class StoreFile:
     """The file half of :class:`FAISSVectorStore`: reads of one committed generation
     (:meth:`_snapshot`), writes in one transaction (:meth:`_transaction`)."""
 
-    _faiss: Any
-    _meta: sqlite3.Connection
-    _meta_path: Path
-    _where: str
-    _lock: AbstractContextManager[Any]
-    _file_lock: WriteLock
     _in_snapshot: bool = False  # this thread (holding _lock) is inside _snapshot
-    _fixed_dim: int | None
-    _dim: int | None
-    _index: Any
-    _generation: int
-    _capacity: int
-    _columns: MetadataColumns
-    _lexical: LexicalMirror
-    _on_commit: list[Callable[[], object]]
+    _columns: MetadataColumns  # the store's metadata columns and lexical index, reset
+    _lexical: LexicalMirror  # by another process's write
+
+    def __init__(
+        self, index_path: Path, meta_path: Path, dimension: int | None, lock_timeout: float
+    ) -> None:
+        self._faiss: Any = require("faiss", "faiss", "faiss-cpu")
+        self._meta_path = meta_path
+        self._where = repr(str(meta_path))
+        lock = index_path.with_name(index_path.name + ".lock")
+        self._file_lock = WriteLock(lock, lock_timeout)
+        self._lock: AbstractContextManager[Any] = threading.RLock()
+        self._fixed_dim = self._dim = dimension
+        self._index: Any = None
+        self._generation = -1  # the committed generation the index holds (-1: none yet)
+        self._capacity = 0  # rows the metadata columns have room for
+        self._on_commit: list[Callable[[], object]] = []  # told once a transaction commits
+        self._meta = open_meta(meta_path, index_path, lock, lock_timeout, dimension)
 
     def _meta_value(self, key: str) -> str | None:
         row = self._meta.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -207,7 +212,6 @@ class StoreFile:
     def _transaction(self, work: Callable[[], T]) -> T:
         """Run ``work()`` (index and row changes) in one write transaction: all or nothing."""
         with self._lock, self._file_lock:
-            self._on_commit = []
             try:
                 self._meta.execute("BEGIN IMMEDIATE")
                 self._follow()  # another process may have written since we last looked

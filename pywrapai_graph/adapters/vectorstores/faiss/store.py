@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -18,12 +17,10 @@ from zlib import crc32
 
 import numpy as np
 
-from pywrapai_graph.adapters._optional import require
-from pywrapai_graph.adapters.vectorstores.faiss.files import StoreFile, open_meta
+from pywrapai_graph.adapters.vectorstores.faiss.files import StoreFile
 from pywrapai_graph.adapters.vectorstores.kit.identity_copy import IdentityCopy
 from pywrapai_graph.adapters.vectorstores.kit.lexical_index import InProcessRetrieval, LexicalMirror
 from pywrapai_graph.adapters.vectorstores.kit.local_files import (
-    WriteLock,
     rows_in,
     sqlite_failure,
     sqlite_manifests,
@@ -43,7 +40,7 @@ from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity
-from pywrapai_graph.errors import InvalidArgumentError, StoreDamagedError
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -59,8 +56,8 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
             is kept in memory, built from ``meta_path`` on first use.
         meta_path: the store's file (SQLite; never a pickle): chunks, vectors, manifests.
         dimension: fixed up front, or inferred from the first add.
-        threads: FAISS OpenMP threads (process-wide); 1, fastest for one query on 2 cores
-            (2.2 vs 3.5 ms at 20k x 384, ``benchmarks/backends.py``); None: all cores.
+        threads: FAISS OpenMP threads (process-wide); 1 (fastest for one query on 2
+            cores, ``benchmarks/backends.py``), or None: all cores.
         lock_timeout: seconds a write waits for another process's write to finish.
 
     Raises:
@@ -74,6 +71,8 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "faiss"
+    persistent = True
+    atomic_documents = True
 
     def __init__(
         self,
@@ -84,37 +83,17 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         threads: int | None = 1,
         lock_timeout: float = 30.0,
     ) -> None:
-        self._faiss = require("faiss", "faiss", "faiss-cpu")
+        self._index_path = Path(index_path)
+        StoreFile.__init__(self, self._index_path, Path(meta_path), dimension, lock_timeout)
         if threads is not None:
             self._faiss.omp_set_num_threads(threads)
-        self._index_path = Path(index_path)
-        self._meta_path = Path(meta_path)
-        self._where = repr(str(self._meta_path))
-        lock = self._index_path.with_name(self._index_path.name + ".lock")
-        self._file_lock = WriteLock(lock, lock_timeout)
-        self._lock = threading.RLock()
-        self._fixed_dim = dimension
-        self._dim = dimension
-        self._index: Any = None
-        self._generation = -1  # the committed generation the index holds (-1: none yet)
-        self._capacity = 0  # rows the metadata columns have room for
         self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
         # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
         # the lexical index is told each change once its transaction commits (_on_commit)
         self._lexical = LexicalMirror(self._all_chunks)
-        self._on_commit: list[Callable[[], object]] = []
-        self._meta = open_meta(self._meta_path, self._index_path, lock, lock_timeout, dimension)
 
     # ------------------------------------------------------------------ port
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def atomic_documents(self) -> bool:
-        return True
-
     @property
     def dimension(self) -> int | None:
         """Vector dimension, or None before the first add."""
@@ -133,9 +112,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
                 f"chunk {batch.ids[0]!r} has dimension {batch.vectors.shape[1]}, but the store "
                 f"expects {self._dim}"
             )
-        known = self._int_ids("id", batch.ids)
-        if known:
-            self._remove_int_ids(known)
+        self._remove("id", batch.ids)
         count = len(batch.ids)
         last = self._meta.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
         first = int((last.fetchone() or (0,))[0]) + 1  # labels are never reused
@@ -164,12 +141,13 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
             self._columns.grow(self._capacity, start)
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
-    def _int_ids(self, column: str, values: Sequence[str]) -> list[int]:
+    def _remove(self, column: str, values: Sequence[str]) -> int:
+        """Drop the chunks whose ``column`` is one of ``values`` from the index and the rows,
+        and the manifests of their documents; how many."""
         statement = f"SELECT int_id FROM chunks WHERE {column} IN (?)"
-        return [r[0] for r in rows_in(self._meta, statement, values)]
-
-    def _remove_int_ids(self, int_ids: list[int]) -> None:
-        """Drop chunks from the index and the rows, and the manifests of their documents."""
+        int_ids = [r[0] for r in rows_in(self._meta, statement, values)]
+        if not int_ids:
+            return 0
         if self._index is not None:
             wanted = np.unique(np.asarray(int_ids, dtype=np.int64))
             labels = self._labels()
@@ -185,70 +163,57 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         )
         gone = rows_in(self._meta, "DELETE FROM chunks WHERE int_id IN (?) RETURNING id", int_ids)
         self._on_commit.append(partial(self._lexical.remove, [r[0] for r in gone]))
+        return len(int_ids)
 
-    def _row_metadata(self, rows: int) -> list[dict[str, Any]]:
-        """Every row's metadata in row order (rows are in label order), for a new column."""
-        found = [
-            stored_metadata(r[0], r[1], self._where)
-            for r in self._meta.execute("SELECT metadata, id FROM chunks ORDER BY int_id")
-        ]
-        if len(found) != rows:
-            raise StoreDamagedError(f"the FAISS store {self._where} changed under this one")
-        return found
+    def _row_metadata(self, _rows: int) -> list[dict[str, Any]]:
+        """Every row's metadata in row order (rows are in label order), for a new column
+        (read in the snapshot whose row count :meth:`_follow` checked)."""
+        rows = self._meta.execute("SELECT metadata, id FROM chunks ORDER BY int_id")
+        return [stored_metadata(r[0], r[1], self._where) for r in rows]
 
     def _all_chunks(self) -> list[Chunk]:
-        try:
-            rows = self._meta.execute(
-                "SELECT id, doc_id, text, metadata FROM chunks ORDER BY int_id"
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise sqlite_failure(str(self._meta_path), exc) from exc
+        rows = self._meta.execute("SELECT id, doc_id, text, metadata FROM chunks ORDER BY int_id")
         return [stored_chunk(r, self._where) for r in rows]
 
     def _before_lexical(self) -> None:
-        with self._snapshot():  # resets the lexical index after another process's write
-            pass
+        with self._snapshot():  # follows another process's write: the index is built in it
+            self._lexical.index()
 
     def _reading(self) -> AbstractContextManager[None]:
         return self._snapshot()  # one generation for the whole retrieval
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
-        with self._lock:
-            batch = prepare_batch(chunks, self._dim)
-            if not batch.ids:
-                return
+        batch = prepare_batch(chunks, self._dim)  # the dimension checked again by _upsert
 
-            def work() -> None:
-                self._upsert(batch)
-                self._meta.executemany(
-                    "DELETE FROM documents WHERE doc_id = ?",
-                    [(d,) for d in {c.doc_id for c in batch.chunks}],
-                )
+        def work() -> None:
+            self._upsert(batch)
+            self._meta.executemany(
+                "DELETE FROM documents WHERE doc_id = ?",
+                [(d,) for d in {c.doc_id for c in batch.chunks}],
+            )
 
+        if batch.ids:
             self._transaction(work)
 
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
     ) -> int:
-        with self._lock:
-            batch = prepare_batch(chunks, self._dim, vectors)
+        batch = prepare_batch(chunks, self._dim, vectors)
 
-            def work() -> int:
-                recorded = self._recorded_embedder()
-                identity = check_embedder(recorded, manifest.embedder)
-                old = self._int_ids("doc_id", [manifest.doc_id])
-                if old:
-                    self._remove_int_ids(old)
-                self._upsert(batch)
-                self._meta.execute(
-                    "INSERT OR REPLACE INTO documents (doc_id, manifest) VALUES (?, ?)",
-                    (manifest.doc_id, manifest.to_json()),
-                )
-                if identity is not None and recorded is None:
-                    self._set_meta("embedder", identity.to_json())
-                return len(old)
+        def work() -> int:
+            recorded = self._recorded_embedder()
+            identity = check_embedder(recorded, manifest.embedder)
+            before = self._remove("doc_id", [manifest.doc_id])
+            self._upsert(batch)
+            self._meta.execute(
+                "INSERT OR REPLACE INTO documents (doc_id, manifest) VALUES (?, ?)",
+                (manifest.doc_id, manifest.to_json()),
+            )
+            if identity is not None and recorded is None:
+                self._set_meta("embedder", identity.to_json())
+            return before
 
-            return self._transaction(work)
+        return self._transaction(work)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         return self.document_manifests([doc_id]).get(doc_id)
@@ -269,37 +234,34 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
-        """Top ``k`` by cosine; a filter selects rows through metadata columns first.
+        return self._search_many([query_vector], k, filter)[0]
 
-        The matching rows become a bitmap that FAISS's own search takes as its selector:
-        rows outside it are skipped before their dot product, so a selective filter costs
-        a fraction of an unfiltered search and a broad one about the same.
+    def _search_many(
+        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
+    ) -> list[list[ScoredChunk]]:
+        """Top ``k`` by cosine, the batch in one FAISS search of the flat index by row.
+
+        A filter selects rows through metadata columns first, as a bitmap FAISS takes as
+        its selector: rows outside it are skipped before their dot product, so a selective
+        filter costs a fraction of an unfiltered search and a broad one about the same.
         """
         with self._snapshot():
-            if self._index is None or self._index.ntotal == 0:
-                return []
+            queries = [prepare_query(q, self._dim) for q in query_vectors]
+            n = 0 if self._index is None else int(self._index.ntotal)
+            mask = self._columns.mask(filter, n, self._capacity) if filter and n else None
+            k = min(k, n if mask is None else int(np.count_nonzero(mask)))
+            if not queries or k == 0:
+                return [[] for _ in queries]
             report_identity(self._identity.at(self._generation))  # this snapshot's
-            q = prepare_query(query_vector, self._dim)[None, :]
-            if filter:
-                return self._filtered(q, k, filter)
-            k = min(k, int(self._index.ntotal))
-            scores, labels = self._index.search(q, k)
-            return self._hits(scores[0], labels[0])
-
-    def _filtered(self, query: Matrix, k: int, filter: MetadataFilter) -> list[ScoredChunk]:
-        n = int(self._index.ntotal)
-        mask = self._columns.mask(filter, n, self._capacity)
-        count = int(np.count_nonzero(mask))
-        if count == 0:
-            return []
-        bitmap = np.packbits(mask, bitorder="little")  # kept alive through the search
-        selector = self._faiss.IDSelectorBitmap(n, self._faiss.swig_ptr(bitmap))
-        flat = self._faiss.downcast_index(self._index.index)  # searched by row number
-        scores, rows = flat.search(
-            query, min(k, count), params=self._faiss.SearchParameters(sel=selector)
-        )
-        found = rows[0] >= 0
-        return self._hits(scores[0][found], self._labels()[rows[0][found]])
+            params = None
+            if mask is not None:
+                bitmap = np.packbits(mask, bitorder="little")  # kept alive through the search
+                selector = self._faiss.IDSelectorBitmap(n, self._faiss.swig_ptr(bitmap))
+                params = self._faiss.SearchParameters(sel=selector)
+            flat = self._faiss.downcast_index(self._index.index)
+            scores, rows = flat.search(np.stack(queries), k, params=params)
+            labels, pairs = self._labels(), zip(scores, rows, strict=True)
+            return [self._hits(s[r >= 0], labels[r[r >= 0]]) for s, r in pairs]
 
     def _similarities(self, query_vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """Cosines of the stored vectors of ``ids`` (read back from the flat index)."""
@@ -309,59 +271,29 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
             q = prepare_query(query_vector, self._dim)
             statement = "SELECT id, int_id FROM chunks WHERE id IN (?)"
             labels = dict(rows_in(self._meta, statement, ids))
-            found = [i for i in ids if i in labels]
-            if not found:
+            if not labels:
                 return {}
-            rows = np.searchsorted(self._labels(), [labels[i] for i in found])
+            rows = np.searchsorted(self._labels(), list(labels.values()))
             flat = self._faiss.downcast_index(self._index.index)
             scores = flat.reconstruct_batch(rows.astype(np.int64)) @ q
-        return {i: min(float(x), 1.0) for i, x in zip(found, scores, strict=True)}
-
-    def _search_many(
-        self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
-    ) -> list[list[ScoredChunk]]:
-        """Search a batch of queries with one FAISS call (one matrix product for a flat
-        index); with a filter, each query alone."""
-        if filter:
-            return super()._search_many(query_vectors, k, filter)
-        with self._snapshot():
-            queries = [prepare_query(q, self._dim) for q in query_vectors]
-            if not queries:
-                return []
-            if self._index is None or self._index.ntotal == 0:
-                return [[] for _ in queries]
-            k = min(k, int(self._index.ntotal))
-            scores, labels = self._index.search(np.stack(queries), k)
-            return [self._hits(s, lbl) for s, lbl in zip(scores, labels, strict=True)]
+        return {i: min(float(x), 1.0) for i, x in zip(labels, scores, strict=True)}
 
     def _hits(self, scores: np.ndarray, labels: np.ndarray) -> list[ScoredChunk]:
-        found = [(int(lbl), float(s)) for lbl, s in zip(labels, scores, strict=True) if lbl >= 0]
+        """The chunks of labels the snapshot holds, with their scores."""
         statement = "SELECT int_id, id, doc_id, text, metadata FROM chunks WHERE int_id IN (?)"
-        rows = {r[0]: r[1:] for r in rows_in(self._meta, statement, [f[0] for f in found])}
-        return [
-            ScoredChunk(stored_chunk(rows[i], self._where), min(score, 1.0))
-            for i, score in found
-            if i in rows
-        ]
-
-    def _delete_where(self, column: str, values: list[str]) -> int:
-        with self._lock:
-
-            def work() -> int:
-                int_ids = self._int_ids(column, values)
-                if int_ids:
-                    self._remove_int_ids(int_ids)
-                if column == "doc_id":
-                    self._meta.execute("DELETE FROM documents WHERE doc_id = ?", values)
-                return len(int_ids)
-
-            return self._transaction(work)
+        rows = {r[0]: r[1:] for r in rows_in(self._meta, statement, labels.tolist())}
+        pairs = zip(labels.tolist(), scores.tolist(), strict=True)
+        return [ScoredChunk(stored_chunk(rows[i], self._where), min(s, 1.0)) for i, s in pairs]
 
     def _delete(self, ids: list[str]) -> int:
-        return self._delete_where("id", ids) if ids else 0
+        return self._transaction(partial(self._remove, "id", ids)) if ids else 0
 
     def _delete_by_doc(self, doc_id: str) -> int:
-        return self._delete_where("doc_id", [doc_id])
+        def work() -> int:  # a document without chunks may have a manifest
+            self._meta.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            return self._remove("doc_id", [doc_id])
+
+        return self._transaction(work)
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
