@@ -3,19 +3,14 @@
 - Another process's write is what this process's next lexical query ranks, and that query is
   one statement on this store's connection: nothing is reloaded or rebuilt in the process.
 - A hybrid retrieval is one statement too (the dense side is the in-memory matrix).
-- A file of the previous release (no full-text tables) opened by several processes at once
-  gets its tables built once, and serves lexical search at once.
 - The metadata filter, applied in SQL, keeps exactly what ``matches_filter`` keeps.
 
-The other processes are real (``spawn``) and have exited, or met at a barrier, before this
-one reads: the order is structural, never timed.
+The other process is real (``spawn``) and has exited before this one reads: the order is structural, never timed.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
-import sqlite3
-from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +25,6 @@ from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_cor
 from pywrapai_graph.testing.contracts.store_data import manifest_for
 
 DIM = 8
-OPENERS = 3
 
 
 def _statements(store: SQLiteVectorStore) -> list[str]:
@@ -109,71 +103,6 @@ def test_hybrid_retrieval_is_one_statement(tmp_path: Path) -> None:
             assert len(_reads(seen)) == 1, seen
     finally:
         store.close()
-
-
-def _old_release_file(path: Path, corpus: list[Chunk]) -> None:
-    """A store file as the previous release left it: the chunk, manifest and embedder
-    tables, no full-text tables."""
-    store = SQLiteVectorStore(path)
-    store.add(corpus)
-    store.close()
-    conn = sqlite3.connect(path)
-    names = [
-        r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%terms%' "
-            "AND sql LIKE 'CREATE VIRTUAL%'"
-        )
-    ]
-    for name in sorted(names, key=lambda n: "vocab" not in n):  # vocabularies first
-        conn.execute(f'DROP TABLE "{name}"')
-    for name in ("vector_chunks__doc_keys", "vector_chunks__chunk_docs"):
-        conn.execute(f'DROP TABLE "{name}"')
-    conn.commit()
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    conn.close()
-    assert tables == {"vector_chunks", "vector_chunks__docs", "vector_chunks__meta"}
-
-
-def _open_and_search(path: str, start: Barrier, results: Any) -> None:
-    start.wait()
-    try:
-        store = SQLiteVectorStore(path)
-        hits = store.lexical_search(QUERIES[2], k=10)
-        results.put([(h.chunk.id, h.score) for h in hits])
-        store.close()
-    except Exception as exc:  # reported to the parent, which asserts on it
-        results.put(f"{type(exc).__name__}: {exc}")
-
-
-def test_old_release_file_is_indexed_once_by_processes_opening_it_at_once(
-    tmp_path: Path,
-) -> None:
-    corpus = lexical_corpus(dim=DIM)
-    path = tmp_path / "store.db"
-    _old_release_file(path, corpus)
-    ctx = mp.get_context("spawn")
-    start = ctx.Barrier(OPENERS)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=_open_and_search, args=(str(path), start, results))
-        for _ in range(OPENERS)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    want = reference_bm25(corpus, QUERIES[2], 10)
-    for got in outcomes:
-        assert not isinstance(got, str), got
-        assert [i for i, _ in got] == [i for i, _ in want]
-        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
-    conn = sqlite3.connect(path)  # built once: one row per chunk, one per document
-    assert conn.execute('SELECT count(*) FROM "vector_chunks__terms"').fetchone()[0] == 60
-    assert conn.execute('SELECT count(*) FROM "vector_chunks__doc_terms"').fetchone()[0] == 6
-    conn.close()
 
 
 FILTER_VALUES: list[dict[str, Any]] = [

@@ -4,19 +4,22 @@ Documents are all-or-nothing (``kit.versioned``; records are rows of ``<collecti
 every request reads at ``Strong`` consistency): a replace's new version is written hidden, then
 shown (the old one hidden) by one partial ``upsert`` (milvus-lite logs a request as one WAL
 batch, recovered whole or not at all). So every search is one request: a ``search`` (dense or
-BM25) or a ``hybrid_search`` fused by the engine (``rrf`` and ``rescored``: ``RRFRanker``,
-better for ``rescored`` on Cranfield than ``WeightedRanker``; ``weighted``: ``WeightedRanker``),
-the filter (a tenant scope is part of it) in every sub-request: pymilvus ignores
-``hybrid_search(filter=...)``.
+BM25) or a ``hybrid_search`` fused by the engine, the filter (a tenant scope is part of it) in
+every sub-request: pymilvus ignores ``hybrid_search(filter=...)``. An expression compares
+SHA-256 digests only (of ids, record keys, metadata items), so no caller's string is spliced
+into one (milvus-lite takes no templates); a filter is ``array_contains(tags, <digest>)`` per
+key, of the key and the value's canonical JSON (``True`` is not ``1``, ``1`` is ``1.0``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -26,12 +29,15 @@ from pywrapai_graph import errors
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit import versioned
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
+from pywrapai_graph.adapters.vectorstores.kit.version_records import engine_id
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
-from pywrapai_graph.adapters.vectorstores.milvus import rows
-from pywrapai_graph.domain import ScoredChunk
+from pywrapai_graph.application.text_analysis import STOP_WORDS, analyze
+from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports.identity_probe import report_identity
+from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact, scrubbed
 
@@ -49,6 +55,95 @@ _EMBEDDER = "e:embedder"
 #: how many stores of this process use each milvus-lite folder it serves
 _LITE: Counter[str] = Counter()
 _LITE_LOCK = threading.Lock()
+#: Milvus's standard tokenizer over the library's analysed terms (``application.text_analysis``)
+#: and our stop words, so the engine computes BM25 over the library's terms, dropping no more.
+_STOP = {"type": "stop", "stop_words": sorted(STOP_WORDS)}
+_ANALYZER = {"tokenizer": "standard", "filter": [_STOP]}
+#: bytes of analysed text one chunk may hold (a VARCHAR's limit)
+_MAX_TERMS = 65_535
+#: metadata keys one chunk may carry (an ARRAY's capacity)
+_MAX_TAGS = 4_096
+_KEY = ("VARCHAR", {"max_length": 64})
+_TERMS = {"max_length": _MAX_TERMS, "enable_analyzer": True, "analyzer_params": _ANALYZER}
+#: the chunks' fields: name -> (Milvus type, settings); the store gives ``dense`` its dim
+_CHUNK_SCHEMA: dict[str, tuple[str, dict[str, Any]]] = {
+    "pk": ("VARCHAR", {"max_length": 64, "is_primary": True}),  # of the engine id
+    "key": _KEY,  # of the chunk id
+    "doc": _KEY,  # of the document id
+    "version": _KEY,
+    "hidden": ("BOOL", {}),  # a version not (or no longer) committed: see the store
+    "body": ("JSON", {}),  # the chunk (id, document, text, metadata) and its embedder
+    "terms": ("VARCHAR", _TERMS),  # the analysed text
+    "tags": ("ARRAY", {"max_length": 64, "max_capacity": _MAX_TAGS}),  # of metadata items
+    "sparse": ("SPARSE_FLOAT_VECTOR", {}),  # BM25's, the engine's function of ``terms``
+}
+#: the records: a string key, a one-value vector (Milvus wants one in every collection), and
+#: ``pending`` and ``body`` as dynamic fields
+_RECORDS = {"dimension": 2, "primary_field_name": "pk", "id_type": "string", "max_length": 64}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _is_in(field: str, keys: Iterable[str]) -> str:
+    """``field in [...]`` over the keys' hex digests (safe to splice: hex only)."""
+    return f"{field} in {json.dumps([_digest(k) for k in keys])}"
+
+
+def _tag(key: str, value: Any) -> str:
+    return _digest(canonical_json([key, value]))
+
+
+def _visible(filter: Mapping[str, Any] | None) -> str:
+    """The expression of the shown chunks a metadata equality filter keeps."""
+    tags = [f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items()]
+    return " and ".join(["hidden == false", *tags])
+
+
+def _terms_of(text: str) -> str:
+    """The analysed text the engine's BM25 function reads."""
+    return " ".join(analyze(text))
+
+
+def _chunk_row(
+    chunk: Chunk, vector: list[float], version: str, hidden: bool, embedder: str
+) -> dict[str, Any]:
+    terms = _terms_of(chunk.text)
+    if len(terms.encode("utf-8", "surrogatepass")) > _MAX_TERMS or len(chunk.metadata) > _MAX_TAGS:
+        raise errors.InvalidArgumentError(
+            f"chunk {chunk.id!r} is too large for Milvus: at most {_MAX_TERMS} bytes of "
+            f"analysed text and {_MAX_TAGS} metadata keys; split it into smaller chunks"
+        )
+    body = {"id": chunk.id, "doc_id": chunk.doc_id, "text": chunk.text, "embedder": embedder}
+    return {
+        "pk": _digest(engine_id(chunk.id, version)),
+        "key": _digest(chunk.id),
+        "doc": _digest(chunk.doc_id),
+        "version": version,
+        "hidden": hidden,
+        "body": {**body, "metadata": dict(chunk.metadata)},
+        "terms": terms,
+        "tags": [_tag(k, v) for k, v in chunk.metadata.items()],
+        "dense": vector,
+    }
+
+
+def _hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
+    """The ``n`` best of a reply, ties by chunk id (as ``application.fusion``); cosines capped
+    at 1; BM25 positive (milvus-lite reports them negated, a server as similarities). The
+    embedder a hit was written under (if one was) is told to the caller's identity probe."""
+    hits, stamp = [], ""
+    for hit in found:
+        score = float(hit["distance"])
+        score = min(score, 1.0) if mode == "dense" else abs(score) if mode == "lexical" else score
+        body = hit["entity"]["body"]
+        chunk = Chunk(body["text"], doc_id=body["doc_id"], metadata=body["metadata"], id=body["id"])
+        hits.append((ScoredChunk(chunk, score), str(hit["entity"]["version"])))
+        stamp = stamp or body.get("embedder", "")
+    if stamp:
+        report_identity(EmbedderIdentity.from_json(stamp))
+    return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]
 
 
 def _lite(folder: str, opening: bool) -> str:
@@ -70,7 +165,9 @@ def _lite(folder: str, opening: bool) -> str:
 
 
 class MilvusVectorStore(versioned.VersionedDocuments):
-    """Cosine, BM25 and hybrid search in a Milvus collection.
+    """Cosine, BM25 and hybrid search in a Milvus collection; lexical search is Milvus's BM25
+    function (k1 1.2, b 0.75: fixed in the index) over the library's analysed text, and async
+    calls run their sync twin in the thread offload.
 
     Args:
         collection: the collection name (letters, digits, ``_``; not starting with a digit).
@@ -78,9 +175,6 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         url: a Milvus server (``http://host:19530``), instead of ``path``.
         token: the server's ``user:password`` or API key; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
-
-    Lexical search is Milvus's BM25 function (k1 1.2, b 0.75: fixed in the index) over the
-    library's analysed text. Async calls run their sync twin in the thread offload.
 
     Raises:
         MissingExtraError: ``pymilvus`` (or, for a path, ``milvus-lite``) is not installed.
@@ -139,8 +233,6 @@ class MilvusVectorStore(versioned.VersionedDocuments):
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except errors.PyWrapAIError:
-            raise
         except self._pm.MilvusException as exc:
             code = getattr(exc, "code", None)
             if self._address is not None and code in (1, 2, 401, 403):
@@ -157,34 +249,30 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         fields = self._client.describe_collection(self._collection)["fields"]
         return int(next(f["params"]["dim"] for f in fields if f["name"] == "dense"))
 
-    def _new_collection(self, name: str, fields: dict[str, Any], *indexes: Any) -> None:
-        """Create ``name`` with ``fields`` (name: (type, its settings)) and indexes."""
-        schema, index = self._client.create_schema(), self._client.prepare_index_params()
-        for field, (kind, settings) in fields.items():
-            element = {"element_type": self._pm.DataType.VARCHAR} if kind == "ARRAY" else {}
-            schema.add_field(field, getattr(self._pm.DataType, kind), **settings, **element)
-        for field, kind, metric in indexes:
-            # flat for a server, and in "params" as pymilvus 2 sent them (all milvus-lite reads)
-            bm25 = {**_BM25, "params": _BM25} if metric == "BM25" else {}
-            index.add_index(field, index_type=kind, metric_type=metric, params=bm25)
-        if "sparse" in fields:
-            bm25 = self._pm.FunctionType.BM25
-            schema.add_function(self._pm.Function("bm25", bm25, "terms", "sparse"))
-        self._client.create_collection(name, schema=schema, index_params=index, **_STRONG)
-
     def _ensure_records(self) -> None:
         if not self._client.has_collection(self._records_of):
-            self._new_collection(self._records_of, rows.RECORD_SCHEMA, ("v", "FLAT", "L2"))
+            self._client.create_collection(self._records_of, **_RECORDS, **_STRONG)
 
     def _create(self, dim: int) -> None:
         """Make the collections for ``dim`` vectors unless they exist, and check the
         dimension they have (another process may have made them first)."""
         if self._dim is None:
             self._ensure_records()  # made first (and dropped last): see _engine_dimension
-            fields = {**rows.CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
-            dense = ("dense", "FLAT" if self._lite else "AUTOINDEX", "COSINE")
-            sparse = ("sparse", "SPARSE_INVERTED_INDEX", "BM25")
-            self._new_collection(self._collection, fields, dense, sparse)
+            pm, fields = self._pm, {**_CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
+            schema, index = self._client.create_schema(), self._client.prepare_index_params()
+            for field, (kind, settings) in fields.items():
+                element = {"element_type": pm.DataType.VARCHAR} if kind == "ARRAY" else {}
+                schema.add_field(field, getattr(pm.DataType, kind), **settings, **element)
+            schema.add_function(pm.Function("bm25", pm.FunctionType.BM25, "terms", "sparse"))
+            dense = "FLAT" if self._lite else "AUTOINDEX"
+            index.add_index("dense", index_type=dense, metric_type="COSINE")
+            # flat for a server, and in "params" as pymilvus 2 sent them (all milvus-lite reads)
+            bm25 = {**_BM25, "params": _BM25}
+            index.add_index(
+                "sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=bm25
+            )
+            made = {"schema": schema, "index_params": index, **_STRONG}
+            self._client.create_collection(self._collection, **made)
             self._dim = self._engine_dimension()
         if self._dim != dim:
             raise errors.InvalidArgumentError(
@@ -204,12 +292,8 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._lite  # milvus-lite: FLAT; a server: its AUTOINDEX
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        with self._lock, self._errors():
-            if self._known_dim() is None:
-                return 0
-            expr, count = rows.visible(filter), ["count(*)"]
-            got = self._client.query(self._collection, filter=expr, output_fields=count, **_STRONG)
-            return int(got[0]["count(*)"])
+        found = self._rows(self._collection, _visible(filter), ["count(*)"])
+        return int(found[0]["count(*)"]) if found else 0
 
     def __len__(self) -> int:
         return self._count()
@@ -242,8 +326,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
     # ------------------------------------------------------------------ records
     def _record_bodies(self, keys: Sequence[str]) -> list[dict[str, Any]]:
         """The records of ``keys``: only writes and manifests read them (searches do not)."""
-        expr = rows.is_in("pk", [rows.digest(k) for k in keys])
-        return [r["body"] for r in self._rows(self._records_of, expr, ["body"])]
+        return [r["body"] for r in self._rows(self._records_of, _is_in("pk", keys), ["body"])]
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         found = self._record_bodies(["d:" + d for d in doc_ids])
@@ -255,7 +338,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     def _put_row(self, key: str, body: dict[str, Any], pending: str = "") -> None:
         self._ensure_records()  # writes run under _writing: its errors are the store's
-        row = {"pk": rows.digest(key), "pending": pending, "body": body, "v": [1.0, 0.0]}
+        row = {"pk": _digest(key), "pending": pending, "body": body, "vector": [1.0, 0.0]}
         self._client.upsert(self._records_of, [row])
 
     def _put_record(self, record: DocRecord) -> None:
@@ -277,17 +360,18 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     def _copies(self, ids: Sequence[str], field: str = "key") -> list[StoredChunk]:
         """Every stored copy of these chunk ids (or every chunk of these documents)."""
-        found: list[StoredChunk] = []
+        found: list[dict[str, Any]] = []
         for start in range(0, len(ids), _BATCH):
-            expr = rows.is_in(field, [rows.digest(i) for i in ids[start : start + _BATCH]])
-            found += rows.stored_of(self._rows(self._collection, expr, ["body", "version"]))
-        return found
+            expr = _is_in(field, ids[start : start + _BATCH])
+            found += self._rows(self._collection, expr, ["body", "version"])
+        bodies = [(row["body"], str(row["version"])) for row in found]
+        return [StoredChunk(engine_id(b["id"], v), b["id"], v, b["doc_id"]) for b, v in bodies]
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         """Show a committed version and hide the others: one partial ``upsert``."""
         shown = record.version
         if record.pending == shown and stored:
-            flags = [{"pk": rows.digest(c.engine_id), "hidden": c.version != shown} for c in stored]
+            flags = [{"pk": _digest(c.engine_id), "hidden": c.version != shown} for c in stored]
             self._client.upsert(self._collection, flags, partial_update=True)
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
@@ -295,7 +379,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
         stamp, hide = embedder.to_json() if embedder else "", self._replacing is not None
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
-        found = [rows.chunk_row(c, v, version, hide, stamp) for c, v, version in made]
+        found = [_chunk_row(c, v, version, hide, stamp) for c, v, version in made]
         if found and self._known_dim() is None:
             self._create(int(batch.vectors.shape[1]))
         for start in range(0, len(found), _BATCH):
@@ -303,27 +387,24 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     def _delete_engine_ids(self, ids: Sequence[str], collection: str = "") -> None:
         for start in range(0, len(ids), _BATCH):
-            expr = rows.is_in("pk", [rows.digest(k) for k in ids[start : start + _BATCH]])
+            expr = _is_in("pk", ids[start : start + _BATCH])
             self._client.delete(collection or self._collection, filter=expr)
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
-        return rows.visible(filter)
+        return _visible(filter)
 
-    def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """One ``search`` for every query."""
-        return self._side_search([q.tolist() for q in queries], "dense", n, selector)
-
-    def _side_search(
-        self, data: list[Any], mode: str, n: int, expr: str, min_score: float = -1.0
+    def _query_many(
+        self, queries: Sequence[Any], n: int, expr: str, mode: str = "dense", low: float = -1.0
     ) -> list[list[Hit]]:
-        """The ``n`` best hits of each query on one side, of a reply of twice as many."""
-        field, params = _params(mode, min_score)
-        side: dict[str, Any] = {"anns_field": field, "search_params": params, "filter": expr}
-        side["limit"] = min(2 * n, _TOP)
+        """One ``search`` of every query (vectors, or texts for BM25): the ``n`` best hits of
+        each, of a reply of twice as many."""
+        field, params = _params(mode, low)
+        side = {"anns_field": field, "search_params": params, "limit": min(2 * n, _TOP)}
+        data = [list(map(float, q)) if mode == "dense" else q for q in queries]
         with self._errors():
-            got = self._client.search(self._collection, data, **side, **_READ)
-        return [rows.hits_of(found, mode, n) for found in got]
+            got = self._client.search(self._collection, data, filter=expr, **side, **_READ)
+        return [_hits_of(found, mode, n) for found in got]
 
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
@@ -331,19 +412,21 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One engine request, its filter keeping the shown chunks only."""
+        """One engine request, its filter keeping the shown chunks only (``rescored`` is
+        ``RRFRanker``: better than ``WeightedRanker`` on Cranfield)."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
             got = f"k1={query.k1}, b={query.b}"
             raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
-        pm, k, expr, low = self._pm, query.k, rows.visible(query.filter), query.min_score
-        terms, vector = rows.terms_of(query.text or ""), [list(query.vector or [])]
+        pm, k, expr, low = self._pm, query.k, _visible(query.filter), query.min_score
+        terms, vector = _terms_of(query.text or ""), [list(query.vector or [])]
         sides: list[tuple[list[Any], str]] = [(vector, "dense")] * (query.mode != "lexical")
         sides += [([terms], "lexical")] * (query.mode != "dense" and bool(terms))
         with self._lock, self._errors():
             if self._known_dim() is None or not sides:
                 return []
             if query.mode != "hybrid":
-                return [h for h, _ in self._side_search(*sides[0], k, expr, low)[0]]
+                data, mode = sides[0]
+                return [h for h, _ in self._query_many(data, k, expr, mode, low)[0]]
             depth = min(max(query.depth, k), _TOP)
             asked = [pm.AnnSearchRequest(d, *_params(m, low), depth, expr=expr) for d, m in sides]
             weights = query.weights[: len(asked)]
@@ -354,7 +437,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
                 ranker, scale = pm.RRFRanker(query.rrf_k), weights[0] if same else 1.0
             top = {"limit": min(2 * k, _TOP)}
             got = self._client.hybrid_search(self._collection, asked, ranker, **top, **_READ)
-        return [ScoredChunk(h.chunk, h.score * scale) for h, _ in rows.hits_of(got[0], "hybrid", k)]
+        return [ScoredChunk(h.chunk, h.score * scale) for h, _ in _hits_of(got[0], "hybrid", k)]
 
 
 def _params(mode: str, min_score: float) -> tuple[str, dict[str, Any]]:

@@ -37,14 +37,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
-    """Run ``step``, retrying while the file is locked by another process that is opening it.
-
-    Two processes opening one fresh file race to switch it to WAL; SQLite answers the loser
-    ``database is locked`` at once (its busy handler is not used for that switch), so the
-    open waits here as long as the connection's own busy timeout would.
-    """
-    deadline = time.monotonic() + patience_s
-    pause = 0.005
+    """Run ``step``, retrying while another process opening the file holds it locked: two
+    processes opening one fresh file race to switch it to WAL, and SQLite answers the loser
+    ``database is locked`` at once (its busy handler is not used for that switch)."""
+    deadline, pause = time.monotonic() + patience_s, 0.005
     while True:
         try:
             step()
@@ -134,11 +130,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     # ------------------------------------------------------------------ sync
     def _sync(self) -> None:
-        """Reload the matrix when another connection has committed since we last looked.
-
-        Only ids and vectors are read, in one pass into a preallocated matrix; texts and
-        metadata stay in the file until a search returns them (or a filter needs a key).
-        """
+        """Reload the matrix when another connection has committed since we last looked: ids
+        and vectors only (texts and metadata stay in the file until a search returns them)."""
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._version:  # read inside a transaction: the count and rows agree
             self._index, self._version = self._load(), version
@@ -181,11 +174,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         statement = f'SELECT id, doc_id, text, metadata FROM "{self._table}" WHERE id IN (?)'
         found = local_files.rows_in(self._conn, statement, ids)
         chunks = {r[0]: metadata_json.stored_chunk(r, self._where) for r in found}
-        return [
-            ScoredChunk(chunk=chunks[i], score=min(float(s), 1.0))
-            for i, s in zip(ids, scores, strict=True)
-            if i in chunks
-        ]
+        scored = zip(ids, scores.tolist(), strict=True)
+        return [ScoredChunk(chunks[i], min(s, 1.0)) for i, s in scored if i in chunks]
 
     def _drop_doc(self, doc_id: str) -> list[str]:
         """Delete the chunks of ``doc_id``; returns their ids."""
@@ -216,11 +206,9 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     @contextmanager
     def _write(self) -> Iterator[list[Callable[[], object]]]:
-        """One transaction; the callbacks appended to the yielded list run after COMMIT.
-
-        The in-memory matrix is changed only by those callbacks, so a failed write (a full
-        disk, say) leaves it equal to the file.
-        """
+        """One transaction, ending in :meth:`_changed`; the callbacks appended to the yielded
+        list run after COMMIT. The in-memory matrix is changed only by those callbacks, so a
+        failed write (a full disk, say) leaves it equal to the file."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -230,6 +218,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             try:
                 self._sync()
                 yield after
+                self._changed(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 if self._conn.in_transaction:  # SQLite may have rolled back already
@@ -257,33 +246,25 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         batch = vector_batches.prepare_batch(chunks, self._index.dimension, vectors)
         if batch.ids:
             local_files.rows_in(conn, f'DELETE FROM "{self._table}" WHERE id IN (?)', batch.ids)
-            dim = int(batch.vectors.shape[1])
+            dim, jsons = int(batch.vectors.shape[1]), metadata_json.metadata_jsons(batch.chunks)
+            made = zip(batch.chunks, jsons, batch.vectors, strict=True)
             conn.executemany(
                 f'INSERT INTO "{self._table}" '
                 "(id, doc_id, text, metadata, dim, embedding) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (c.id, c.doc_id, c.text, js, dim, v.tobytes())
-                    for c, js, v in zip(
-                        batch.chunks,
-                        metadata_json.metadata_jsons(batch.chunks),
-                        batch.vectors,
-                        strict=True,
-                    )
-                ],
+                [(c.id, c.doc_id, c.text, js, dim, v.tobytes()) for c, js, v in made],
             )
             self._text.index(conn, batch.chunks)
         return batch
 
     def _changed(self, conn: sqlite3.Connection) -> None:
-        """Rebuild the full-text rows of the documents this write changed, and drop their
-        manifests (a ``replace_document`` writes its own after this)."""
-        docs = self._text.refresh(conn)
-        conn.executemany(f'DELETE FROM "{self._docs}" WHERE doc_id = ?', [(d,) for d in docs])
+        """Drop the manifests of the documents this write changed and rebuild their full-text
+        rows (a ``replace_document`` writes its manifest after this)."""
+        conn.execute(f'DELETE FROM "{self._docs}" WHERE doc_id IN {self._text.touched}')
+        self._text.refresh(conn)
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._write() as after:
             batch = self._insert(self._conn, chunks)
-            self._changed(self._conn)
             after.append(partial(self._index.upsert, batch))
 
     def _replace(
@@ -333,14 +314,12 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         with self._write() as after:
             present = [i for i in ids if i in self._index]
             local_files.rows_in(self._conn, f'DELETE FROM "{self._table}" WHERE id IN (?)', present)
-            self._changed(self._conn)
             after.append(partial(self._index.remove, present))
             return len(present)
 
     def _delete_by_doc(self, doc_id: str) -> int:
         with self._write() as after:
             ids = self._drop_doc(doc_id)
-            self._changed(self._conn)
             after.append(partial(self._index.remove, ids))
             return len(ids)
 
@@ -350,26 +329,23 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             self._text.clear(self._conn)
             for table in (self._table, self._docs, self._meta):
                 self._conn.execute(f'DELETE FROM "{table}"')
-            self._text.refresh(self._conn)
             after.append(self._index.clear)
 
     # ------------------------------------------------------------------ lexical, retrieve
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        check_fts5_bm25(k1, b)
-        with self._reading():
-            return self._text.query(self._conn, query, k, filter)[0]
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
         candidates, then one statement for the lexical ones, the BM25 scores of the dense
         ones and every candidate's chunk, fused here."""
-        if query.mode == "lexical":
-            text, k1, b = query.text or "", query.k1, query.b
-            return self._lexical_search(text, query.k, query.filter, k1=k1, b=b)
-        if query.mode == "hybrid":
+        if query.mode != "dense":
             check_fts5_bm25(query.k1, query.b)
+        if query.mode == "lexical":
+            with self._reading():
+                return self._text.query(self._conn, query.text or "", query.k, query.filter)[0]
         with self._reading_index():
             if len(self._index) == 0:
                 return []
@@ -393,11 +369,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             )
 
     def __len__(self) -> int:
-        with self._reading():
-            if self._version == -1:  # not loaded: count the rows (the doc_id index)
-                row = self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()
-                return int(row[0])
-            return self._count()
+        with self._reading():  # count(*) walks the small doc_id index, loads no vectors
+            return int(self._conn.execute(f'SELECT count(*) FROM "{self._table}"').fetchone()[0])
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         with self._reading_index():

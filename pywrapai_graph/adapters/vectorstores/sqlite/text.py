@@ -10,8 +10,7 @@ wide chunk table). A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its do
 ``fts5vocab`` table), so the ranking is the other stores' (FTS5's own idf measured Cranfield
 nDCG@10 0.3639 whole, 0.3677 chunked, against 0.3661 and 0.3681, and lost the contract's
 document-field case). Each write changes these rows in its own transaction, so another
-process's next query sees them; a file written before these tables existed gets them at its
-first open (:meth:`TextTables.open`).
+process's next query sees them.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ from pywrapai_graph.ports.store_inputs import matches_filter
 
 __all__ = ["TextTables", "check_fts5_bm25"]
 
-#: lexical hits best first, the scores of other chunks asked for, every chunk read by id
-Found = tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]
+_EACH = "(SELECT value FROM json_each(?))"
 
 
 def check_fts5_bm25(k1: float, b: float) -> None:
@@ -67,26 +65,28 @@ class TextTables:
         self._keys, self._of = f'"{table}__doc_keys"', f'"{table}__chunk_docs"'
         self._vocab, self._doc_vocab = f'"{table}__terms_vocab"', f'"{table}__doc_terms_vocab"'
         self._name, self._touched = table, f'"{table}__touched"'
+        #: the documents whose chunks this transaction changed (a subquery)
+        self.touched = f"(SELECT doc_id FROM {self._touched})"
 
     # ------------------------------------------------------------------ schema
     def open(self, conn: sqlite3.Connection) -> None:
-        """Ready ``conn``: the functions the queries call, the tables (a file of an earlier
-        release gets them, indexing what ``T`` holds, in one write transaction, so processes
-        opening it at once build them once), and this connection's triggers: a chunk row
-        deleted drops its terms, and every chunk row changed notes its document for
-        :meth:`refresh`."""
+        """Ready ``conn``: the functions the queries call, the tables (each made if missing,
+        so processes opening a fresh file at once make each once), and this connection's
+        triggers: a chunk row inserted is filed under its document's key, a deleted one
+        drops its terms, and either notes its document (:meth:`refresh`)."""
         conn.create_function("pywrapai_idf_ratio", 2, _idf_ratio, deterministic=True)
         conn.create_function("pywrapai_keeps", 2, _keeps, deterministic=True)
-        if not self._exist(conn):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if not self._exist(conn):
-                    self._create(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        fts5, vocab = "USING fts5(terms, {}tokenize='ascii')", "USING fts5vocab({}, 'row')"
+        for table, schema in (
+            (self._terms, fts5.format("part UNINDEXED, ")),
+            (self._docs, fts5.format("")),
+            (self._vocab, vocab.format(self._terms)),
+            (self._doc_vocab, vocab.format(self._docs)),
+            (self._keys, "(key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"),
+            (self._of, "(r INTEGER PRIMARY KEY, key INTEGER)"),
+        ):
+            virtual = "VIRTUAL " if schema.startswith("USING") else ""
+            conn.execute(f"CREATE {virtual}TABLE IF NOT EXISTS {table} {schema}")
         conn.execute(f"CREATE TEMP TABLE {self._touched} (doc_id TEXT PRIMARY KEY)")
         note = f"INSERT OR IGNORE INTO {self._touched} VALUES"
         conn.execute(
@@ -95,74 +95,37 @@ class TextTables:
             f"DELETE FROM {self._of} WHERE r = old.rowid; {note} (old.doc_id); END"
         )
         conn.execute(
-            f'CREATE TEMP TRIGGER "{self._name}__inserted" AFTER INSERT ON main.{self._t} '
-            f"BEGIN {note} (new.doc_id); END"
+            f'CREATE TEMP TRIGGER "{self._name}__inserted" AFTER INSERT ON main.{self._t} BEGIN '
+            f"INSERT OR IGNORE INTO {self._keys} (doc_id) VALUES (new.doc_id); "
+            f"INSERT INTO {self._of} (r, key) SELECT new.rowid, key FROM {self._keys} "
+            f"WHERE doc_id = new.doc_id; {note} (new.doc_id); END"
         )
-
-    def _exist(self, conn: sqlite3.Connection) -> bool:
-        # the table made last: its presence means all are
-        found = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (f"{self._name}__chunk_docs",)
-        )
-        return found.fetchone() is not None
-
-    def _create(self, conn: sqlite3.Connection) -> None:
-        for table in (self._vocab, self._doc_vocab, self._terms, self._docs, self._keys):
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        fts5 = "USING fts5(terms, {}tokenize='ascii')"
-        conn.execute(f"CREATE VIRTUAL TABLE {self._terms} {fts5.format('part UNINDEXED, ')}")
-        conn.execute(f"CREATE VIRTUAL TABLE {self._docs} {fts5.format('')}")
-        for vocab, fts in ((self._vocab, self._terms), (self._doc_vocab, self._docs)):
-            conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab({fts}, 'row')")
-        conn.execute(
-            f"CREATE TABLE {self._keys} (key INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL)"
-        )
-        conn.execute(f"CREATE TABLE {self._of} (r INTEGER PRIMARY KEY, key INTEGER)")
-        rows = conn.execute(f"SELECT rowid, doc_id, text FROM {self._t} ORDER BY rowid")
-        self._put(conn, rows.fetchall())
-        self._refresh(conn, f"(SELECT doc_id FROM {self._t})")
 
     # ------------------------------------------------------------------ writes
+    def clear(self, conn: sqlite3.Connection) -> None:
+        """Forget every chunk and document (before ``T`` is emptied: faster than the
+        triggers' row by row)."""
+        for table in (self._terms, self._docs, self._keys, self._of):
+            conn.execute(f"DELETE FROM {table}")
+
     def index(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
         """Index chunks just inserted into ``T``, each with its document part within this
         batch."""
-        rowids = dict(
-            conn.execute(
-                f"SELECT id, rowid FROM {self._t} WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps([c.id for c in chunks]),),
-            )
-        )
-        self._put(conn, [(rowids[c.id], c.doc_id, c.text) for c in chunks])
-
-    def _put(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Index ``(rowid, doc_id, text)`` rows, each with its part within ``rows``, and
-        each under its document's key (kept while the document has chunks)."""
-        parts = document_parts([text for _, _, text in rows], [d for _, d, _ in rows])
+        ids = json.dumps([c.id for c in chunks])
+        rowids = dict(conn.execute(f"SELECT id, rowid FROM {self._t} WHERE id IN {_EACH}", (ids,)))
+        parts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
         values = []
-        for (rowid, _, text), part in zip(rows, parts, strict=True):
-            terms = " ".join(analyze(text))
-            share = terms if len(part) == len(text) else " ".join(analyze(part))
-            values.append((rowid, terms, share))
+        for chunk, part in zip(chunks, parts, strict=True):
+            terms = " ".join(analyze(chunk.text))
+            share = terms if len(part) == len(chunk.text) else " ".join(analyze(part))
+            values.append((rowids[chunk.id], terms, share))
         conn.executemany(f"INSERT INTO {self._terms} (rowid, terms, part) VALUES (?, ?, ?)", values)
-        docs = [(d,) for d in dict.fromkeys(d for _, d, _ in rows)]
-        conn.executemany(f"INSERT OR IGNORE INTO {self._keys} (doc_id) VALUES (?)", docs)
-        conn.executemany(
-            f"INSERT INTO {self._of} (r, key) SELECT ?, key FROM {self._keys} WHERE doc_id = ?",
-            [(rowid, doc_id) for rowid, doc_id, _ in rows],
-        )
 
-    def refresh(self, conn: sqlite3.Connection) -> set[str]:
+    def refresh(self, conn: sqlite3.Connection) -> None:
         """Rebuild the rows of the documents whose chunks changed in this transaction (after
-        :meth:`index`); a document left without chunks loses its row and its key. Returns
-        those documents."""
-        docs = {row[0] for row in conn.execute(f"SELECT doc_id FROM {self._touched}")}
-        if docs:
-            self._refresh(conn, f"(SELECT doc_id FROM {self._touched})")
-            conn.execute(f"DELETE FROM {self._touched}")
-        return docs
-
-    def _refresh(self, conn: sqlite3.Connection, which: str) -> None:
-        """:meth:`refresh` of the documents ``which`` (a subquery) selects."""
+        :meth:`index`: those in :attr:`touched`); a document left without chunks loses its
+        row and its key."""
+        which = self.touched
         keys = f"(SELECT key FROM {self._keys} WHERE doc_id IN {which})"
         conn.execute(f"DELETE FROM {self._docs} WHERE rowid IN {keys}")
         conn.execute(
@@ -175,11 +138,7 @@ class TextTables:
             f"ON f.rowid = t.rowid WHERE t.doc_id = k.doc_id) "
             f"FROM {self._keys} k WHERE k.doc_id IN {which}"
         )
-
-    def clear(self, conn: sqlite3.Connection) -> None:
-        """Forget every chunk and document (before ``T`` is emptied)."""
-        for table in (self._terms, self._docs, self._keys, self._of):
-            conn.execute(f"DELETE FROM {table}")
+        conn.execute(f"DELETE FROM {self._touched}")
 
     # ------------------------------------------------------------------ queries
     def query(
@@ -189,7 +148,7 @@ class TextTables:
         k: int,
         filter: Mapping[str, Any] | None,
         ids: Sequence[str] = (),
-    ) -> Found:
+    ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]:
         """One statement: the ``k`` best chunks by BM25 for ``text`` among those ``filter``
         keeps, best first; the scores of the chunks of ``ids`` not among them (those holding
         a query term); and the chunks of both, by id. A query term counts each time it is
