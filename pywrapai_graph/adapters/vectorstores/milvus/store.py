@@ -225,11 +225,6 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     # ------------------------------------------------------------------ collections
     @contextmanager
-    def _writing(self) -> Iterator[None]:
-        with self._lock, self._errors():
-            yield
-
-    @contextmanager
     def _errors(self) -> Iterator[None]:
         try:
             yield
