@@ -280,6 +280,8 @@ class EdgeFolder:
             return self._filter(c)
         if isinstance(c, m.HasIdCondition):
             return e.HasIdCondition(set(c.has_id))
+        if isinstance(c, m.IsEmptyCondition):
+            return e.IsEmptyCondition(c.is_empty.key)
         if c.range is not None:
             return e.FieldCondition(c.key, range=e.RangeFloat(gte=c.range.gte, lte=c.range.lte))
         if isinstance(c.match, m.MatchAny):

@@ -47,7 +47,7 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
 )
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.errors import InvalidArgumentError, InvalidStateError
+from pywrapai_graph.errors import InvalidArgumentError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_query import StoreQuery
@@ -67,13 +67,6 @@ _K1, _B = 1.2, 0.75
 _SHORTLIST = 1000
 #: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
 _TIES = 2
-
-_UPGRADE_NEEDED = (
-    "Qdrant collection {name!r} was created before lexical search was served by Qdrant as this "
-    f"release serves it (it lacks the sparse vector {SPARSE!r} or {DOCUMENT_SPARSE!r}, and "
-    "Qdrant cannot add one to a collection); re-create it: `pywrapai-graph store clear --yes`, "
-    "then ingest again (or keep mode='dense')."
-)
 
 
 def _index(term: str) -> int:
@@ -105,13 +98,11 @@ def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
 
 class QdrantLexical(VersionedDocuments):
     """The sparse vectors, ``retrieve`` and ``lexical_search``; the store sets ``_client``,
-    ``_models``, ``_collection``, ``_sparse`` and ``_consistency``."""
+    ``_models``, ``_collection`` and ``_consistency``."""
 
     _client: QdrantClient
     _models: Any
     _collection: str
-    #: the collection has the sparse vectors of lexical search
-    _sparse: bool
     #: what each read asks of a cluster
     _consistency: dict[str, Any]
 
@@ -161,8 +152,6 @@ class QdrantLexical(VersionedDocuments):
     ) -> list[tuple[Any, dict[str, Any]]]:
         """Each point's vectors and lexical payload fields; the chunks of its document
         version stored before get theirs again."""
-        if not self._sparse:  # a server collection of an earlier release: dense only
-            return [(vector, {}) for vector in dense]
         groups = sorted({(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)})
         fields = self._rewrite(groups, chunks, versions)
         return [
@@ -203,7 +192,7 @@ class QdrantLexical(VersionedDocuments):
         """``delete``, and the fields of the documents that lost chunks written again."""
         groups = sorted({(c.doc_id, c.version) for c in self._copies(chunk_ids)})
         deleted = super()._delete_chunks(chunk_ids)
-        if groups and self._sparse:
+        if groups:
             self._rewrite(groups)
         return deleted
 
@@ -263,10 +252,6 @@ class QdrantLexical(VersionedDocuments):
             )
         if self._known_dim() is None:
             return False
-        if query.mode != "dense" and not self._sparse:
-            self._dim = self._engine_dimension()  # another process may have re-created it
-            if not self._sparse:
-                raise InvalidStateError(_UPGRADE_NEEDED.format(name=self._collection))
         if query.mode == "lexical" and not _query_indices(query.text or ""):
             return False
         return self._selector(query.filter)

@@ -28,8 +28,8 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     FIELDS,
     HIDDEN,
     SPARSE,
+    TERMS,
     hits_of,
-    index_payload,
     metadata_fields,
     metadata_filter,
     point_id,
@@ -61,30 +61,29 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
     Args:
         collection: the collection name.
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
-            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one
-            store per folder at a time (:meth:`close` lets it go); a damaged folder is
-            refused when it opens (``StoreDamagedError``).
+            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one store per
+            folder at a time (:meth:`close` lets it go); a damaged folder is refused when it
+            opens (``StoreDamagedError``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location`` for a local directory.
         timeout: seconds a server request may take (the client's default otherwise).
-        shard_number: a server: shards of a new collection, spread over a cluster's nodes.
-        replication_factor: a server: copies of each shard (of both collections).
-        write_consistency_factor: a server: copies that must take a write before it returns.
+        shard_number, replication_factor, write_consistency_factor: a server: shards of a
+            new collection, copies of each shard, copies that must take a write.
         read_consistency: a server: copies each read asks (a number, ``"majority"``,
             ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
 
-    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
-    (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
-    thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
-    ``query_points``; lexical search is Qdrant's sparse vectors (``lexical``).
+    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop (closed
+    by :meth:`aclose` or with its loop); the rest runs its sync twin in the thread offload.
+    :meth:`retrieve` is one ``query_points`` (``lexical``); ``search_many`` one batch query.
 
     Raises:
-        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
-            installed.
+        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is missing.
         ConfigurationError: both or neither of a location and a url; a cluster setting
             without a url, or out of range.
+        VectorStoreError: a collection this store did not make (no single unnamed vector,
+            or without the sparse vectors of lexical search).
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -110,8 +109,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         where = local_location(collection, location, path, url)
         self._collection = collection
         self._lock = threading.RLock()
-        #: the collection has the sparse vectors of lexical search (made by this release)
-        self._sparse = False
         self._cluster = _cluster(
             url,
             shard_number=shard_number,
@@ -142,12 +139,9 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         self._dim = self._engine_dimension()
-        if self._mode != "memory" and self._pending_records():  # a writer that died
+        if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
-                if self._mode == "local":
-                    self._recover()
-                else:
-                    self._hide_unflagged()
+                self._recover()
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -191,13 +185,13 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             if not self._client.collection_exists(self._collection):
                 return None
             info = self._client.get_collection(self._collection)
-        sparse = info.config.params.sparse_vectors or {}
-        self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
-        if not isinstance(size, int):  # named vectors: not a collection this store made
+        sparse = set(info.config.params.sparse_vectors or ())
+        if not isinstance(size, int) or not {SPARSE, DOCUMENT_SPARSE} <= sparse:
             raise VectorStoreError(
-                f"Qdrant collection {self._collection!r} has no single unnamed vector; "
-                "use a collection created by QdrantVectorStore"
+                f"Qdrant collection {self._collection!r} has no single unnamed vector or "
+                "lacks the sparse vectors of lexical search: not a collection QdrantVectorStore "
+                "made; delete it or use another collection name"
             )
         return size
 
@@ -213,14 +207,17 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             },
             **self._cluster,
         )
-        if made:
-            index_payload(self._client, self._collection)
+        if made:  # what lookups by chunk id and lexical queries filter on (else: a scan)
+            for field, schema in (("id", m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
+                self._client.create_payload_index(
+                    self._collection, field_name=field, field_schema=schema, wait=True
+                )
         found = dim if made else self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
                 f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
-        self._dim, self._sparse = dim, made or self._sparse
+        self._dim = dim
 
     def _create_collection(self, name: str, **config: Any) -> bool:
         """Create ``name``; False when another process created it first (processes that
@@ -332,19 +329,31 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                 wait=True,
             )
 
-    def _hide_unflagged(self) -> None:
-        """Hide the points without the flag (written by an earlier release) of versions not
-        committed, or replaced, that pending records name: one ``set_payload`` for each."""
+    def migrate(self) -> int:
+        """Bring a server collection written by release 0.1.0 up to this one, once
+        (``pywrapai-graph store migrate``): its points get the visibility flag (hidden: a
+        version that a pending record names and that is not committed) and the embedder
+        stamp, so that each retrieval is one ``query_points`` again. Returns how many
+        documents had an unfinished version hidden."""
         m = self._models
-        for record in self._pending_records():
-            selector = m.Filter(
-                must=[
-                    self._match("doc_id", record.doc_id),
-                    m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN)),
-                ],
-                must_not=[self._match("version", record.version)],
-            )
-            self._client.set_payload(self._collection, {HIDDEN: True}, points=selector, wait=True)
+        unflagged = m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN))
+        with self._writing():
+            if self._known_dim() is None:
+                return 0
+            pending = self._pending_records()
+            for record in pending:
+                of_doc = self._match("doc_id", record.doc_id)
+                selector = m.Filter(
+                    must=[of_doc, unflagged], must_not=[self._match("version", record.version)]
+                )
+                self._client.set_payload(
+                    self._collection, {HIDDEN: True}, points=selector, wait=True
+                )
+            embedder = self._recorded_embedder()
+            stamp = {HIDDEN: False, EMBEDDER: embedder.to_json() if embedder else ""}
+            rest = m.Filter(must=[unflagged])
+            self._client.set_payload(self._collection, stamp, points=rest, wait=True)
+        return len(pending)
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         m = self._models
