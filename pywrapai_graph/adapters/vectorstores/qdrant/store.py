@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters._unreachable import address
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     DocRecord,
@@ -35,27 +35,20 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     point_id,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    InvalidArgumentError,
-    PyWrapAIError,
-    VectorStoreError,
-)
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.redaction import redact, scrubbed
+from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
 __all__ = ["QdrantVectorStore"]
 
-_UPSERT_BATCH = 512
 _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
-class QdrantVectorStore(QdrantRecords, QdrantLexical):
+class QdrantVectorStore(QdrantLexical):
     """Cosine search in a Qdrant collection.
 
     Args:
@@ -157,29 +150,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._lock, self._errors():
             yield
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """The client's failures as ours (Edge raises ours already)."""
-        try:
-            yield
-        except PyWrapAIError:
-            raise
-        except ValueError as exc:  # JSONDecodeError, pydantic: a reply the client cannot read
-            raise VectorStoreError(
-                f"Qdrant at {self._where!r} sent a reply the client cannot read "
-                f"({type(exc).__name__}); is that address a Qdrant server?"
-            ) from scrubbed(exc, self._secrets)
-        except self._failures as exc:
-            status = getattr(exc, "status_code", None)
-            if self._address is not None and (
-                not isinstance(exc, self._failures[0]) or status in (401, 403)
-            ):
-                message = cannot_reach("Qdrant", self._address, exc)
-            else:
-                message = f"Qdrant at {self._where!r} failed: {type(exc).__name__}"
-                message += f" (HTTP {status})" if status else ""
-            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
-
     def _engine_dimension(self) -> int | None:
         with self._errors():
             if not self._client.collection_exists(self._collection):
@@ -208,7 +178,10 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             **self._cluster,
         )
         if made:  # what lookups by chunk id and lexical queries filter on (else: a scan)
-            for field, schema in (("id", m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
+            for field, schema in (
+                ("id", m.PayloadSchemaType.KEYWORD),
+                (TERMS, m.PayloadSchemaType.INTEGER),
+            ):
                 self._client.create_payload_index(
                     self._collection, field_name=field, field_schema=schema, wait=True
                 )
@@ -218,17 +191,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                 f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
         self._dim = dim
-
-    def _create_collection(self, name: str, **config: Any) -> bool:
-        """Create ``name``; False when another process created it first (processes that
-        start together both see it missing, and all but one are told it exists)."""
-        try:
-            self._client.create_collection(name, **config)
-        except Exception as exc:
-            if "already exists" not in f"{exc} {getattr(exc, 'content', b'')!r}":
-                raise
-            return False
-        return True
 
     # ------------------------------------------------------------------ port
     @property
@@ -271,19 +233,25 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         ]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        m = self._models
+        """Write the chunks (with their sparse vectors), and their document versions' stored
+        chunks again (``lexical``)."""
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
-        stamp: dict[str, Any] = {HIDDEN: self._replacing is not None}
-        stamp[EMBEDDER] = embedder.to_json() if embedder else ""
+        stamp = {
+            HIDDEN: self._replacing is not None,
+            EMBEDDER: embedder.to_json() if embedder else "",
+        }
+        tagged = list(zip(batch.chunks, versions, strict=True))
         with self._errors():
             if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
+            groups = sorted({(c.doc_id, v) for c, v in tagged})
+            fields = self._rewrite(groups, batch.chunks, versions)
             points = [
-                m.PointStruct(
+                self._models.PointStruct(
                     id=point_id(engine_id(c.id, version)),
-                    vector=v,
+                    vector={"": dense, **sparse},
                     payload={
                         "id": c.id,
                         "doc_id": c.doc_id,
@@ -292,20 +260,14 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                         "version": version,
                         FIELDS: metadata_fields(c.metadata),
                         **stamp,
-                        **fields,
+                        **lexical,
                     },
                 )
-                for c, (v, fields), version in zip(
-                    batch.chunks,
-                    self._vectors(batch.chunks, versions, batch.vectors.tolist()),
-                    versions,
-                    strict=True,
+                for (c, version), dense, (sparse, lexical) in zip(
+                    tagged, batch.vectors.tolist(), fields, strict=True
                 )
             ]
-            for start in range(0, len(points), _UPSERT_BATCH):
-                self._client.upsert(
-                    self._collection, points[start : start + _UPSERT_BATCH], wait=True
-                )
+            self._write(points)
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         """Hide the other versions of a committed document and show its own: one request
@@ -366,12 +328,12 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._lock, self._errors():
             if self._known_dim() is None:
                 return 0
-            got = self._client.count(
-                self._collection,
-                count_filter=self._selector(filter) if filter else None,
-                exact=True,
-            )
-        return int(got.count)
+            return int(self._client.count(self._collection, **self._counting(filter)).count)
+
+    def _counting(self, filter: MetadataFilter | None) -> dict[str, Any]:
+        """``count``'s arguments: every chunk, shown or not, without a filter (as Chroma's);
+        the shown ones a filter keeps with one."""
+        return {"count_filter": self._selector(filter) if filter else None, "exact": True}
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         """The engine filter of the shown chunks ``filter`` keeps."""
@@ -387,7 +349,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         ]
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), n, selector)
+        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query_batch_points`` request for every query."""
@@ -397,15 +359,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             )
         return [hits_of(r.points) for r in results]
 
-    # ------------------------------------------------------------------ native async (server)
-    @property
-    def _native_async(self) -> bool:
-        return self._aclients is not None
-
-    def _aclient(self) -> AsyncQdrantClient:
-        """This loop's client (callers check :attr:`_native_async`: a server store)."""
-        return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()
-
+    # ------------------------------------------------------------------ async (server)
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
@@ -416,18 +370,12 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         return [hits_of(r.points) for r in results]
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
-        """Async :meth:`count` (as Chroma's, the engine's count of every chunk without a
-        filter, shown or not; of the shown ones a filter keeps with one)."""
         if not self._native_async:
             return await super()._acount(filter)
         if self._known_dim() is None:
             return 0
         with self._errors():
-            got = await self._aclient().count(
-                self._collection,
-                count_filter=self._selector(filter) if filter else None,
-                exact=True,
-            )
+            got = await self._aclient().count(self._collection, **self._counting(filter))
         return int(got.count)
 
     async def aclose(self) -> None:
