@@ -9,10 +9,11 @@ import uuid
 import warnings
 
 import pytest
+from qdrant_client.models import PayloadSchemaType
 
 from pywrapai_graph import Document, QdrantVectorStore, VectorRetriever
 from pywrapai_graph.adapters.embedders.hashing_embedder import FeatureHashingEmbedder
-from pywrapai_graph.adapters.vectorstores.qdrant.points import index_payload
+from pywrapai_graph.adapters.vectorstores.qdrant.points import TERMS
 from tests.integration.qdrant_rest import QdrantRest
 
 pytestmark = pytest.mark.integration
@@ -50,6 +51,6 @@ def test_local_mode_accepts_the_index_call() -> None:
     with warnings.catch_warnings():  # (once per process) that it has no payload indexes
         warnings.simplefilter("ignore", UserWarning)
         for _ in range(2):
-            index_payload(client, "ids")
+            client.create_payload_index("ids", TERMS, PayloadSchemaType.INTEGER)
     assert hybrid.retrieve("supersonic shock cone", k=2)[0].chunk.doc_id == "d2"
     store.close()

@@ -16,7 +16,7 @@ from qdrant_client.models import Filter
 
 from pywrapai_graph import QdrantVectorStore
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
-from pywrapai_graph.adapters.vectorstores.qdrant.points import HIDDEN
+from pywrapai_graph.adapters.vectorstores.qdrant.points import EMBEDDER, HIDDEN
 from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Chunk, Document
 from pywrapai_graph.testing.contracts.store_data import WordEmbedder
@@ -107,11 +107,13 @@ def test_a_replaced_document_shows_its_new_version_only(qdrant_rest: QdrantRest)
         store.close()
 
 
-def test_points_of_an_earlier_release_are_flagged_when_a_store_opens(
+def test_store_migrate_flags_and_stamps_the_points_of_release_0_1_0(
     qdrant_rest: QdrantRest,
 ) -> None:
-    """Points without the flag count as shown; those of a version a pending record names as
-    not committed (an earlier release's writer that died mid-replace) are hidden at open."""
+    """Points of release 0.1.0 have no flag and no embedder stamp: shown, and the retriever
+    asks for the embedder (a second request); an open upgrades nothing. ``store migrate``
+    hides those of a version a pending record names as not committed (a 0.1.0 writer that
+    died mid-replace) and stamps the rest: then a retrieval is one request again."""
     store = QdrantVectorStore("old", url=qdrant_rest.url)
     retriever = VectorRetriever(WordEmbedder(16), store, k=10, min_score=-1.0)
     retriever.add_documents([Document("red committed", id="d")])
@@ -120,12 +122,17 @@ def test_points_of_an_earlier_release_are_flagged_when_a_store_opens(
     vector = WordEmbedder(16).embed_one("red unfinished")
     chunk = Chunk("red unfinished", doc_id="d", id="d-x", embedding=vector)
     store._upsert(prepare_batch([chunk], 16), ["v-dead"])
-    with qdrant_rest.lock:  # as an earlier release wrote them: no flag at all
-        qdrant_rest.engine.delete_payload("old", [HIDDEN], points=Filter(must=[]))
+    with qdrant_rest.lock:  # as release 0.1.0 wrote them: no flag, no stamp
+        qdrant_rest.engine.delete_payload("old", [HIDDEN, EMBEDDER], points=Filter(must=[]))
     store.close()
     reopened = QdrantVectorStore("old", url=qdrant_rest.url)
     try:
         again = VectorRetriever(WordEmbedder(16), reopened, k=10, min_score=-1.0)
+        assert len(again.retrieve("red")) == 2  # not migrated: the unfinished chunk shows
+        assert reopened.migrate() == 1
+        del qdrant_rest.requests[:]
         assert [h.chunk.text for h in again.retrieve("red")] == ["red committed"]
+        assert qdrant_rest.requests == [("POST", "/collections/old/points/query")]
+        assert reopened.migrate() == 1  # (the record stays pending until a repair)
     finally:
         reopened.close()

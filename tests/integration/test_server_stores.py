@@ -185,28 +185,19 @@ def test_chroma_uses_cosine_space_and_no_default_embedder(tmp_path: Path) -> Non
     assert store._collection._embedding_function is None
 
 
-def test_a_qdrant_server_collection_from_before_engine_lexical_names_the_upgrade(
+def test_a_qdrant_server_collection_the_store_did_not_make_is_refused_at_open(
     qdrant_rest_url: str, tmp_path: Path
 ) -> None:
+    """No release made a collection without the sparse vectors of lexical search (Qdrant cannot
+    add one to a collection): such a collection is refused at open, naming what to do."""
     from qdrant_client import QdrantClient, models
 
-    from pywrapai_graph.errors import InvalidStateError
-
-    name = name_for(tmp_path, "legacy")
+    name = name_for(tmp_path, "foreign")
     raw = QdrantClient(url=qdrant_rest_url, check_compatibility=False)
-    raw.create_collection(  # as an earlier release created it: the dense vector alone
+    raw.create_collection(  # the dense vector alone
         name, vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
     )
+    with pytest.raises(VectorStoreError, match=r"sparse vectors.*delete it or use another"):
+        QdrantVectorStore(name, url=qdrant_rest_url)
+    assert raw.count(name).count == 0  # nothing written to it
     raw.close()
-    store = QdrantVectorStore(name, url=qdrant_rest_url)
-    try:
-        chunks = make_chunks(4, 8)
-        store.add(chunks)  # still written, densely
-        assert store.search(chunks[0].embedding or [], k=1)[0].chunk.id == chunks[0].id
-        with pytest.raises(InvalidStateError, match=r"store clear --yes`, then ingest again"):
-            store.lexical_search("chunk", k=3)
-        store.clear()  # the named upgrade: a re-created collection serves lexical search
-        store.add(chunks)
-        assert store.lexical_search(chunks[0].text, k=1)[0].chunk.id == chunks[0].id
-    finally:
-        store.close()

@@ -1,18 +1,17 @@
 """Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls that
 :class:`QdrantVectorStore` makes, so the store is written once for a server and a folder.
 
-:class:`EdgeFolder` holds a folder (or a temporary one for ``":memory:"``): one Edge shard per
-collection under ``<folder>/edge/<name>``, each with the engine's write-ahead log, binary
-segments and JSON (nothing is unpickled), searched exhaustively (no HNSW). One store holds a
-folder at a time (``flock`` on ``.pywrapai.lock``); a symbolic link in it is refused, and so is
-a write the disk may not hold (:func:`check_room`: a full disk under a page the engine mapped
-ends the process).
+:class:`EdgeFolder` holds a folder (a temporary one for ``":memory:"``): one Edge shard per
+collection under ``<folder>/edge/<name>`` (the engine's write-ahead log, binary segments and
+JSON: nothing is unpickled), searched exhaustively. One store holds a folder at a time
+(``flock`` on ``.pywrapai.lock``); a symbolic link in it is refused, and so is a write the
+disk may not hold (a full disk under a page the engine mapped ends the process).
 
 Damage: the engine loads some damaged files with fewer points and no error, so each shard's
 point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
-count it may fall to), and every shard is loaded, counted and one point read whole when the
-folder opens: fewer points than recorded, a recorded shard missing, a point without its
-payload, or a shard the engine cannot load is a :class:`StoreDamagedError`.
+count it may fall to), and the folder's open loads and counts every shard and reads one point
+whole: fewer points than recorded, a recorded shard missing, a point without its payload, or
+a shard the engine cannot load is a :class:`StoreDamagedError`.
 """
 
 from __future__ import annotations
@@ -280,6 +279,8 @@ class EdgeFolder:
             return self._filter(c)
         if isinstance(c, m.HasIdCondition):
             return e.HasIdCondition(set(c.has_id))
+        if isinstance(c, m.IsEmptyCondition):
+            return e.IsEmptyCondition(c.is_empty.key)
         if c.range is not None:
             return e.FieldCondition(c.key, range=e.RangeFloat(gte=c.range.gte, lte=c.range.lte))
         if isinstance(c.match, m.MatchAny):

@@ -3,12 +3,10 @@ indexes, the BM25 sparse vectors' names, and the chunk a payload carries back.""
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
@@ -26,14 +24,12 @@ __all__ = [
     "TERMS",
     "chunk_of",
     "hits_of",
-    "index_payload",
     "metadata_fields",
     "metadata_filter",
     "point_id",
     "version_of",
 ]
 
-_log = logging.getLogger(__name__)
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
 #: the named sparse vectors of a chunk's BM25 term weights and its document's (the engine
@@ -128,26 +124,3 @@ def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
         )
         for p in points
     ]
-
-
-def index_payload(client: Any, collection: str) -> None:
-    """Create the payload indexes a new collection's lookups filter on: ``id`` (deletes and
-    lookups by chunk id) and ``TERMS`` (lexical queries); without them a server looks through
-    every payload. A key that may not change the collection (read-only) leaves it as it is,
-    with a warning: searches stay correct, only slower."""
-    m = require("qdrant_client.models", "qdrant", "qdrant-client")
-    errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
-    try:
-        for field, schema in (("id", m.PayloadSchemaType.KEYWORD), (TERMS, "integer")):
-            client.create_payload_index(
-                collection, field_name=field, field_schema=schema, wait=True
-            )
-    except errors.UnexpectedResponse as exc:
-        if exc.status_code not in (401, 403):
-            raise
-        _log.warning(
-            "Qdrant collection %r has no payload indexes and this key may not create them "
-            "(HTTP %s): lookups scan payloads",
-            collection,
-            exc.status_code,
-        )

@@ -1,21 +1,24 @@
-"""The records collection of a Qdrant store (``<collection>.docs``): each document's versions
-and manifest, the embedder, and the BM25 length totals, as points with a one-value vector,
-read and written by :class:`QdrantRecords`, the part of :class:`QdrantVectorStore` that
-holds them (sync, and with a server async)."""
+"""The base of :class:`QdrantVectorStore`: its clients and their errors translated, and its
+records collection (``<collection>.docs``): each document's versions and manifest, the
+embedder and the BM25 length totals, as points with a one-value vector."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from pywrapai_graph.adapters._per_loop import PerLoop
+from pywrapai_graph.adapters._unreachable import cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord
 from pywrapai_graph.adapters.vectorstores.qdrant.points import point_id
 from pywrapai_graph.domain.manifest import EmbedderIdentity
+from pywrapai_graph.errors import PyWrapAIError, VectorStoreError
+from pywrapai_graph.redaction import scrubbed
 
 if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
+    from qdrant_client import AsyncQdrantClient, QdrantClient
 
 __all__ = ["QdrantRecords"]
 
@@ -27,10 +30,10 @@ def _record(payload: Any) -> DocRecord:
 
 
 class QdrantRecords:
-    """The records; the store sets ``_client``, ``_models``, ``_collection``, ``_cluster``
-    and ``_consistency``."""
+    """The records, the client and its errors; the store sets the attributes below."""
 
     _client: QdrantClient
+    _aclients: PerLoop[AsyncQdrantClient] | None
     _models: Any
     _collection: str
     #: the records collection was seen to exist (a record lookup is then one request)
@@ -38,12 +41,54 @@ class QdrantRecords:
     #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
+    #: the client's failure types (the first: an HTTP reply), a server's address (None: a
+    #: folder), where the store is as shown, and what no error may show
+    _failures: tuple[type[Exception], ...]
+    _address: str | None
+    _where: str
+    _secrets: list[str | None]
 
-    if TYPE_CHECKING:  # the store's
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The client's failures as ours (Edge raises ours already)."""
+        try:
+            yield
+        except PyWrapAIError:
+            raise
+        except ValueError as exc:  # JSONDecodeError, pydantic: a reply the client cannot read
+            raise VectorStoreError(
+                f"Qdrant at {self._where!r} sent a reply the client cannot read "
+                f"({type(exc).__name__}); is that address a Qdrant server?"
+            ) from scrubbed(exc, self._secrets)
+        except self._failures as exc:
+            status = getattr(exc, "status_code", None)
+            if self._address is not None and (
+                not isinstance(exc, self._failures[0]) or status in (401, 403)
+            ):
+                message = cannot_reach("Qdrant", self._address, exc)
+            else:
+                message = f"Qdrant at {self._where!r} failed: {type(exc).__name__}"
+                message += f" (HTTP {status})" if status else ""
+            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
 
-        def _errors(self) -> AbstractContextManager[None]: ...
+    def _create_collection(self, name: str, **config: Any) -> bool:
+        """Create ``name``; False when another process created it first (processes that
+        start together both see it missing, and all but one are told it exists)."""
+        try:
+            self._client.create_collection(name, **config)
+        except Exception as exc:
+            if "already exists" not in f"{exc} {getattr(exc, 'content', b'')!r}":
+                raise
+            return False
+        return True
 
-        def _create_collection(self, name: str, **config: Any) -> bool: ...
+    @property
+    def _native_async(self) -> bool:
+        return self._aclients is not None
+
+    def _aclient(self) -> AsyncQdrantClient:
+        """This loop's client (callers check :attr:`_native_async`: a server store)."""
+        return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()
 
     @property
     def _docs(self) -> str:

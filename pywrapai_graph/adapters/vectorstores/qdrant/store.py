@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop, close_async
 from pywrapai_graph.adapters._transport import http_errors
-from pywrapai_graph.adapters._unreachable import address, cannot_reach
+from pywrapai_graph.adapters._unreachable import address
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
 from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     DocRecord,
@@ -28,63 +28,55 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     FIELDS,
     HIDDEN,
     SPARSE,
+    TERMS,
     hits_of,
-    index_payload,
     metadata_fields,
     metadata_filter,
     point_id,
     version_of,
 )
-from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    InvalidArgumentError,
-    PyWrapAIError,
-    VectorStoreError,
-)
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
-from pywrapai_graph.redaction import redact, scrubbed
+from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
     from qdrant_client import AsyncQdrantClient, QdrantClient
 
 __all__ = ["QdrantVectorStore"]
 
-_UPSERT_BATCH = 512
 _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
-class QdrantVectorStore(QdrantRecords, QdrantLexical):
+class QdrantVectorStore(QdrantLexical):
     """Cosine search in a Qdrant collection.
 
     Args:
         collection: the collection name.
         location: ":memory:" (in-process, not persistent) or a directory (persistent):
-            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one
-            store per folder at a time (:meth:`close` lets it go); a damaged folder is
-            refused when it opens (``StoreDamagedError``).
+            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one store per
+            folder at a time (:meth:`close` lets it go); a damaged folder is refused when it
+            opens (``StoreDamagedError``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location`` for a local directory.
         timeout: seconds a server request may take (the client's default otherwise).
-        shard_number: a server: shards of a new collection, spread over a cluster's nodes.
-        replication_factor: a server: copies of each shard (of both collections).
-        write_consistency_factor: a server: copies that must take a write before it returns.
+        shard_number, replication_factor, write_consistency_factor: a server: shards of a
+            new collection, copies of each shard, copies that must take a write.
         read_consistency: a server: copies each read asks (a number, ``"majority"``,
             ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
 
-    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop
-    (closed by :meth:`aclose` or with its loop); the rest runs its sync twin in the bounded
-    thread offload. ``search_many`` is one batch query. :meth:`retrieve` is one
-    ``query_points``; lexical search is Qdrant's sparse vectors (``lexical``).
+    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop (closed
+    by :meth:`aclose` or with its loop); the rest runs its sync twin in the thread offload.
+    :meth:`retrieve` is one ``query_points`` (``lexical``); ``search_many`` one batch query.
 
     Raises:
-        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is not
-            installed.
+        MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is missing.
         ConfigurationError: both or neither of a location and a url; a cluster setting
             without a url, or out of range.
+        VectorStoreError: a collection this store did not make (no single unnamed vector,
+            or without the sparse vectors of lexical search).
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -110,8 +102,6 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         where = local_location(collection, location, path, url)
         self._collection = collection
         self._lock = threading.RLock()
-        #: the collection has the sparse vectors of lexical search (made by this release)
-        self._sparse = False
         self._cluster = _cluster(
             url,
             shard_number=shard_number,
@@ -142,12 +132,9 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         self._dim = self._engine_dimension()
-        if self._mode != "memory" and self._pending_records():  # a writer that died
+        if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
-                if self._mode == "local":
-                    self._recover()
-                else:
-                    self._hide_unflagged()
+                self._recover()
         if self._dim is None and dimension is not None:
             with self._writing():
                 self._create(dimension)
@@ -163,41 +150,18 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._lock, self._errors():
             yield
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """The client's failures as ours (Edge raises ours already)."""
-        try:
-            yield
-        except PyWrapAIError:
-            raise
-        except ValueError as exc:  # JSONDecodeError, pydantic: a reply the client cannot read
-            raise VectorStoreError(
-                f"Qdrant at {self._where!r} sent a reply the client cannot read "
-                f"({type(exc).__name__}); is that address a Qdrant server?"
-            ) from scrubbed(exc, self._secrets)
-        except self._failures as exc:
-            status = getattr(exc, "status_code", None)
-            if self._address is not None and (
-                not isinstance(exc, self._failures[0]) or status in (401, 403)
-            ):
-                message = cannot_reach("Qdrant", self._address, exc)
-            else:
-                message = f"Qdrant at {self._where!r} failed: {type(exc).__name__}"
-                message += f" (HTTP {status})" if status else ""
-            raise VectorStoreError(message) from scrubbed(exc, self._secrets)
-
     def _engine_dimension(self) -> int | None:
         with self._errors():
             if not self._client.collection_exists(self._collection):
                 return None
             info = self._client.get_collection(self._collection)
-        sparse = info.config.params.sparse_vectors or {}
-        self._sparse = SPARSE in sparse and DOCUMENT_SPARSE in sparse
         size = getattr(info.config.params.vectors, "size", None)
-        if not isinstance(size, int):  # named vectors: not a collection this store made
+        sparse = set(info.config.params.sparse_vectors or ())
+        if not isinstance(size, int) or not {SPARSE, DOCUMENT_SPARSE} <= sparse:
             raise VectorStoreError(
-                f"Qdrant collection {self._collection!r} has no single unnamed vector; "
-                "use a collection created by QdrantVectorStore"
+                f"Qdrant collection {self._collection!r} has no single unnamed vector or "
+                "lacks the sparse vectors of lexical search: not a collection QdrantVectorStore "
+                "made; delete it or use another collection name"
             )
         return size
 
@@ -213,25 +177,20 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             },
             **self._cluster,
         )
-        if made:
-            index_payload(self._client, self._collection)
+        if made:  # what lookups by chunk id and lexical queries filter on (else: a scan)
+            for field, schema in (
+                ("id", m.PayloadSchemaType.KEYWORD),
+                (TERMS, m.PayloadSchemaType.INTEGER),
+            ):
+                self._client.create_payload_index(
+                    self._collection, field_name=field, field_schema=schema, wait=True
+                )
         found = dim if made else self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
                 f"collection {self._collection!r} has dimension {found}, not {dim}"
             )
-        self._dim, self._sparse = dim, made or self._sparse
-
-    def _create_collection(self, name: str, **config: Any) -> bool:
-        """Create ``name``; False when another process created it first (processes that
-        start together both see it missing, and all but one are told it exists)."""
-        try:
-            self._client.create_collection(name, **config)
-        except Exception as exc:
-            if "already exists" not in f"{exc} {getattr(exc, 'content', b'')!r}":
-                raise
-            return False
-        return True
+        self._dim = dim
 
     # ------------------------------------------------------------------ port
     @property
@@ -274,19 +233,25 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         ]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        m = self._models
+        """Write the chunks (with their sparse vectors), and their document versions' stored
+        chunks again (``lexical``)."""
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
-        stamp: dict[str, Any] = {HIDDEN: self._replacing is not None}
-        stamp[EMBEDDER] = embedder.to_json() if embedder else ""
+        stamp = {
+            HIDDEN: self._replacing is not None,
+            EMBEDDER: embedder.to_json() if embedder else "",
+        }
+        tagged = list(zip(batch.chunks, versions, strict=True))
         with self._errors():
             if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
+            groups = sorted({(c.doc_id, v) for c, v in tagged})
+            fields = self._rewrite(groups, batch.chunks, versions)
             points = [
-                m.PointStruct(
+                self._models.PointStruct(
                     id=point_id(engine_id(c.id, version)),
-                    vector=v,
+                    vector={"": dense, **sparse},
                     payload={
                         "id": c.id,
                         "doc_id": c.doc_id,
@@ -295,20 +260,14 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                         "version": version,
                         FIELDS: metadata_fields(c.metadata),
                         **stamp,
-                        **fields,
+                        **lexical,
                     },
                 )
-                for c, (v, fields), version in zip(
-                    batch.chunks,
-                    self._vectors(batch.chunks, versions, batch.vectors.tolist()),
-                    versions,
-                    strict=True,
+                for (c, version), dense, (sparse, lexical) in zip(
+                    tagged, batch.vectors.tolist(), fields, strict=True
                 )
             ]
-            for start in range(0, len(points), _UPSERT_BATCH):
-                self._client.upsert(
-                    self._collection, points[start : start + _UPSERT_BATCH], wait=True
-                )
+            self._write(points)
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
         """Hide the other versions of a committed document and show its own: one request
@@ -332,19 +291,31 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
                 wait=True,
             )
 
-    def _hide_unflagged(self) -> None:
-        """Hide the points without the flag (written by an earlier release) of versions not
-        committed, or replaced, that pending records name: one ``set_payload`` for each."""
+    def migrate(self) -> int:
+        """Bring a server collection written by release 0.1.0 up to this one, once
+        (``pywrapai-graph store migrate``): its points get the visibility flag (hidden: a
+        version that a pending record names and that is not committed) and the embedder
+        stamp, so that each retrieval is one ``query_points`` again. Returns how many
+        documents had an unfinished version hidden."""
         m = self._models
-        for record in self._pending_records():
-            selector = m.Filter(
-                must=[
-                    self._match("doc_id", record.doc_id),
-                    m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN)),
-                ],
-                must_not=[self._match("version", record.version)],
-            )
-            self._client.set_payload(self._collection, {HIDDEN: True}, points=selector, wait=True)
+        unflagged = m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN))
+        with self._writing():
+            if self._known_dim() is None:
+                return 0
+            pending = self._pending_records()
+            for record in pending:
+                of_doc = self._match("doc_id", record.doc_id)
+                selector = m.Filter(
+                    must=[of_doc, unflagged], must_not=[self._match("version", record.version)]
+                )
+                self._client.set_payload(
+                    self._collection, {HIDDEN: True}, points=selector, wait=True
+                )
+            embedder = self._recorded_embedder()
+            stamp = {HIDDEN: False, EMBEDDER: embedder.to_json() if embedder else ""}
+            rest = m.Filter(must=[unflagged])
+            self._client.set_payload(self._collection, stamp, points=rest, wait=True)
+        return len(pending)
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
         m = self._models
@@ -357,12 +328,12 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         with self._lock, self._errors():
             if self._known_dim() is None:
                 return 0
-            got = self._client.count(
-                self._collection,
-                count_filter=self._selector(filter) if filter else None,
-                exact=True,
-            )
-        return int(got.count)
+            return int(self._client.count(self._collection, **self._counting(filter)).count)
+
+    def _counting(self, filter: MetadataFilter | None) -> dict[str, Any]:
+        """``count``'s arguments: every chunk, shown or not, without a filter (as Chroma's);
+        the shown ones a filter keeps with one."""
+        return {"count_filter": self._selector(filter) if filter else None, "exact": True}
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         """The engine filter of the shown chunks ``filter`` keeps."""
@@ -378,7 +349,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         ]
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
-        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), n, selector)
+        return self._ranked(StoreQuery("dense", n, vector=query.tolist()), selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query_batch_points`` request for every query."""
@@ -388,15 +359,7 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
             )
         return [hits_of(r.points) for r in results]
 
-    # ------------------------------------------------------------------ native async (server)
-    @property
-    def _native_async(self) -> bool:
-        return self._aclients is not None
-
-    def _aclient(self) -> AsyncQdrantClient:
-        """This loop's client (callers check :attr:`_native_async`: a server store)."""
-        return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()
-
+    # ------------------------------------------------------------------ async (server)
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
@@ -407,18 +370,12 @@ class QdrantVectorStore(QdrantRecords, QdrantLexical):
         return [hits_of(r.points) for r in results]
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
-        """Async :meth:`count` (as Chroma's, the engine's count of every chunk without a
-        filter, shown or not; of the shown ones a filter keeps with one)."""
         if not self._native_async:
             return await super()._acount(filter)
         if self._known_dim() is None:
             return 0
         with self._errors():
-            got = await self._aclient().count(
-                self._collection,
-                count_filter=self._selector(filter) if filter else None,
-                exact=True,
-            )
+            got = await self._aclient().count(self._collection, **self._counting(filter))
         return int(got.count)
 
     async def aclose(self) -> None:
