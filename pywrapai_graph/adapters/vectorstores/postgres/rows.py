@@ -1,12 +1,13 @@
 """The rows of PGVectorStore: chunks in and out, in slices a :class:`Pacer` sizes, their
 text, their postings, and metadata filters (a boolean SQL expression).
 
-A write sends each slice's chunks with binary COPY, then their postings: the client analyses
-each chunk with the project's analyzer
-(:func:`~pywrapai_graph.application.text_analysis.analyze`) into one posting per distinct
-term of the chunk or of its share of its document (its text without the overlap it repeats
-from the chunk before it, :func:`~pywrapai_graph.application.text_analysis.document_parts`),
-in the same transaction (the tables are described in ``schema``).
+A write sends each slice's chunks with binary COPY, each with its terms: the client analyses
+the chunk with the project's analyzer
+(:func:`~pywrapai_graph.application.text_analysis.analyze`), and its share of its document
+(its text without the overlap it repeats from the chunk before it,
+:func:`~pywrapai_graph.application.text_analysis.document_parts`); the server turns them into
+one posting per distinct term, in the same transaction (the tables are described in
+``schema``).
 
 PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given
 (ids, metadata keys and strings may not hold NUL on any store: ``ports.store_inputs``): the
@@ -22,7 +23,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -33,21 +34,19 @@ from pywrapai_graph.domain import Chunk
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = [
-    "Analysis",
     "Pacer",
-    "analyse",
     "copy_binary",
     "copy_payload",
     "delete_document",
     "delete_rows",
     "from_pg",
     "lexical_tables",
+    "lexical_terms",
     "metadata_predicate",
     "names",
     "query_terms",
     "to_pg",
     "write_chunks",
-    "write_postings",
 ]
 
 #: Delta rows of the statistics table: a writer updates the one of its backend.
@@ -74,14 +73,9 @@ def from_pg(stored: str) -> str:
     return stored.replace(_ESCAPE + "0", "\x00").replace(_ESCAPE + "e", _ESCAPE)
 
 
-def analysed(text: str) -> Counter[str]:
-    """A chunk's terms and how often each occurs."""
-    return Counter(analyze(text))
-
-
 def query_terms(query: str) -> tuple[list[str], list[int]]:
     """A query's distinct terms and how often each occurs in it."""
-    counts = analysed(query)
+    counts = Counter(analyze(query))
     return list(counts), list(counts.values())
 
 
@@ -108,44 +102,23 @@ def names(sql: Any, table: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- writes
-class Analysis(NamedTuple):
-    """A batch's chunks analysed: each chunk's terms and length (the ``lex_len`` column), and
-    the terms and length of its share of its document (``lex_doc``: its text without the
-    overlap it repeats from the chunk before it, :func:`document_parts`)."""
-
-    terms: list[Counter[str]]
-    lengths: list[int]
-    part_terms: list[Counter[str]]
-    part_lengths: list[int]
-
-
-def analyse(
-    chunks: Sequence[Chunk], *, parts: bool = True, before: Mapping[str, str] | None = None
-) -> Analysis:
-    """``chunks`` analysed in their order (``parts=False``: each chunk counts whole);
-    ``before``: each document's last chunk written before these in the same write."""
-    terms = [analysed(c.text) for c in chunks]
-    part_terms = terms
-    if parts:
-        docs = {c.doc_id for c in chunks}
-        context = [(d, t) for d, t in (before or {}).items() if d in docs]
-        texts = document_parts(
-            [*(t for _, t in context), *(c.text for c in chunks)],
-            [*(d for d, _ in context), *(c.doc_id for c in chunks)],
-        )[len(context) :]
-        part_terms = [
-            t if text == c.text else analysed(text)
-            for c, t, text in zip(chunks, terms, texts, strict=True)
-        ]
-    return Analysis(
-        terms,
-        [sum(t.values()) for t in terms],
-        part_terms,
-        [sum(t.values()) for t in part_terms],
-    )
-
-
-_POSTING_COLUMNS = "(term, doc_id, chunk_id, tf, dtf, dl)"
+def lexical_terms(
+    chunks: Sequence[Chunk], before: Mapping[str, str]
+) -> list[tuple[list[str], list[str]]]:
+    """Each chunk's terms, and those of its share of its document: its text without the
+    overlap it repeats from the chunk before it (:func:`document_parts`; ``before``: each
+    document's last chunk written before these in the same write)."""
+    docs = {c.doc_id for c in chunks}
+    context = [(d, t) for d, t in before.items() if d in docs]
+    texts = document_parts(
+        [*(t for _, t in context), *(c.text for c in chunks)],
+        [*(d for d, _ in context), *(c.doc_id for c in chunks)],
+    )[len(context) :]
+    out = []
+    for chunk, text in zip(chunks, texts, strict=True):
+        terms = analyze(chunk.text)
+        out.append((terms, terms if text == chunk.text else analyze(text)))
+    return out
 
 
 def copy_binary(cur: Any, sql: Any, target: Any, columns: str, payload: bytes) -> None:
@@ -153,26 +126,6 @@ def copy_binary(cur: Any, sql: Any, target: Any, columns: str, payload: bytes) -
     rows, :data:`COPY_TRAILER`)."""
     statement = sql.SQL("COPY {t} " + columns + " FROM STDIN WITH (FORMAT binary)")
     cur.copy_expert(statement.format(t=target).as_string(cur), io.BytesIO(payload))
-
-
-def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: Analysis) -> None:
-    """COPY the postings of chunks just written (the triggers removed any older ones): one per
-    term of the chunk or of its share of the document, with both counts, in key order (each
-    index page is then visited once, not once per chunk)."""
-    rows = sorted(
-        (term.encode(), c.doc_id.encode(), c.id.encode(), terms[term], part[term], dl)
-        for c, terms, part, dl in zip(chunks, a.terms, a.part_terms, a.lengths, strict=True)
-        for term in terms | part
-    )
-    if not rows:
-        return
-    out = io.BytesIO()
-    out.write(COPY_HEADER)
-    for t, d, c, tf, dtf, dl in rows:
-        shape = f"!hi{len(t)}si{len(d)}si{len(c)}siiiiii"
-        out.write(struct.pack(shape, 6, len(t), t, len(d), d, len(c), c, 4, tf, 4, dtf, 4, dl))
-    out.write(COPY_TRAILER)
-    copy_binary(cur, sql, names(sql, table)["p"], _POSTING_COLUMNS, out.getvalue())
 
 
 _JSONB_VERSION = b"\x01"
@@ -220,10 +173,12 @@ class Pacer:
             start += size
 
 
-def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
-    """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding,
-    lex_len, lex_doc). ``jsonb`` is its version byte and the JSON text, a pgvector ``vector``
-    (int16 dim, int16 0, dim big-endian float4) cut from one big-endian copy of the matrix."""
+def copy_payload(batch: PreparedBatch, lex: Sequence[tuple[list[str], list[str]]]) -> bytes:
+    """The batch and its terms (:func:`lexical_terms`) in PostgreSQL's binary COPY format:
+    (id, doc_id, text, metadata, embedding, lex_len, lex_doc, terms, dterms), the terms
+    space-separated (a term holds no space). ``jsonb`` is its version byte and the JSON text,
+    a pgvector ``vector`` (int16 dim, int16 0, dim big-endian float4) cut from one big-endian
+    copy of the matrix."""
     dim = int(batch.vectors.shape[1])
     raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
     step = 4 * dim
@@ -231,54 +186,67 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     out = io.BytesIO()
     out.write(COPY_HEADER)
     pack = struct.pack
-    for i, chunk in enumerate(batch.chunks):
-        out.write(pack("!h", 7))
-        for field in (
-            chunk.id.encode(),
-            chunk.doc_id.encode(),
-            to_pg(chunk.text).encode(),
-            _JSONB_VERSION + metadata_json(chunk).encode(),
-        ):
+
+    def fields(*values: str) -> None:
+        for field in map(str.encode, values):
             out.write(pack("!i", len(field)))
             out.write(field)
-        out.write(vector_head)
+
+    for i, (chunk, (terms, dterms)) in enumerate(zip(batch.chunks, lex, strict=True)):
+        out.write(pack("!h", 9))
+        fields(chunk.id, chunk.doc_id, to_pg(chunk.text))
+        metadata = _JSONB_VERSION + metadata_json(chunk).encode()
+        out.write(pack("!i", len(metadata)) + metadata + vector_head)
         out.write(raw[i * step : (i + 1) * step])
-        out.write(pack("!iiii", 4, analysis.lengths[i], 4, analysis.part_lengths[i]))
+        out.write(pack("!iiii", 4, len(terms), 4, len(dterms)))
+        fields(" ".join(terms), " ".join(dterms))
     out.write(COPY_TRAILER)
     return out.getvalue()
 
 
+#: A slice's postings, built by the server from the terms staged with its chunks: one per
+#: term of the chunk or of its share of the document, with both counts, in key order (each
+#: index page is then visited once); the staging table is emptied.
+_POSTINGS = (
+    "WITH moved AS (DELETE FROM {load} RETURNING id, doc_id, lex_len, terms, dterms) "
+    "INSERT INTO {p} (term, doc_id, chunk_id, tf, dtf, dl) SELECT term, doc_id, id, "
+    "count(*) FILTER (WHERE f = 0), count(*) FILTER (WHERE f = 1), lex_len FROM moved "
+    "CROSS JOIN LATERAL (SELECT unnest(string_to_array(terms, ' ')), 0 UNION ALL "
+    "SELECT unnest(string_to_array(dterms, ' ')), 1) x(term, f) "
+    "GROUP BY term, doc_id, id, lex_len ORDER BY term, doc_id, id"
+)
+
+
 def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pacer) -> None:
-    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks,
-    analysed as the slice comes, go with binary COPY into a session temp table and one
-    upserting INSERT empties it (the triggers drop the postings of the rows it overwrites),
-    then their postings are COPied."""
-    staging = sql.Identifier(f"{table}__load")
+    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks
+    and their terms, analysed as the slice comes, go with binary COPY into a session temp
+    table, one INSERT upserts the chunks (the triggers drop the postings of the rows it
+    overwrites) and one more makes their postings (:data:`_POSTINGS`)."""
+    ids = {**names(sql, table), "load": sql.Identifier(f"{table}__load")}
     pace.statement()
     cur.execute(
         sql.SQL(
-            "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
+            "CREATE TEMP TABLE IF NOT EXISTS {load} (LIKE {t}, terms TEXT, dterms TEXT) "
             "ON COMMIT DELETE ROWS"
-        ).format(s=staging, t=sql.Identifier(table))
+        ).format(**ids)
     )
     upsert = sql.SQL(
-        f"WITH moved AS (DELETE FROM {{s}} RETURNING {_COLUMNS}) "
-        f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM moved ON CONFLICT (id) DO "
+        f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM {{load}} ON CONFLICT (id) DO "
         "UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, metadata = "
         "EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
         "lex_doc = EXCLUDED.lex_doc"
-    ).format(t=sql.Identifier(table), s=staging)
+    ).format(**ids)
     before: dict[str, str] = {}  # each document's last chunk so far: a share follows it
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
         pace.statement()  # the slice's analysis counts in its first statement's deadline
-        lex = analyse(piece.chunks, before=before)
+        lex = lexical_terms(piece.chunks, before)
         before.update((c.doc_id, c.text) for c in piece.chunks)
-        copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
-        pace.statement()
-        cur.execute(upsert)
-        pace.statement()
-        write_postings(cur, sql, table, piece.chunks, lex)
+        payload = copy_payload(piece, lex)
+        copy_binary(cur, sql, ids["load"], f"({_COLUMNS}, terms, dterms)", payload)
+        for statement in (upsert, sql.SQL(_POSTINGS).format(**ids)):
+            pace.statement()
+            cur.execute(statement)
 
 
 def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> list[str]:

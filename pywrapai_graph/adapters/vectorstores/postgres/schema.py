@@ -17,8 +17,8 @@ table, its dimension and the schema version, and the lexical tables:
 Statement-level triggers on the chunk table (with transition tables) keep the counts and drop
 the postings of deleted or overwritten chunks, so every write path leaves them exact: a
 document's row is upserted with the statement's deltas (documents in id order, so writers lock
-them in one order) and removed with its last chunk. A table of an older layout gets its lexical
-tables made again from its chunks. An owner runs it once (``pywrapai-graph store init``); the
+them in one order) and removed with its last chunk. A table of an older (pre-release) layout
+is refused, never changed. An owner runs it once (``pywrapai-graph store init``); the
 service can then use roles with only the rights ``pywrapai-graph store grants`` prints
 (``store.create_schema: false``; docs/least-privilege.md).
 """
@@ -26,36 +26,26 @@ service can then use roles with only the rights ``pywrapai-graph store grants`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters.vectorstores.postgres.rows import (
-    analyse,
-    from_pg,
-    lexical_tables,
-    names,
-    write_postings,
-)
-from pywrapai_graph.domain import Chunk
+from pywrapai_graph.adapters.vectorstores.postgres.rows import names
 from pywrapai_graph.errors import ConfigurationError, VectorStoreError
 
 __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_TABLE",
     "SCHEMA_VERSION",
-    "check_schema",
     "committing",
     "in_transaction",
-    "init_schema",
     "missing_right",
+    "open_schema",
 ]
 
 T = TypeVar("T")
 
-#: The layout this release reads and writes; a newer one in the database is refused, an older
-#: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``lexical``);
-#: 4: the document field (postings by document with their count in the document's text,
-#: document lengths and count; 3 was its first layout, without the counts in the document).
+#: The layout this release reads and writes (that of 0.1.0: postings by document with their
+#: count in the document's text, document lengths and counts); any other one is refused.
 SCHEMA_VERSION = 4
 SCHEMA_TABLE = "pywrapai_schema"
 
@@ -109,11 +99,12 @@ def _creation_right(text: str, table: str) -> str | None:
     return None
 
 
-def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | None]:
-    """Whether ``table`` exists, and its recorded schema version (None: not recorded).
+def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
+    """Whether ``table`` exists (then it has this dimension and schema version).
 
     Raises:
         ConfigurationError: another dimension, or a schema version newer than this release.
+        VectorStoreError: an older layout (pre-release), which this release does not upgrade.
     """
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
@@ -122,49 +113,34 @@ def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | 
     )
     row = cur.fetchone()
     if row is None:
-        return False, None
+        return False
     if int(row[0]) != dimension:
         raise ConfigurationError(
             f"table {table!r} stores vectors of dimension {row[0]}, but dimension={dimension} "
             "was given; use another table or the matching model"
         )
     cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
-    if cur.fetchone()[0] is None:
-        return True, None
-    schema = sql.Identifier(SCHEMA_TABLE)
-    cur.execute(sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table])
-    row = cur.fetchone()
-    if row is not None and row[0] > SCHEMA_VERSION:
-        raise ConfigurationError(
-            f"table {table!r} has schema version {row[0]}, newer than the version {SCHEMA_VERSION} "
-            "this pywrapai-graph knows; upgrade pywrapai-graph (nothing was changed)"
+    if cur.fetchone()[0] is not None:
+        schema = sql.Identifier(SCHEMA_TABLE)
+        cur.execute(
+            sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table]
         )
-    return True, None if row is None else int(row[0])
-
-
-def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
-    """Read-only checks for a role without DDL rights: the table exists, fits, and has this
-    release's schema version.
-
-    Raises:
-        VectorStoreError: the table does not exist, or has an older layout (run ``store init``).
-        ConfigurationError: another dimension, or a newer schema version.
-    """
-    with conn.cursor() as cur:
-        exists, version = _found(cur, sql, table, dimension)
-    if not exists:
-        raise VectorStoreError(
-            f"table {table!r} does not exist and create_schema is off: run "
-            "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
-            "the table, its indexes and the schema-version row)"
+        row = cur.fetchone()
+    version = None if row is None else int(row[0])
+    if version is not None and version > SCHEMA_VERSION:
+        raise ConfigurationError(
+            f"table {table!r} has schema version {version}, newer than the version "
+            f"{SCHEMA_VERSION} this pywrapai-graph knows; upgrade pywrapai-graph (nothing was "
+            "changed)"
         )
     if version != SCHEMA_VERSION:
         raise VectorStoreError(
-            f"table {table!r} has the layout of an older pywrapai-graph (schema version "
-            f"{version or 'unrecorded'}; this release needs {SCHEMA_VERSION}): run "
-            "`pywrapai-graph store init` once with an owner's DSN to upgrade it (one "
-            "transaction; it analyses the stored chunks)"
+            f"table {table!r} has the layout of a pre-release pywrapai-graph (schema version "
+            f"{version or 'unrecorded'}; this release reads {SCHEMA_VERSION}), which it does "
+            "not upgrade: ingest the documents again into a new table (store.table), then drop "
+            "this one (nothing was changed)"
         )
+    return True
 
 
 #: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
@@ -173,29 +149,35 @@ def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
 SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 
-def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Create the extension, table, indexes and schema-version row, or upgrade a table of an
-    older schema version (idempotent), in one transaction under :data:`SCHEMA_LOCK`:
-    processes starting at once on an empty database take turns, and each one after the first
-    finds everything made.
+def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool) -> bool:
+    """Check the table, or (``create``) create what is missing: the extension, table,
+    indexes and schema-version row, in one transaction under :data:`SCHEMA_LOCK` (processes
+    starting at once on an empty database take turns; each one after the first finds
+    everything made).
 
     Returns:
-        True when something was created or upgraded, False when all of it was up to date.
+        True when something was created, False when the table was there.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
+        VectorStoreError: an older layout; or no table and ``create`` off (run ``store init``).
     """
     with conn.cursor() as cur:
-        if _found(cur, sql, table, dimension)[1] == SCHEMA_VERSION:
+        if _found(cur, sql, table, dimension):
             return False  # the usual start: nothing to lock
+        if not create:
+            raise VectorStoreError(
+                f"table {table!r} does not exist and create_schema is off: run "
+                "`pywrapai-graph store init` once with an owner's DSN (it creates the "
+                "extension, the table, its indexes and the schema-version row)"
+            )
 
         def locked() -> bool:
             cur.execute("SET LOCAL statement_timeout = 0")  # waiting for the lock included
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            exists, version = _found(cur, sql, table, dimension)
-            if version == SCHEMA_VERSION:
+            if _found(cur, sql, table, dimension):
                 return False  # another process made it while we waited
-            _create(cur, sql, table, dimension, older=exists)
+            _create(cur, sql, table, dimension)
             return True
 
         return in_transaction(conn, cur, locked)
@@ -248,14 +230,6 @@ _CREATE = (
     "CREATE TABLE IF NOT EXISTS {sv} (table_name TEXT PRIMARY KEY, version INT NOT NULL, "
     "dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
 )
-#: An older layout's lexical tables dropped (made again from its chunks), and the chunk
-#: columns it may lack.
-_DROP_OLD = (
-    "LOCK TABLE {t} IN SHARE MODE",  # writers wait until the triggers exist
-    "DROP TABLE IF EXISTS {p}, {l}, {s}",
-    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
-    "ADD COLUMN IF NOT EXISTS lex_doc INT",
-)
 _LEXICAL = (
     "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
     "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
@@ -268,20 +242,16 @@ _LEXICAL = (
 )
 
 
-def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> None:
-    """Create what is missing; ``older``: the table has an older layout, upgraded here."""
+def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
+    """Create the extension, the tables, their indexes and triggers, and the version row."""
     ids = {
         **names(sql, table),
         **{k: sql.Identifier(table + suffix) for k, suffix in _SUFFIXES.items()},
         "sv": sql.Identifier(SCHEMA_TABLE),
         "dim": sql.Literal(dimension),
     }
-
-    def run(statements: Sequence[str]) -> None:
-        for statement in statements:
-            cur.execute(sql.SQL(statement).format(**ids))
-
-    run(_CREATE + (_DROP_OLD if older else ()) + _LEXICAL)
+    for statement in (*_CREATE, *_LEXICAL):
+        cur.execute(sql.SQL(statement).format(**ids))
     cur.execute(sql.SQL(_FUNCTION).format(**ids))
     for trigger, event, tables in _TRIGGERS:
         cur.execute(
@@ -290,11 +260,6 @@ def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> N
                 "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
             ).format(name=ids[trigger], **ids)
         )
-    if older:
-        _backfill(cur, sql, table)
-        run(_RECOUNT)
-        for name in lexical_tables(table):  # the rights the roles have on the chunks
-            _grant_as(cur, sql, table, name)
     cur.execute(
         sql.SQL(
             "INSERT INTO {sv} (table_name, version, dimension) VALUES (%s, %s, %s) "
@@ -370,70 +335,8 @@ $body$
 )
 
 
-_BACKFILL_BATCH = 1000
-#: Document lengths and store counts derived from the chunk table.
-_RECOUNT = (
-    "DELETE FROM {l}",
-    f"INSERT INTO {{l}} (doc_id, chunks, len) SELECT doc_id, count(*), sum({_PART}) "
-    "FROM {t} GROUP BY doc_id",
-    "DELETE FROM {s}",
-    "INSERT INTO {s} (slot, n, total, docs, dtotal) SELECT 0, count(*), "
-    f"coalesce(sum(lex_len), 0), (SELECT count(*) FROM {{l}}), coalesce(sum({_PART}), 0) "
-    "FROM {t}",
-)
 _TRIGGERS = (
     ("ins", "INSERT", "NEW TABLE AS new_rows"),
     ("upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
     ("del", "DELETE", "OLD TABLE AS old_rows"),
 )
-
-
-def _backfill(cur: Any, sql: Any, table: str) -> None:
-    """Analyse every chunk already in the table, each counting whole in its document (the
-    order it was written in is not known): its length, then its postings (the triggers drop
-    the postings of the rows an UPDATE touches)."""
-    t = sql.Identifier(table)
-    after = ""
-    while True:  # keyset pages by id, in this transaction
-        cur.execute(
-            sql.SQL("SELECT id, doc_id, text FROM {t} WHERE id > %s ORDER BY id LIMIT %s").format(
-                t=t
-            ),
-            (after, _BACKFILL_BATCH),
-        )
-        rows = cur.fetchall()
-        if not rows:
-            return
-        chunks = [Chunk(from_pg(text), doc_id=doc, id=chunk_id) for chunk_id, doc, text in rows]
-        analysis = analyse(chunks, parts=False)
-        cur.execute(
-            sql.SQL(
-                "UPDATE {t} SET lex_len = u.len, lex_doc = NULL FROM unnest(%s::text[], "
-                "%s::int[]) AS u(id, len) WHERE {t}.id = u.id"
-            ).format(t=t),
-            ([c.id for c in chunks], analysis.lengths),
-        )
-        write_postings(cur, sql, table, chunks, analysis)
-        after = rows[-1][0]
-
-
-_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES"})
-
-
-def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
-    """Give the roles holding rights on ``model`` (other than its owner) the same rights on
-    ``table``, new in an upgrade, so the roles ``store grants`` set up keep working."""
-    cur.execute(
-        "SELECT a.privilege_type, r.rolname FROM pg_class c "
-        "CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = to_regclass(%s) AND a.grantee <> c.relowner",
-        (sql.Identifier(model).as_string(cur),),
-    )
-    for privilege, role in cur.fetchall():
-        if privilege in _PRIVILEGES:
-            cur.execute(
-                sql.SQL("GRANT " + privilege + " ON {t} TO {r}").format(
-                    t=sql.Identifier(table),
-                    r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
-                )
-            )

@@ -34,10 +34,7 @@ from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     metadata_predicate,
     write_chunks,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.schema import (
-    check_schema,
-    init_schema,
-)
+from pywrapai_graph.adapters.vectorstores.postgres.schema import open_schema
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
@@ -64,9 +61,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
     with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
-    computes BM25 from (``lexical``); a table of an older release is upgraded on open (or by
-    ``pywrapai-graph store init``). Each retrieval is one statement (``bm25``). A write is
-    one transaction of slices, each statement sized to stay well within
+    computes BM25 from; a table of a pre-release layout is refused. Each retrieval is one
+    statement (``bm25``). A write is one transaction of slices, each statement well within
     ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
     validated and always passed as an identifier. A dropped connection is re-established
     once before an error is raised.
@@ -120,13 +116,12 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._lock = threading.RLock()
         self._bulk = 0
         self._owns_schema = create_schema
-        dim = dimension
         with self._connection() as conn:  # no deadline: DDL may wait for another's lock
-            if create_schema:
-                self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
+            if self._guarded(
+                lambda: open_schema(conn, self._sql, table_name, dimension, create=create_schema),
+                "CREATE" if create_schema else "SELECT",
+            ):
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
-            else:
-                self._guarded(lambda: check_schema(conn, self._sql, self._table, dim), "SELECT")
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
@@ -142,7 +137,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             connection_string,
             table_name,
             dimension,
-            lambda conn, sql: init_schema(conn, sql, table_name, dimension),
+            lambda conn, sql: open_schema(conn, sql, table_name, dimension, create=True),
             "CREATE",
         )
 
