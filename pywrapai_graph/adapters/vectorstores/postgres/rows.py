@@ -1,18 +1,14 @@
-"""The rows of PGVectorStore: chunks in and out, in slices a :class:`Pacer` sizes, their
-text, their postings, and metadata filters (a boolean SQL expression).
+"""The rows of PGVectorStore: chunks in and out in slices a :class:`Pacer` sizes, their text
+and terms, and metadata filters (a boolean SQL expression).
 
-A write sends each slice's chunks with binary COPY, each with its terms: the client analyses
-the chunk with the project's analyzer
-(:func:`~pywrapai_graph.application.text_analysis.analyze`), and its share of its document
-(its text without the overlap it repeats from the chunk before it,
-:func:`~pywrapai_graph.application.text_analysis.document_parts`); the server turns them into
-one posting per distinct term, in the same transaction (the tables are described in
-``schema``).
+A write COPies each slice's chunks with their terms (the project's analyzer,
+:func:`~pywrapai_graph.application.text_analysis.analyze`, of the chunk and of its share of
+its document: its text without the overlap it repeats from the chunk before it); the server
+turns them into postings in the same transaction (the tables: ``schema``).
 
-PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given
-(ids, metadata keys and strings may not hold NUL on any store: ``ports.store_inputs``): the
-column holds NUL as ``U+FDD0 0`` and the escape character itself as ``U+FDD0 e``. U+FDD0 is a
-Unicode noncharacter, so every ordinary text is stored unchanged.
+PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given:
+the column holds NUL as ``U+FDD0 0`` and the escape character itself as ``U+FDD0 e`` (U+FDD0
+is a Unicode noncharacter, so every ordinary text is stored unchanged).
 """
 
 from __future__ import annotations
@@ -22,13 +18,14 @@ import json
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
+from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S, renew
 from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.ports import MetadataFilter
@@ -40,11 +37,11 @@ __all__ = [
     "delete_document",
     "delete_rows",
     "from_pg",
-    "lexical_tables",
     "lexical_terms",
     "metadata_predicate",
     "names",
     "query_terms",
+    "store_tables",
     "to_pg",
     "write_chunks",
 ]
@@ -79,14 +76,15 @@ def query_terms(query: str) -> tuple[list[str], list[int]]:
     return list(counts), list(counts.values())
 
 
-def lexical_tables(table: str) -> tuple[str, str, str]:
-    """The postings, document-length and statistics tables of ``table``."""
-    return table + "__terms", table + "__doclen", table + "__bm25"
+def store_tables(table: str) -> list[str]:
+    """The tables of the store ``table``: the chunks, manifests, info, postings, document
+    lengths and statistics."""
+    return [table, *(table + s for s in ("__docs", "__info", "__terms", "__doclen", "__bm25"))]
 
 
 def names(sql: Any, table: str) -> dict[str, Any]:
     """The identifiers of ``table``'s lexical objects, for ``sql.SQL(...).format(**names)``."""
-    terms, doclen, stats = lexical_tables(table)
+    terms, doclen, stats = store_tables(table)[3:]
     return {
         "t": sql.Identifier(table),
         "p": sql.Identifier(terms),
@@ -144,14 +142,18 @@ MAX_SLICE_ROWS = 8192
 
 
 class Pacer:
-    """Cuts one write into slices of bounded statements inside its transaction, each sized
-    on the time the one before it took, so a write of any size fits ``statement_timeout``
-    (``seconds``; None: slices aim at SLICE_SECONDS); ``fresh`` arms the client deadline of
-    the next statement."""
+    """Cuts one write on ``conn`` into slices of bounded statements inside its transaction,
+    each sized on the time the one before it took, so a write of any size fits
+    ``statement_timeout`` (``seconds``; None: slices aim at SLICE_SECONDS)."""
 
-    def __init__(self, seconds: float | None, fresh: Callable[[], None]) -> None:
+    def __init__(self, conn: Any, seconds: float | None) -> None:
+        self._conn, self._seconds = conn, seconds
         self._target = min(SLICE_SECONDS, seconds * SLICE_SHARE) if seconds else SLICE_SECONDS
-        self.statement = fresh
+
+    def statement(self) -> None:
+        """Arm the client deadline of the next statement (the server's bounds each)."""
+        if self._seconds is not None:
+            renew(self._conn, self._seconds + CLIENT_GRACE_S)
 
     def sizes(self) -> Iterator[int]:
         """Rows for each next slice; the time until the next one is asked measures the last."""

@@ -1,42 +1,39 @@
-"""The PostgreSQL schema of PGVectorStore: creation, upgrade, version row, rights-aware errors.
+"""The PostgreSQL schema of PGVectorStore: creation, version check, rights-aware errors, and
+the grants for application roles.
 
-``init_schema`` creates (idempotently, in one transaction) the ``vector`` extension, the chunk
-table ``<table>`` and its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and
-info tables (``<table>__docs``, ``<table>__info``), a row in ``pywrapai_schema`` naming the
-table, its dimension and the schema version, and the lexical tables:
+:func:`open_schema` creates, in one transaction, the ``vector`` extension, the chunk table
+with its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and info tables, the
+table's row in ``pywrapai_schema`` (dimension, schema version) and the lexical tables:
 
-- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings (``lexical``), keyed
-  ``(term, doc_id, chunk_id)`` with the counts included, so a term's postings are one index
-  range read grouped by document; an index on ``chunk_id`` serves deletes;
+- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings, keyed
+  ``(term, doc_id, chunk_id)`` with the counts included (a term's postings are one index range
+  read grouped by document); an index on ``chunk_id`` serves deletes;
 - ``<table>__doclen (doc_id, chunks, len)``: each document's chunks and length (the sum of
-  its chunks' shares, ``lex_doc``), the document field's ``|D|``;
+  its chunks' shares, ``lex_doc``);
 - ``<table>__bm25 (slot, n, total, docs, dtotal)``: chunk and document counts and total
-  lengths as delta rows, one per ``pg_backend_pid() % 64``, so concurrent writers rarely
-  update the same row and a query sums at most 64 rows.
+  lengths as delta rows, one per ``pg_backend_pid() % 64``: concurrent writers rarely update
+  the same row, and a query sums at most 64.
 
-Statement-level triggers on the chunk table (with transition tables) keep the counts and drop
-the postings of deleted or overwritten chunks, so every write path leaves them exact: a
-document's row is upserted with the statement's deltas (documents in id order, so writers lock
-them in one order) and removed with its last chunk. A table of an older (pre-release) layout
-is refused, never changed. An owner runs it once (``pywrapai-graph store init``); the
-service can then use roles with only the rights ``pywrapai-graph store grants`` prints
-(``store.create_schema: false``; docs/least-privilege.md).
+Statement-level triggers on the chunk table keep the counts and drop the postings of deleted
+or overwritten chunks, so every write path leaves them exact (documents in id order, so
+writers lock them in one order). A table of another layout is refused, never changed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters.vectorstores.postgres.rows import names
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.adapters.vectorstores.postgres.rows import names, store_tables
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 
 __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_TABLE",
     "SCHEMA_VERSION",
     "committing",
+    "grant_statements",
     "in_transaction",
     "missing_right",
     "open_schema",
@@ -340,3 +337,63 @@ _TRIGGERS = (
     ("upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
     ("del", "DELETE", "OLD TABLE AS old_rows"),
 )
+
+
+# ----------------------------------------------------------------------------- grants
+#: The database, the table's schema and the ``vector`` extension's schema (no row: no table).
+_WHERE = (
+    "SELECT current_database(), n.nspname, (SELECT en.nspname FROM pg_extension e "
+    "JOIN pg_namespace en ON en.oid = e.extnamespace WHERE e.extname = 'vector') "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)"
+)
+
+
+def _names(sql: Any, names: Sequence[str]) -> Any:
+    return sql.SQL(", ").join(sql.Identifier(n) for n in names)
+
+
+def grant_statements(
+    conn: Any, sql: Any, table: str, reader: str | None, writer: str | None
+) -> list[str]:
+    """The statements (with ``--`` comments) that give ``reader`` read-only and ``writer``
+    read-write use of the store, for its owner to run.
+
+    Raises:
+        InvalidArgumentError: no role, or an empty role name.
+        VectorStoreError: the table does not exist.
+    """
+    roles = [r for r in (reader, writer) if r is not None]
+    if not roles or any(not r.strip() for r in roles):
+        raise InvalidArgumentError("name a reader role, a writer role or both (non-empty names)")
+    with conn.cursor() as cur:
+        cur.execute(_WHERE, (sql.Identifier(table).as_string(conn),))
+        row = cur.fetchone()
+        if row is None:
+            raise VectorStoreError(
+                f"table {table!r} does not exist: run `pywrapai-graph store init` with the "
+                "owner's DSN first, then ask for the grants"
+            )
+    database, schema, vector_schema = row
+    schemas = [schema] + ([vector_schema] if vector_schema not in (None, schema) else [])
+    own = sorted(store_tables(table))
+    tables = [*own, SCHEMA_TABLE]
+
+    def render(template: str, **parts: Any) -> str:
+        return str(sql.SQL(template).format(**parts).as_string(conn))
+
+    everyone = _names(sql, roles)
+    db = sql.Identifier(str(database))
+    out = [
+        "-- both roles: reach the database and the store's schema",
+        render("GRANT CONNECT ON DATABASE {d} TO {r};", d=db, r=everyone),
+        render("GRANT USAGE ON SCHEMA {s} TO {r};", s=_names(sql, schemas), r=everyone),
+        "-- read: search (dense and lexical), count, manifests, the schema-version check",
+        render("GRANT SELECT ON {t} TO {r};", t=_names(sql, tables), r=everyone),
+    ]
+    if writer is None:
+        return out
+    role = sql.Identifier(writer)
+    out.append("-- write: ingest, replace, delete (a write stages rows in a temp table)")
+    out.append(render("GRANT INSERT, UPDATE, DELETE ON {t} TO {r};", t=_names(sql, own), r=role))
+    out.append(render("GRANT TEMPORARY ON DATABASE {d} TO {r};", d=db, r=role))
+    return out

@@ -19,30 +19,25 @@ from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
     statement_params,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
-    CLIENT_GRACE_S,
     DEFAULT_EF_SEARCH,
     PGConnection,
     T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
-from pywrapai_graph.adapters.vectorstores.postgres.pool import renew
 from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     Pacer,
     delete_document,
     delete_rows,
-    lexical_tables,
     metadata_predicate,
+    store_tables,
     write_chunks,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.schema import open_schema
+from pywrapai_graph.adapters.vectorstores.postgres.schema import grant_statements, open_schema
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
     DocumentManifest,
     EmbedderIdentity,
     manifests_from_json,
 )
-from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -77,10 +72,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
         statement_timeout_ms: each call's deadline, from the moment it is made (queueing
-            counts; the statement gets what is left, and the client closes a connection whose
-            server has not answered 2 s after it): :class:`StoreTimeoutError` names the
-            setting and says whether the write was rolled back. Each statement of a large
-            write has its own. None leaves the server's default and sets no deadline.
+            counts; the server cancels a statement that runs longer, and the client closes a
+            connection whose server has not answered 2 s after the deadline):
+            :class:`StoreTimeoutError` names the setting and says whether the write was rolled
+            back. Each statement of a large write has its own. None: no deadline.
         create_schema: create the extension, tables and indexes when missing (needs DDL
             rights). False for a role with only DML rights: the schema must exist
             (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
@@ -106,13 +101,15 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         statement_timeout_ms: int | None = DEFAULT_STATEMENT_TIMEOUT_MS,
         create_schema: bool = True,
     ) -> None:
-        self._prepare(connection_string, table_name, dimension, pool_size, statement_timeout_ms)
-        if pool_timeout_ms is not None and not is_positive_int(pool_timeout_ms):
-            raise ConfigurationError(
-                f"pool_timeout_ms must be a positive int or None, got {pool_timeout_ms!r}"
-            )
-        self._pool_timeout = None if pool_timeout_ms is None else pool_timeout_ms / 1000
         self._ef_search = ef_search
+        self._prepare(
+            connection_string,
+            table_name,
+            dimension,
+            pool_size,
+            statement_timeout_ms,
+            pool_timeout_ms,
+        )
         self._lock = threading.RLock()
         self._bulk = 0
         self._owns_schema = create_schema
@@ -191,16 +188,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
         """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
-        client deadline (the server's statement_timeout bounds each already)."""
+        client deadline (:class:`Pacer`)."""
 
         def paced(cur: Any) -> T:
             seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
-
-            def fresh() -> None:
-                if seconds is not None:
-                    renew(cur.connection, seconds + CLIENT_GRACE_S)
-
-            pace = Pacer(seconds, fresh)
+            pace = Pacer(cur.connection, seconds)
             result = work(cur, pace)
             pace.statement()  # for the statements left and the COMMIT
             return result
@@ -312,7 +304,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return dict(manifests_from_json(self._rows(statement, [list(doc_ids)])))
 
     def embedder_identity(self) -> EmbedderIdentity | None:
-        return self._read(self._recorded)
+        return self._run(self._recorded, transaction=False)
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -349,11 +341,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
         return extensions.AsIs(quoted.decode())
 
-    def _where(self, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:
-        """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
-        keep, params = metadata_predicate(self._sql, filter)
-        return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
-
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
@@ -362,14 +349,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
-        sql = self._sql
-        where, filter_params = self._where(filter)
-        statement = sql.SQL(
+        keep, filter_params = metadata_predicate(self._sql, filter)
+        statement = self._sql.SQL(
             "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
             "FROM unnest(%(q)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
             "SELECT id, doc_id, text, metadata, 1 - (embedding <=> q.v) AS score FROM {t} "
-            "{w} ORDER BY embedding <=> q.v LIMIT %(k)s) h"
-        ).format(t=self._ident(), w=where)
+            "WHERE {w} ORDER BY embedding <=> q.v LIMIT %(k)s) h"
+        ).format(t=self._ident(), w=keep)
         params = {**filter_params, "q": queries, "k": k}
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
@@ -380,8 +366,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return out
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        where, params = self._where(filter)
-        statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
+        keep, params = metadata_predicate(self._sql, filter)
+        statement = self._sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(
+            t=self._ident(), w=keep
+        )
         return int(self._rows(statement, params)[0][0])
 
     def _delete(self, ids: list[str]) -> int:
@@ -403,10 +391,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        tables = [self._table, self._table + "__docs", self._table + "__info"]
-        every = (*tables, *lexical_tables(self._table))
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(map(self._sql.Identifier, every))
+            self._sql.SQL(", ").join(map(self._sql.Identifier, store_tables(self._table)))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
