@@ -20,6 +20,7 @@ prints each case's median over the rounds, in chunks/s and as a share of the flo
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import time
 import uuid
@@ -30,11 +31,7 @@ import numpy as np
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Chunk, PGVectorStore
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
-from pywrapai_graph.adapters.vectorstores.postgres.rows import (
-    copy_binary,
-    copy_payload,
-    lexical_terms,
-)
+from pywrapai_graph.adapters.vectorstores.postgres.rows import copy_payload, lexical_terms
 
 DIM = 384
 _COLUMNS = "(id, doc_id, text, metadata, embedding, lex_len, lex_doc, terms, dterms)"
@@ -88,7 +85,8 @@ def raw_copy(url: str, chunks: list[Chunk], *, hnsw: bool) -> float:
                 )
             )
         start = time.perf_counter()
-        copy_binary(cur, sql, table, _COLUMNS, payload)
+        copy = sql.SQL(f"COPY {{t}} {_COLUMNS} FROM STDIN WITH (FORMAT binary)").format(t=table)
+        cur.copy_expert(copy.as_string(cur), io.BytesIO(payload))
         took = time.perf_counter() - start
         cur.execute(sql.SQL("DROP TABLE {t}").format(t=table))
     conn.close()

@@ -168,14 +168,7 @@ class PGConnection:
             if slot.conn is None:
                 self._connect(slot, due)
             with pool.watch(slot.conn, seconds) as armed:
-                try:
-                    self._configure(slot)
-                except self._pg.Error as exc:
-                    slot.discard()
-                    failure = (
-                        self._too_slow(armed.seconds) if armed.fired else self._unreachable(exc)
-                    )
-                    raise failure from scrubbed(exc, self._secrets())
+                self._configure(slot)
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.errors import InvalidStateError
@@ -31,15 +32,13 @@ __all__ = ["CLIENT_GRACE_S", "NEVER", "FairPool", "Slot", "Watch", "renew", "wat
 CLIENT_GRACE_S = 2.0
 
 
+@dataclass(slots=True, eq=False)
 class Slot:
-    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and what
-    the store set on its session (the store opens, configures and closes connections)."""
+    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and whether
+    the store set up its session (the store opens, configures and closes connections)."""
 
-    __slots__ = ("configured", "conn")
-
-    def __init__(self) -> None:
-        self.conn: Any = None
-        self.configured = False
+    conn: Any = None
+    configured: bool = False
 
     def discard(self) -> None:
         """Close the connection; the slot opens a new one when next used."""
@@ -48,13 +47,10 @@ class Slot:
             conn.close()
 
 
+@dataclass(slots=True, eq=False)
 class _Waiter:
-    __slots__ = ("slot", "wake")
-
-    def __init__(self) -> None:
-        self.slot: Slot | None = None
-        self.wake = threading.Lock()
-        self.wake.acquire()  # released by the hand-over
+    slot: Slot | None = None
+    wake: threading.Lock = field(default_factory=threading.Lock)  # held until the hand-over
 
 
 class FairPool:
@@ -78,6 +74,7 @@ class FairPool:
             if self._free:  # the most recently used first: its connection is open
                 return self._free.pop()
             waiter = _Waiter()
+            waiter.wake.acquire()
             self._waiters.append(waiter)
         waiter.wake.acquire(timeout=-1 if timeout is None else max(timeout, 0.0))
         with self._lock:
@@ -114,21 +111,19 @@ class FairPool:
             raise InvalidStateError("this PostgreSQL store was closed; open a new one")
 
 
+@dataclass(slots=True, eq=False)
 class Watch:
-    """One armed deadline: :attr:`fired` tells whether it expired during the call, after
-    :attr:`seconds` (as last armed or renewed)."""
+    """One armed deadline over the socket ``fd``: :attr:`fired` tells whether it expired
+    during the call, after :attr:`seconds` (as last armed or renewed)."""
 
-    __slots__ = ("deadline", "fd", "fired", "seconds")
-
-    def __init__(self, deadline: float, fd: int) -> None:
-        self.deadline = deadline
-        self.fd = fd
-        self.fired = False
-        self.seconds = math.inf
+    fd: int
+    deadline: float = math.inf
+    seconds: float = math.inf
+    fired: bool = False
 
 
 #: A call without a deadline.
-NEVER = Watch(math.inf, -1)
+NEVER = Watch(-1)
 #: The watchdog looks at least this often (seconds), so arming a later deadline never has
 #: to wake it: a call pays for a lock, not a thread switch.
 _TICK = 1.0
@@ -203,7 +198,7 @@ def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
         yield NEVER
         return
     dog = _watchdog()
-    armed = Watch(math.inf, conn.fileno())
+    armed = Watch(conn.fileno())
     dog.set(conn, seconds, armed)
     try:
         yield armed

@@ -32,7 +32,6 @@ from pywrapai_graph.ports import MetadataFilter
 
 __all__ = [
     "Pacer",
-    "copy_binary",
     "copy_payload",
     "delete_document",
     "delete_rows",
@@ -117,13 +116,6 @@ def lexical_terms(
         terms = analyze(chunk.text)
         out.append((terms, terms if text == chunk.text else analyze(text)))
     return out
-
-
-def copy_binary(cur: Any, sql: Any, target: Any, columns: str, payload: bytes) -> None:
-    """``COPY target columns FROM STDIN`` of a binary ``payload`` (:data:`COPY_HEADER`, the
-    rows, :data:`COPY_TRAILER`)."""
-    statement = sql.SQL("COPY {t} " + columns + " FROM STDIN WITH (FORMAT binary)")
-    cur.copy_expert(statement.format(t=target).as_string(cur), io.BytesIO(payload))
 
 
 _JSONB_VERSION = b"\x01"
@@ -238,14 +230,18 @@ def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pac
         "EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
         "lex_doc = EXCLUDED.lex_doc"
     ).format(**ids)
+    copy = (
+        sql.SQL(f"COPY {{load}} ({_COLUMNS}, terms, dterms) FROM STDIN WITH (FORMAT binary)")
+        .format(**ids)
+        .as_string(cur)
+    )
     before: dict[str, str] = {}  # each document's last chunk so far: a share follows it
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
         pace.statement()  # the slice's analysis counts in its first statement's deadline
         lex = lexical_terms(piece.chunks, before)
         before.update((c.doc_id, c.text) for c in piece.chunks)
-        payload = copy_payload(piece, lex)
-        copy_binary(cur, sql, ids["load"], f"({_COLUMNS}, terms, dterms)", payload)
+        cur.copy_expert(copy, io.BytesIO(copy_payload(piece, lex)))
         for statement in (upsert, sql.SQL(_POSTINGS).format(**ids)):
             pace.statement()
             cur.execute(statement)

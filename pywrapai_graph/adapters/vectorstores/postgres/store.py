@@ -328,18 +328,14 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         keep, given = metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
         sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
-        vector = None if query.vector is None else self._literal(query.vector)
+        vector = None  # one SQL literal, adapted once however often the statement names it
+        if query.vector is not None:
+            quoted = self._pg.extensions.adapt(prepare_query(query.vector, self._dim))
+            vector = self._pg.extensions.AsIs(quoted.getquoted().decode())
         rows = self._rows(sql, statement_params(query, given, vector))
         if query.mode != "dense":
             return search_hits(rows, clamp=False)
         return [h for h in search_hits(rows) if h.score >= query.min_score]
-
-    def _literal(self, query_vector: Sequence[float]) -> Any:
-        """The query vector as one SQL literal, adapted once however often a statement names
-        it (the text of a 384-dimension vector costs the client about 0.2 ms each time)."""
-        extensions = self._pg.extensions
-        quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
-        return extensions.AsIs(quoted.decode())
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
