@@ -7,7 +7,8 @@ Each round writes the same chunks (``--words`` words drawn from a Zipf-like voca
 30,000 made-up words, 50 chunks per document, 384-dimensional unit vectors) into fresh,
 empty tables, one case after the other:
 
-1. ``COPY, no HNSW``: the rows in binary COPY into a table with only its primary key;
+1. ``COPY, no HNSW``: the rows (with the terms ``add`` sends beside each chunk) in binary
+   COPY into a table with only its primary key;
 2. ``COPY + HNSW``: the same into a table with the store's HNSW index: the floor;
 3. ``add``: one ``PGVectorStore.add`` of all chunks (its postings, statistics, triggers,
    doc_id and GIN indexes, the client's text analysis, in one transaction).
@@ -19,6 +20,7 @@ prints each case's median over the rounds, in chunks/s and as a share of the flo
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import time
 import uuid
@@ -29,10 +31,10 @@ import numpy as np
 from benchmarks._postgres import postgres_url
 from pywrapai_graph import Chunk, PGVectorStore
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch
-from pywrapai_graph.adapters.vectorstores.postgres.rows import analyse, copy_binary, copy_payload
+from pywrapai_graph.adapters.vectorstores.postgres.rows import copy_payload, lexical_terms
 
 DIM = 384
-_COLUMNS = "(id, doc_id, text, metadata, embedding, lex_len, lex_doc)"
+_COLUMNS = "(id, doc_id, text, metadata, embedding, lex_len, lex_doc, terms, dterms)"
 
 
 def make_chunks(n: int, words: int, seed: int = 0) -> list[Chunk]:
@@ -63,7 +65,7 @@ def raw_copy(url: str, chunks: list[Chunk], *, hnsw: bool) -> float:
     from psycopg2 import sql
 
     batch = prepare_batch(chunks, DIM)
-    payload = copy_payload(batch, analyse(batch.chunks))
+    payload = copy_payload(batch, lexical_terms(batch.chunks, {}))
     table = sql.Identifier(f"floor_{uuid.uuid4().hex[:8]}")
     conn = psycopg2.connect(url)
     conn.autocommit = True
@@ -72,7 +74,8 @@ def raw_copy(url: str, chunks: list[Chunk], *, hnsw: bool) -> float:
         cur.execute(
             sql.SQL(
                 "CREATE TABLE {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, text TEXT NOT NULL, "
-                "metadata JSONB NOT NULL, embedding vector({d}) NOT NULL, lex_len INT, lex_doc INT)"
+                "metadata JSONB NOT NULL, embedding vector({d}) NOT NULL, lex_len INT, "
+                "lex_doc INT, terms TEXT, dterms TEXT)"
             ).format(t=table, d=sql.Literal(DIM))
         )
         if hnsw:
@@ -82,7 +85,8 @@ def raw_copy(url: str, chunks: list[Chunk], *, hnsw: bool) -> float:
                 )
             )
         start = time.perf_counter()
-        copy_binary(cur, sql, table, _COLUMNS, payload)
+        copy = sql.SQL(f"COPY {{t}} {_COLUMNS} FROM STDIN WITH (FORMAT binary)").format(t=table)
+        cur.copy_expert(copy.as_string(cur), io.BytesIO(payload))
         took = time.perf_counter() - start
         cur.execute(sql.SQL("DROP TABLE {t}").format(t=table))
     conn.close()

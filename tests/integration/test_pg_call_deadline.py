@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pywrapai_graph import PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.connection import CLIENT_GRACE_S
+from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S
 from pywrapai_graph.errors import StoreBusyError, StoreTimeoutError
 from pywrapai_graph.testing.contracts.vector_store import make_chunks
 from tests.integration.servers import EmbeddedPostgres

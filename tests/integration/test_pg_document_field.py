@@ -1,21 +1,17 @@
 """PostgreSQL's lexical scores with the document field: BM25(chunk) + DOCUMENT_WEIGHT ·
-BM25(its document), from statistics the triggers keep exact, across processes, and in tables
-written before the field existed (schema version 2)."""
+BM25(its document), from statistics the triggers keep exact, across processes."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import random
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pywrapai_graph import Chunker, Document, PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.testing.contracts.lexical_search import QUERIES, lexical_corpus
@@ -147,139 +143,6 @@ def test_a_document_counts_the_overlap_of_its_chunks_once(
     assert length == len(analyze(text)) < sum(len(analyze(c.text)) for c in chunks)
     for query in ("shock on a cone", "heat transfer nozzle", "plate"):
         assert ranking(store, query) == expected(chunks + others, query)
-    store.close()
-
-
-# ----------------------------------------------------------------------------- migration
-_VERSION_2 = """
-CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, text TEXT NOT NULL,
-  metadata JSONB NOT NULL DEFAULT '{{}}', embedding vector({dim}) NOT NULL,
-  lex_len INT NOT NULL DEFAULT 0);
-CREATE INDEX {t_doc} ON {t} (doc_id);
-CREATE TABLE {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL);
-CREATE TABLE {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE {p} (term TEXT NOT NULL, chunk_id TEXT NOT NULL, tf INT NOT NULL, dl INT NOT NULL,
-  PRIMARY KEY (term, chunk_id) INCLUDE (tf, dl));
-CREATE INDEX {pc} ON {p} (chunk_id);
-CREATE TABLE {s} (slot INT PRIMARY KEY, n BIGINT NOT NULL, total BIGINT NOT NULL);
-CREATE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $body$
-DECLARE dn bigint := 0; dt bigint := 0;
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    SELECT count(*), coalesce(sum(lex_len), 0) INTO dn, dt FROM new_rows;
-  ELSIF TG_OP = 'DELETE' THEN
-    SELECT -count(*), -coalesce(sum(lex_len), 0) INTO dn, dt FROM old_rows;
-    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
-  ELSE
-    SELECT coalesce(sum(lex_len), 0) INTO dt FROM new_rows;
-    SELECT dt - coalesce(sum(lex_len), 0) INTO dt FROM old_rows;
-    DELETE FROM {p} WHERE chunk_id IN (SELECT id FROM old_rows);
-  END IF;
-  IF dn <> 0 OR dt <> 0 THEN
-    INSERT INTO {s} AS s (slot, n, total) VALUES (pg_backend_pid() %% 64, dn, dt)
-    ON CONFLICT (slot) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;
-  END IF;
-  RETURN NULL;
-END
-$body$;
-CREATE TRIGGER {ins} AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {f}();
-CREATE TRIGGER {upd} AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {f}();
-CREATE TRIGGER {del} AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {f}();
-CREATE TABLE IF NOT EXISTS pywrapai_schema (table_name TEXT PRIMARY KEY, version INT NOT NULL,
-  dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
-INSERT INTO pywrapai_schema (table_name, version, dimension) VALUES (%s, 2, {dim});
-"""
-
-
-def write_version_2(admin: Any, table: str, chunks: list[Chunk]) -> None:
-    """The layout (schema version 2: postings without documents) and rows of the release
-    before the document field, written as it wrote them (its triggers keep the counts)."""
-    names = {
-        key: f'"{table}{suffix}"'
-        for key, suffix in (
-            *(("t", ""), ("t_doc", "_doc"), ("d", "__docs"), ("i", "__info")),
-            *(("p", "__terms"), ("pc", "__terms_chunk"), ("s", "__bm25")),
-            *(("f", "__bm25_count"), ("ins", "__bm25_ins")),
-            *(("upd", "__bm25_upd"), ("del", "__bm25_del")),
-        )
-    }
-    with admin.cursor() as cur:
-        cur.execute(_VERSION_2.format(dim=DIM, **names), (table,))
-        for c in chunks:
-            terms = Counter(analyze(c.text))
-            length = sum(terms.values())
-            cur.execute(
-                f"INSERT INTO {names['t']} (id, doc_id, text, metadata, embedding, lex_len) "
-                "VALUES (%s, %s, %s, %s::jsonb, %s::vector, %s)",
-                (c.id, c.doc_id, c.text, json.dumps(c.metadata), str(c.embedding), length),
-            )
-            for term, tf in terms.items():
-                cur.execute(
-                    f"INSERT INTO {names['p']} (term, chunk_id, tf, dl) VALUES (%s, %s, %s, %s)",
-                    (term, c.id, tf, length),
-                )
-
-
-def _open_and_search(url: str, table: str, query: str, start: Any, out: Any) -> None:
-    start.wait()
-    store = PGVectorStore(url, table_name=table, dimension=DIM)
-    out.put([(h.chunk.id, round(h.score, 9)) for h in store.lexical_search(query, 10)])
-    store.close()
-
-
-def test_a_schema_2_table_opened_by_three_processes_at_once_is_upgraded_once(
-    pg_url: str, admin: Any, table: str
-) -> None:
-    corpus = chunked_corpus()
-    write_version_2(admin, table, corpus)
-    context = multiprocessing.get_context("spawn")
-    start, out = context.Barrier(3), context.Queue()
-    processes = [
-        context.Process(target=_open_and_search, args=(pg_url, table, QUERIES[0], start, out))
-        for _ in range(3)
-    ]
-    for p in processes:
-        p.start()
-    results = [out.get(timeout=120) for _ in processes]
-    for p in processes:
-        p.join(30)
-        assert p.exitcode == 0
-    assert results == [expected(corpus, QUERIES[0])] * 3
-    with admin.cursor() as cur:
-        cur.execute("SELECT version FROM pywrapai_schema WHERE table_name = %s", (table,))
-        assert cur.fetchone()[0] == SCHEMA_VERSION
-    assert_statistics_exact(admin, table)  # postings neither lost nor doubled
-    store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
-    store.delete_by_doc("doc-0")  # the upgraded table follows its writes
-    store.add([Chunk("Shock cone shock.", doc_id="x1", id="x1-new", embedding=[1.0] * DIM)])
-    live = stored_chunks(admin, table)
-    assert_statistics_exact(admin, table)
-    for query in QUERIES:
-        assert ranking(store, query) == expected(live, query)
-    store.close()
-
-
-def test_the_upgrade_gives_its_new_table_the_rights_the_roles_had(
-    pg_url: str, admin: Any, table: str, dml_role: tuple[str, str]
-) -> None:
-    corpus = chunked_corpus()
-    write_version_2(admin, table, corpus)
-    role, role_dsn = dml_role
-    tables = ", ".join(f'"{table}{suffix}"' for suffix in _SUFFIXES if suffix != "__doclen")
-    with admin.cursor() as cur:  # what `store grants --writer` printed for schema 2
-        cur.execute(f"GRANT SELECT ON {tables}, pywrapai_schema TO {role}")
-        cur.execute(f"GRANT INSERT, UPDATE, DELETE ON {tables} TO {role}")
-    assert PGVectorStore.init_schema(pg_url, table, DIM) is True  # the owner upgrades
-    store = PGVectorStore(role_dsn, table_name=table, dimension=DIM, create_schema=False)
-    assert ranking(store, QUERIES[2]) == expected(corpus, QUERIES[2])
-    store.delete_by_doc("x3")
-    store.add([Chunk("Buckling of a shell.", doc_id="x3", id="x3-new", embedding=[1.0] * DIM)])
-    assert ranking(store, QUERIES[2]) == expected(stored_chunks(admin, table), QUERIES[2])
-    assert_statistics_exact(admin, table)
     store.close()
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pywrapai_graph import Chunk, PGVectorStore
-from pywrapai_graph.adapters.vectorstores.postgres.rows import analyse
+from pywrapai_graph.adapters.vectorstores.postgres.rows import lexical_terms
 from pywrapai_graph.errors import StoreTimeoutError
 from tests.integration.pg_wire import StatementCounter
 
@@ -117,11 +117,8 @@ def test_a_write_of_several_statement_timeouts_succeeds_in_bounded_statements(
 
     assert len(store) == 3000
     stored = {r[0]: r[1:] for r in rows(admin, f"SELECT id, lex_len, lex_doc FROM {table}")}
-    whole = analyse(chunks)  # the write analysed as one: each chunk's share of its document
-    assert stored == {
-        c.id: (n, part)
-        for c, n, part in zip(chunks, whole.lengths, whole.part_lengths, strict=True)
-    }
+    whole = lexical_terms(chunks, {})  # the write analysed as one: each chunk's share
+    assert stored == {c.id: (len(t), len(d)) for c, (t, d) in zip(chunks, whole, strict=True)}
     assert rows(admin, f"SELECT sum(n), sum(docs) FROM {table}__bm25") == [(3000, 75)]
     hit = store.lexical_search(chunks[1234].text, k=1)[0]
     assert hit.chunk.id == "c1234"

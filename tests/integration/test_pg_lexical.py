@@ -1,5 +1,5 @@
-"""Lexical search served by PostgreSQL: the upgrade of tables written before it, the statistics
-under concurrent writers, and a query that reads only the postings of its terms."""
+"""Lexical search served by PostgreSQL: tables written before it refused, the statistics under
+concurrent writers, and a query that reads only the postings of its terms."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from pywrapai_graph import PGVectorStore
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import statement, statement_params
-from pywrapai_graph.adapters.vectorstores.postgres.schema import SCHEMA_VERSION
 from pywrapai_graph.application.text_analysis import analyze
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import VectorStoreError
@@ -90,42 +89,22 @@ def expected(chunks: list[Chunk], query: str, **kw: Any) -> list[tuple[str, floa
     return [(i, round(s, 9)) for i, s in expected_ranking(chunks, query, 10, **kw)]
 
 
-def test_a_table_of_schema_version_1_is_upgraded_on_open(
+def test_a_table_of_a_pre_release_layout_is_refused_and_left_as_it_was(
     pg_url: str, admin: Any, table: str
 ) -> None:
     corpus = lexical_corpus(dim=DIM)
     write_version_1(admin, table, corpus)
-    store = PGVectorStore(pg_url, table_name=table, dimension=DIM)
-    for query in QUERIES:
-        assert ranking(store, query) == expected(corpus, query)
-    assert ranking(store, QUERIES[1], filter={"part": "odd"}) == expected(
-        corpus, QUERIES[1], filter={"part": "odd"}
-    )
-    length = sum(len(analyze(c.text)) for c in corpus)
-    assert statistics(admin, table) == (len(corpus), length, len(corpus), length)
+    told = r"pre-release pywrapai-graph \(schema version 1; .*ingest the documents again"
+    for create in (True, False):  # an owner's open and a DML-only role's
+        with pytest.raises(VectorStoreError, match=told):
+            PGVectorStore(pg_url, table_name=table, dimension=DIM, create_schema=create)
+    with pytest.raises(VectorStoreError, match=told):
+        PGVectorStore.init_schema(pg_url, table, DIM)  # `pywrapai-graph store init`
     with admin.cursor() as cur:
         cur.execute("SELECT version FROM pywrapai_schema WHERE table_name = %s", (table,))
-        assert cur.fetchone()[0] == SCHEMA_VERSION
-    store.delete_by_doc("doc-0")  # the upgraded table's statistics follow its writes
-    rest = [c for c in corpus if c.doc_id != "doc-0"]
-    assert ranking(store, QUERIES[0]) == expected(rest, QUERIES[0])
-    store.close()
-
-
-def test_a_dml_only_role_on_a_version_1_table_is_told_the_command(
-    pg_url: str, admin: Any, table: str
-) -> None:
-    corpus = lexical_corpus(dim=DIM)
-    write_version_1(admin, table, corpus)
-    with pytest.raises(
-        VectorStoreError, match=r"older pywrapai-graph.*`pywrapai-graph store init`"
-    ):
-        PGVectorStore(pg_url, table_name=table, dimension=DIM, create_schema=False)
-    assert PGVectorStore.init_schema(pg_url, table, DIM) is True
-    assert PGVectorStore.init_schema(pg_url, table, DIM) is False
-    store = PGVectorStore(pg_url, table_name=table, dimension=DIM, create_schema=False)
-    assert ranking(store, QUERIES[2]) == expected(corpus, QUERIES[2])
-    store.close()
+        assert cur.fetchone()[0] == 1
+        cur.execute("SELECT to_regclass(%s), count(*) FROM " + f'"{table}"', (f"{table}__terms",))
+        assert cur.fetchone() == (None, len(corpus))
 
 
 def test_statistics_stay_exact_under_concurrent_writers(

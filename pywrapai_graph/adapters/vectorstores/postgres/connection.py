@@ -1,12 +1,11 @@
-"""The PostgreSQL connections of :class:`PGVectorStore`: a bounded, fair pool, one deadline
-per call, session settings, and the driver's errors turned into ours (a disk full, a
-missing right, a timeout, an unreachable server), never showing the DSN's password.
+"""The PostgreSQL connections of :class:`PGVectorStore`: the pool, one deadline per call,
+session settings, and the driver's errors turned into ours (a disk full, a missing right, a
+timeout, an unreachable server), never showing the DSN's password.
 
-A call's deadline starts when the call was made (:func:`call_made`): the wait for a thread,
-behind the store's lock and for a connection (first come, first served: ``pool``), the
-connect and the statement all count; the statement gets what is left, as the server's
-``statement_timeout`` and the client watchdog's (``deadline``), and a call whose time
-ran out before it got a connection fails without running.
+A call's deadline counts from when the call was made (:func:`call_made`): the waits for a
+thread and a connection, the connect and the statement. The server's ``statement_timeout``
+bounds each statement, the client watchdog (``pool.watch``) the call, at what is left plus
+:data:`CLIENT_GRACE_S`; a call out of time before it got a connection fails without running.
 """
 
 from __future__ import annotations
@@ -15,21 +14,15 @@ import contextlib
 import math
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
+from pywrapai_graph.adapters.vectorstores.postgres import pool
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
-from pywrapai_graph.adapters.vectorstores.postgres.pool import (
-    NEVER,
-    UNBOUNDED,
-    Deadline,
-    FairPool,
-    Slot,
-    Watch,
-    watch,
-)
+from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S, FairPool, Slot
 from pywrapai_graph.adapters.vectorstores.postgres.schema import (
     committing,
     in_transaction,
@@ -46,14 +39,11 @@ from pywrapai_graph.errors import (
 from pywrapai_graph.ports.call_clock import call_made
 from pywrapai_graph.redaction import redact, scrubbed
 
-__all__ = ["CLIENT_GRACE_S", "DEFAULT_EF_SEARCH", "PGConnection", "T"]
+__all__ = ["DEFAULT_EF_SEARCH", "PGConnection", "T"]
 
 _DISK_FULL = "53100"  # SQLSTATE disk_full
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
 _CANCELED = "57014"  # query_canceled (statement_timeout)
-#: The client gives up this long after statement_timeout when the server has not answered
-#: (a stopped or unreachable server cancels nothing) and closes the connection.
-CLIENT_GRACE_S = 2.0
 #: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
 #: that find a dead peer on an idle pooled connection in about a minute.
 _CONNECT_OPTIONS = {
@@ -63,11 +53,6 @@ _CONNECT_OPTIONS = {
     "keepalives_interval": 10,
     "keepalives_count": 3,
 }
-#: A call's remaining time is SET as the session's statement_timeout only when it differs
-#: from the value the session has by more than this (ms): a call that did not wait costs
-#: no extra round trip.
-_TIMEOUT_SLACK_MS = 50
-
 T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,50}$")
 #: HNSW search breadth for this session: pgvector's default (40) loses recall.
@@ -77,7 +62,9 @@ DEFAULT_EF_SEARCH = 200
 class PGConnection:
     """Connections, deadlines and error translation for a PostgreSQL store: :meth:`_prepare`
     (validate the arguments, load the driver, open the pool), :meth:`_run` (one transaction,
-    a dropped connection replaced once) and :meth:`_read` (one statement in autocommit)."""
+    a dropped connection replaced once) and :meth:`_rows` (one statement in autocommit)."""
+
+    _ef_search = DEFAULT_EF_SEARCH
 
     def _prepare(
         self,
@@ -86,6 +73,7 @@ class PGConnection:
         dimension: int,
         pool_size: int,
         statement_timeout_ms: int | None,
+        pool_timeout_ms: int | None = None,
     ) -> None:
         """Validate the arguments, load the driver and open the pool."""
         if not is_text(table_name) or not _IDENTIFIER.fullmatch(table_name):
@@ -96,11 +84,10 @@ class PGConnection:
         for name, value in (("dimension", dimension), ("pool_size", pool_size)):
             if not is_positive_int(value):
                 raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
+        for name, limit in (("statement", statement_timeout_ms), ("pool", pool_timeout_ms)):
+            if limit is not None and not is_positive_int(limit):
+                raise ConfigurationError(f"{name}_timeout_ms must be a positive int or None")
         refuse_unencoded_userinfo(dsn, "PostgreSQL connection string")
-        if statement_timeout_ms is not None and not is_positive_int(statement_timeout_ms):
-            raise ConfigurationError(
-                f"statement_timeout_ms must be a positive int, got {statement_timeout_ms!r}"
-            )
         self._pg = require("psycopg2", "pgvector", "psycopg2-binary")
         self._sql = require("psycopg2.sql", "pgvector", "psycopg2-binary")
         self._register = require("pgvector.psycopg2", "pgvector", "pgvector").register_vector
@@ -110,11 +97,10 @@ class PGConnection:
             self._params = self._pg.extensions.parse_dsn(dsn)
         self._table = table_name
         self._dim = dimension
-        self._ef_search = DEFAULT_EF_SEARCH
         self._pool_size = pool_size
         self._timeout_ms = statement_timeout_ms
-        self._pool_timeout: float | None = None  # init_schema's one connection waits
-        self._pool = self._open_pool()
+        self._pool_timeout = None if pool_timeout_ms is None else pool_timeout_ms / 1000
+        self._pool = FairPool(pool_size)  # each connection opened on first use
 
     def _secrets(self) -> list[str]:
         """The DSN and the password inside it, whatever the form (URL or key=value)."""
@@ -132,37 +118,26 @@ class PGConnection:
         host = self._params.get("host") or "localhost"
         return f"{host}:{self._params.get('port') or 5432}" if "," not in host else host
 
-    def _open_pool(self) -> FairPool:
-        """Every connection, now: a first burst of calls finds them open."""
-        pool = FairPool(self._pool_size)
-        try:
-            for slot in pool.slots:
-                self._connect(slot, UNBOUNDED)
-        except BaseException:
-            pool.closeall()
-            raise
-        return pool
-
-    def _connect(self, slot: Slot, due: Deadline) -> None:
-        """A new connection for ``slot``, given up with the call (a whole second at least:
-        libpq counts in seconds); the DSN's own options win over ours."""
+    def _connect(self, slot: Slot, due: float) -> None:
+        """A new connection for ``slot``, given up with the call due at ``due`` (monotonic
+        seconds; a whole second at least: libpq counts in seconds); the DSN's own options win
+        over ours."""
         params = self._params
         options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
         options["application_name"] = f"pywrapai-graph:{self._table}"
         if self._timeout_ms is not None:  # added to the DSN's own server options, if any
             given = params.get("options", "")
             options["options"] = f"{given} -c statement_timeout={self._timeout_ms}".strip()
-        if due.bounded:
+        if due < math.inf:
             limit = 0
             with contextlib.suppress(ValueError):  # a value libpq refuses fails in connect
                 limit = int(params.get("connect_timeout", _CONNECT_OPTIONS["connect_timeout"]))
-            seconds = int(due.remaining() + CLIENT_GRACE_S)
+            seconds = int(due - time.monotonic() + CLIENT_GRACE_S)
             options["connect_timeout"] = max(1, seconds if limit <= 0 else min(limit, seconds))
         try:
             slot.conn = self._pg.connect(self._dsn, **options)
         except self._pg.Error as exc:
             raise self._unreachable(exc) from scrubbed(exc, self._secrets())
-        slot.statement_ms = self._timeout_ms
 
     def _unreachable(self, exc: BaseException) -> VectorStoreError:
         if isinstance(exc, self._pg.OperationalError):  # no session: DNS, refused, auth
@@ -176,8 +151,9 @@ class PGConnection:
         )
 
     @contextlib.contextmanager
-    def _connection(self, due: Deadline = UNBOUNDED) -> Iterator[Any]:
-        """A pooled connection for one unit of work, until ``due`` (a broken one is closed).
+    def _connection(self, due: float = math.inf) -> Iterator[Any]:
+        """A pooled connection for one unit of work, until ``due`` (monotonic seconds; a
+        broken one is closed).
 
         Raises:
             StoreBusyError: every connection stayed in use past the pool timeout.
@@ -185,20 +161,14 @@ class PGConnection:
                 server did not answer within it.
         """
         slot = self._slot(due)
-        armed: Watch = NEVER
-        seconds = round(due.remaining() + CLIENT_GRACE_S, 2) if due.bounded else None
+        armed = pool.NEVER
+        left = due - time.monotonic()
+        seconds = round(left + CLIENT_GRACE_S, 2) if due < math.inf else None
         try:
             if slot.conn is None:
                 self._connect(slot, due)
-            with watch(slot.conn, seconds) as armed:
-                try:
-                    self._configure(slot, due)
-                except self._pg.Error as exc:
-                    slot.discard()
-                    failure = (
-                        self._too_slow(armed.seconds) if armed.fired else self._unreachable(exc)
-                    )
-                    raise failure from scrubbed(exc, self._secrets())
+            with pool.watch(slot.conn, seconds) as armed:
+                self._configure(slot)
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()
@@ -210,9 +180,9 @@ class PGConnection:
                 slot.discard()
             self._pool.release(slot)
 
-    def _slot(self, due: Deadline) -> Slot:
+    def _slot(self, due: float) -> Slot:
         """A slot of the pool, first come first served, before the pool timeout and ``due``."""
-        left = due.remaining()
+        left = due - time.monotonic()
         if left <= 0:
             raise self._expired(due, "before it could run")
         wait = min(left, math.inf if self._pool_timeout is None else self._pool_timeout)
@@ -229,32 +199,26 @@ class PGConnection:
             )
         raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
 
-    def _configure(self, slot: Slot, due: Deadline) -> None:
-        """Session settings once per connection, and the statement_timeout of this call."""
+    def _configure(self, slot: Slot) -> None:
+        """Session settings, once per connection (a retrieval is then one statement)."""
         conn = slot.conn
-        if not slot.configured:
-            conn.autocommit = True
-            with conn.cursor() as cur:
-                # per connection, not per statement: a retrieval is one statement (bm25)
-                cur.execute(
-                    "SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM)
-                )
-                with contextlib.suppress(self._pg.Error):
-                    # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
-                    cur.execute("SET hnsw.iterative_scan = relaxed_order")
-            with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
-                self._register(conn)
-            slot.configured = True
-        wanted = max(1, int(due.remaining() * 1000)) if due.bounded else self._timeout_ms
-        if wanted is not None and abs(wanted - (slot.statement_ms or 0)) > _TIMEOUT_SLACK_MS:
-            with conn.cursor() as cur:
-                cur.execute("SET statement_timeout = %s", (wanted,))
-            slot.statement_ms = wanted
+        if slot.configured:
+            return
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM))
+            with contextlib.suppress(self._pg.Error):
+                # pgvector >= 0.8: filtered HNSW scans keep going until k rows match
+                cur.execute("SET hnsw.iterative_scan = relaxed_order")
+        with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
+            self._register(conn)
+        slot.configured = True
 
-    def _expired(self, due: Deadline, where: str) -> StoreTimeoutError:
+    def _expired(self, due: float, where: str) -> StoreTimeoutError:
+        waited = (self._timeout_ms or 0) / 1000 + time.monotonic() - due
         return StoreTimeoutError(
             f"a call on table {self._table!r} to PostgreSQL at {self._host()} reached "
-            f"its deadline {where}, {due.waited():.2f} s after it was made "
+            f"its deadline {where}, {waited:.2f} s after it was made "
             f"(store.statement_timeout_ms = {self._timeout_ms} ms counts from the call): "
             "nothing was done. This process has more calls than store.pool_size connections "
             "serve in time, or the server is slow or stuck; retry later"
@@ -285,19 +249,14 @@ class PGConnection:
         except self._pg.Error as exc:
             raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
 
-    def _read(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(cursor)``, ONE statement, in autocommit: one round trip, no BEGIN and
-        COMMIT around it (a read of several statements that must agree uses :meth:`_run`)."""
-        return self._run(work, transaction=False)
-
     def _rows(self, statement: Any, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
-        """The rows of one statement (:meth:`_read`)."""
+        """The rows of one statement, in autocommit: one round trip, no BEGIN and COMMIT."""
 
         def work(cur: Any) -> list[Any]:
             cur.execute(statement, params)
             return list(cur.fetchall())
 
-        return self._read(work)
+        return self._run(work, transaction=False)
 
     def _run(
         self,
@@ -311,9 +270,9 @@ class PGConnection:
         one deadline (``statement_timeout_ms`` from the moment the call was made); a dropped
         connection is replaced once before an error is raised. ``deadline=False``:
         maintenance (an index build) that may outlast it; its work lifts statement_timeout."""
-        due = UNBOUNDED
+        due = math.inf
         if deadline and self._timeout_ms is not None:
-            due = Deadline(call_made(), self._timeout_ms / 1000)
+            due = call_made() + self._timeout_ms / 1000
         for attempt in (1, 2):
             try:
                 with self._connection(due) as conn, conn.cursor() as cur:

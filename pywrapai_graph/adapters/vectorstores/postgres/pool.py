@@ -1,21 +1,13 @@
-"""The calls of PGVectorStore to its server: a fair pool of connections, and a deadline on
-each call.
+"""PGVectorStore's calls to its server: a fair pool of connections, a deadline on each call.
 
-The pool serves callers in the order they asked. ``threading.Semaphore`` (and
-``psycopg2.pool`` behind one) is not fair: a thread that releases and asks again at once takes
-the permit back before the woken waiter runs, so under steady load some waiters are overtaken
-until their timeout. Here a released slot is handed directly to the oldest waiter, and a
-newcomer never takes a slot while anyone waits.
-
-A call's deadline runs from when it was made, so a server that stops answering cannot hold a
-thread (and its pooled connection) forever. A stopped, partitioned or swapping server cancels
-nothing (``statement_timeout``), and libpq waits on its socket without a timeout (a stopped
-server's kernel still acknowledges TCP keepalives). :func:`watch` arms a deadline for one
-call; if the call has not returned by then, the watchdog thread shuts the connection's socket
-down (on a duplicate descriptor, which cannot be reused under libpq), the call returns at
-once with a connection error, the caller sees :attr:`Watch.fired` and reports a timeout, and
-the pool discards the connection. A long write gives each statement a fresh deadline with
-:func:`renew`.
+The pool hands a released slot to the oldest waiter: ``threading.Semaphore`` (and
+``psycopg2.pool`` behind one) lets a thread that releases and asks again at once overtake
+the woken waiter, so under steady load some waiters time out. A stopped or partitioned server
+cancels nothing (``statement_timeout``) and libpq waits on its socket without a timeout, so
+:func:`watch` arms a deadline over a call: past it, one watchdog thread shuts the socket down
+(through a duplicate descriptor, which libpq cannot reuse), the call fails at once, the caller
+sees :attr:`Watch.fired`, and the pool discards the connection. :func:`renew` re-arms it for
+each statement of a long write.
 """
 
 from __future__ import annotations
@@ -28,40 +20,37 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pywrapai_graph.errors import InvalidStateError
 
-__all__ = ["NEVER", "UNBOUNDED", "Deadline", "FairPool", "Slot", "Watch", "renew", "watch"]
+__all__ = ["CLIENT_GRACE_S", "NEVER", "FairPool", "Slot", "Watch", "renew", "watch"]
+
+#: The client gives up this long after a call's deadline when the server has not answered
+#: (a stopped or unreachable server cancels nothing) and closes the connection.
+CLIENT_GRACE_S = 2.0
 
 
+@dataclass(slots=True, eq=False)
 class Slot:
-    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and what
-    the store set on its session (the store opens, configures and closes connections)."""
+    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and whether
+    the store set up its session (the store opens, configures and closes connections)."""
 
-    __slots__ = ("configured", "conn", "statement_ms")
-
-    def __init__(self) -> None:
-        self.conn: Any = None
-        self.configured = False
-        #: statement_timeout last SET on this session (None: the value it was opened with)
-        self.statement_ms: int | None = None
+    conn: Any = None
+    configured: bool = False
 
     def discard(self) -> None:
         """Close the connection; the slot opens a new one when next used."""
-        conn, self.conn, self.configured, self.statement_ms = self.conn, None, False, None
+        conn, self.conn, self.configured = self.conn, None, False
         if conn is not None and not conn.closed:
             conn.close()
 
 
+@dataclass(slots=True, eq=False)
 class _Waiter:
-    __slots__ = ("slot", "wake")
-
-    def __init__(self) -> None:
-        self.slot: Slot | None = None
-        self.wake = threading.Lock()
-        self.wake.acquire()  # released by the hand-over
+    slot: Slot | None = None
+    wake: threading.Lock = field(default_factory=threading.Lock)  # held until the hand-over
 
 
 class FairPool:
@@ -85,6 +74,7 @@ class FairPool:
             if self._free:  # the most recently used first: its connection is open
                 return self._free.pop()
             waiter = _Waiter()
+            waiter.wake.acquire()
             self._waiters.append(waiter)
         waiter.wake.acquire(timeout=-1 if timeout is None else max(timeout, 0.0))
         with self._lock:
@@ -121,46 +111,19 @@ class FairPool:
             raise InvalidStateError("this PostgreSQL store was closed; open a new one")
 
 
-@dataclass(frozen=True, slots=True)
-class Deadline:
-    """A call made at ``made`` (``time.monotonic()``, the port's call clock: time queued
-    counts) that has ``seconds`` (inf: no limit)."""
-
-    made: float
-    seconds: float
-
-    @property
-    def bounded(self) -> bool:
-        return self.seconds != math.inf
-
-    def remaining(self) -> float:
-        """Seconds left (negative once passed; inf without a limit)."""
-        return self.made + self.seconds - time.monotonic()
-
-    def waited(self) -> float:
-        """Seconds since the call was made."""
-        return time.monotonic() - self.made
-
-
-#: A call without a deadline (maintenance: a schema change, an index build).
-UNBOUNDED = Deadline(0.0, math.inf)
-
-
+@dataclass(slots=True, eq=False)
 class Watch:
-    """One armed deadline: :attr:`fired` tells whether it expired during the call, after
-    :attr:`seconds` (as last armed or renewed)."""
+    """One armed deadline over the socket ``fd``: :attr:`fired` tells whether it expired
+    during the call, after :attr:`seconds` (as last armed or renewed)."""
 
-    __slots__ = ("deadline", "fd", "fired", "seconds")
-
-    def __init__(self, deadline: float, fd: int) -> None:
-        self.deadline = deadline
-        self.fd = fd
-        self.fired = False
-        self.seconds = math.inf
+    fd: int
+    deadline: float = math.inf
+    seconds: float = math.inf
+    fired: bool = False
 
 
 #: A call without a deadline.
-NEVER = Watch(math.inf, -1)
+NEVER = Watch(-1)
 #: The watchdog looks at least this often (seconds), so arming a later deadline never has
 #: to wake it: a call pays for a lock, not a thread switch.
 _TICK = 1.0
@@ -223,11 +186,8 @@ _watchdogs_lock = threading.Lock()
 
 
 def _watchdog() -> _Watchdog:
-    with _watchdogs_lock:
-        dog = _watchdogs.get("dog")
-        if dog is None:  # made on first use, never at import
-            dog = _watchdogs["dog"] = _Watchdog()
-        return dog
+    with _watchdogs_lock:  # made on first use, never at import
+        return _watchdogs.get("dog") or _watchdogs.setdefault("dog", _Watchdog())
 
 
 @contextlib.contextmanager
@@ -238,7 +198,7 @@ def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
         yield NEVER
         return
     dog = _watchdog()
-    armed = Watch(math.inf, conn.fileno())
+    armed = Watch(conn.fileno())
     dog.set(conn, seconds, armed)
     try:
         yield armed

@@ -1,17 +1,14 @@
-"""The rows of PGVectorStore: chunks in and out, in slices a :class:`Pacer` sizes, their
-text, their postings, and metadata filters (a boolean SQL expression).
+"""The rows of PGVectorStore: chunks in and out in slices a :class:`Pacer` sizes, their text
+and terms, and metadata filters (a boolean SQL expression).
 
-A write sends each slice's chunks with binary COPY, then their postings: the client analyses
-each chunk with the project's analyzer
-(:func:`~pywrapai_graph.application.text_analysis.analyze`) into one posting per distinct
-term of the chunk or of its share of its document (its text without the overlap it repeats
-from the chunk before it, :func:`~pywrapai_graph.application.text_analysis.document_parts`),
-in the same transaction (the tables are described in ``schema``).
+A write COPies each slice's chunks with their terms (the project's analyzer,
+:func:`~pywrapai_graph.application.text_analysis.analyze`, of the chunk and of its share of
+its document: its text without the overlap it repeats from the chunk before it); the server
+turns them into postings in the same transaction (the tables: ``schema``).
 
-PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given
-(ids, metadata keys and strings may not hold NUL on any store: ``ports.store_inputs``): the
-column holds NUL as ``U+FDD0 0`` and the escape character itself as ``U+FDD0 e``. U+FDD0 is a
-Unicode noncharacter, so every ordinary text is stored unchanged.
+PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given:
+the column holds NUL as ``U+FDD0 0`` and the escape character itself as ``U+FDD0 e`` (U+FDD0
+is a Unicode noncharacter, so every ordinary text is stored unchanged).
 """
 
 from __future__ import annotations
@@ -21,33 +18,31 @@ import json
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
+from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S, renew
 from pywrapai_graph.application.text_analysis import analyze, document_parts
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.ports import MetadataFilter
 
 __all__ = [
-    "Analysis",
     "Pacer",
-    "analyse",
-    "copy_binary",
     "copy_payload",
     "delete_document",
     "delete_rows",
     "from_pg",
-    "lexical_tables",
+    "lexical_terms",
     "metadata_predicate",
     "names",
     "query_terms",
+    "store_tables",
     "to_pg",
     "write_chunks",
-    "write_postings",
 ]
 
 #: Delta rows of the statistics table: a writer updates the one of its backend.
@@ -74,25 +69,21 @@ def from_pg(stored: str) -> str:
     return stored.replace(_ESCAPE + "0", "\x00").replace(_ESCAPE + "e", _ESCAPE)
 
 
-def analysed(text: str) -> Counter[str]:
-    """A chunk's terms and how often each occurs."""
-    return Counter(analyze(text))
-
-
 def query_terms(query: str) -> tuple[list[str], list[int]]:
     """A query's distinct terms and how often each occurs in it."""
-    counts = analysed(query)
+    counts = Counter(analyze(query))
     return list(counts), list(counts.values())
 
 
-def lexical_tables(table: str) -> tuple[str, str, str]:
-    """The postings, document-length and statistics tables of ``table``."""
-    return table + "__terms", table + "__doclen", table + "__bm25"
+def store_tables(table: str) -> list[str]:
+    """The tables of the store ``table``: the chunks, manifests, info, postings, document
+    lengths and statistics."""
+    return [table, *(table + s for s in ("__docs", "__info", "__terms", "__doclen", "__bm25"))]
 
 
 def names(sql: Any, table: str) -> dict[str, Any]:
     """The identifiers of ``table``'s lexical objects, for ``sql.SQL(...).format(**names)``."""
-    terms, doclen, stats = lexical_tables(table)
+    terms, doclen, stats = store_tables(table)[3:]
     return {
         "t": sql.Identifier(table),
         "p": sql.Identifier(terms),
@@ -108,71 +99,23 @@ def names(sql: Any, table: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- writes
-class Analysis(NamedTuple):
-    """A batch's chunks analysed: each chunk's terms and length (the ``lex_len`` column), and
-    the terms and length of its share of its document (``lex_doc``: its text without the
-    overlap it repeats from the chunk before it, :func:`document_parts`)."""
-
-    terms: list[Counter[str]]
-    lengths: list[int]
-    part_terms: list[Counter[str]]
-    part_lengths: list[int]
-
-
-def analyse(
-    chunks: Sequence[Chunk], *, parts: bool = True, before: Mapping[str, str] | None = None
-) -> Analysis:
-    """``chunks`` analysed in their order (``parts=False``: each chunk counts whole);
-    ``before``: each document's last chunk written before these in the same write."""
-    terms = [analysed(c.text) for c in chunks]
-    part_terms = terms
-    if parts:
-        docs = {c.doc_id for c in chunks}
-        context = [(d, t) for d, t in (before or {}).items() if d in docs]
-        texts = document_parts(
-            [*(t for _, t in context), *(c.text for c in chunks)],
-            [*(d for d, _ in context), *(c.doc_id for c in chunks)],
-        )[len(context) :]
-        part_terms = [
-            t if text == c.text else analysed(text)
-            for c, t, text in zip(chunks, terms, texts, strict=True)
-        ]
-    return Analysis(
-        terms,
-        [sum(t.values()) for t in terms],
-        part_terms,
-        [sum(t.values()) for t in part_terms],
-    )
-
-
-_POSTING_COLUMNS = "(term, doc_id, chunk_id, tf, dtf, dl)"
-
-
-def copy_binary(cur: Any, sql: Any, target: Any, columns: str, payload: bytes) -> None:
-    """``COPY target columns FROM STDIN`` of a binary ``payload`` (:data:`COPY_HEADER`, the
-    rows, :data:`COPY_TRAILER`)."""
-    statement = sql.SQL("COPY {t} " + columns + " FROM STDIN WITH (FORMAT binary)")
-    cur.copy_expert(statement.format(t=target).as_string(cur), io.BytesIO(payload))
-
-
-def write_postings(cur: Any, sql: Any, table: str, chunks: Sequence[Chunk], a: Analysis) -> None:
-    """COPY the postings of chunks just written (the triggers removed any older ones): one per
-    term of the chunk or of its share of the document, with both counts, in key order (each
-    index page is then visited once, not once per chunk)."""
-    rows = sorted(
-        (term.encode(), c.doc_id.encode(), c.id.encode(), terms[term], part[term], dl)
-        for c, terms, part, dl in zip(chunks, a.terms, a.part_terms, a.lengths, strict=True)
-        for term in terms | part
-    )
-    if not rows:
-        return
-    out = io.BytesIO()
-    out.write(COPY_HEADER)
-    for t, d, c, tf, dtf, dl in rows:
-        shape = f"!hi{len(t)}si{len(d)}si{len(c)}siiiiii"
-        out.write(struct.pack(shape, 6, len(t), t, len(d), d, len(c), c, 4, tf, 4, dtf, 4, dl))
-    out.write(COPY_TRAILER)
-    copy_binary(cur, sql, names(sql, table)["p"], _POSTING_COLUMNS, out.getvalue())
+def lexical_terms(
+    chunks: Sequence[Chunk], before: Mapping[str, str]
+) -> list[tuple[list[str], list[str]]]:
+    """Each chunk's terms, and those of its share of its document: its text without the
+    overlap it repeats from the chunk before it (:func:`document_parts`; ``before``: each
+    document's last chunk written before these in the same write)."""
+    docs = {c.doc_id for c in chunks}
+    context = [(d, t) for d, t in before.items() if d in docs]
+    texts = document_parts(
+        [*(t for _, t in context), *(c.text for c in chunks)],
+        [*(d for d, _ in context), *(c.doc_id for c in chunks)],
+    )[len(context) :]
+    out = []
+    for chunk, text in zip(chunks, texts, strict=True):
+        terms = analyze(chunk.text)
+        out.append((terms, terms if text == chunk.text else analyze(text)))
+    return out
 
 
 _JSONB_VERSION = b"\x01"
@@ -191,14 +134,18 @@ MAX_SLICE_ROWS = 8192
 
 
 class Pacer:
-    """Cuts one write into slices of bounded statements inside its transaction, each sized
-    on the time the one before it took, so a write of any size fits ``statement_timeout``
-    (``seconds``; None: slices aim at SLICE_SECONDS); ``fresh`` arms the client deadline of
-    the next statement."""
+    """Cuts one write on ``conn`` into slices of bounded statements inside its transaction,
+    each sized on the time the one before it took, so a write of any size fits
+    ``statement_timeout`` (``seconds``; None: slices aim at SLICE_SECONDS)."""
 
-    def __init__(self, seconds: float | None, fresh: Callable[[], None]) -> None:
+    def __init__(self, conn: Any, seconds: float | None) -> None:
+        self._conn, self._seconds = conn, seconds
         self._target = min(SLICE_SECONDS, seconds * SLICE_SHARE) if seconds else SLICE_SECONDS
-        self.statement = fresh
+
+    def statement(self) -> None:
+        """Arm the client deadline of the next statement (the server's bounds each)."""
+        if self._seconds is not None:
+            renew(self._conn, self._seconds + CLIENT_GRACE_S)
 
     def sizes(self) -> Iterator[int]:
         """Rows for each next slice; the time until the next one is asked measures the last."""
@@ -220,10 +167,12 @@ class Pacer:
             start += size
 
 
-def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
-    """The batch in PostgreSQL's binary COPY format: (id, doc_id, text, metadata, embedding,
-    lex_len, lex_doc). ``jsonb`` is its version byte and the JSON text, a pgvector ``vector``
-    (int16 dim, int16 0, dim big-endian float4) cut from one big-endian copy of the matrix."""
+def copy_payload(batch: PreparedBatch, lex: Sequence[tuple[list[str], list[str]]]) -> bytes:
+    """The batch and its terms (:func:`lexical_terms`) in PostgreSQL's binary COPY format:
+    (id, doc_id, text, metadata, embedding, lex_len, lex_doc, terms, dterms), the terms
+    space-separated (a term holds no space). ``jsonb`` is its version byte and the JSON text,
+    a pgvector ``vector`` (int16 dim, int16 0, dim big-endian float4) cut from one big-endian
+    copy of the matrix."""
     dim = int(batch.vectors.shape[1])
     raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
     step = 4 * dim
@@ -231,54 +180,71 @@ def copy_payload(batch: PreparedBatch, analysis: Analysis) -> bytes:
     out = io.BytesIO()
     out.write(COPY_HEADER)
     pack = struct.pack
-    for i, chunk in enumerate(batch.chunks):
-        out.write(pack("!h", 7))
-        for field in (
-            chunk.id.encode(),
-            chunk.doc_id.encode(),
-            to_pg(chunk.text).encode(),
-            _JSONB_VERSION + metadata_json(chunk).encode(),
-        ):
+
+    def fields(*values: str) -> None:
+        for field in map(str.encode, values):
             out.write(pack("!i", len(field)))
             out.write(field)
-        out.write(vector_head)
+
+    for i, (chunk, (terms, dterms)) in enumerate(zip(batch.chunks, lex, strict=True)):
+        out.write(pack("!h", 9))
+        fields(chunk.id, chunk.doc_id, to_pg(chunk.text))
+        metadata = _JSONB_VERSION + metadata_json(chunk).encode()
+        out.write(pack("!i", len(metadata)) + metadata + vector_head)
         out.write(raw[i * step : (i + 1) * step])
-        out.write(pack("!iiii", 4, analysis.lengths[i], 4, analysis.part_lengths[i]))
+        out.write(pack("!iiii", 4, len(terms), 4, len(dterms)))
+        fields(" ".join(terms), " ".join(dterms))
     out.write(COPY_TRAILER)
     return out.getvalue()
 
 
+#: A slice's postings, built by the server from the terms staged with its chunks: one per
+#: term of the chunk or of its share of the document, with both counts, in key order (each
+#: index page is then visited once); the staging table is emptied.
+_POSTINGS = (
+    "WITH moved AS (DELETE FROM {load} RETURNING id, doc_id, lex_len, terms, dterms) "
+    "INSERT INTO {p} (term, doc_id, chunk_id, tf, dtf, dl) SELECT term, doc_id, id, "
+    "count(*) FILTER (WHERE f = 0), count(*) FILTER (WHERE f = 1), lex_len FROM moved "
+    "CROSS JOIN LATERAL (SELECT unnest(string_to_array(terms, ' ')), 0 UNION ALL "
+    "SELECT unnest(string_to_array(dterms, ' ')), 1) x(term, f) "
+    "GROUP BY term, doc_id, id, lex_len ORDER BY term, doc_id, id"
+)
+
+
 def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pacer) -> None:
-    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks,
-    analysed as the slice comes, go with binary COPY into a session temp table and one
-    upserting INSERT empties it (the triggers drop the postings of the rows it overwrites),
-    then their postings are COPied."""
-    staging = sql.Identifier(f"{table}__load")
+    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks
+    and their terms, analysed as the slice comes, go with binary COPY into a session temp
+    table, one INSERT upserts the chunks (the triggers drop the postings of the rows it
+    overwrites) and one more makes their postings (:data:`_POSTINGS`)."""
+    ids = {**names(sql, table), "load": sql.Identifier(f"{table}__load")}
     pace.statement()
     cur.execute(
         sql.SQL(
-            "CREATE TEMP TABLE IF NOT EXISTS {s} (LIKE {t} INCLUDING DEFAULTS) "
+            "CREATE TEMP TABLE IF NOT EXISTS {load} (LIKE {t}, terms TEXT, dterms TEXT) "
             "ON COMMIT DELETE ROWS"
-        ).format(s=staging, t=sql.Identifier(table))
+        ).format(**ids)
     )
     upsert = sql.SQL(
-        f"WITH moved AS (DELETE FROM {{s}} RETURNING {_COLUMNS}) "
-        f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM moved ON CONFLICT (id) DO "
+        f"INSERT INTO {{t}} ({_COLUMNS}) SELECT {_COLUMNS} FROM {{load}} ON CONFLICT (id) DO "
         "UPDATE SET doc_id = EXCLUDED.doc_id, text = EXCLUDED.text, metadata = "
         "EXCLUDED.metadata, embedding = EXCLUDED.embedding, lex_len = EXCLUDED.lex_len, "
         "lex_doc = EXCLUDED.lex_doc"
-    ).format(t=sql.Identifier(table), s=staging)
+    ).format(**ids)
+    copy = (
+        sql.SQL(f"COPY {{load}} ({_COLUMNS}, terms, dterms) FROM STDIN WITH (FORMAT binary)")
+        .format(**ids)
+        .as_string(cur)
+    )
     before: dict[str, str] = {}  # each document's last chunk so far: a share follows it
     for part in pace.slices(len(batch.ids)):
         piece = PreparedBatch(batch.ids[part], batch.vectors[part], batch.chunks[part])
         pace.statement()  # the slice's analysis counts in its first statement's deadline
-        lex = analyse(piece.chunks, before=before)
+        lex = lexical_terms(piece.chunks, before)
         before.update((c.doc_id, c.text) for c in piece.chunks)
-        copy_binary(cur, sql, staging, f"({_COLUMNS})", copy_payload(piece, lex))
-        pace.statement()
-        cur.execute(upsert)
-        pace.statement()
-        write_postings(cur, sql, table, piece.chunks, lex)
+        cur.copy_expert(copy, io.BytesIO(copy_payload(piece, lex)))
+        for statement in (upsert, sql.SQL(_POSTINGS).format(**ids)):
+            pace.statement()
+            cur.execute(statement)
 
 
 def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> list[str]:

@@ -1,26 +1,22 @@
-"""The PostgreSQL schema of PGVectorStore: creation, upgrade, version row, rights-aware errors.
+"""The PostgreSQL schema of PGVectorStore: creation, version check, rights-aware errors, and
+the grants for application roles.
 
-``init_schema`` creates (idempotently, in one transaction) the ``vector`` extension, the chunk
-table ``<table>`` and its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and
-info tables (``<table>__docs``, ``<table>__info``), a row in ``pywrapai_schema`` naming the
-table, its dimension and the schema version, and the lexical tables:
+:func:`open_schema` creates, in one transaction, the ``vector`` extension, the chunk table
+with its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and info tables, the
+table's row in ``pywrapai_schema`` (dimension, schema version) and the lexical tables:
 
-- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings (``lexical``), keyed
-  ``(term, doc_id, chunk_id)`` with the counts included, so a term's postings are one index
-  range read grouped by document; an index on ``chunk_id`` serves deletes;
+- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings, keyed
+  ``(term, doc_id, chunk_id)`` with the counts included (a term's postings are one index range
+  read grouped by document); an index on ``chunk_id`` serves deletes;
 - ``<table>__doclen (doc_id, chunks, len)``: each document's chunks and length (the sum of
-  its chunks' shares, ``lex_doc``), the document field's ``|D|``;
+  its chunks' shares, ``lex_doc``);
 - ``<table>__bm25 (slot, n, total, docs, dtotal)``: chunk and document counts and total
-  lengths as delta rows, one per ``pg_backend_pid() % 64``, so concurrent writers rarely
-  update the same row and a query sums at most 64 rows.
+  lengths as delta rows, one per ``pg_backend_pid() % 64``: concurrent writers rarely update
+  the same row, and a query sums at most 64.
 
-Statement-level triggers on the chunk table (with transition tables) keep the counts and drop
-the postings of deleted or overwritten chunks, so every write path leaves them exact: a
-document's row is upserted with the statement's deltas (documents in id order, so writers lock
-them in one order) and removed with its last chunk. A table of an older layout gets its lexical
-tables made again from its chunks. An owner runs it once (``pywrapai-graph store init``); the
-service can then use roles with only the rights ``pywrapai-graph store grants`` prints
-(``store.create_schema: false``; docs/least-privilege.md).
+Statement-level triggers on the chunk table keep the counts and drop the postings of deleted
+or overwritten chunks, so every write path leaves them exact (documents in id order, so
+writers lock them in one order). A table of another layout is refused, never changed.
 """
 
 from __future__ import annotations
@@ -29,33 +25,24 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pywrapai_graph.adapters.vectorstores.postgres.rows import (
-    analyse,
-    from_pg,
-    lexical_tables,
-    names,
-    write_postings,
-)
-from pywrapai_graph.domain import Chunk
-from pywrapai_graph.errors import ConfigurationError, VectorStoreError
+from pywrapai_graph.adapters.vectorstores.postgres.rows import names, store_tables
+from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 
 __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_TABLE",
     "SCHEMA_VERSION",
-    "check_schema",
     "committing",
+    "grant_statements",
     "in_transaction",
-    "init_schema",
     "missing_right",
+    "open_schema",
 ]
 
 T = TypeVar("T")
 
-#: The layout this release reads and writes; a newer one in the database is refused, an older
-#: one upgraded by ``init_schema``. 2: the lexical postings and statistics (``lexical``);
-#: 4: the document field (postings by document with their count in the document's text,
-#: document lengths and count; 3 was its first layout, without the counts in the document).
+#: The layout this release reads and writes (that of 0.1.0: postings by document with their
+#: count in the document's text, document lengths and counts); any other one is refused.
 SCHEMA_VERSION = 4
 SCHEMA_TABLE = "pywrapai_schema"
 
@@ -109,11 +96,12 @@ def _creation_right(text: str, table: str) -> str | None:
     return None
 
 
-def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | None]:
-    """Whether ``table`` exists, and its recorded schema version (None: not recorded).
+def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
+    """Whether ``table`` exists (then it has this dimension and schema version).
 
     Raises:
         ConfigurationError: another dimension, or a schema version newer than this release.
+        VectorStoreError: an older layout (pre-release), which this release does not upgrade.
     """
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
@@ -122,49 +110,34 @@ def _found(cur: Any, sql: Any, table: str, dimension: int) -> tuple[bool, int | 
     )
     row = cur.fetchone()
     if row is None:
-        return False, None
+        return False
     if int(row[0]) != dimension:
         raise ConfigurationError(
             f"table {table!r} stores vectors of dimension {row[0]}, but dimension={dimension} "
             "was given; use another table or the matching model"
         )
     cur.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,))
-    if cur.fetchone()[0] is None:
-        return True, None
-    schema = sql.Identifier(SCHEMA_TABLE)
-    cur.execute(sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table])
-    row = cur.fetchone()
-    if row is not None and row[0] > SCHEMA_VERSION:
-        raise ConfigurationError(
-            f"table {table!r} has schema version {row[0]}, newer than the version {SCHEMA_VERSION} "
-            "this pywrapai-graph knows; upgrade pywrapai-graph (nothing was changed)"
+    if cur.fetchone()[0] is not None:
+        schema = sql.Identifier(SCHEMA_TABLE)
+        cur.execute(
+            sql.SQL("SELECT version FROM {s} WHERE table_name = %s").format(s=schema), [table]
         )
-    return True, None if row is None else int(row[0])
-
-
-def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
-    """Read-only checks for a role without DDL rights: the table exists, fits, and has this
-    release's schema version.
-
-    Raises:
-        VectorStoreError: the table does not exist, or has an older layout (run ``store init``).
-        ConfigurationError: another dimension, or a newer schema version.
-    """
-    with conn.cursor() as cur:
-        exists, version = _found(cur, sql, table, dimension)
-    if not exists:
-        raise VectorStoreError(
-            f"table {table!r} does not exist and create_schema is off: run "
-            "`pywrapai-graph store init` once with an owner's DSN (it creates the extension, "
-            "the table, its indexes and the schema-version row)"
+        row = cur.fetchone()
+    version = None if row is None else int(row[0])
+    if version is not None and version > SCHEMA_VERSION:
+        raise ConfigurationError(
+            f"table {table!r} has schema version {version}, newer than the version "
+            f"{SCHEMA_VERSION} this pywrapai-graph knows; upgrade pywrapai-graph (nothing was "
+            "changed)"
         )
     if version != SCHEMA_VERSION:
         raise VectorStoreError(
-            f"table {table!r} has the layout of an older pywrapai-graph (schema version "
-            f"{version or 'unrecorded'}; this release needs {SCHEMA_VERSION}): run "
-            "`pywrapai-graph store init` once with an owner's DSN to upgrade it (one "
-            "transaction; it analyses the stored chunks)"
+            f"table {table!r} has the layout of a pre-release pywrapai-graph (schema version "
+            f"{version or 'unrecorded'}; this release reads {SCHEMA_VERSION}), which it does "
+            "not upgrade: ingest the documents again into a new table (store.table), then drop "
+            "this one (nothing was changed)"
         )
+    return True
 
 
 #: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
@@ -173,29 +146,35 @@ def check_schema(conn: Any, sql: Any, table: str, dimension: int) -> None:
 SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 
-def init_schema(conn: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Create the extension, table, indexes and schema-version row, or upgrade a table of an
-    older schema version (idempotent), in one transaction under :data:`SCHEMA_LOCK`:
-    processes starting at once on an empty database take turns, and each one after the first
-    finds everything made.
+def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool) -> bool:
+    """Check the table, or (``create``) create what is missing: the extension, table,
+    indexes and schema-version row, in one transaction under :data:`SCHEMA_LOCK` (processes
+    starting at once on an empty database take turns; each one after the first finds
+    everything made).
 
     Returns:
-        True when something was created or upgraded, False when all of it was up to date.
+        True when something was created, False when the table was there.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
+        VectorStoreError: an older layout; or no table and ``create`` off (run ``store init``).
     """
     with conn.cursor() as cur:
-        if _found(cur, sql, table, dimension)[1] == SCHEMA_VERSION:
+        if _found(cur, sql, table, dimension):
             return False  # the usual start: nothing to lock
+        if not create:
+            raise VectorStoreError(
+                f"table {table!r} does not exist and create_schema is off: run "
+                "`pywrapai-graph store init` once with an owner's DSN (it creates the "
+                "extension, the table, its indexes and the schema-version row)"
+            )
 
         def locked() -> bool:
             cur.execute("SET LOCAL statement_timeout = 0")  # waiting for the lock included
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            exists, version = _found(cur, sql, table, dimension)
-            if version == SCHEMA_VERSION:
+            if _found(cur, sql, table, dimension):
                 return False  # another process made it while we waited
-            _create(cur, sql, table, dimension, older=exists)
+            _create(cur, sql, table, dimension)
             return True
 
         return in_transaction(conn, cur, locked)
@@ -248,14 +227,6 @@ _CREATE = (
     "CREATE TABLE IF NOT EXISTS {sv} (table_name TEXT PRIMARY KEY, version INT NOT NULL, "
     "dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
 )
-#: An older layout's lexical tables dropped (made again from its chunks), and the chunk
-#: columns it may lack.
-_DROP_OLD = (
-    "LOCK TABLE {t} IN SHARE MODE",  # writers wait until the triggers exist
-    "DROP TABLE IF EXISTS {p}, {l}, {s}",
-    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lex_len INT NOT NULL DEFAULT 0, "
-    "ADD COLUMN IF NOT EXISTS lex_doc INT",
-)
 _LEXICAL = (
     "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
     "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
@@ -268,20 +239,16 @@ _LEXICAL = (
 )
 
 
-def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> None:
-    """Create what is missing; ``older``: the table has an older layout, upgraded here."""
+def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
+    """Create the extension, the tables, their indexes and triggers, and the version row."""
     ids = {
         **names(sql, table),
         **{k: sql.Identifier(table + suffix) for k, suffix in _SUFFIXES.items()},
         "sv": sql.Identifier(SCHEMA_TABLE),
         "dim": sql.Literal(dimension),
     }
-
-    def run(statements: Sequence[str]) -> None:
-        for statement in statements:
-            cur.execute(sql.SQL(statement).format(**ids))
-
-    run(_CREATE + (_DROP_OLD if older else ()) + _LEXICAL)
+    for statement in (*_CREATE, *_LEXICAL):
+        cur.execute(sql.SQL(statement).format(**ids))
     cur.execute(sql.SQL(_FUNCTION).format(**ids))
     for trigger, event, tables in _TRIGGERS:
         cur.execute(
@@ -290,11 +257,6 @@ def _create(cur: Any, sql: Any, table: str, dimension: int, *, older: bool) -> N
                 "REFERENCING " + tables + " FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
             ).format(name=ids[trigger], **ids)
         )
-    if older:
-        _backfill(cur, sql, table)
-        run(_RECOUNT)
-        for name in lexical_tables(table):  # the rights the roles have on the chunks
-            _grant_as(cur, sql, table, name)
     cur.execute(
         sql.SQL(
             "INSERT INTO {sv} (table_name, version, dimension) VALUES (%s, %s, %s) "
@@ -370,17 +332,6 @@ $body$
 )
 
 
-_BACKFILL_BATCH = 1000
-#: Document lengths and store counts derived from the chunk table.
-_RECOUNT = (
-    "DELETE FROM {l}",
-    f"INSERT INTO {{l}} (doc_id, chunks, len) SELECT doc_id, count(*), sum({_PART}) "
-    "FROM {t} GROUP BY doc_id",
-    "DELETE FROM {s}",
-    "INSERT INTO {s} (slot, n, total, docs, dtotal) SELECT 0, count(*), "
-    f"coalesce(sum(lex_len), 0), (SELECT count(*) FROM {{l}}), coalesce(sum({_PART}), 0) "
-    "FROM {t}",
-)
 _TRIGGERS = (
     ("ins", "INSERT", "NEW TABLE AS new_rows"),
     ("upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
@@ -388,52 +339,61 @@ _TRIGGERS = (
 )
 
 
-def _backfill(cur: Any, sql: Any, table: str) -> None:
-    """Analyse every chunk already in the table, each counting whole in its document (the
-    order it was written in is not known): its length, then its postings (the triggers drop
-    the postings of the rows an UPDATE touches)."""
-    t = sql.Identifier(table)
-    after = ""
-    while True:  # keyset pages by id, in this transaction
-        cur.execute(
-            sql.SQL("SELECT id, doc_id, text FROM {t} WHERE id > %s ORDER BY id LIMIT %s").format(
-                t=t
-            ),
-            (after, _BACKFILL_BATCH),
-        )
-        rows = cur.fetchall()
-        if not rows:
-            return
-        chunks = [Chunk(from_pg(text), doc_id=doc, id=chunk_id) for chunk_id, doc, text in rows]
-        analysis = analyse(chunks, parts=False)
-        cur.execute(
-            sql.SQL(
-                "UPDATE {t} SET lex_len = u.len, lex_doc = NULL FROM unnest(%s::text[], "
-                "%s::int[]) AS u(id, len) WHERE {t}.id = u.id"
-            ).format(t=t),
-            ([c.id for c in chunks], analysis.lengths),
-        )
-        write_postings(cur, sql, table, chunks, analysis)
-        after = rows[-1][0]
+# ----------------------------------------------------------------------------- grants
+#: The database, the table's schema and the ``vector`` extension's schema (no row: no table).
+_WHERE = (
+    "SELECT current_database(), n.nspname, (SELECT en.nspname FROM pg_extension e "
+    "JOIN pg_namespace en ON en.oid = e.extnamespace WHERE e.extname = 'vector') "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)"
+)
 
 
-_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES"})
+def _names(sql: Any, names: Sequence[str]) -> Any:
+    return sql.SQL(", ").join(sql.Identifier(n) for n in names)
 
 
-def _grant_as(cur: Any, sql: Any, model: str, table: str) -> None:
-    """Give the roles holding rights on ``model`` (other than its owner) the same rights on
-    ``table``, new in an upgrade, so the roles ``store grants`` set up keep working."""
-    cur.execute(
-        "SELECT a.privilege_type, r.rolname FROM pg_class c "
-        "CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = to_regclass(%s) AND a.grantee <> c.relowner",
-        (sql.Identifier(model).as_string(cur),),
-    )
-    for privilege, role in cur.fetchall():
-        if privilege in _PRIVILEGES:
-            cur.execute(
-                sql.SQL("GRANT " + privilege + " ON {t} TO {r}").format(
-                    t=sql.Identifier(table),
-                    r=sql.SQL("PUBLIC") if role is None else sql.Identifier(role),
-                )
+def grant_statements(
+    conn: Any, sql: Any, table: str, reader: str | None, writer: str | None
+) -> list[str]:
+    """The statements (with ``--`` comments) that give ``reader`` read-only and ``writer``
+    read-write use of the store, for its owner to run.
+
+    Raises:
+        InvalidArgumentError: no role, or an empty role name.
+        VectorStoreError: the table does not exist.
+    """
+    roles = [r for r in (reader, writer) if r is not None]
+    if not roles or any(not r.strip() for r in roles):
+        raise InvalidArgumentError("name a reader role, a writer role or both (non-empty names)")
+    with conn.cursor() as cur:
+        cur.execute(_WHERE, (sql.Identifier(table).as_string(conn),))
+        row = cur.fetchone()
+        if row is None:
+            raise VectorStoreError(
+                f"table {table!r} does not exist: run `pywrapai-graph store init` with the "
+                "owner's DSN first, then ask for the grants"
             )
+    database, schema, vector_schema = row
+    schemas = [schema] + ([vector_schema] if vector_schema not in (None, schema) else [])
+    own = sorted(store_tables(table))
+    tables = [*own, SCHEMA_TABLE]
+
+    def render(template: str, **parts: Any) -> str:
+        return str(sql.SQL(template).format(**parts).as_string(conn))
+
+    everyone = _names(sql, roles)
+    db = sql.Identifier(str(database))
+    out = [
+        "-- both roles: reach the database and the store's schema",
+        render("GRANT CONNECT ON DATABASE {d} TO {r};", d=db, r=everyone),
+        render("GRANT USAGE ON SCHEMA {s} TO {r};", s=_names(sql, schemas), r=everyone),
+        "-- read: search (dense and lexical), count, manifests, the schema-version check",
+        render("GRANT SELECT ON {t} TO {r};", t=_names(sql, tables), r=everyone),
+    ]
+    if writer is None:
+        return out
+    role = sql.Identifier(writer)
+    out.append("-- write: ingest, replace, delete (a write stages rows in a temp table)")
+    out.append(render("GRANT INSERT, UPDATE, DELETE ON {t} TO {r};", t=_names(sql, own), r=role))
+    out.append(render("GRANT TEMPORARY ON DATABASE {d} TO {r};", d=db, r=role))
+    return out

@@ -19,33 +19,25 @@ from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
     statement_params,
 )
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
-    CLIENT_GRACE_S,
     DEFAULT_EF_SEARCH,
     PGConnection,
     T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.grants import grant_statements
-from pywrapai_graph.adapters.vectorstores.postgres.pool import renew
 from pywrapai_graph.adapters.vectorstores.postgres.rows import (
     Pacer,
     delete_document,
     delete_rows,
-    lexical_tables,
     metadata_predicate,
+    store_tables,
     write_chunks,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.schema import (
-    check_schema,
-    init_schema,
-)
+from pywrapai_graph.adapters.vectorstores.postgres.schema import grant_statements, open_schema
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.checks import is_positive_int
 from pywrapai_graph.domain.manifest import (
     DocumentManifest,
     EmbedderIdentity,
     manifests_from_json,
 )
-from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -64,9 +56,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
     with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
-    computes BM25 from (``lexical``); a table of an older release is upgraded on open (or by
-    ``pywrapai-graph store init``). Each retrieval is one statement (``bm25``). A write is
-    one transaction of slices, each statement sized to stay well within
+    computes BM25 from; a table of a pre-release layout is refused. Each retrieval is one
+    statement (``bm25``). A write is one transaction of slices, each statement well within
     ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
     validated and always passed as an identifier. A dropped connection is re-established
     once before an error is raised.
@@ -81,10 +72,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
         statement_timeout_ms: each call's deadline, from the moment it is made (queueing
-            counts; the statement gets what is left, and the client closes a connection whose
-            server has not answered 2 s after it): :class:`StoreTimeoutError` names the
-            setting and says whether the write was rolled back. Each statement of a large
-            write has its own. None leaves the server's default and sets no deadline.
+            counts; the server cancels a statement that runs longer, and the client closes a
+            connection whose server has not answered 2 s after the deadline):
+            :class:`StoreTimeoutError` names the setting and says whether the write was rolled
+            back. Each statement of a large write has its own. None: no deadline.
         create_schema: create the extension, tables and indexes when missing (needs DDL
             rights). False for a role with only DML rights: the schema must exist
             (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
@@ -110,23 +101,24 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         statement_timeout_ms: int | None = DEFAULT_STATEMENT_TIMEOUT_MS,
         create_schema: bool = True,
     ) -> None:
-        self._prepare(connection_string, table_name, dimension, pool_size, statement_timeout_ms)
-        if pool_timeout_ms is not None and not is_positive_int(pool_timeout_ms):
-            raise ConfigurationError(
-                f"pool_timeout_ms must be a positive int or None, got {pool_timeout_ms!r}"
-            )
-        self._pool_timeout = None if pool_timeout_ms is None else pool_timeout_ms / 1000
         self._ef_search = ef_search
+        self._prepare(
+            connection_string,
+            table_name,
+            dimension,
+            pool_size,
+            statement_timeout_ms,
+            pool_timeout_ms,
+        )
         self._lock = threading.RLock()
         self._bulk = 0
         self._owns_schema = create_schema
-        dim = dimension
         with self._connection() as conn:  # no deadline: DDL may wait for another's lock
-            if create_schema:
-                self._guarded(lambda: init_schema(conn, self._sql, self._table, dim), "CREATE")
+            if self._guarded(
+                lambda: open_schema(conn, self._sql, table_name, dimension, create=create_schema),
+                "CREATE" if create_schema else "SELECT",
+            ):
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
-            else:
-                self._guarded(lambda: check_schema(conn, self._sql, self._table, dim), "SELECT")
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
@@ -142,7 +134,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             connection_string,
             table_name,
             dimension,
-            lambda conn, sql: init_schema(conn, sql, table_name, dimension),
+            lambda conn, sql: open_schema(conn, sql, table_name, dimension, create=True),
             "CREATE",
         )
 
@@ -196,16 +188,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
         """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
-        client deadline (the server's statement_timeout bounds each already)."""
+        client deadline (:class:`Pacer`)."""
 
         def paced(cur: Any) -> T:
             seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
-
-            def fresh() -> None:
-                if seconds is not None:
-                    renew(cur.connection, seconds + CLIENT_GRACE_S)
-
-            pace = Pacer(seconds, fresh)
+            pace = Pacer(cur.connection, seconds)
             result = work(cur, pace)
             pace.statement()  # for the statements left and the COMMIT
             return result
@@ -317,7 +304,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return dict(manifests_from_json(self._rows(statement, [list(doc_ids)])))
 
     def embedder_identity(self) -> EmbedderIdentity | None:
-        return self._read(self._recorded)
+        return self._run(self._recorded, transaction=False)
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -341,23 +328,14 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         keep, given = metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
         sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
-        vector = None if query.vector is None else self._literal(query.vector)
+        vector = None  # one SQL literal, adapted once however often the statement names it
+        if query.vector is not None:
+            quoted = self._pg.extensions.adapt(prepare_query(query.vector, self._dim))
+            vector = self._pg.extensions.AsIs(quoted.getquoted().decode())
         rows = self._rows(sql, statement_params(query, given, vector))
         if query.mode != "dense":
             return search_hits(rows, clamp=False)
         return [h for h in search_hits(rows) if h.score >= query.min_score]
-
-    def _literal(self, query_vector: Sequence[float]) -> Any:
-        """The query vector as one SQL literal, adapted once however often a statement names
-        it (the text of a 384-dimension vector costs the client about 0.2 ms each time)."""
-        extensions = self._pg.extensions
-        quoted = extensions.adapt(prepare_query(query_vector, self._dim)).getquoted()
-        return extensions.AsIs(quoted.decode())
-
-    def _where(self, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:
-        """The WHERE clause of ``filter`` and its parameters (none without a filter)."""
-        keep, params = metadata_predicate(self._sql, filter)
-        return (self._sql.SQL("WHERE ") + keep if params else self._sql.SQL("")), params
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -367,14 +345,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
-        sql = self._sql
-        where, filter_params = self._where(filter)
-        statement = sql.SQL(
+        keep, filter_params = metadata_predicate(self._sql, filter)
+        statement = self._sql.SQL(
             "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
             "FROM unnest(%(q)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
             "SELECT id, doc_id, text, metadata, 1 - (embedding <=> q.v) AS score FROM {t} "
-            "{w} ORDER BY embedding <=> q.v LIMIT %(k)s) h"
-        ).format(t=self._ident(), w=where)
+            "WHERE {w} ORDER BY embedding <=> q.v LIMIT %(k)s) h"
+        ).format(t=self._ident(), w=keep)
         params = {**filter_params, "q": queries, "k": k}
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
@@ -385,8 +362,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return out
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        where, params = self._where(filter)
-        statement = self._sql.SQL("SELECT count(*) FROM {t} {w}").format(t=self._ident(), w=where)
+        keep, params = metadata_predicate(self._sql, filter)
+        statement = self._sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(
+            t=self._ident(), w=keep
+        )
         return int(self._rows(statement, params)[0][0])
 
     def _delete(self, ids: list[str]) -> int:
@@ -408,10 +387,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
-        tables = [self._table, self._table + "__docs", self._table + "__info"]
-        every = (*tables, *lexical_tables(self._table))
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(map(self._sql.Identifier, every))
+            self._sql.SQL(", ").join(map(self._sql.Identifier, store_tables(self._table)))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
