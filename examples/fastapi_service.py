@@ -184,10 +184,11 @@ def _probes(app: FastAPI, container: Container) -> None:
 def _rag_routes(app: FastAPI, container: Container) -> None:
     """Ingest and ask, each request scoped to its tenant."""
 
-    def scoped_retriever(tenant: Tenant) -> ScopedRetriever:
+    # async: a plain def dependency would cost each request a hop to the thread pool
+    async def scoped_retriever(tenant: Tenant) -> ScopedRetriever:
         return container.scoped_retriever(scope={"tenant": tenant})
 
-    def scoped_graph(tenant: Tenant) -> GraphLLM:
+    async def scoped_graph(tenant: Tenant) -> GraphLLM:
         return container.scoped_graph(scope={"tenant": tenant})
 
     @app.post("/ingest")

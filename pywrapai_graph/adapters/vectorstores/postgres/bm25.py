@@ -153,14 +153,23 @@ def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) ->
         text = _LEXICAL + _TOP.replace("{ranked}", "lex")
     else:
         text = _LEXICAL + _SIDES + _FUSIONS[fusion] + _TOP.replace("{ranked}", "sc")
+    ids = {key: _quoted(sql, ident) for key, ident in names(sql, table).items() if key in "tpls"}
     kept = {"keep": sql.SQL(""), "dw": sql.SQL("")}
     if keep is not None:  # the chunk rows the filter keeps: BM25 candidates, dense side
         kept = {
-            "keep": sql.SQL("JOIN {t} t USING (id) WHERE ").format(t=sql.Identifier(table)),
+            "keep": sql.SQL("JOIN {t} t USING (id) WHERE ").format(t=ids["t"]),
             "dw": sql.SQL("WHERE "),
         }
         kept = {name: part + sql.SQL(keep) for name, part in kept.items()}
-    return sql.SQL(text).format(i=sql.Identifier(table + "__info"), **kept, **names(sql, table))
+    info = _quoted(sql, sql.Identifier(table + "__info"))
+    # rendered once here: psycopg2 renders a composed statement again at every execute
+    return sql.SQL(sql.SQL(text).format(i=info, **kept, **ids).as_string(None))
+
+
+def _quoted(sql: Any, ident: Any) -> Any:
+    """``ident`` quoted as PostgreSQL quotes an identifier (as ``PQescapeIdentifier``), as
+    SQL text that needs no connection to render."""
+    return sql.SQL(".".join('"' + s.replace('"', '""') + '"' for s in ident.strings))
 
 
 def statement_params(query: StoreQuery, given: dict[str, Any], vector: Any) -> dict[str, Any]:
