@@ -12,8 +12,8 @@ step "ruff check" "$PY" -m ruff check .
 step "ruff format --check" "$PY" -m ruff format --check .
 step "docs site (mkdocs build --strict)" env NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "${TMPDIR:-/tmp}/pywrapai-site"
 step "module sizes (500 lines; allowlist may only shrink)" "$PY" scripts/module_sizes.py
-echo "== pytest"
-"$PY" -m pytest "$@"
+echo "== pytest (two workers, each with its own servers; a file's tests stay on one worker)"
+"$PY" -m pytest -n 2 --dist loadfile "$@"
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "!! pytest collected no tests: that is a failure"

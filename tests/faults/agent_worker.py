@@ -8,6 +8,9 @@ first turn calls ``pay`` (needs approval) and ``record``, and prints the pending
 MODE ``decide`` loads the run, waits at BARRIER (a folder) for another worker if given, and
 resumes it with the approvals in ARG (JSON); it exits 3 on RunConflictError.
 
+``python -m tests.faults.agent_worker serve BACKEND`` is a fork server: the imports done once,
+each worker a fork of it (see :func:`serve`), a real process of its own that a SIGKILL ends.
+
 Tools write their effect keyed by their idempotency key (``ON CONFLICT DO NOTHING``) and
 log every attempt in a table of their own, in the same database as the run store.
 """
@@ -15,10 +18,15 @@ log every attempt in a table of their own, in the same database as the run store
 from __future__ import annotations
 
 import json
+import os
 import random
+import select
+import signal
 import sqlite3
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -170,5 +178,54 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def serve(backend: str) -> None:
+    """Fork a worker for each line on stdin, a JSON ``[argv, kill_after]``: it runs
+    ``main(argv)``; once it has printed "ready" it has ``kill_after`` seconds (``null``: as
+    long as it takes) before a SIGKILL. Answers each line with a JSON line: ``[exit code
+    (minus the signal that ended it), its stdout, its stderr]``."""
+    if backend == "postgres":
+        import psycopg2  # noqa: F401  (every worker connects: imported once, here)
+    while line := sys.stdin.readline():
+        argv, kill_after = json.loads(line)
+        print(json.dumps(_fork(argv, kill_after)), flush=True)
+
+
+def _fork(argv: list[str], kill_after: float | None) -> list[object]:
+    out_read, out_write = os.pipe()
+    with tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # the worker: its output to the pipe and the file, then main
+            os.close(out_read)
+            os.dup2(out_write, 1)
+            os.dup2(err.fileno(), 2)
+            random.seed()  # not the sleeps of the worker forked before it
+            code = 1
+            try:
+                code = main(argv)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(out_write)
+        with os.fdopen(out_read) as out:
+            first = out.readline()
+            if first == "ready\n" and kill_after is not None:
+                ended = os.pidfd_open(pid)  # readable once the worker has ended
+                try:
+                    if not select.select([ended], [], [], kill_after)[0]:
+                        os.kill(pid, signal.SIGKILL)  # not reaped yet: the pid is its
+                finally:
+                    os.close(ended)
+            rest = out.read()
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        return [os.waitstatus_to_exitcode(status), first + rest, err.read().decode()]
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        sys.exit(main(sys.argv[1:]))

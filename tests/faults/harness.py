@@ -97,14 +97,32 @@ def ingest_command(config: Path, folder: Path) -> list[str]:
     return [*cli, "--config", str(config), "ingest", str(folder)]
 
 
-def start_ingest(config: Path, folder: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        ingest_command(config, folder),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+#: the command line as ``python -m pywrapai_graph.composition.cli`` runs it (with the one BLAS
+#: thread that sets), saying "ready" between its imports and the command
+_AFTER_IMPORTS = (
+    "import sys\n"
+    "from pywrapai_graph.composition.cli import main\n"
+    "print('ready', flush=True)\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def start_ingest(
+    config: Path, folder: Path, stderr: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    """``ingest`` in a new process, returned once its imports are done: what is left is the
+    command itself (configuration, store, writes), the window a kill is aimed at."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _AFTER_IMPORTS, "--config", str(config), "ingest", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"},
         cwd=config.parent,
     )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    return proc
 
 
 @dataclass
@@ -196,18 +214,17 @@ def kill_runs(
     seed: int,
     after_kill: Callable[[], None] = lambda: None,
 ) -> KillReport:
-    """``kills`` SIGKILLs at random instants of an A → B ingest, each checked."""
+    """``kills`` SIGKILLs at random instants of an A → B ingest, each checked.
+
+    The instants are drawn over the command, after the process's imports: nothing is
+    written while modules load, so every kill lands where the store can be caught mid-way.
+    """
     rng = random.Random(seed)
     restore_a()
+    full = start_ingest(config, docs_b, stderr=subprocess.PIPE)
     began = time.monotonic()
-    full = subprocess.run(
-        ingest_command(config, docs_b),
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=300,
-        check=False,
-    )
-    assert full.returncode == 0, full.stderr.decode()
+    _, err = full.communicate(timeout=300)
+    assert full.returncode == 0, err
     duration = time.monotonic() - began
     report = KillReport()
     for _ in range(3 * kills):
@@ -215,10 +232,10 @@ def kill_runs(
             break
         restore_a()
         proc = start_ingest(config, docs_b)
-        delay = rng.uniform(0.05, duration)
+        delay = rng.uniform(0.0, duration)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.communicate(timeout=60)
         killed = proc.returncode == -signal.SIGKILL  # not if it had finished already
         report.kills += killed
         if not killed:  # this run was quicker than the first: aim within its length

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,23 +60,52 @@ def finish(worker: subprocess.Popen[str]) -> tuple[int, list[str]]:
     return worker.returncode, out.split("\n")
 
 
-def run_with_kills(backend: tuple[str, str], run_id: str, rng: random.Random) -> int:
+class ForkServer:
+    """``agent_worker serve``: each worker a fork of one process that did the imports."""
+
+    def __init__(self, backend: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.agent_worker", "serve", backend],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"},
+            cwd=ROOT,
+        )
+
+    def run(self, argv: list[str], kill_after: float | None) -> tuple[int, list[str], str]:
+        """A worker's exit code, output lines and error output; SIGKILLed ``kill_after``
+        seconds after it printed "ready" (its stores open) unless it ended before."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([argv, kill_after]) + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        assert answer, "the fork server ended"
+        code, out, err = json.loads(answer)
+        return code, out.split("\n"), err
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=60) == 0
+        self.proc.stdout.close()
+
+
+def run_with_kills(
+    forks: ForkServer, backend: tuple[str, str], run_id: str, rng: random.Random
+) -> int:
     """Workers on ``run_id`` until one finishes it; returns how many were killed."""
     kills = 0
     while True:
-        worker = start(backend, "multi", run_id)
-        assert worker.stdout is not None
-        assert worker.stdout.readline().strip() == "ready"  # imports done: the run starts
-        if kills < MAX_KILLS:
-            try:
-                worker.wait(timeout=rng.uniform(0.0, 0.25))
-            except subprocess.TimeoutExpired:
-                worker.send_signal(signal.SIGKILL)
-        code, lines = finish(worker)
+        kill_after = rng.uniform(0.0, 0.25) if kills < MAX_KILLS else None
+        code, lines, err = forks.run([*backend, "multi", run_id], kill_after)
+        assert code in (0, -signal.SIGKILL), err
+        assert "Traceback" not in err, err
+        assert lines[0] == "ready"  # its stores open: the run starts
         if code == -signal.SIGKILL:  # (a worker that finished before the signal exits 0)
             kills += 1
             continue
-        assert (code, lines[0]) == (0, "done")
+        assert lines[1] == "done"
         return kills
 
 
@@ -85,8 +115,15 @@ def expected(run_id: str) -> list[tuple[str, str]]:
     )
 
 
+@pytest.fixture
+def forks(backend: tuple[str, str]) -> Iterator[ForkServer]:
+    server = ForkServer(backend[0])
+    yield server
+    server.close()
+
+
 def test_sigkill_at_random_instants_every_call_has_its_effect_once(
-    backend: tuple[str, str],
+    backend: tuple[str, str], forks: ForkServer
 ) -> None:
     rng = random.Random(zlib.crc32(backend[0].encode()))
     effects = Effects(*backend)
@@ -94,7 +131,7 @@ def test_sigkill_at_random_instants_every_call_has_its_effect_once(
     kills = reruns = 0
     for n in range(RUNS):
         run_id = f"run{n}"
-        killed = run_with_kills(backend, run_id, rng)
+        killed = run_with_kills(forks, backend, run_id, rng)
         saved = store.load(run_id)
         assert saved is not None and saved.answer == "done"
         assert effects.rows("effects", run_id) == expected(run_id)  # each effect exactly once

@@ -9,7 +9,10 @@ import pytest
 
 from tests.faults.harness import kill_folder_store
 
-KILLS = 20
+# Each kill lands in the ingest command, after the imports (see ``kill_runs``). Drawn over
+# the whole process, 20 kills put about 7 (SQLite), 5 (FAISS) and 16 (Qdrant) there: the
+# imports took 65%, 75% and 20% of an ingest's process, measured on 2 cores.
+KILLS = {"sqlite": 12, "faiss": 12, "qdrant": 16}
 FILES = 16
 
 
@@ -23,7 +26,8 @@ FILES = 16
 )
 def test_sigkill_at_random_instants(tmp_path: Path, backend: str, store_lines: str) -> None:
     seed = zlib.crc32(backend.encode())
-    report = kill_folder_store(tmp_path, store_lines, files=FILES, kills=KILLS, seed=seed)
-    assert report.kills == KILLS
+    kills = KILLS[backend]
+    report = kill_folder_store(tmp_path, store_lines, files=FILES, kills=kills, seed=seed)
+    assert report.kills == kills
     # the kills landed while documents were being written, not only before or after
-    assert report.mixed_states >= KILLS // 4, report
+    assert report.mixed_states >= kills // 4, report
