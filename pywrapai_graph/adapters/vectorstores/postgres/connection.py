@@ -1,11 +1,8 @@
-"""The PostgreSQL connections of :class:`PGVectorStore`: the pool, one deadline per call,
-session settings, and the driver's errors turned into ours (a disk full, a missing right, a
-timeout, an unreachable server), never showing the DSN's password.
+"""PGVectorStore's connections: the pool, one deadline per call, session settings, and the
+driver's errors turned into ours, never showing the DSN's password.
 
-A call's deadline counts from when the call was made (:func:`call_made`): the waits for a
-thread and a connection, the connect and the statement. The server's ``statement_timeout``
-bounds each statement, the client watchdog (``pool.watch``) the call, at what is left plus
-:data:`CLIENT_GRACE_S`; a call out of time before it got a connection fails without running.
+A call's deadline counts from when it was made (:func:`call_made`), waits included; the
+server's ``statement_timeout`` bounds each statement, the watchdog (``pool.watch``) the call.
 """
 
 from __future__ import annotations
@@ -44,8 +41,7 @@ __all__ = ["DEFAULT_EF_SEARCH", "PGConnection", "T"]
 _DISK_FULL = "53100"  # SQLSTATE disk_full
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
 _CANCELED = "57014"  # query_canceled (statement_timeout)
-#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
-#: that find a dead peer on an idle pooled connection in about a minute.
+#: libpq options unless the DSN sets them: a bounded connect; keepalives find a dead peer.
 _CONNECT_OPTIONS = {
     "connect_timeout": 5,
     "keepalives": 1,
@@ -60,9 +56,7 @@ DEFAULT_EF_SEARCH = 200
 
 
 class PGConnection:
-    """Connections, deadlines and error translation for a PostgreSQL store: :meth:`_prepare`
-    (validate the arguments, load the driver, open the pool), :meth:`_run` (one transaction,
-    a dropped connection replaced once) and :meth:`_rows` (one statement in autocommit)."""
+    """Connections, deadlines and error translation for a PostgreSQL store."""
 
     _ef_search = DEFAULT_EF_SEARCH
 
@@ -119,9 +113,8 @@ class PGConnection:
         return f"{host}:{self._params.get('port') or 5432}" if "," not in host else host
 
     def _connect(self, slot: Slot, due: float) -> None:
-        """A new connection for ``slot``, given up with the call due at ``due`` (monotonic
-        seconds; a whole second at least: libpq counts in seconds); the DSN's own options win
-        over ours."""
+        """A new connection for ``slot``, given up with the call at ``due`` (monotonic; libpq
+        counts whole seconds); the DSN's own options win over ours."""
         params = self._params
         options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
         options["application_name"] = f"pywrapai-graph:{self._table}"
@@ -225,8 +218,8 @@ class PGConnection:
         )
 
     def _too_slow(self, seconds: float) -> StoreTimeoutError:
-        """Raised while handling the driver's error: its COMMIT note says what became of the
-        transaction (closed before COMMIT: the server can only roll it back)."""
+        """Raised while handling the driver's error, whose COMMIT note says whether the write
+        may have been applied."""
         outcome = (
             "it timed out committing, so the write may have been applied (check before retrying it)"
             if committing(sys.exception())
@@ -266,10 +259,9 @@ class PGConnection:
         transaction: bool = True,
         deadline: bool = True,
     ) -> T:
-        """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
-        one deadline (``statement_timeout_ms`` from the moment the call was made); a dropped
-        connection is replaced once before an error is raised. ``deadline=False``:
-        maintenance (an index build) that may outlast it; its work lifts statement_timeout."""
+        """``work(cursor)`` in a transaction (or not) on a pooled connection, within the call's
+        deadline; a dropped connection is replaced once. ``deadline=False``: maintenance (an
+        index build) that may outlast it."""
         due = math.inf
         if deadline and self._timeout_ms is not None:
             due = call_made() + self._timeout_ms / 1000
@@ -279,11 +271,10 @@ class PGConnection:
                     if not transaction:
                         return work(cur)
                     return in_transaction(conn, cur, lambda: work(cur))
-            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
-                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
             except self._pg.Error as exc:
-                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+                dropped = isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError)
+                if attempt == 2 or not dropped or isinstance(exc, self._pg.errors.QueryCanceled):
+                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
