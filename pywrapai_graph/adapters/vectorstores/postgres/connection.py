@@ -145,8 +145,7 @@ class PGConnection:
 
     @contextlib.contextmanager
     def _connection(self, due: float = math.inf) -> Iterator[Any]:
-        """A pooled connection for one unit of work, until ``due`` (monotonic seconds; a
-        broken one is closed).
+        """A pooled connection for one unit of work until ``due`` (monotonic seconds).
 
         Raises:
             StoreBusyError: every connection stayed in use past the pool timeout.
@@ -155,13 +154,14 @@ class PGConnection:
         """
         slot = self._slot(due)
         armed = pool.NEVER
-        left = due - time.monotonic()
-        seconds = round(left + CLIENT_GRACE_S, 2) if due < math.inf else None
+        seconds = round(due - time.monotonic() + CLIENT_GRACE_S, 2) if due < math.inf else None
         try:
-            if slot.conn is None:
+            fresh = slot.conn is None
+            if fresh:
                 self._connect(slot, due)
             with pool.watch(slot.conn, seconds) as armed:
-                self._configure(slot)
+                if fresh:
+                    self._configure(slot.conn)
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()
@@ -192,11 +192,8 @@ class PGConnection:
             )
         raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
 
-    def _configure(self, slot: Slot) -> None:
-        """Session settings, once per connection (a retrieval is then one statement)."""
-        conn = slot.conn
-        if slot.configured:
-            return
+    def _configure(self, conn: Any) -> None:
+        """A new connection's session settings (a retrieval is then one statement)."""
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute("SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM))
@@ -205,7 +202,6 @@ class PGConnection:
                 cur.execute("SET hnsw.iterative_scan = relaxed_order")
         with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
             self._register(conn)
-        slot.configured = True
 
     def _expired(self, due: float, where: str) -> StoreTimeoutError:
         waited = (self._timeout_ms or 0) / 1000 + time.monotonic() - due
@@ -307,21 +303,3 @@ class PGConnection:
                 f"lost the PostgreSQL connection to {self._location()!r}: {said}"
             )
         return VectorStoreError(f"PostgreSQL error on table {self._table!r}: {said}")
-
-    @classmethod
-    def _administer(
-        cls,
-        connection_string: str,
-        table_name: str,
-        dimension: int,
-        work: Callable[[Any, Any], T],
-        operation: str,
-    ) -> T:
-        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
-        store = cls.__new__(cls)
-        store._prepare(connection_string, table_name, dimension, 1, None)
-        try:
-            with store._connection() as conn:  # an owner's one-off command, no deadline
-                return store._guarded(lambda: work(conn, store._sql), operation)
-        finally:
-            store._pool.closeall()

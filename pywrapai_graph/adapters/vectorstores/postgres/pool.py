@@ -31,15 +31,13 @@ CLIENT_GRACE_S = 2.0
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """A place in the pool: ``conn`` (None: not open yet, or discarded) and whether the store
-    set up its session."""
+    """A place in the pool: ``conn`` (None: not open yet, or discarded)."""
 
     conn: Any = None
-    configured: bool = False
 
     def discard(self) -> None:
         """Close the connection; the slot opens a new one when next used."""
-        conn, self.conn, self.configured = self.conn, None, False
+        conn, self.conn = self.conn, None
         if conn is not None and not conn.closed:
             conn.close()
 

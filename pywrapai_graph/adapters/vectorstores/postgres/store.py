@@ -55,30 +55,27 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
-    with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
-    computes BM25 from; a table of a pre-release layout is refused. Each retrieval is one
-    statement (``bm25``). A write is one transaction of slices, each statement well within
-    ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
-    validated and always passed as an identifier. A dropped connection is re-established
-    once before an error is raised.
+    with an HNSW index, and the postings and statistics PostgreSQL computes BM25 from. Each
+    retrieval is one statement (``bm25``); a write is one transaction of slices, each
+    statement well within ``statement_timeout_ms`` (``rows.Pacer``). A dropped connection is
+    re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
         table_name: a plain identifier (letters, digits, underscores).
         dimension: must match the embedding model, and an existing table.
         ef_search: HNSW search breadth for this store's session.
-        pool_size: server connections shared by threads and by the async offload; while all
-            are in use, callers wait for one in arrival order.
+        pool_size: server connections shared by threads and the async offload; callers
+            wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
-        statement_timeout_ms: each call's deadline, from the moment it is made (queueing
-            counts; the server cancels a statement that runs longer, and the client closes a
-            connection whose server has not answered 2 s after the deadline):
-            :class:`StoreTimeoutError` names the setting and says whether the write was rolled
-            back. Each statement of a large write has its own. None: no deadline.
-        create_schema: create the extension, tables and indexes when missing (needs DDL
-            rights). False for a role with only DML rights: the schema must exist
-            (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
+        statement_timeout_ms: each call's deadline from the moment it is made, queueing
+            included (the server cancels a statement, the client closes a connection not
+            answering 2 s after it): :class:`StoreTimeoutError` says whether the write was
+            rolled back. Each statement of a large write has its own. None: no deadline.
+        create_schema: create the extension, tables and indexes when missing (DDL rights).
+            False for a DML-only role: run ``pywrapai-graph store init`` (or
+            :meth:`init_schema`) once as the owner.
 
     Raises:
         ConfigurationError: invalid table name, or a dimension that disagrees with the table.
@@ -114,10 +111,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._bulk = 0
         self._owns_schema = create_schema
         with self._connection() as conn:  # no deadline: DDL may wait for another's lock
-            if self._guarded(
+            self._created = self._guarded(
                 lambda: open_schema(conn, self._sql, table_name, dimension, create=create_schema),
                 "CREATE" if create_schema else "SELECT",
-            ):
+            )
+            if self._created:
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
 
     @classmethod
@@ -130,20 +128,17 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             ConfigurationError: another dimension, or a schema version newer than this release.
             VectorStoreError: the server cannot be reached, or a right is missing (named).
         """
-        return cls._administer(
-            connection_string,
-            table_name,
-            dimension,
-            lambda conn, sql: open_schema(conn, sql, table_name, dimension, create=True),
-            "CREATE",
+        store = cls(
+            connection_string, table_name, dimension, pool_size=1, statement_timeout_ms=None
         )
+        store.close()
+        return store._created
 
     @property
     def pool_size(self) -> int:
         """The most server connections this store opens at once."""
         return self._pool_size
 
-    # ------------------------------------------------------------------ port
     @property
     def persistent(self) -> bool:
         return True
@@ -166,29 +161,29 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         reader: str | None = None,
         writer: str | None = None,
     ) -> list[str]:
-        """The GRANT statements giving ``reader`` read-only and ``writer`` read-write use of
-        an existing store (its tables, read from the server), for the owner to run; lines
-        starting with ``--`` say what each group is for. Changes nothing.
+        """The GRANT statements (with ``--`` comments) giving ``reader`` read-only and
+        ``writer`` read-write use of an existing store, for the owner to run.
 
         Raises:
             InvalidArgumentError: neither role named.
             VectorStoreError: the server cannot be reached, or the table does not exist.
         """
-        return cls._administer(
-            connection_string,
-            table_name,
-            1,
-            lambda conn, sql: grant_statements(conn, sql, table_name, reader, writer),
-            "SELECT",
-        )
+        store = cls.__new__(cls)  # not opened: the dimension is the table's
+        store._prepare(connection_string, table_name, 1, 1, None)
+        try:
+            with store._connection() as conn:  # an owner's one-off command, no deadline
+                return store._guarded(
+                    lambda: grant_statements(conn, store._sql, table_name, reader, writer), "SELECT"
+                )
+        finally:
+            store._pool.closeall()
 
     @property
     def atomic_documents(self) -> bool:
         return True
 
     def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
-        """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
-        client deadline (:class:`Pacer`)."""
+        """``work(cursor, pacer)`` as one transaction of paced statements (:class:`Pacer`)."""
 
         def paced(cur: Any) -> T:
             seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
@@ -202,9 +197,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Load many chunks fast: when the table is empty on entry its HNSW index is dropped
-        and built once on exit (far faster than inserting into a live graph); the indexes are
-        the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer."""
+        """Load many chunks fast: on an empty table the HNSW index is dropped and built once on
+        exit (searches meanwhile scan exactly). Nested calls join the outer."""
         with self._lock:
             # a DML-only role (create_schema=False) may not drop and rebuild the index
             rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
@@ -230,9 +224,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         )
 
     def _lock_document(self, cur: Any, doc_id: str) -> None:
-        """Writers of one document take turns (until their commit): under READ COMMITTED a
-        replace's DELETE does not see the rows a concurrent replace is inserting, so both
-        versions' chunks would stay."""
+        """Writers of one document take turns: under READ COMMITTED a replace's DELETE does
+        not see a concurrent replace's rows, so both versions would stay."""
         key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
 
@@ -322,9 +315,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
-        hybrid both candidate lists, both scores of their union, the fusion, the filter and
-        the recorded embedder (``bm25.statement``)."""
+        """The whole retrieval in one statement in autocommit (``bm25.statement``)."""
         keep, given = metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
         sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
@@ -340,8 +331,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """One statement for the batch: each query's nearest rows through a LATERAL join
-        (the HNSW index serves each query as it serves :meth:`search`)."""
+        """One statement for the batch: each query's nearest rows by a LATERAL join (HNSW)."""
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
