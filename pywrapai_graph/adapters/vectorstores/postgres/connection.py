@@ -17,14 +17,9 @@ from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
-from pywrapai_graph.adapters.vectorstores.postgres import pool
+from pywrapai_graph.adapters.vectorstores.postgres import pool, schema
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
 from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S, FairPool, Slot
-from pywrapai_graph.adapters.vectorstores.postgres.schema import (
-    committing,
-    in_transaction,
-    missing_right,
-)
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -218,7 +213,7 @@ class PGConnection:
         may have been applied."""
         outcome = (
             "it timed out committing, so the write may have been applied (check before retrying it)"
-            if committing(sys.exception())
+            if schema.committing(sys.exception())
             else "the transaction was rolled back: nothing of this call was applied (retry it)"
         )
         return StoreTimeoutError(
@@ -266,7 +261,7 @@ class PGConnection:
                 with self._connection(due) as conn, conn.cursor() as cur:
                     if not transaction:
                         return work(cur)
-                    return in_transaction(conn, cur, lambda: work(cur))
+                    return schema.in_transaction(conn, cur, lambda: work(cur))
             except self._pg.Error as exc:
                 dropped = isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError)
                 if attempt == 2 or not dropped or isinstance(exc, self._pg.errors.QueryCanceled):
@@ -289,7 +284,7 @@ class PGConnection:
         if code == _NO_PRIVILEGE:
             return VectorStoreError(
                 f"PostgreSQL refused {operation} on {self._table!r}: "
-                f"{missing_right(exc, self._table, operation)}"
+                f"{schema.missing_right(exc, self._table, operation)}"
             )
         if code == _CANCELED and self._timeout_ms is not None:
             return StoreTimeoutError(

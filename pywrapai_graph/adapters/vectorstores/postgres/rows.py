@@ -128,24 +128,15 @@ class Pacer:
         if self._seconds is not None:
             renew(self._conn, self._seconds + CLIENT_GRACE_S)
 
-    def sizes(self) -> Iterator[int]:
-        """Rows for each next slice; the time until the next one is asked measures the last."""
-        rows = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS))
-        while True:
-            began = time.monotonic()
-            yield rows
-            took = max(time.monotonic() - began, 1e-3)
-            fits = int(rows * self._target / took)
-            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
-
     def slices(self, n: int) -> Iterator[slice]:
-        """``0..n`` in consecutive slices (:meth:`sizes`)."""
-        start = 0
-        for size in self.sizes():
-            if start >= n:
-                return
-            yield slice(start, min(n, start + size))
-            start += size
+        """``0..n`` in consecutive slices; the time until the next is asked measures the last."""
+        rows, start = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS)), 0
+        while start < n:
+            began = time.monotonic()
+            yield slice(start, min(n, start + rows))
+            start += rows
+            fits = int(rows * self._target / max(time.monotonic() - began, 1e-3))
+            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
 
 
 def copy_payload(batch: PreparedBatch, lex: Sequence[tuple[list[str], list[str]]]) -> bytes:
@@ -238,18 +229,12 @@ def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> 
 
 
 def delete_document(cur: Any, sql: Any, table: str, doc_id: str, pace: Pacer) -> int:
-    """Delete a document's chunks in slices; how many there were."""
-    statement = sql.SQL(
-        "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
-    ).format(t=sql.Identifier(table))
-    removed = 0
-    for size in pace.sizes():
-        pace.statement()
-        cur.execute(statement, (doc_id, size))
-        removed += int(cur.rowcount)
-        if cur.rowcount < size:
-            break
-    return removed
+    """Delete a document's chunks in slices (:func:`delete_rows`); how many there were."""
+    pace.statement()
+    cur.execute(
+        sql.SQL("SELECT id FROM {t} WHERE doc_id = %s").format(t=sql.Identifier(table)), (doc_id,)
+    )
+    return len(delete_rows(cur, sql, table, [r[0] for r in cur.fetchall()], pace))
 
 
 def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:

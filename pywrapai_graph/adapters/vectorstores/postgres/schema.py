@@ -23,7 +23,14 @@ from typing import Any, TypeVar
 from pywrapai_graph.adapters.vectorstores.postgres.rows import names, store_tables
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 
-__all__ = ["SCHEMA_VERSION", "committing", "grant_statements", "in_transaction", "open_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "committing",
+    "grant_statements",
+    "in_transaction",
+    "missing_right",
+    "open_schema",
+]
 
 T = TypeVar("T")
 
@@ -131,10 +138,7 @@ SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool) -> bool:
     """Check the table, or (``create``) create it in one transaction under
-    :data:`SCHEMA_LOCK` (processes starting at once take turns; the later find it made).
-
-    Returns:
-        True when something was created, False when the table was there.
+    :data:`SCHEMA_LOCK` (processes starting at once take turns); True if it created it.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
@@ -319,13 +323,7 @@ def _names(sql: Any, names: Sequence[str]) -> Any:
 def grant_statements(
     conn: Any, sql: Any, table: str, reader: str | None, writer: str | None
 ) -> list[str]:
-    """The statements (with ``--`` comments) that give ``reader`` read-only and ``writer``
-    read-write use of the store, for its owner to run.
-
-    Raises:
-        InvalidArgumentError: no role, or an empty role name.
-        VectorStoreError: the table does not exist.
-    """
+    """``PGVectorStore.grant_statements``, on the owner's connection ``conn``."""
     roles = [r for r in (reader, writer) if r is not None]
     if not roles or any(not r.strip() for r in roles):
         raise InvalidArgumentError("name a reader role, a writer role or both (non-empty names)")

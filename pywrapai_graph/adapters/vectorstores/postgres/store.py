@@ -8,36 +8,16 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    prepare_batch,
-    prepare_query,
-)
-from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
-    scored_row,
-    search_hits,
-    statement,
-    statement_params,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch, prepare_query
+from pywrapai_graph.adapters.vectorstores.postgres import bm25, rows, schema
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     DEFAULT_EF_SEARCH,
     PGConnection,
     T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.rows import (
-    Pacer,
-    delete_document,
-    delete_rows,
-    metadata_predicate,
-    store_tables,
-    write_chunks,
-)
-from pywrapai_graph.adapters.vectorstores.postgres.schema import grant_statements, open_schema
+from pywrapai_graph.adapters.vectorstores.postgres.rows import Pacer
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.manifest import (
-    DocumentManifest,
-    EmbedderIdentity,
-    manifests_from_json,
-)
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -112,7 +92,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._owns_schema = create_schema
         with self._connection() as conn:  # no deadline: DDL may wait for another's lock
             self._created = self._guarded(
-                lambda: open_schema(conn, self._sql, table_name, dimension, create=create_schema),
+                lambda: schema.open_schema(
+                    conn, self._sql, table_name, dimension, create=create_schema
+                ),
                 "CREATE" if create_schema else "SELECT",
             )
             if self._created:
@@ -173,7 +155,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         try:
             with store._connection() as conn:  # an owner's one-off command, no deadline
                 return store._guarded(
-                    lambda: grant_statements(conn, store._sql, table_name, reader, writer), "SELECT"
+                    lambda: schema.grant_statements(conn, store._sql, table_name, reader, writer),
+                    "SELECT",
                 )
         finally:
             store._pool.closeall()
@@ -240,7 +223,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         batch = prepare_batch(chunks, self._dim)
 
         def work(cur: Any, pace: Pacer) -> None:
-            write_chunks(cur, self._sql, self._table, batch, pace)
+            rows.write_chunks(cur, self._sql, self._table, batch, pace)
             self._forget(cur, [c.doc_id for c in batch.chunks])
 
         if batch.ids:
@@ -269,8 +252,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 ).format(d=self._ident("__docs")),
                 (manifest.doc_id, manifest.to_json()),
             )
-            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
-            write_chunks(cur, sql, self._table, batch, pace)
+            removed = rows.delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            rows.write_chunks(cur, sql, self._table, batch, pace)
             return removed
 
         return self._write("INSERT", work)
@@ -316,17 +299,17 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement in autocommit (``bm25.statement``)."""
-        keep, given = metadata_predicate(self._sql, query.filter)
+        keep, given = rows.metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
-        sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
+        sql = bm25.statement(self._sql, self._table, query.mode, query.fusion, shape)
         vector = None  # one SQL literal, adapted once however often the statement names it
         if query.vector is not None:
             quoted = self._pg.extensions.adapt(prepare_query(query.vector, self._dim))
             vector = self._pg.extensions.AsIs(quoted.getquoted().decode())
-        rows = self._rows(sql, statement_params(query, given, vector))
+        found = self._rows(sql, bm25.statement_params(query, given, vector))
         if query.mode != "dense":
-            return search_hits(rows, clamp=False)
-        return [h for h in search_hits(rows) if h.score >= query.min_score]
+            return bm25.search_hits(found, clamp=False)
+        return [h for h in bm25.search_hits(found) if h.score >= query.min_score]
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
@@ -335,7 +318,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
-        keep, filter_params = metadata_predicate(self._sql, filter)
+        keep, filter_params = rows.metadata_predicate(self._sql, filter)
         statement = self._sql.SQL(
             "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
             "FROM unnest(%(q)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
@@ -346,13 +329,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
         for r in self._rows(statement, params):
-            out[int(r[0]) - 1].append(scored_row(r[1:]))
+            out[int(r[0]) - 1].append(bm25.scored_row(r[1:]))
         for hits in out:
             hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return out
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        keep, params = metadata_predicate(self._sql, filter)
+        keep, params = rows.metadata_predicate(self._sql, filter)
         statement = self._sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(
             t=self._ident(), w=keep
         )
@@ -360,7 +343,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _delete(self, ids: list[str]) -> int:
         def work(cur: Any, pace: Pacer) -> int:
-            docs = delete_rows(cur, self._sql, self._table, ids, pace)
+            docs = rows.delete_rows(cur, self._sql, self._table, ids, pace)
             self._forget(cur, docs)
             return len(docs)
 
@@ -369,7 +352,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _delete_by_doc(self, doc_id: str) -> int:
         def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, doc_id)
-            removed = delete_document(cur, self._sql, self._table, doc_id, pace)
+            removed = rows.delete_document(cur, self._sql, self._table, doc_id, pace)
             self._forget(cur, [doc_id])
             return removed
 
@@ -378,7 +361,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(map(self._sql.Identifier, store_tables(self._table)))
+            self._sql.SQL(", ").join(map(self._sql.Identifier, rows.store_tables(self._table)))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
