@@ -25,7 +25,7 @@ from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["WORK_MEM", "scored_row", "search_hits", "statement", "statement_params"]
+__all__ = ["EMBEDDER", "WORK_MEM", "scored_row", "search_hits", "statement", "statement_params"]
 
 #: Set per pooled connection: the hash aggregates (one group per candidate chunk) spilled to
 #: disk with the default 4MB at 100,000 chunks.
@@ -111,16 +111,17 @@ _SIDES = (
     "ORDER BY dist LIMIT %(depth)s), "
     "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %(min)s), "
 )
-_EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
+#: The recorded embedder (JSON or NULL), read with every retrieval.
+EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
 #: The ``k`` best of ``{ranked}`` with their rows and the recorded embedder, best first.
 _TOP = (
     ", top AS (SELECT id, score FROM {ranked} ORDER BY score DESC, id LIMIT %(k)s) "
-    f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {_EMBEDDER} "
+    f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {EMBEDDER} "
     "FROM top JOIN {t} t USING (id) ORDER BY top.score DESC, t.id"
 )
 #: A dense search (``{dw}`` the filter).
 _DENSE = (
-    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %(vec)s) AS score, {_EMBEDDER} "
+    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %(vec)s) AS score, {EMBEDDER} "
     "FROM {t} {dw} ORDER BY embedding <=> %(vec)s LIMIT %(k)s"
 )
 

@@ -24,6 +24,7 @@ from pywrapai_graph.adapters.vectorstores.postgres.rows import names, store_tabl
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 
 __all__ = [
+    "HNSW",
     "SCHEMA_VERSION",
     "committing",
     "grant_statements",
@@ -88,12 +89,8 @@ def _creation_right(text: str, table: str) -> str | None:
 
 
 def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Whether ``table`` exists; if it does, with this dimension and schema version, or:
-
-    Raises:
-        ConfigurationError: another dimension, or a schema version newer than this release.
-        VectorStoreError: an older layout, which this release does not upgrade.
-    """
+    """Whether ``table`` exists (with this dimension and schema version, else it raises as
+    :func:`open_schema`)."""
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
         "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
@@ -196,13 +193,15 @@ def committing(exc: BaseException | None) -> bool:
     return False
 
 
+#: The HNSW index, also rebuilt after a ``bulk_load``.
+HNSW = "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)"
 #: Every table and index (the layout in the module docstring).
 _CREATE = (
     "CREATE EXTENSION IF NOT EXISTS vector",
     "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
     "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
     "embedding vector({dim}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)",
-    "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)",
+    HNSW,
     "CREATE INDEX IF NOT EXISTS {doc} ON {t} (doc_id)",
     "CREATE INDEX IF NOT EXISTS {meta} ON {t} USING gin (metadata)",
     "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",

@@ -102,9 +102,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
-        """Create the extension, table, indexes and schema-version row; run once as the owner.
-
-        Idempotent: a second run changes nothing and returns False.
+        """Create the extension, tables and indexes, as the owner; False if they were there.
 
         Raises:
             ConfigurationError: another dimension, or a schema version newer than this release.
@@ -200,11 +198,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _build_hnsw(self, cur: Any) -> None:
         cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
         cur.execute("SET LOCAL statement_timeout = 0")  # an index build takes what it takes
-        cur.execute(
-            self._sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-            ).format(i=self._ident("_hnsw"), t=self._ident())
-        )
+        cur.execute(self._sql.SQL(schema.HNSW).format(**rows.names(self._sql, self._table)))
 
     def _lock_document(self, cur: Any, doc_id: str) -> None:
         """Writers of one document take turns: under READ COMMITTED a replace's DELETE does
@@ -259,13 +253,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return self._write("INSERT", work)
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
-        cur.execute(
-            self._sql.SQL("SELECT value FROM {i} WHERE key = 'embedder'").format(
-                i=self._ident("__info")
-            )
-        )
-        row = cur.fetchone()
-        return None if row is None else EmbedderIdentity.from_json(row[0])
+        cur.execute(self._sql.SQL("SELECT " + bm25.EMBEDDER).format(i=self._ident("__info")))
+        value = cur.fetchone()[0]
+        return None if value is None else EmbedderIdentity.from_json(value)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         return self.document_manifests([doc_id]).get(doc_id)
