@@ -1,43 +1,34 @@
-"""The statements of PGVectorStore's retrievals, one for each, and their rows back into hits.
+"""PGVectorStore's retrievals, one statement each, and their rows back into hits.
 
-A chunk ``c`` of document ``D`` scores (the document field, as every backend computes it)::
+A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)``, both
+Okapi BM25 with Lucene's idf over the whole table (``tf(t, D)`` and ``|D|`` summed over the
+shares of its chunks); a filter selects among the candidates. A statement reads the postings
+of the query's terms once per field: its cost follows those postings, not the tables' size.
+Sums over terms run in term order, so ties score the same to the last bit, ordered by id.
 
-    score(q, c) = BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)
-
-Both are Okapi BM25 with Lucene's idf (a term repeated in the query counts each time), over
-the chunk statistics and over the document statistics (``tf(t, D)`` and ``|D|`` summed over
-the shares of its chunks, ``lexical``). Statistics cover the whole table; a metadata filter
-selects among the candidates, the chunks holding a query term. A statement reads the
-postings of the query's terms once for each field, the statistics' delta rows and, for the
-hits, their rows: its cost follows the postings of its terms, not the size of the tables.
-It runs in one snapshot, so only committed writes count; every sum over terms runs in term
-order, so chunks that tie score the same to the last bit, ordered by id.
-
-A hybrid statement adds the dense side (the HNSW index, with the session's
-``hnsw.ef_search``), gives the union of the two candidate lists both scores when the fusion
-asks for them, and fuses them as :mod:`~pywrapai_graph.application.fusion` does (the same
-float operations, so the scores are the composed retrieval's). Every statement also reads
-the recorded embedder, told to the caller's identity probe at no extra round trip.
+A hybrid statement adds the HNSW side, gives the union both scores when the fusion asks, and
+fuses as :mod:`~pywrapai_graph.application.fusion` does (the same float operations). Every
+statement also reads the recorded embedder for the caller's identity probe.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.postgres.rows import from_pg, names, query_terms
-from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
+from pywrapai_graph.adapters.vectorstores.postgres.rows import from_pg, names
+from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.store_query import StoreQuery
 
-__all__ = ["WORK_MEM", "scored_row", "search_hits", "statement", "statement_params"]
+__all__ = ["EMBEDDER", "WORK_MEM", "scored_row", "search_hits", "statement", "statement_params"]
 
-#: Set once per pooled connection: memory for the statements' hash aggregates (one group per
-#: candidate chunk); with the default 4MB they spilled to disk at 100,000 chunks (226 ms vs
-#: 125 ms for a Cranfield query).
+#: Set per pooled connection: the hash aggregates (one group per candidate chunk) spilled to
+#: disk with the default 4MB at 100,000 chunks.
 WORK_MEM = "32MB"
 
 
@@ -45,13 +36,10 @@ def _idf(n: str, df: str) -> str:
     return f"ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5))"
 
 
-#: The candidates' BM25 ``lex``. A term's weight in a field is Okapi BM25 written as
-#: ``a · tf / (tf + k0 + kl · length)``, its constants per term (``tw``): ``a`` is
-#: ``qtf · idf · (k1 + 1)``, ``k0`` is ``k1 · (1 - b)``, ``kl`` is ``k1 · b / avgdl`` (the
-#: field's). ``g``: the postings of the query's terms summed by term and document (read once,
-#: in index order: by term, then document), giving each term its chunk and document
-#: frequencies and each document its field ``d``; ``c``: the chunk field of each chunk
-#: holding a query term (a second read of the postings), kept by the filter (``{keep}``).
+#: The candidates' BM25 ``lex``: a term weighs ``a · tf / (tf + k0 + kl · length)`` in a
+#: field, constants per term in ``tw``. ``g``: the query terms' postings summed by term and
+#: document (frequencies, and the document field ``d``); ``c``: the chunk field of each chunk
+#: holding a query term, kept by the filter (``{keep}``).
 _LEXICAL = (
     "WITH prm AS (SELECT %(terms)s::text[] AS terms, %(qtf)s::int[] AS qtf, "
     "%(k1)s::float8 AS k1, %(b)s::float8 AS b, %(dw)s::float8 AS w), "
@@ -85,15 +73,13 @@ _LEXICAL = (
 
 
 def _min_max(x: str) -> str:
-    """SQL of ``x`` min-max scaled over the rows (all 1 when they are equal), as
-    :mod:`~pywrapai_graph.application.fusion` scales."""
+    """SQL of ``x`` min-max scaled over the rows (all 1 when equal), as ``fusion`` scales."""
     low, span = f"min({x}) OVER ()", f"(max({x}) OVER () - min({x}) OVER ())"
     return f"CASE WHEN {span} > 0 THEN ({x} - {low}) / {span} ELSE 1 END"
 
 
 _RANK = "row_number() OVER (ORDER BY score DESC, id)"
-#: Each fusion's fused scores ``sc(id, score)`` of the candidates: ``vec`` the query vector,
-#: ``wd``/``wl`` the dense/lexical weights, ``rrf`` rrf_k.
+#: Each fusion's scores ``sc(id, score)``: ``wd``/``wl`` the weights, ``rrf`` rrf_k.
 _FUSIONS = {
     # every candidate of either side gets both scores: a lexical-only one its cosine, read
     # by id, a dense-only one its BM25 (0 when it holds no query term)
@@ -125,35 +111,33 @@ _SIDES = (
     "ORDER BY dist LIMIT %(depth)s), "
     "dt AS (SELECT id, least(1 - dist, 1) AS score FROM dn WHERE least(1 - dist, 1) >= %(min)s), "
 )
-_EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
+#: The recorded embedder (JSON or NULL), read with every retrieval.
+EMBEDDER = "(SELECT value FROM {i} WHERE key = 'embedder')"
 #: The ``k`` best of ``{ranked}`` with their rows and the recorded embedder, best first.
 _TOP = (
     ", top AS (SELECT id, score FROM {ranked} ORDER BY score DESC, id LIMIT %(k)s) "
-    f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {_EMBEDDER} "
+    f"SELECT t.id, t.doc_id, t.text, t.metadata, top.score, {EMBEDDER} "
     "FROM top JOIN {t} t USING (id) ORDER BY top.score DESC, t.id"
 )
-#: A dense search: the HNSW index (``{dw}`` the filter), the recorded embedder in the same
-#: snapshot.
+#: A dense search (``{dw}`` the filter).
 _DENSE = (
-    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %(vec)s) AS score, {_EMBEDDER} "
+    f"SELECT id, doc_id, text, metadata, 1 - (embedding <=> %(vec)s) AS score, {EMBEDDER} "
     "FROM {t} {dw} ORDER BY embedding <=> %(vec)s LIMIT %(k)s"
 )
 
 
 @functools.lru_cache(maxsize=256)
 def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) -> Any:
-    """The one statement answering a query of ``mode`` (and ``fusion``, in hybrid; a text
-    without terms ranks by the dense side alone): ``(id, doc_id, text, metadata, score,
-    embedder)`` best first, ties by id. ``keep`` is the filter's predicate on a chunk row,
-    its parameters named ``f0``, ``f1``... (None: no filter). Built once per table, mode,
-    fusion and filter shape. Parameters: :func:`statement_params`."""
+    """The statement answering a query of ``mode`` and ``fusion``: ``(id, doc_id, text,
+    metadata, score, embedder)`` best first, ties by id. ``keep``: the filter's predicate on
+    a chunk row (None: no filter). Built once per table, mode, fusion and filter shape."""
     if mode == "dense":
         text = _DENSE
     elif mode == "lexical":
         text = _LEXICAL + _TOP.replace("{ranked}", "lex")
     else:
         text = _LEXICAL + _SIDES + _FUSIONS[fusion] + _TOP.replace("{ranked}", "sc")
-    ids = {key: _quoted(sql, ident) for key, ident in names(sql, table).items() if key in "tpls"}
+    ids = {k: _quoted(sql, ident) for k, ident in names(sql, table).items() if k in "tplsi"}
     kept = {"keep": sql.SQL(""), "dw": sql.SQL("")}
     if keep is not None:  # the chunk rows the filter keeps: BM25 candidates, dense side
         kept = {
@@ -161,27 +145,24 @@ def statement(sql: Any, table: str, mode: str, fusion: str, keep: str | None) ->
             "dw": sql.SQL("WHERE "),
         }
         kept = {name: part + sql.SQL(keep) for name, part in kept.items()}
-    info = _quoted(sql, sql.Identifier(table + "__info"))
     # rendered once here: psycopg2 renders a composed statement again at every execute
-    return sql.SQL(sql.SQL(text).format(i=info, **kept, **ids).as_string(None))
+    return sql.SQL(sql.SQL(text).format(**kept, **ids).as_string(None))
 
 
 def _quoted(sql: Any, ident: Any) -> Any:
-    """``ident`` quoted as PostgreSQL quotes an identifier (as ``PQescapeIdentifier``), as
-    SQL text that needs no connection to render."""
+    """``ident`` quoted as PostgreSQL quotes it, as SQL that renders without a connection."""
     return sql.SQL(".".join('"' + s.replace('"', '""') + '"' for s in ident.strings))
 
 
 def statement_params(query: StoreQuery, given: dict[str, Any], vector: Any) -> dict[str, Any]:
-    """The parameters of :func:`statement` for ``query``, the filter's named parameters
-    ``given`` and the query's ``vector`` (adapted; None in lexical mode)."""
-    terms, counts = query_terms(query.text or "")
+    """The parameters of :func:`statement`: ``given`` the filter's, ``vector`` adapted."""
+    counts = Counter(analyze(query.text or ""))
     return {
         **given,
         "vec": vector,
         "k": query.k,
-        "terms": terms,
-        "qtf": counts,
+        "terms": list(counts),
+        "qtf": list(counts.values()),
         "k1": query.k1,
         "b": query.b,
         "dw": DOCUMENT_WEIGHT,
@@ -202,9 +183,8 @@ def scored_row(row: Sequence[Any], *, clamp: bool = True) -> ScoredChunk:
 
 
 def search_hits(rows: list[Any], *, clamp: bool = True) -> list[ScoredChunk]:
-    """The hits of a retrieval statement, best first; the recorded embedder identity (JSON or
-    NULL) that ends each row is told to the caller's identity probe
-    (:mod:`...ports.identity_probe`)."""
+    """The hits of a retrieval statement, best first; the embedder recorded (each row's last
+    column) is told to the caller's identity probe."""
     if rows:
         value = rows[0][5]
         report_identity(None if value is None else EmbedderIdentity.from_json(value))

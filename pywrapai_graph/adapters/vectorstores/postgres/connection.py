@@ -1,11 +1,8 @@
-"""The PostgreSQL connections of :class:`PGVectorStore`: the pool, one deadline per call,
-session settings, and the driver's errors turned into ours (a disk full, a missing right, a
-timeout, an unreachable server), never showing the DSN's password.
+"""PGVectorStore's connections: the pool, one deadline per call, session settings, and the
+driver's errors turned into ours, never showing the DSN's password.
 
-A call's deadline counts from when the call was made (:func:`call_made`): the waits for a
-thread and a connection, the connect and the statement. The server's ``statement_timeout``
-bounds each statement, the client watchdog (``pool.watch``) the call, at what is left plus
-:data:`CLIENT_GRACE_S`; a call out of time before it got a connection fails without running.
+A call's deadline counts from when it was made (:func:`call_made`), waits included; the
+server's ``statement_timeout`` bounds each statement, the watchdog (``pool.watch``) the call.
 """
 
 from __future__ import annotations
@@ -20,14 +17,9 @@ from typing import Any, TypeVar
 
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import cannot_reach, reason_of, refuse_unencoded_userinfo
-from pywrapai_graph.adapters.vectorstores.postgres import pool
+from pywrapai_graph.adapters.vectorstores.postgres import pool, schema
 from pywrapai_graph.adapters.vectorstores.postgres.bm25 import WORK_MEM
 from pywrapai_graph.adapters.vectorstores.postgres.pool import CLIENT_GRACE_S, FairPool, Slot
-from pywrapai_graph.adapters.vectorstores.postgres.schema import (
-    committing,
-    in_transaction,
-    missing_right,
-)
 from pywrapai_graph.domain.checks import is_positive_int, is_text
 from pywrapai_graph.errors import (
     ConfigurationError,
@@ -44,8 +36,7 @@ __all__ = ["DEFAULT_EF_SEARCH", "PGConnection", "T"]
 _DISK_FULL = "53100"  # SQLSTATE disk_full
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
 _CANCELED = "57014"  # query_canceled (statement_timeout)
-#: libpq connection options unless the DSN sets them: a bounded connect, and keepalives
-#: that find a dead peer on an idle pooled connection in about a minute.
+#: libpq options unless the DSN sets them: a bounded connect; keepalives find a dead peer.
 _CONNECT_OPTIONS = {
     "connect_timeout": 5,
     "keepalives": 1,
@@ -60,9 +51,7 @@ DEFAULT_EF_SEARCH = 200
 
 
 class PGConnection:
-    """Connections, deadlines and error translation for a PostgreSQL store: :meth:`_prepare`
-    (validate the arguments, load the driver, open the pool), :meth:`_run` (one transaction,
-    a dropped connection replaced once) and :meth:`_rows` (one statement in autocommit)."""
+    """Connections, deadlines and error translation for a PostgreSQL store."""
 
     _ef_search = DEFAULT_EF_SEARCH
 
@@ -119,9 +108,8 @@ class PGConnection:
         return f"{host}:{self._params.get('port') or 5432}" if "," not in host else host
 
     def _connect(self, slot: Slot, due: float) -> None:
-        """A new connection for ``slot``, given up with the call due at ``due`` (monotonic
-        seconds; a whole second at least: libpq counts in seconds); the DSN's own options win
-        over ours."""
+        """A new connection for ``slot``, given up with the call at ``due`` (monotonic; libpq
+        counts whole seconds); the DSN's own options win over ours."""
         params = self._params
         options: dict[str, Any] = {k: v for k, v in _CONNECT_OPTIONS.items() if k not in params}
         options["application_name"] = f"pywrapai-graph:{self._table}"
@@ -152,8 +140,7 @@ class PGConnection:
 
     @contextlib.contextmanager
     def _connection(self, due: float = math.inf) -> Iterator[Any]:
-        """A pooled connection for one unit of work, until ``due`` (monotonic seconds; a
-        broken one is closed).
+        """A pooled connection for one unit of work until ``due`` (monotonic seconds).
 
         Raises:
             StoreBusyError: every connection stayed in use past the pool timeout.
@@ -162,13 +149,14 @@ class PGConnection:
         """
         slot = self._slot(due)
         armed = pool.NEVER
-        left = due - time.monotonic()
-        seconds = round(left + CLIENT_GRACE_S, 2) if due < math.inf else None
+        seconds = round(due - time.monotonic() + CLIENT_GRACE_S, 2) if due < math.inf else None
         try:
-            if slot.conn is None:
+            fresh = slot.conn is None
+            if fresh:
                 self._connect(slot, due)
             with pool.watch(slot.conn, seconds) as armed:
-                self._configure(slot)
+                if fresh:
+                    self._configure(slot.conn)
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()
@@ -199,11 +187,8 @@ class PGConnection:
             )
         raise self._expired(due, f"waiting for one of the {self._pool_size} connections")
 
-    def _configure(self, slot: Slot) -> None:
-        """Session settings, once per connection (a retrieval is then one statement)."""
-        conn = slot.conn
-        if slot.configured:
-            return
+    def _configure(self, conn: Any) -> None:
+        """A new connection's session settings (a retrieval is then one statement)."""
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute("SET hnsw.ef_search = %s; SET work_mem = %s", (self._ef_search, WORK_MEM))
@@ -212,7 +197,6 @@ class PGConnection:
                 cur.execute("SET hnsw.iterative_scan = relaxed_order")
         with contextlib.suppress(self._pg.ProgrammingError):  # no vector type yet: init adds it
             self._register(conn)
-        slot.configured = True
 
     def _expired(self, due: float, where: str) -> StoreTimeoutError:
         waited = (self._timeout_ms or 0) / 1000 + time.monotonic() - due
@@ -225,11 +209,11 @@ class PGConnection:
         )
 
     def _too_slow(self, seconds: float) -> StoreTimeoutError:
-        """Raised while handling the driver's error: its COMMIT note says what became of the
-        transaction (closed before COMMIT: the server can only roll it back)."""
+        """Raised while handling the driver's error, whose COMMIT note says whether the write
+        may have been applied."""
         outcome = (
             "it timed out committing, so the write may have been applied (check before retrying it)"
-            if committing(sys.exception())
+            if schema.committing(sys.exception())
             else "the transaction was rolled back: nothing of this call was applied (retry it)"
         )
         return StoreTimeoutError(
@@ -266,10 +250,9 @@ class PGConnection:
         transaction: bool = True,
         deadline: bool = True,
     ) -> T:
-        """Run ``work(cursor)`` in a transaction on a pooled connection, within the call's
-        one deadline (``statement_timeout_ms`` from the moment the call was made); a dropped
-        connection is replaced once before an error is raised. ``deadline=False``:
-        maintenance (an index build) that may outlast it; its work lifts statement_timeout."""
+        """``work(cursor)`` in a transaction (or not) on a pooled connection, within the call's
+        deadline; a dropped connection is replaced once. ``deadline=False``: maintenance (an
+        index build) that may outlast it."""
         due = math.inf
         if deadline and self._timeout_ms is not None:
             due = call_made() + self._timeout_ms / 1000
@@ -278,12 +261,11 @@ class PGConnection:
                 with self._connection(due) as conn, conn.cursor() as cur:
                     if not transaction:
                         return work(cur)
-                    return in_transaction(conn, cur, lambda: work(cur))
-            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                if attempt == 2 or isinstance(exc, self._pg.errors.QueryCanceled):
-                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+                    return schema.in_transaction(conn, cur, lambda: work(cur))
             except self._pg.Error as exc:
-                raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
+                dropped = isinstance(exc, self._pg.OperationalError | self._pg.InterfaceError)
+                if attempt == 2 or not dropped or isinstance(exc, self._pg.errors.QueryCanceled):
+                    raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _failure(self, exc: BaseException, operation: str) -> VectorStoreError:
@@ -302,7 +284,7 @@ class PGConnection:
         if code == _NO_PRIVILEGE:
             return VectorStoreError(
                 f"PostgreSQL refused {operation} on {self._table!r}: "
-                f"{missing_right(exc, self._table, operation)}"
+                f"{schema.missing_right(exc, self._table, operation)}"
             )
         if code == _CANCELED and self._timeout_ms is not None:
             return StoreTimeoutError(
@@ -316,21 +298,3 @@ class PGConnection:
                 f"lost the PostgreSQL connection to {self._location()!r}: {said}"
             )
         return VectorStoreError(f"PostgreSQL error on table {self._table!r}: {said}")
-
-    @classmethod
-    def _administer(
-        cls,
-        connection_string: str,
-        table_name: str,
-        dimension: int,
-        work: Callable[[Any, Any], T],
-        operation: str,
-    ) -> T:
-        """``work(connection, psycopg2.sql)`` on one connection of a store not opened."""
-        store = cls.__new__(cls)
-        store._prepare(connection_string, table_name, dimension, 1, None)
-        try:
-            with store._connection() as conn:  # an owner's one-off command, no deadline
-                return store._guarded(lambda: work(conn, store._sql), operation)
-        finally:
-            store._pool.closeall()

@@ -1,13 +1,10 @@
-"""PGVectorStore's calls to its server: a fair pool of connections, a deadline on each call.
+"""PGVectorStore's fair pool of connections and the client deadline on each call.
 
-The pool hands a released slot to the oldest waiter: ``threading.Semaphore`` (and
-``psycopg2.pool`` behind one) lets a thread that releases and asks again at once overtake
-the woken waiter, so under steady load some waiters time out. A stopped or partitioned server
-cancels nothing (``statement_timeout``) and libpq waits on its socket without a timeout, so
-:func:`watch` arms a deadline over a call: past it, one watchdog thread shuts the socket down
-(through a duplicate descriptor, which libpq cannot reuse), the call fails at once, the caller
-sees :attr:`Watch.fired`, and the pool discards the connection. :func:`renew` re-arms it for
-each statement of a long write.
+The pool hands a released slot to the oldest waiter (a ``threading.Semaphore`` lets a thread
+that releases and asks again overtake the woken waiter). A stopped or partitioned server
+cancels nothing and libpq waits on its socket without a timeout, so :func:`watch` arms a
+deadline over a call: past it, one watchdog thread shuts the socket down (through a duplicate
+descriptor) and the call fails at once; :func:`renew` re-arms it for each statement of a write.
 """
 
 from __future__ import annotations
@@ -34,15 +31,13 @@ CLIENT_GRACE_S = 2.0
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """A place in the pool: ``conn`` (None: not open, or a broken one discarded), and whether
-    the store set up its session (the store opens, configures and closes connections)."""
+    """A place in the pool: ``conn`` (None: not open yet, or discarded)."""
 
     conn: Any = None
-    configured: bool = False
 
     def discard(self) -> None:
         """Close the connection; the slot opens a new one when next used."""
-        conn, self.conn, self.configured = self.conn, None, False
+        conn, self.conn = self.conn, None
         if conn is not None and not conn.closed:
             conn.close()
 
@@ -130,8 +125,8 @@ _TICK = 1.0
 
 
 class _Watchdog:
-    """One daemon thread for the process, sleeping until the earliest armed deadline; the
-    deadlines armed, by connection, change only under ``wake``."""
+    """One daemon thread sleeping until the earliest deadline armed (by connection, changed
+    only under ``wake``)."""
 
     def __init__(self) -> None:
         self.wake = threading.Condition()
@@ -181,13 +176,7 @@ def _shut(fd: int) -> None:
             sock.close()  # the duplicate only
 
 
-_watchdogs: dict[str, _Watchdog] = {}  # explicit cache: one watchdog thread per process
-_watchdogs_lock = threading.Lock()
-
-
-def _watchdog() -> _Watchdog:
-    with _watchdogs_lock:  # made on first use, never at import
-        return _watchdogs.get("dog") or _watchdogs.setdefault("dog", _Watchdog())
+_DOG = _Watchdog()  # one for the process; its thread starts with the first deadline
 
 
 @contextlib.contextmanager
@@ -197,18 +186,17 @@ def watch(conn: Any, seconds: float | None) -> Iterator[Watch]:
     if seconds is None:
         yield NEVER
         return
-    dog = _watchdog()
     armed = Watch(conn.fileno())
-    dog.set(conn, seconds, armed)
+    _DOG.set(conn, seconds, armed)
     try:
         yield armed
     finally:
-        with dog.wake:
-            if dog.armed.get(conn) is armed:
-                del dog.armed[conn]
+        with _DOG.wake:
+            if _DOG.armed.get(conn) is armed:
+                del _DOG.armed[conn]
 
 
 def renew(conn: Any, seconds: float) -> None:
     """Give the call running on ``conn`` a fresh deadline, ``seconds`` from now: a write of
     many bounded statements arms each one (nothing happens when the call has none)."""
-    _watchdog().set(conn, seconds)
+    _DOG.set(conn, seconds)

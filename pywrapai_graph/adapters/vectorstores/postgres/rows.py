@@ -1,14 +1,9 @@
-"""The rows of PGVectorStore: chunks in and out in slices a :class:`Pacer` sizes, their text
-and terms, and metadata filters (a boolean SQL expression).
+"""PGVectorStore's rows: chunks written in slices a :class:`Pacer` sizes, with their terms
+(:func:`~pywrapai_graph.application.text_analysis.analyze` of the chunk and of its share of
+its document), which the server turns into postings; deletes; metadata filters as SQL.
 
-A write COPies each slice's chunks with their terms (the project's analyzer,
-:func:`~pywrapai_graph.application.text_analysis.analyze`, of the chunk and of its share of
-its document: its text without the overlap it repeats from the chunk before it); the server
-turns them into postings in the same transaction (the tables: ``schema``).
-
-PostgreSQL's ``text`` cannot hold NUL, yet every store keeps a chunk's text as it was given:
-the column holds NUL as ``U+FDD0 0`` and the escape character itself as ``U+FDD0 e`` (U+FDD0
-is a Unicode noncharacter, so every ordinary text is stored unchanged).
+PostgreSQL's ``text`` cannot hold NUL, yet a chunk's text is kept as given: the column holds
+NUL as ``U+FDD0 0`` and U+FDD0 (a noncharacter) as ``U+FDD0 e``.
 """
 
 from __future__ import annotations
@@ -17,7 +12,6 @@ import io
 import json
 import struct
 import time
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -39,18 +33,12 @@ __all__ = [
     "lexical_terms",
     "metadata_predicate",
     "names",
-    "query_terms",
     "store_tables",
-    "to_pg",
     "write_chunks",
 ]
 
 #: Delta rows of the statistics table: a writer updates the one of its backend.
 STATS_SLOTS = 64
-#: What every binary COPY payload starts and ends with.
-COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
-COPY_TRAILER = struct.pack("!h", -1)
-
 _ESCAPE = "\ufdd0"
 
 
@@ -69,20 +57,13 @@ def from_pg(stored: str) -> str:
     return stored.replace(_ESCAPE + "0", "\x00").replace(_ESCAPE + "e", _ESCAPE)
 
 
-def query_terms(query: str) -> tuple[list[str], list[int]]:
-    """A query's distinct terms and how often each occurs in it."""
-    counts = Counter(analyze(query))
-    return list(counts), list(counts.values())
-
-
 def store_tables(table: str) -> list[str]:
-    """The tables of the store ``table``: the chunks, manifests, info, postings, document
-    lengths and statistics."""
+    """The tables of the store ``table``."""
     return [table, *(table + s for s in ("__docs", "__info", "__terms", "__doclen", "__bm25"))]
 
 
 def names(sql: Any, table: str) -> dict[str, Any]:
-    """The identifiers of ``table``'s lexical objects, for ``sql.SQL(...).format(**names)``."""
+    """The identifiers of ``table``'s objects, for ``sql.SQL(...).format(**names)``."""
     terms, doclen, stats = store_tables(table)[3:]
     return {
         "t": sql.Identifier(table),
@@ -95,16 +76,18 @@ def names(sql: Any, table: str) -> dict[str, Any]:
         "upd": sql.Identifier(table + "__bm25_upd"),
         "del": sql.Identifier(table + "__bm25_del"),
         "slots": sql.Literal(STATS_SLOTS),
+        **{k: sql.Identifier(table + s) for k, s in _SUFFIXES.items()},
     }
 
 
-# ----------------------------------------------------------------------------- writes
+_SUFFIXES = {"hnsw": "_hnsw", "doc": "_doc", "meta": "_meta", "d": "__docs", "i": "__info"}
+
+
 def lexical_terms(
     chunks: Sequence[Chunk], before: Mapping[str, str]
 ) -> list[tuple[list[str], list[str]]]:
-    """Each chunk's terms, and those of its share of its document: its text without the
-    overlap it repeats from the chunk before it (:func:`document_parts`; ``before``: each
-    document's last chunk written before these in the same write)."""
+    """Each chunk's terms, and those of its share of its document (:func:`document_parts`;
+    ``before``: each document's last chunk earlier in the same write)."""
     docs = {c.doc_id for c in chunks}
     context = [(d, t) for d, t in before.items() if d in docs]
     texts = document_parts(
@@ -122,21 +105,19 @@ _JSONB_VERSION = b"\x01"
 _COLUMNS = "id, doc_id, text, metadata, embedding, lex_len, lex_doc"
 
 
-#: A slice's statements aim at this share of statement_timeout (and at most
-#: :data:`SLICE_SECONDS`): the margin absorbs a slice slower than the one it was sized on.
+#: A slice's statements aim at this share of statement_timeout (at most SLICE_SECONDS): the
+#: margin absorbs a slice slower than the one it was sized on.
 SLICE_SHARE = 0.25
 SLICE_SECONDS = 1.0
-#: What the first slice assumes a row costs (HNSW insertion and postings, 384 dimensions):
-#: 500 rows under the default timeout, a few dozen under a tiny one.
+#: What the first slice assumes a row costs (HNSW insertion and postings, 384 dimensions).
 ROW_SECONDS = 0.002
 MIN_SLICE_ROWS = 8
 MAX_SLICE_ROWS = 8192
 
 
 class Pacer:
-    """Cuts one write on ``conn`` into slices of bounded statements inside its transaction,
-    each sized on the time the one before it took, so a write of any size fits
-    ``statement_timeout`` (``seconds``; None: slices aim at SLICE_SECONDS)."""
+    """Cuts one write on ``conn`` into slices, each sized on the time the one before took, so a
+    write of any size fits ``statement_timeout`` (``seconds``; None: none)."""
 
     def __init__(self, conn: Any, seconds: float | None) -> None:
         self._conn, self._seconds = conn, seconds
@@ -147,38 +128,27 @@ class Pacer:
         if self._seconds is not None:
             renew(self._conn, self._seconds + CLIENT_GRACE_S)
 
-    def sizes(self) -> Iterator[int]:
-        """Rows for each next slice; the time until the next one is asked measures the last."""
-        rows = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS))
-        while True:
-            began = time.monotonic()
-            yield rows
-            took = max(time.monotonic() - began, 1e-3)
-            fits = int(rows * self._target / took)
-            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
-
     def slices(self, n: int) -> Iterator[slice]:
-        """``0..n`` in consecutive slices (:meth:`sizes`)."""
-        start = 0
-        for size in self.sizes():
-            if start >= n:
-                return
-            yield slice(start, min(n, start + size))
-            start += size
+        """``0..n`` in consecutive slices; the time until the next is asked measures the last."""
+        rows, start = max(MIN_SLICE_ROWS, int(self._target / ROW_SECONDS)), 0
+        while start < n:
+            began = time.monotonic()
+            yield slice(start, min(n, start + rows))
+            start += rows
+            fits = int(rows * self._target / max(time.monotonic() - began, 1e-3))
+            rows = max(MIN_SLICE_ROWS, min(MAX_SLICE_ROWS, 2 * rows, fits))
 
 
 def copy_payload(batch: PreparedBatch, lex: Sequence[tuple[list[str], list[str]]]) -> bytes:
-    """The batch and its terms (:func:`lexical_terms`) in PostgreSQL's binary COPY format:
-    (id, doc_id, text, metadata, embedding, lex_len, lex_doc, terms, dterms), the terms
-    space-separated (a term holds no space). ``jsonb`` is its version byte and the JSON text,
-    a pgvector ``vector`` (int16 dim, int16 0, dim big-endian float4) cut from one big-endian
-    copy of the matrix."""
+    """The batch and its terms (:func:`lexical_terms`, space-separated) as binary COPY rows of
+    ``_COLUMNS, terms, dterms``; a ``jsonb`` is a version byte and the JSON, a ``vector``
+    int16 dim, int16 0 and big-endian float4s."""
     dim = int(batch.vectors.shape[1])
     raw = np.ascontiguousarray(batch.vectors, dtype=">f4").tobytes()
     step = 4 * dim
     vector_head = struct.pack("!ihh", 4 + step, dim, 0)
     out = io.BytesIO()
-    out.write(COPY_HEADER)
+    out.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
     pack = struct.pack
 
     def fields(*values: str) -> None:
@@ -194,13 +164,12 @@ def copy_payload(batch: PreparedBatch, lex: Sequence[tuple[list[str], list[str]]
         out.write(raw[i * step : (i + 1) * step])
         out.write(pack("!iiii", 4, len(terms), 4, len(dterms)))
         fields(" ".join(terms), " ".join(dterms))
-    out.write(COPY_TRAILER)
+    out.write(pack("!h", -1))
     return out.getvalue()
 
 
-#: A slice's postings, built by the server from the terms staged with its chunks: one per
-#: term of the chunk or of its share of the document, with both counts, in key order (each
-#: index page is then visited once); the staging table is emptied.
+#: A slice's postings from the terms staged with its chunks, both counts, in key order (each
+#: index page visited once); the staging table is emptied.
 _POSTINGS = (
     "WITH moved AS (DELETE FROM {load} RETURNING id, doc_id, lex_len, terms, dterms) "
     "INSERT INTO {p} (term, doc_id, chunk_id, tf, dtf, dl) SELECT term, doc_id, id, "
@@ -212,10 +181,9 @@ _POSTINGS = (
 
 
 def write_chunks(cur: Any, sql: Any, table: str, batch: PreparedBatch, pace: Pacer) -> None:
-    """Upsert a validated batch's rows slice by slice (:class:`Pacer`): each slice's chunks
-    and their terms, analysed as the slice comes, go with binary COPY into a session temp
-    table, one INSERT upserts the chunks (the triggers drop the postings of the rows it
-    overwrites) and one more makes their postings (:data:`_POSTINGS`)."""
+    """Upsert a batch slice by slice (:class:`Pacer`): binary COPY of the chunks and their
+    terms into a temp table, one INSERT upserting the chunks (the triggers drop the postings
+    of rows overwritten), one making their postings (:data:`_POSTINGS`)."""
     ids = {**names(sql, table), "load": sql.Identifier(f"{table}__load")}
     pace.statement()
     cur.execute(
@@ -261,24 +229,17 @@ def delete_rows(cur: Any, sql: Any, table: str, ids: list[str], pace: Pacer) -> 
 
 
 def delete_document(cur: Any, sql: Any, table: str, doc_id: str, pace: Pacer) -> int:
-    """Delete a document's chunks in slices; how many there were."""
-    statement = sql.SQL(
-        "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE doc_id = %s LIMIT %s)"
-    ).format(t=sql.Identifier(table))
-    removed = 0
-    for size in pace.sizes():
-        pace.statement()
-        cur.execute(statement, (doc_id, size))
-        removed += int(cur.rowcount)
-        if cur.rowcount < size:
-            break
-    return removed
+    """Delete a document's chunks in slices (:func:`delete_rows`); how many there were."""
+    pace.statement()
+    cur.execute(
+        sql.SQL("SELECT id FROM {t} WHERE doc_id = %s").format(t=sql.Identifier(table)), (doc_id,)
+    )
+    return len(delete_rows(cur, sql, table, [r[0] for r in cur.fetchall()], pace))
 
 
 def metadata_predicate(sql: Any, filter: MetadataFilter | None) -> tuple[Any, dict[str, str]]:
-    """``filter`` as a boolean SQL expression and its parameters, named ``f0``, ``f1``...:
-    scalars by containment (the GIN index), lists by jsonb equality (containment would match
-    any superset)."""
+    """``filter`` as a boolean SQL expression, parameters ``f0``, ``f1``...: scalars by
+    containment (the GIN index), lists by equality (containment would match a superset)."""
     scalars = {k: v for k, v in (filter or {}).items() if not isinstance(v, list | tuple)}
     clauses: list[Any] = []
     params: dict[str, str] = {}

@@ -1,22 +1,17 @@
-"""The PostgreSQL schema of PGVectorStore: creation, version check, rights-aware errors, and
-the grants for application roles.
+"""PGVectorStore's schema: creation, version check, rights-aware errors, grants for roles.
 
-:func:`open_schema` creates, in one transaction, the ``vector`` extension, the chunk table
-with its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and info tables, the
-table's row in ``pywrapai_schema`` (dimension, schema version) and the lexical tables:
+:func:`open_schema` creates in one transaction the ``vector`` extension, the chunk table and
+its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and info tables, the row in
+``pywrapai_schema``, and the lexical tables:
 
-- ``<table>__terms (term, doc_id, chunk_id, tf, dtf, dl)``: the postings, keyed
-  ``(term, doc_id, chunk_id)`` with the counts included (a term's postings are one index range
-  read grouped by document); an index on ``chunk_id`` serves deletes;
-- ``<table>__doclen (doc_id, chunks, len)``: each document's chunks and length (the sum of
-  its chunks' shares, ``lex_doc``);
-- ``<table>__bm25 (slot, n, total, docs, dtotal)``: chunk and document counts and total
-  lengths as delta rows, one per ``pg_backend_pid() % 64``: concurrent writers rarely update
-  the same row, and a query sums at most 64.
+- ``<table>__terms``: the postings keyed ``(term, doc_id, chunk_id)``, counts included (a
+  term's postings are one index range, by document);
+- ``<table>__doclen``: each document's chunks and length (the sum of its chunks' shares);
+- ``<table>__bm25``: the counts and total lengths as delta rows, one per
+  ``pg_backend_pid() % 64``, so concurrent writers rarely update the same row.
 
-Statement-level triggers on the chunk table keep the counts and drop the postings of deleted
-or overwritten chunks, so every write path leaves them exact (documents in id order, so
-writers lock them in one order). A table of another layout is refused, never changed.
+Statement-level triggers on the chunk table keep these exact on every write path (documents
+in id order, so writers lock them in one order). A table of another layout is refused.
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ from pywrapai_graph.adapters.vectorstores.postgres.rows import names, store_tabl
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 
 __all__ = [
-    "SCHEMA_LOCK",
-    "SCHEMA_TABLE",
+    "HNSW",
     "SCHEMA_VERSION",
     "committing",
     "grant_statements",
@@ -41,12 +35,10 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: The layout this release reads and writes (that of 0.1.0: postings by document with their
-#: count in the document's text, document lengths and counts); any other one is refused.
+#: The layout this release reads and writes; any other one is refused.
 SCHEMA_VERSION = 4
 SCHEMA_TABLE = "pywrapai_schema"
 
-#: where every grant of a store's tables is listed
 _GRANTS_HINT = "(`pywrapai-graph store grants --reader ROLE --writer ROLE` lists them all)"
 _GRANT_DML = "GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO <role> " + _GRANTS_HINT
 _INIT_HINT = (
@@ -56,8 +48,8 @@ _INIT_HINT = (
 
 
 def missing_right(exc: Any, table: str, operation: str) -> str:
-    """What right the role lacks for ``operation`` on ``table`` (or on the table of the store
-    the server named), and how to get it."""
+    """What right the role lacks for ``operation`` (on ``table`` or the one the server named),
+    and how to get it."""
     text = str(getattr(exc, "pgerror", None) or exc)
     creating = _creation_right(text, table)
     if creating is not None:
@@ -97,12 +89,8 @@ def _creation_right(text: str, table: str) -> str | None:
 
 
 def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Whether ``table`` exists (then it has this dimension and schema version).
-
-    Raises:
-        ConfigurationError: another dimension, or a schema version newer than this release.
-        VectorStoreError: an older layout (pre-release), which this release does not upgrade.
-    """
+    """Whether ``table`` exists (with this dimension and schema version, else it raises as
+    :func:`open_schema`)."""
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
         "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
@@ -140,20 +128,14 @@ def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
     return True
 
 
-#: The advisory lock every schema change of every table takes (``pg_advisory_xact_lock``):
-#: tables share the ``vector`` extension and the ``pywrapai_schema`` table, so processes
-#: creating *different* tables at once collide as surely as those creating the same one.
+#: The advisory lock of every table's schema change: tables share the extension and
+#: ``pywrapai_schema``, so creating *different* tables at once collides too.
 SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 
 def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool) -> bool:
-    """Check the table, or (``create``) create what is missing: the extension, table,
-    indexes and schema-version row, in one transaction under :data:`SCHEMA_LOCK` (processes
-    starting at once on an empty database take turns; each one after the first finds
-    everything made).
-
-    Returns:
-        True when something was created, False when the table was there.
+    """Check the table, or (``create``) create it in one transaction under
+    :data:`SCHEMA_LOCK` (processes starting at once take turns); True if it created it.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).
@@ -181,9 +163,8 @@ def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool
 
 
 def in_transaction(conn: Any, cur: Any, work: Callable[[], T]) -> T:
-    """``work()`` between BEGIN and COMMIT on an autocommit connection (ROLLBACK if it
-    raises and the connection still stands). An error of the COMMIT itself carries the
-    note :data:`_COMMITTING` (:func:`committing`): the server may have applied it."""
+    """``work()`` between BEGIN and COMMIT (ROLLBACK if it raises and the connection stands);
+    an error of the COMMIT itself is noted (:func:`committing`): it may have been applied."""
     cur.execute("BEGIN")
     sent = False
     try:
@@ -212,22 +193,21 @@ def committing(exc: BaseException | None) -> bool:
     return False
 
 
-#: The extension, the chunk table with its indexes, the manifest and info tables, the
-#: lexical tables (their layout in the module docstring) and the schema-version table.
+#: The HNSW index, also rebuilt after a ``bulk_load``.
+HNSW = "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)"
+#: Every table and index (the layout in the module docstring).
 _CREATE = (
     "CREATE EXTENSION IF NOT EXISTS vector",
     "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
     "text TEXT NOT NULL, metadata JSONB NOT NULL DEFAULT '{{}}', "
     "embedding vector({dim}) NOT NULL, lex_len INT NOT NULL DEFAULT 0, lex_doc INT)",
-    "CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw (embedding vector_cosine_ops)",
+    HNSW,
     "CREATE INDEX IF NOT EXISTS {doc} ON {t} (doc_id)",
     "CREATE INDEX IF NOT EXISTS {meta} ON {t} USING gin (metadata)",
     "CREATE TABLE IF NOT EXISTS {d} (doc_id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {i} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {sv} (table_name TEXT PRIMARY KEY, version INT NOT NULL, "
     "dimension INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
-)
-_LEXICAL = (
     "CREATE TABLE IF NOT EXISTS {p} (term TEXT NOT NULL, doc_id TEXT NOT NULL, "
     "chunk_id TEXT NOT NULL, tf INT NOT NULL, dtf INT NOT NULL, dl INT NOT NULL, "
     "PRIMARY KEY (term, doc_id, chunk_id) INCLUDE (tf, dtf, dl))",
@@ -241,13 +221,8 @@ _LEXICAL = (
 
 def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
     """Create the extension, the tables, their indexes and triggers, and the version row."""
-    ids = {
-        **names(sql, table),
-        **{k: sql.Identifier(table + suffix) for k, suffix in _SUFFIXES.items()},
-        "sv": sql.Identifier(SCHEMA_TABLE),
-        "dim": sql.Literal(dimension),
-    }
-    for statement in (*_CREATE, *_LEXICAL):
+    ids = {**names(sql, table), "sv": sql.Identifier(SCHEMA_TABLE), "dim": sql.Literal(dimension)}
+    for statement in _CREATE:
         cur.execute(sql.SQL(statement).format(**ids))
     cur.execute(sql.SQL(_FUNCTION).format(**ids))
     for trigger, event, tables in _TRIGGERS:
@@ -266,15 +241,9 @@ def _create(cur: Any, sql: Any, table: str, dimension: int) -> None:
     )
 
 
-_SUFFIXES = {"hnsw": "_hnsw", "doc": "_doc", "meta": "_meta", "d": "__docs", "i": "__info"}
-
-
-# ----------------------------------------------------------------------------- lexical
-#: A chunk row's share of its document's length (``lex_doc``; NULL, in rows written before
-#: the column: the whole chunk).
+#: A chunk row's share of its document's length (NULL: the whole chunk).
 _PART = "coalesce(lex_doc, lex_len)"
-#: One statement's changes per document, in doc_id order: chunks, their length, their share
-#: of the document's length (``{rows}``: the rows with their signs).
+#: One statement's changes per document, in doc_id order (``{rows}``: rows with signs).
 _DELTAS = (
     "SELECT array_agg(doc_id ORDER BY doc_id), array_agg(n ORDER BY doc_id), "
     "array_agg(len ORDER BY doc_id), array_agg(part ORDER BY doc_id) INTO ids, ns, lens, parts "
@@ -284,9 +253,8 @@ _DELTAS = (
 _NEW = "SELECT doc_id, 1 AS n, lex_len AS len, " + _PART + " AS part FROM new_rows"
 _OLD = "SELECT doc_id, -1 AS n, -lex_len AS len, -" + _PART + " AS part FROM old_rows"
 
-#: The triggers' function: each statement's deltas per document upserted into the document
-#: lengths (a row created is a document more, a row at 0 chunks is deleted: a document
-#: less), then the store's counts into this backend's delta row.
+#: The triggers' function: the deltas per document into the document lengths (a row at 0
+#: chunks deleted), then the store's counts into this backend's delta row.
 _FUNCTION = (
     """
 CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $body$
@@ -339,7 +307,6 @@ _TRIGGERS = (
 )
 
 
-# ----------------------------------------------------------------------------- grants
 #: The database, the table's schema and the ``vector`` extension's schema (no row: no table).
 _WHERE = (
     "SELECT current_database(), n.nspname, (SELECT en.nspname FROM pg_extension e "
@@ -355,13 +322,7 @@ def _names(sql: Any, names: Sequence[str]) -> Any:
 def grant_statements(
     conn: Any, sql: Any, table: str, reader: str | None, writer: str | None
 ) -> list[str]:
-    """The statements (with ``--`` comments) that give ``reader`` read-only and ``writer``
-    read-write use of the store, for its owner to run.
-
-    Raises:
-        InvalidArgumentError: no role, or an empty role name.
-        VectorStoreError: the table does not exist.
-    """
+    """``PGVectorStore.grant_statements``, on the owner's connection ``conn``."""
     roles = [r for r in (reader, writer) if r is not None]
     if not roles or any(not r.strip() for r in roles):
         raise InvalidArgumentError("name a reader role, a writer role or both (non-empty names)")

@@ -8,36 +8,16 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
-    prepare_batch,
-    prepare_query,
-)
-from pywrapai_graph.adapters.vectorstores.postgres.bm25 import (
-    scored_row,
-    search_hits,
-    statement,
-    statement_params,
-)
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch, prepare_query
+from pywrapai_graph.adapters.vectorstores.postgres import bm25, rows, schema
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     DEFAULT_EF_SEARCH,
     PGConnection,
     T,
 )
-from pywrapai_graph.adapters.vectorstores.postgres.rows import (
-    Pacer,
-    delete_document,
-    delete_rows,
-    metadata_predicate,
-    store_tables,
-    write_chunks,
-)
-from pywrapai_graph.adapters.vectorstores.postgres.schema import grant_statements, open_schema
+from pywrapai_graph.adapters.vectorstores.postgres.rows import Pacer
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.domain.manifest import (
-    DocumentManifest,
-    EmbedderIdentity,
-    manifests_from_json,
-)
+from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
 from pywrapai_graph.ports import BaseVectorStore, MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.ports.vector_store import check_embedder
@@ -55,30 +35,27 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
     On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
-    with an HNSW index (``vector_cosine_ops``), and the postings and statistics PostgreSQL
-    computes BM25 from; a table of a pre-release layout is refused. Each retrieval is one
-    statement (``bm25``). A write is one transaction of slices, each statement well within
-    ``statement_timeout_ms`` (``rows.Pacer``): a write of any size fits. The table name is
-    validated and always passed as an identifier. A dropped connection is re-established
-    once before an error is raised.
+    with an HNSW index, and the postings and statistics PostgreSQL computes BM25 from. Each
+    retrieval is one statement (``bm25``); a write is one transaction of slices, each
+    statement well within ``statement_timeout_ms`` (``rows.Pacer``). A dropped connection is
+    re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
         table_name: a plain identifier (letters, digits, underscores).
         dimension: must match the embedding model, and an existing table.
         ef_search: HNSW search breadth for this store's session.
-        pool_size: server connections shared by threads and by the async offload; while all
-            are in use, callers wait for one in arrival order.
+        pool_size: server connections shared by threads and the async offload; callers
+            wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
-        statement_timeout_ms: each call's deadline, from the moment it is made (queueing
-            counts; the server cancels a statement that runs longer, and the client closes a
-            connection whose server has not answered 2 s after the deadline):
-            :class:`StoreTimeoutError` names the setting and says whether the write was rolled
-            back. Each statement of a large write has its own. None: no deadline.
-        create_schema: create the extension, tables and indexes when missing (needs DDL
-            rights). False for a role with only DML rights: the schema must exist
-            (``pywrapai-graph store init`` or :meth:`init_schema`, run once as the owner).
+        statement_timeout_ms: each call's deadline from the moment it is made, queueing
+            included (the server cancels a statement, the client closes a connection not
+            answering 2 s after it): :class:`StoreTimeoutError` says whether the write was
+            rolled back. Each statement of a large write has its own. None: no deadline.
+        create_schema: create the extension, tables and indexes when missing (DDL rights).
+            False for a DML-only role: run ``pywrapai-graph store init`` (or
+            :meth:`init_schema`) once as the owner.
 
     Raises:
         ConfigurationError: invalid table name, or a dimension that disagrees with the table.
@@ -114,36 +91,34 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._bulk = 0
         self._owns_schema = create_schema
         with self._connection() as conn:  # no deadline: DDL may wait for another's lock
-            if self._guarded(
-                lambda: open_schema(conn, self._sql, table_name, dimension, create=create_schema),
+            self._created = self._guarded(
+                lambda: schema.open_schema(
+                    conn, self._sql, table_name, dimension, create=create_schema
+                ),
                 "CREATE" if create_schema else "SELECT",
-            ):
+            )
+            if self._created:
                 self._register(conn)  # the extension may be new: adapt vectors on this one too
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
-        """Create the extension, table, indexes and schema-version row; run once as the owner.
-
-        Idempotent: a second run changes nothing and returns False.
+        """Create the extension, tables and indexes, as the owner; False if they were there.
 
         Raises:
             ConfigurationError: another dimension, or a schema version newer than this release.
             VectorStoreError: the server cannot be reached, or a right is missing (named).
         """
-        return cls._administer(
-            connection_string,
-            table_name,
-            dimension,
-            lambda conn, sql: open_schema(conn, sql, table_name, dimension, create=True),
-            "CREATE",
+        store = cls(
+            connection_string, table_name, dimension, pool_size=1, statement_timeout_ms=None
         )
+        store.close()
+        return store._created
 
     @property
     def pool_size(self) -> int:
         """The most server connections this store opens at once."""
         return self._pool_size
 
-    # ------------------------------------------------------------------ port
     @property
     def persistent(self) -> bool:
         return True
@@ -166,29 +141,30 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         reader: str | None = None,
         writer: str | None = None,
     ) -> list[str]:
-        """The GRANT statements giving ``reader`` read-only and ``writer`` read-write use of
-        an existing store (its tables, read from the server), for the owner to run; lines
-        starting with ``--`` say what each group is for. Changes nothing.
+        """The GRANT statements (with ``--`` comments) giving ``reader`` read-only and
+        ``writer`` read-write use of an existing store, for the owner to run.
 
         Raises:
             InvalidArgumentError: neither role named.
             VectorStoreError: the server cannot be reached, or the table does not exist.
         """
-        return cls._administer(
-            connection_string,
-            table_name,
-            1,
-            lambda conn, sql: grant_statements(conn, sql, table_name, reader, writer),
-            "SELECT",
-        )
+        store = cls.__new__(cls)  # not opened: the dimension is the table's
+        store._prepare(connection_string, table_name, 1, 1, None)
+        try:
+            with store._connection() as conn:  # an owner's one-off command, no deadline
+                return store._guarded(
+                    lambda: schema.grant_statements(conn, store._sql, table_name, reader, writer),
+                    "SELECT",
+                )
+        finally:
+            store._pool.closeall()
 
     @property
     def atomic_documents(self) -> bool:
         return True
 
     def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
-        """``work(cursor, pacer)`` as one transaction of paced statements, each under a fresh
-        client deadline (:class:`Pacer`)."""
+        """``work(cursor, pacer)`` as one transaction of paced statements (:class:`Pacer`)."""
 
         def paced(cur: Any) -> T:
             seconds = None if self._timeout_ms is None else self._timeout_ms / 1000
@@ -202,9 +178,8 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Load many chunks fast: when the table is empty on entry its HNSW index is dropped
-        and built once on exit (far faster than inserting into a live graph); the indexes are
-        the same afterwards. Searches meanwhile scan exactly. Nested calls join the outer."""
+        """Load many chunks fast: on an empty table the HNSW index is dropped and built once on
+        exit (searches meanwhile scan exactly). Nested calls join the outer."""
         with self._lock:
             # a DML-only role (create_schema=False) may not drop and rebuild the index
             rebuild = self._owns_schema and self._bulk == 0 and self.count() == 0
@@ -223,16 +198,11 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _build_hnsw(self, cur: Any) -> None:
         cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
         cur.execute("SET LOCAL statement_timeout = 0")  # an index build takes what it takes
-        cur.execute(
-            self._sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-            ).format(i=self._ident("_hnsw"), t=self._ident())
-        )
+        cur.execute(self._sql.SQL(schema.HNSW).format(**rows.names(self._sql, self._table)))
 
     def _lock_document(self, cur: Any, doc_id: str) -> None:
-        """Writers of one document take turns (until their commit): under READ COMMITTED a
-        replace's DELETE does not see the rows a concurrent replace is inserting, so both
-        versions' chunks would stay."""
+        """Writers of one document take turns: under READ COMMITTED a replace's DELETE does
+        not see a concurrent replace's rows, so both versions would stay."""
         key = hashlib.blake2b(f"{self._table}\x00{doc_id}".encode(), digest_size=8).digest()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(key, signed=True),))
 
@@ -247,7 +217,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         batch = prepare_batch(chunks, self._dim)
 
         def work(cur: Any, pace: Pacer) -> None:
-            write_chunks(cur, self._sql, self._table, batch, pace)
+            rows.write_chunks(cur, self._sql, self._table, batch, pace)
             self._forget(cur, [c.doc_id for c in batch.chunks])
 
         if batch.ids:
@@ -276,20 +246,16 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 ).format(d=self._ident("__docs")),
                 (manifest.doc_id, manifest.to_json()),
             )
-            removed = delete_document(cur, sql, self._table, manifest.doc_id, pace)
-            write_chunks(cur, sql, self._table, batch, pace)
+            removed = rows.delete_document(cur, sql, self._table, manifest.doc_id, pace)
+            rows.write_chunks(cur, sql, self._table, batch, pace)
             return removed
 
         return self._write("INSERT", work)
 
     def _recorded(self, cur: Any) -> EmbedderIdentity | None:
-        cur.execute(
-            self._sql.SQL("SELECT value FROM {i} WHERE key = 'embedder'").format(
-                i=self._ident("__info")
-            )
-        )
-        row = cur.fetchone()
-        return None if row is None else EmbedderIdentity.from_json(row[0])
+        cur.execute(self._sql.SQL("SELECT " + bm25.EMBEDDER).format(i=self._ident("__info")))
+        value = cur.fetchone()[0]
+        return None if value is None else EmbedderIdentity.from_json(value)
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         return self.document_manifests([doc_id]).get(doc_id)
@@ -322,30 +288,27 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
-        hybrid both candidate lists, both scores of their union, the fusion, the filter and
-        the recorded embedder (``bm25.statement``)."""
-        keep, given = metadata_predicate(self._sql, query.filter)
+        """The whole retrieval in one statement in autocommit (``bm25.statement``)."""
+        keep, given = rows.metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
-        sql = statement(self._sql, self._table, query.mode, query.fusion, shape)
+        sql = bm25.statement(self._sql, self._table, query.mode, query.fusion, shape)
         vector = None  # one SQL literal, adapted once however often the statement names it
         if query.vector is not None:
             quoted = self._pg.extensions.adapt(prepare_query(query.vector, self._dim))
             vector = self._pg.extensions.AsIs(quoted.getquoted().decode())
-        rows = self._rows(sql, statement_params(query, given, vector))
+        found = self._rows(sql, bm25.statement_params(query, given, vector))
         if query.mode != "dense":
-            return search_hits(rows, clamp=False)
-        return [h for h in search_hits(rows) if h.score >= query.min_score]
+            return bm25.search_hits(found, clamp=False)
+        return [h for h in bm25.search_hits(found) if h.score >= query.min_score]
 
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """One statement for the batch: each query's nearest rows through a LATERAL join
-        (the HNSW index serves each query as it serves :meth:`search`)."""
+        """One statement for the batch: each query's nearest rows by a LATERAL join (HNSW)."""
         queries = [prepare_query(q, self._dim) for q in query_vectors]
         if not queries:
             return []
-        keep, filter_params = metadata_predicate(self._sql, filter)
+        keep, filter_params = rows.metadata_predicate(self._sql, filter)
         statement = self._sql.SQL(
             "SELECT q.i, h.id, h.doc_id, h.text, h.metadata, h.score "
             "FROM unnest(%(q)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
@@ -356,13 +319,13 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
         out: list[list[ScoredChunk]] = [[] for _ in queries]
         for r in self._rows(statement, params):
-            out[int(r[0]) - 1].append(scored_row(r[1:]))
+            out[int(r[0]) - 1].append(bm25.scored_row(r[1:]))
         for hits in out:
             hits.sort(key=lambda h: h.score, reverse=True)  # relaxed_order may permute slightly
         return out
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        keep, params = metadata_predicate(self._sql, filter)
+        keep, params = rows.metadata_predicate(self._sql, filter)
         statement = self._sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(
             t=self._ident(), w=keep
         )
@@ -370,7 +333,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     def _delete(self, ids: list[str]) -> int:
         def work(cur: Any, pace: Pacer) -> int:
-            docs = delete_rows(cur, self._sql, self._table, ids, pace)
+            docs = rows.delete_rows(cur, self._sql, self._table, ids, pace)
             self._forget(cur, docs)
             return len(docs)
 
@@ -379,7 +342,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def _delete_by_doc(self, doc_id: str) -> int:
         def work(cur: Any, pace: Pacer) -> int:
             self._lock_document(cur, doc_id)
-            removed = delete_document(cur, self._sql, self._table, doc_id, pace)
+            removed = rows.delete_document(cur, self._sql, self._table, doc_id, pace)
             self._forget(cur, [doc_id])
             return removed
 
@@ -388,7 +351,7 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""
         statement = self._sql.SQL("TRUNCATE {}").format(
-            self._sql.SQL(", ").join(map(self._sql.Identifier, store_tables(self._table)))
+            self._sql.SQL(", ").join(map(self._sql.Identifier, rows.store_tables(self._table)))
         )
         with self._lock:
             self._run(lambda cur: cur.execute(statement), "TRUNCATE")
