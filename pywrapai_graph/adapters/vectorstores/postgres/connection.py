@@ -156,7 +156,11 @@ class PGConnection:
                 self._connect(slot, due)
             with pool.watch(slot.conn, seconds) as armed:
                 if fresh:
-                    self._configure(slot.conn)
+                    try:
+                        self._configure(slot.conn)
+                    except BaseException:  # never pooled without its session settings
+                        slot.discard()
+                        raise
                 yield slot.conn
         except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
             slot.discard()
