@@ -1,6 +1,5 @@
-"""Chroma's clients made safe to hold: a deadline on every HTTP request, one async client
-per event loop, handles that follow a re-created collection, a folder held by one process;
-Chroma's errors as the library's, and its collection-name rule."""
+"""Chroma's clients made safe to hold (request deadlines, an async client per loop, handles
+following a re-created collection, a folder held by one process), its errors as ours."""
 
 from __future__ import annotations
 
@@ -62,10 +61,8 @@ _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
 
 class FolderHold:
-    """A counted share of this process's ``flock`` on an embedded Chroma folder: stores of
-    one process share it and its ``lock`` (they take turns to write); another process gets
-    StoreBusyError (a ``PersistentClient`` never reads another process's writes). Keyed by
-    pid: a forked child does not inherit it."""
+    """A counted share of this process's ``flock`` on an embedded Chroma folder (and of the
+    stores' ``lock``); another process, or a forked child, gets StoreBusyError."""
 
     #: (pid, folder): (fd, users, the stores' lock)
     _table: ClassVar[dict[tuple[int, str], tuple[int, int, Any]]] = {}
@@ -92,8 +89,7 @@ class FolderHold:
         self._held = True
 
     def release(self, client: Any = None) -> None:
-        """Close ``client`` (chromadb forgets the folder with its last one) and give this
-        share back (idempotent); the last share of the process unlocks."""
+        """Close ``client`` and give this share back (idempotent); the last one unlocks."""
         if client is not None:
             client.close()
         with self._guard:
@@ -108,8 +104,8 @@ class FolderHold:
 
 
 class FollowingHandle:
-    """Calls go to the current collection of a name: one that finds it gone (another process's
-    ``clear()`` re-created it) fetches it again, tells ``refetched`` and is repeated."""
+    """Calls to a name's current collection: one that finds it gone (re-created by another
+    process's ``clear()``) fetches it again, tells ``refetched`` and is repeated."""
 
     def __init__(
         self, fetch: Callable[[], Any], not_found: type[Exception], refetched: Callable[[], object]
@@ -169,8 +165,7 @@ async def aread_again(read: Callable[[], Awaitable[T]]) -> T:
 
 
 def bound_requests(client: Any, seconds: float | None) -> None:
-    """Give a Chroma HTTP client's ``httpx`` pool a deadline per request (chromadb 1.5.9
-    builds it with ``timeout=None`` and has no setting for it)."""
+    """A deadline per request on a client's ``httpx`` pool (chromadb has no setting)."""
     if seconds is None:
         return
     server: Any = getattr(client, "_server", None)
@@ -186,10 +181,9 @@ def bound_requests(client: Any, seconds: float | None) -> None:
 
 
 class AsyncSide:
-    """One event loop's ``AsyncHttpClient`` and chunks handle, built on first use. chromadb
-    keeps its async HTTP pools by loop hash and never drops one whose loop ended (a new loop
-    may get its hash): :meth:`aclose` closes the loop's pool with our last client on it, and
-    unregisters the client's System."""
+    """One loop's ``AsyncHttpClient`` and chunks handle, built on first use. chromadb keeps
+    async pools by loop hash, never dropped: :meth:`aclose` closes the loop's pool with our
+    last client on it, and unregisters the client's System."""
 
     _users: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int]] = (
         weakref.WeakKeyDictionary()
@@ -242,8 +236,7 @@ def connect(
     url: str | Path, timeout: float, request_timeout: float | None
 ) -> tuple[ClientAPI, PerLoop[AsyncSide] | None]:
     """Embedded Chroma in a folder (a ``Path``), or a server's sync client (checked to answer
-    within ``timeout``) and each event loop's async client, every request bounded by
-    ``request_timeout``.
+    within ``timeout``) and each loop's async client, requests bounded by ``request_timeout``.
 
     Raises:
         VectorStoreError: the server cannot be reached (the url's secrets never shown).
@@ -265,7 +258,7 @@ def connect(
         bound_requests(client, request_timeout)
 
         async def connect() -> AsyncClientAPI:
-            # chromadb writes its choice of API into the settings: the async client gets its own
+            # chromadb writes its API choice into the settings: the async client needs its own
             fresh = type(settings)(anonymized_telemetry=False)
             made = chromadb.AsyncHttpClient(host=host, port=port, ssl=secure, settings=fresh)
             # its first requests run before its pool can be given a deadline

@@ -18,16 +18,7 @@ import numpy as np
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
-from pywrapai_graph.adapters.vectorstores.chroma.client import (
-    AsyncSide,
-    FolderHold,
-    FollowingHandle,
-    aread_again,
-    connect,
-    engine_errors,
-    read_again,
-    validate_collection_name,
-)
+from pywrapai_graph.adapters.vectorstores.chroma import client as chroma
 from pywrapai_graph.adapters.vectorstores.kit.local_files import check_room, subfolder_bytes
 from pywrapai_graph.adapters.vectorstores.kit.metadata_json import metadata_json
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import Matrix, PreparedBatch
@@ -59,27 +50,25 @@ __all__ = ["ChromaVectorStore"]
 
 _EMBEDDER = "e:embedder"  # the embedder's record, beside the documents' "d:<doc id>"
 T = TypeVar("T")
-# a chunk's layout: its metadata as JSON and again as ``where`` fields (``_field``), a flag
-# hiding it (a version not committed, or replaced), the embedder it was written under ("")
+# a chunk's metadata: as JSON and as ``where`` fields (``_field``), a flag hiding an
+# uncommitted or replaced version (absent on old chunks), the embedder it was written under
 META = "pywrapai_meta"
 DOC = "pywrapai_doc_id"
-HIDDEN = "pywrapai_hidden"  # absent on chunks written before it existed
+HIDDEN = "pywrapai_hidden"
 EMBEDDER = "pywrapai_embedder"
 HITS: Include = ["documents", "metadatas", "distances"]
 
 
 def _field(key: str, value: Any) -> tuple[str, Any]:
-    """A metadata value as its ``where`` field: scalars as ``m.<key>``, lists and None (which
-    Chroma cannot match by equality) as canonical JSON text in ``j.<key>``."""
+    """Scalars as ``m.<key>``; lists and None (no equality in Chroma) as JSON in ``j.<key>``."""
     if isinstance(value, str | int | float | bool):
         return "m." + key, value
     return "j." + key, canonical_json(value)
 
 
 def hits_of(result: QueryResult) -> list[list[Hit]]:
-    """Each query's hits (with their versions) of one ``query`` result; the embedder their
-    chunks were written under is told to the caller's identity probe (None: written while
-    the store had none; chunks of release 0.1.0 carry no stamp: the retriever asks)."""
+    """Each query's hits and versions; their chunks' embedder is told to the identity probe
+    (0.1.0's chunks carry no stamp: the retriever asks)."""
     metas = result["metadatas"] or []
     rows = zip(result["documents"] or [], metas, result["distances"] or [], strict=True)
     hits = [[_hit(*hit) for hit in zip(*row, strict=True)] for row in rows]
@@ -95,23 +84,12 @@ def _hit(text: str | None, meta: Any, distance: float) -> Hit:
     return ScoredChunk(chunk, min(1.0 - float(distance), 1.0)), str(meta[VERSION_KEY])
 
 
-def stored_of(got: Any) -> list[StoredChunk]:
-    return [
-        StoredChunk(i, str(m[ID_KEY]), str(m[VERSION_KEY]), str(m[DOC]))
-        for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)
-    ]
-
-
 class ChromaVectorStore(VersionedDocuments):
-    """Chroma collection in cosine space, embeddings passed explicitly (Chroma's embedding
-    function and telemetry off). Dense only: chromadb 1.5.9 serves no ranked text index
-    outside Chroma Cloud, so lexical or hybrid retrieval raise UnsupportedOperationError.
-
-    A retrieval is one ``query`` whose ``where`` holds the filter and keeps the shown chunks;
-    its hits carry the embedder they were written under. Documents are replaced all or
-    nothing (``kit.versioned``, records in ``<collection>.docs``). Embedded mode serves one
-    process at a time (a ``PersistentClient`` never sees another's writes); any number of
-    processes share a server (``url=``).
+    """A Chroma collection in cosine space, our embeddings, telemetry off. Dense only
+    (chromadb has no ranked text index outside its cloud): lexical or hybrid raise
+    UnsupportedOperationError. A retrieval is one ``query`` whose ``where`` holds the filter
+    and keeps the shown chunks. Documents are all or nothing (``kit.versioned``, records in
+    ``<collection>.docs``). Embedded mode serves one process; a server (``url=``) any number.
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
@@ -119,8 +97,8 @@ class ChromaVectorStore(VersionedDocuments):
         collection: the collection name (validated against Chroma's rules).
         ef_search: HNSW search breadth (Chroma's 100 gives recall@10 ~0.90 at 100k vectors).
         timeout: seconds to wait for a server's first answer (chromadb waits for ever).
-        request_timeout: seconds a server has to answer each later request, sync or async
-            (``None``: no deadline); past it the call raises :class:`StoreTimeoutError`.
+        request_timeout: seconds for each later request (None: no deadline), past which
+            it raises :class:`StoreTimeoutError`.
 
     Raises:
         ConfigurationError: both or neither of path/url, or an invalid collection name.
@@ -129,7 +107,6 @@ class ChromaVectorStore(VersionedDocuments):
         StoreBusyError: embedded mode, another process has the folder open.
     """
 
-    #: ``db.system.name`` on this store's spans.
     db_system = "chroma"
     persistent = True
     exact = False  # HNSW
@@ -147,23 +124,23 @@ class ChromaVectorStore(VersionedDocuments):
         if (path is None) == (url is None):
             raise ConfigurationError("ChromaVectorStore needs exactly one of path= or url=")
         refuse_unencoded_userinfo(url, "Chroma url")
-        self._name = validate_collection_name(collection)
+        self._name = chroma.validate_collection_name(collection)
         require("chromadb", "chroma", "chromadb")  # before a folder is made
         self._where = os.fspath(path) if path is not None else redact(str(url))
-        self._ef_search = ef_search
         self._folder = folder = Path(path) if path is not None else None
-        self._failures = partial(engine_errors, self._where, url, request_timeout, folder)
-        hold = FolderHold(folder) if folder is not None else None
+        self._failures = partial(chroma.engine_errors, self._where, url, request_timeout, folder)
+        hold = chroma.FolderHold(folder) if folder is not None else None
         self._lock: Any = hold.lock if hold is not None else threading.RLock()
         try:
             with self._writing():
-                self._client, self._aclients = connect(folder or str(url), timeout, request_timeout)
+                self._client, self._aclients = chroma.connect(
+                    folder or str(url), timeout, request_timeout
+                )
                 self._gone = require("chromadb.errors", "chroma", "chromadb").NotFoundError
-                # another process may re-create the collections: the dimension is asked again
-                forget = lambda: setattr(self, "_dim", None)  # noqa: E731
-                self._chunks = FollowingHandle(self._open_collection, self._gone, forget)
+                hnsw = {"space": "cosine", "ef_search": ef_search, "ef_construction": 200}
+                self._chunks = self._following(self._name, {"hnsw": hnsw})
                 self._collection = cast("Collection", self._chunks)  # mypy checks its calls
-                self._docs = FollowingHandle(self._open_docs, self._gone, forget)
+                self._docs = self._following(f"{self._name}.docs", None)  # records, 1-d vectors
                 self._dim = self._engine_dimension()
                 if folder is not None:  # only here can no other writer be mid-write
                     self._recover()
@@ -177,31 +154,29 @@ class ChromaVectorStore(VersionedDocuments):
     def _errors(self) -> AbstractContextManager[None]:
         return self._failures()
 
-    def _open_collection(self) -> Collection:
-        hnsw: Any = {"space": "cosine", "ef_search": self._ef_search, "ef_construction": 200}
-        return self._client.get_or_create_collection(
-            self._name, embedding_function=None, configuration={"hnsw": hnsw}
-        )
-
-    def _open_docs(self) -> Collection:  # document and embedder records, 1-d vectors
-        return self._client.get_or_create_collection(f"{self._name}.docs", embedding_function=None)
+    def _following(self, name: str, configuration: Any) -> chroma.FollowingHandle:
+        """A handle on ``name``; another process may re-create it: the dimension is asked again."""
+        get = self._client.get_or_create_collection
+        opened = partial(get, name, embedding_function=None, configuration=configuration)
+        return chroma.FollowingHandle(opened, self._gone, lambda: setattr(self, "_dim", None))
 
     def _engine_dimension(self) -> int | None:
         with self._errors():
-            got = read_again(lambda: self._collection.get(limit=1, include=["embeddings"]))
+            got = chroma.read_again(lambda: self._collection.get(limit=1, include=["embeddings"]))
         embeddings = got.get("embeddings")
         return None if embeddings is None or len(embeddings) == 0 else len(embeddings[0])
 
     # ------------------------------------------------------------------ records
-    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+    def _record_metas(self, **which: Any) -> list[Any]:
         with self._errors():
-            got = self._docs.get(ids=["d:" + d for d in doc_ids], include=["metadatas"])
-        return {r.doc_id: r for r in map(_record, got["metadatas"] or [])}
+            return self._docs.get(**which, include=["metadatas"])["metadatas"] or []
+
+    def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
+        found = map(_record, self._record_metas(ids=["d:" + d for d in doc_ids]))
+        return {r.doc_id: r for r in found}
 
     def _pending_records(self) -> list[DocRecord]:
-        with self._errors():
-            got = self._docs.get(where={"pending": {"$ne": ""}}, include=["metadatas"])
-        return [_record(m) for m in got["metadatas"] or []]
+        return [_record(m) for m in self._record_metas(where={"pending": {"$ne": ""}})]
 
     def _put(self, record_id: str, metadata: dict[str, Any]) -> None:
         with self._errors():
@@ -215,8 +190,7 @@ class ChromaVectorStore(VersionedDocuments):
             self._docs.delete(ids=["d:" + d for d in doc_ids])
 
     def _recorded_embedder(self) -> EmbedderIdentity | None:
-        with self._errors():
-            metas = self._docs.get(ids=[_EMBEDDER], include=["metadatas"])["metadatas"] or []
+        metas = self._record_metas(ids=[_EMBEDDER])
         return EmbedderIdentity.from_json(str(metas[0]["embedder"])) if metas else None
 
     def _put_embedder(self, identity: EmbedderIdentity) -> None:
@@ -227,17 +201,20 @@ class ChromaVectorStore(VersionedDocuments):
         limit = int(self._client.get_max_batch_size())
         return (slice(start, start + limit) for start in range(0, n, limit))
 
-    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+    def _stored(self, where: Any) -> list[StoredChunk]:
         with self._errors():
-            return stored_of(self._collection.get(where={DOC: doc_id}, include=["metadatas"]))
+            got = self._collection.get(where=where, include=["metadatas"])
+        rows = zip(got["ids"], got["metadatas"] or [], strict=True)
+        return [StoredChunk(i, str(m[ID_KEY]), str(m[VERSION_KEY]), str(m[DOC])) for i, m in rows]
+
+    def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
+        return self._stored({DOC: doc_id})
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         found: dict[str, StoredChunk] = {}  # an id asked twice is found once
-        with self._errors():
-            for start in range(0, len(chunk_ids), 500):
-                copies: Any = {ID_KEY: {"$in": list(chunk_ids[start : start + 500])}}
-                got = self._collection.get(where=copies, include=["metadatas"])
-                found.update((c.engine_id, c) for c in stored_of(got))
+        for start in range(0, len(chunk_ids), 500):
+            copies = self._stored({ID_KEY: {"$in": list(chunk_ids[start : start + 500])}})
+            found.update((c.engine_id, c) for c in copies)
         return list(found.values())
 
     def _delete_engine_ids(self, ids: Sequence[str]) -> None:
@@ -272,7 +249,10 @@ class ChromaVectorStore(VersionedDocuments):
             for c, v in pairs
         ]
         ids = [engine_id(c.id, v) for c, v in pairs]
-        self._check_room(batch)
+        if self._folder is not None:  # a folder that ran out of room mid-write no longer opens
+            per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
+            text = 8 * sum(len(c.text.encode()) for c in batch.chunks)
+            check_room(self._folder, subfolder_bytes(self._folder) + len(ids) * per_chunk + text)
         with self._errors():
             for part in self._batches(len(ids)):
                 self._collection.upsert(
@@ -282,15 +262,6 @@ class ChromaVectorStore(VersionedDocuments):
                     metadatas=metadatas[part],
                 )
         self._dim = int(batch.vectors.shape[1])
-
-    def _check_room(self, batch: PreparedBatch) -> None:
-        """Embedded mode: refuse a write the disk may not hold (a Chroma folder that ran
-        out of room mid-write no longer opens): room to rewrite the index, and per chunk."""
-        if self._folder is not None:
-            text = sum(len(c.text.encode()) for c in batch.chunks)
-            per_chunk = 12 * int(batch.vectors.shape[1]) + 2048
-            need = subfolder_bytes(self._folder) + len(batch.ids) * per_chunk + 8 * text
-            check_room(self._folder, need)
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
         if not filter:
@@ -307,15 +278,9 @@ class ChromaVectorStore(VersionedDocuments):
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         """One ``query`` (an ``n`` above the collection's count gets what it holds)."""
-        stacked = np.stack(queries)
+        asked: Any = {"query_embeddings": np.stack(queries), "n_results": n, "where": selector}
         with self._errors():
-            return hits_of(
-                read_again(
-                    lambda: self._collection.query(
-                        query_embeddings=stacked, n_results=n, where=selector, include=HITS
-                    )
-                )
-            )
+            return hits_of(chroma.read_again(lambda: self._collection.query(**asked, include=HITS)))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense retrieval: one ``query`` (:meth:`search`)."""
@@ -332,8 +297,8 @@ class ChromaVectorStore(VersionedDocuments):
         return self._aclients is not None
 
     async def _acall(self, call: Callable[[AsyncCollection], Awaitable[T]]) -> T:
-        """An async request on the chunks, repeated once as :class:`FollowingHandle` does."""
-        sides = cast("PerLoop[AsyncSide]", self._aclients)  # callers check _native_async
+        """An async request on the chunks, repeated once as a ``FollowingHandle`` does."""
+        sides = cast("PerLoop[chroma.AsyncSide]", self._aclients)  # callers check _native_async
 
         async def current() -> AsyncCollection:
             return await sides.get().collection(self._collection.name, self._collection.id)
@@ -348,17 +313,14 @@ class ChromaVectorStore(VersionedDocuments):
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
-        stacked = np.stack(queries)
-
-        def query(c: AsyncCollection) -> Awaitable[QueryResult]:
-            return aread_again(
-                lambda: c.query(query_embeddings=stacked, n_results=n, where=selector, include=HITS)
-            )
-
-        return hits_of(await self._acall(query))
+        asked: Any = {"query_embeddings": np.stack(queries), "n_results": n, "where": selector}
+        found = await self._acall(
+            lambda c: chroma.aread_again(lambda: c.query(**asked, include=HITS))
+        )
+        return hits_of(found)
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
-        """Async :meth:`count`: native without a filter (a filtered count is offloaded)."""
+        """Native without a filter (a filtered count is offloaded)."""
         if filter or not self._native_async:
             return await super()._acount(filter)
         return int(await self._acall(lambda c: c.count()))

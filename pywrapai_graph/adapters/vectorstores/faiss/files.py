@@ -1,9 +1,7 @@
-"""The one file of :class:`FAISSVectorStore`: SQLite rows of chunks with their vectors (float32
-BLOB + CRC-32) and the manifests. A write is one SQLite transaction under ``<index>.lock``, so
-a crash leaves the last committed state whole. The FAISS index is each process's cache, never
-written. Rows are only deleted or inserted under new labels (never reused): following a commit,
-inside the transaction that sees it, is dropping labels gone and adding rows above the top one.
-"""
+"""The one file of :class:`FAISSVectorStore`: SQLite rows of chunks, their vectors (float32,
+CRC-32) and the manifests; a write is one transaction under ``<index>.lock``. The FAISS index
+is each process's cache: labels are never reused, so following a commit is dropping labels
+gone and adding rows above the top one."""
 
 from __future__ import annotations
 

@@ -52,24 +52,21 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     """Exact cosine search with FAISS (``IndexIDMap2`` over ``IndexFlatIP``, unit vectors).
 
     Args:
-        index_path: names the cross-process write lock ``<index>.lock``. The index itself
-            is kept in memory, built from ``meta_path`` on first use.
+        index_path: names the cross-process write lock ``<index>.lock`` (the index itself is
+            kept in memory, built from ``meta_path``).
         meta_path: the store's file (SQLite; never a pickle): chunks, vectors, manifests.
         dimension: fixed up front, or inferred from the first add.
-        threads: FAISS OpenMP threads (process-wide); 1 (fastest for one query on 2
-            cores, ``benchmarks/backends.py``), or None: all cores.
+        threads: FAISS OpenMP threads, process-wide (1: fastest per query; None: all cores).
         lock_timeout: seconds a write waits for another process's write to finish.
 
     Raises:
         MissingExtraError: ``faiss-cpu`` is not installed.
-        VectorStoreError: ``meta_path`` is not our format (e.g. a pickle file), or holds a
-            store of the older layout (the message says how to re-create it).
+        VectorStoreError: ``meta_path`` is not our format (a pickle, an older layout).
         StoreDamagedError: a stored vector fails its size or CRC-32 check.
         StoreBusyError: (on writes) another process kept the write lock past ``lock_timeout``.
         StorageFullError: (on writes) the disk is full; nothing of the write was kept.
     """
 
-    #: ``db.system.name`` on this store's spans.
     db_system = "faiss"
     persistent = True
     atomic_documents = True
@@ -88,20 +85,18 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         if threads is not None:
             self._faiss.omp_set_num_threads(threads)
         self._identity = IdentityCopy(self._recorded_embedder)  # read again per generation
-        # Metadata values by key, aligned with the index rows (row order = label order).
         self._columns = MetadataColumns(self._row_metadata)
-        # the lexical index is told each change once its transaction commits (_on_commit)
         self._lexical = LexicalMirror(self._all_chunks)
 
     # ------------------------------------------------------------------ port
     @property
     def dimension(self) -> int | None:
-        """Vector dimension, or None before the first add."""
         with self._snapshot():
             return self._dim
 
     def _upsert(self, batch: PreparedBatch) -> None:
-        """Store a validated batch in the index and the rows (inside a transaction)."""
+        """Store a validated batch in the index and the rows, dropping the manifests of its
+        documents (inside a transaction)."""
         if not batch.ids:
             return
         if self._index is None:
@@ -113,25 +108,19 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
                 f"expects {self._dim}"
             )
         self._remove("id", batch.ids)
+        docs = {c.doc_id for c in batch.chunks}
+        rows_in(self._meta, "DELETE FROM documents WHERE doc_id IN (?)", sorted(docs))
         count = len(batch.ids)
         last = self._meta.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
         first = int((last.fetchone() or (0,))[0]) + 1  # labels are never reused
         labels = np.arange(first, first + count, dtype=np.int64)
         vectors = np.ascontiguousarray(batch.vectors, dtype="<f4")
         blobs = [row.tobytes() for row in vectors]
+        made = zip(labels.tolist(), batch.chunks, metadata_jsons(batch.chunks), blobs, strict=True)
         self._meta.executemany(
             "INSERT INTO chunks (int_id, id, doc_id, text, metadata, vector, crc) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                labels.tolist(),
-                batch.ids,
-                [c.doc_id for c in batch.chunks],
-                [c.text for c in batch.chunks],
-                metadata_jsons(batch.chunks),
-                blobs,
-                map(crc32, blobs),
-                strict=True,
-            ),
+            [(i, c.id, c.doc_id, c.text, m, v, crc32(v)) for i, c, m, v in made],
         )
         start = int(self._index.ntotal)
         self._index.add_with_ids(vectors, labels)
@@ -142,8 +131,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def _remove(self, column: str, values: Sequence[str]) -> int:
-        """Drop the chunks whose ``column`` is one of ``values`` from the index and the rows,
-        and the manifests of their documents; how many."""
+        """Drop the chunks whose ``column`` is in ``values``, and their documents' manifests."""
         statement = f"SELECT int_id FROM chunks WHERE {column} IN (?)"
         int_ids = [r[0] for r in rows_in(self._meta, statement, values)]
         if not int_ids:
@@ -166,8 +154,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         return len(int_ids)
 
     def _row_metadata(self, _rows: int) -> list[dict[str, Any]]:
-        """Every row's metadata in row order (rows are in label order), for a new column
-        (read in the snapshot whose row count :meth:`_follow` checked)."""
+        """Every row's metadata in row (label) order, in the snapshot :meth:`_follow` checked."""
         rows = self._meta.execute("SELECT metadata, id FROM chunks ORDER BY int_id")
         return [stored_metadata(r[0], r[1], self._where) for r in rows]
 
@@ -184,16 +171,8 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         batch = prepare_batch(chunks, self._dim)  # the dimension checked again by _upsert
-
-        def work() -> None:
-            self._upsert(batch)
-            self._meta.executemany(
-                "DELETE FROM documents WHERE doc_id = ?",
-                [(d,) for d in {c.doc_id for c in batch.chunks}],
-            )
-
         if batch.ids:
-            self._transaction(work)
+            self._transaction(partial(self._upsert, batch))
 
     def _replace(
         self, manifest: DocumentManifest, chunks: Sequence[Chunk], vectors: Matrix | None
@@ -239,12 +218,8 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """Top ``k`` by cosine, the batch in one FAISS search of the flat index by row.
-
-        A filter selects rows through metadata columns first, as a bitmap FAISS takes as
-        its selector: rows outside it are skipped before their dot product, so a selective
-        filter costs a fraction of an unfiltered search and a broad one about the same.
-        """
+        """Top ``k`` by cosine, the batch in one FAISS search of the flat index. A filter is a
+        bitmap of rows (from the metadata columns) FAISS skips before their dot product."""
         with self._snapshot():
             queries = [prepare_query(q, self._dim) for q in query_vectors]
             n = 0 if self._index is None else int(self._index.ntotal)

@@ -31,7 +31,6 @@ class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
         'Paris is the capital of France.'
     """
 
-    #: ``db.system.name`` on this store's spans.
     db_system = "in_memory"
     atomic_documents = True
 
@@ -45,7 +44,6 @@ class InMemoryVectorStore(InProcessRetrieval, ExactSearch, MatrixBulkStore):
 
     @property
     def dimension(self) -> int | None:
-        """Vector dimension, or None before the first add."""
         return self._index.dimension
 
     def _add(self, chunks: Sequence[Chunk]) -> None:

@@ -1,14 +1,12 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
-Documents are all-or-nothing (``kit.versioned``; records are rows of ``<collection>__records``,
-every request reads at ``Strong`` consistency): a replace's new version is written hidden, then
-shown (the old one hidden) by one partial ``upsert`` (milvus-lite logs a request as one WAL
-batch, recovered whole or not at all). So every search is one request: a ``search`` (dense or
-BM25) or a ``hybrid_search`` fused by the engine, the filter (a tenant scope is part of it) in
-every sub-request: pymilvus ignores ``hybrid_search(filter=...)``. An expression compares
-SHA-256 digests only (of ids, record keys, metadata items), so no caller's string is spliced
-into one (milvus-lite takes no templates); a filter is ``array_contains(tags, <digest>)`` per
-key, of the key and the value's canonical JSON (``True`` is not ``1``, ``1`` is ``1.0``).
+Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads at
+``Strong`` consistency): a new version is written hidden, then shown (the old one hidden) by
+one partial ``upsert``, which milvus-lite recovers whole or not at all. A search is one
+``search`` or an engine-fused ``hybrid_search``, the filter in every sub-request (pymilvus
+ignores ``hybrid_search(filter=...)``). Expressions compare SHA-256 digests only, never a
+caller's string: a filter is ``array_contains(tags, <digest>)`` per key, of the key and the
+value's canonical JSON (``True`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -19,10 +17,9 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from pywrapai_graph import errors
@@ -45,24 +42,19 @@ __all__ = ["MilvusVectorStore"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
 _BATCH = 500
-#: the most hits Milvus returns for one query
-_TOP = 16_384
+_TOP = 16_384  # the most hits Milvus returns for one query
 _STRONG = {"consistency_level": "Strong"}
 _READ = {"output_fields": ["body", "version"], **_STRONG}
 #: the BM25 parameters the index fixes: StoreQuery's defaults
 _BM25 = {"bm25_k1": StoreQuery("dense", 1).k1, "bm25_b": StoreQuery("dense", 1).b}
 _EMBEDDER = "e:embedder"
-#: how many stores of this process use each milvus-lite folder it serves
-_LITE: Counter[str] = Counter()
+_LITE: Counter[str] = Counter()  # how many of this process's stores use each lite folder
 _LITE_LOCK = threading.Lock()
-#: Milvus's standard tokenizer over the library's analysed terms (``application.text_analysis``)
-#: and our stop words, so the engine computes BM25 over the library's terms, dropping no more.
+#: the standard tokenizer and our stop words over our analysed text: BM25 over our terms
 _STOP = {"type": "stop", "stop_words": sorted(STOP_WORDS)}
 _ANALYZER = {"tokenizer": "standard", "filter": [_STOP]}
-#: bytes of analysed text one chunk may hold (a VARCHAR's limit)
-_MAX_TERMS = 65_535
-#: metadata keys one chunk may carry (an ARRAY's capacity)
-_MAX_TAGS = 4_096
+_MAX_TERMS = 65_535  # bytes of analysed text per chunk (a VARCHAR's limit)
+_MAX_TAGS = 4_096  # metadata keys per chunk (an ARRAY's capacity)
 _KEY = ("VARCHAR", {"max_length": 64})
 _TERMS = {"max_length": _MAX_TERMS, "enable_analyzer": True, "analyzer_params": _ANALYZER}
 #: the chunks' fields: name -> (Milvus type, settings); the store gives ``dense`` its dim
@@ -77,8 +69,7 @@ _CHUNK_SCHEMA: dict[str, tuple[str, dict[str, Any]]] = {
     "tags": ("ARRAY", {"max_length": 64, "max_capacity": _MAX_TAGS}),  # of metadata items
     "sparse": ("SPARSE_FLOAT_VECTOR", {}),  # BM25's, the engine's function of ``terms``
 }
-#: the records: a string key, a one-value vector (Milvus wants one in every collection), and
-#: ``pending`` and ``body`` as dynamic fields
+#: records: a string key, a vector (Milvus wants one), dynamic ``pending`` and ``body``
 _RECORDS = {"dimension": 2, "primary_field_name": "pk", "id_type": "string", "max_length": 64}
 
 
@@ -86,30 +77,20 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _is_in(field: str, keys: Iterable[str]) -> str:
-    """``field in [...]`` over the keys' hex digests (safe to splice: hex only)."""
-    return f"{field} in {json.dumps([_digest(k) for k in keys])}"
+def _in_parts(field: str, keys: Sequence[str]) -> Iterator[str]:
+    """``field in [...]`` over each batch of the keys' hex digests (safe to splice: hex only)."""
+    for start in range(0, len(keys), _BATCH):
+        yield f"{field} in {json.dumps([_digest(k) for k in keys[start : start + _BATCH]])}"
 
 
 def _tag(key: str, value: Any) -> str:
     return _digest(canonical_json([key, value]))
 
 
-def _visible(filter: Mapping[str, Any] | None) -> str:
-    """The expression of the shown chunks a metadata equality filter keeps."""
-    tags = [f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items()]
-    return " and ".join(["hidden == false", *tags])
-
-
-def _terms_of(text: str) -> str:
-    """The analysed text the engine's BM25 function reads."""
-    return " ".join(analyze(text))
-
-
 def _chunk_row(
     chunk: Chunk, vector: list[float], version: str, hidden: bool, embedder: str
 ) -> dict[str, Any]:
-    terms = _terms_of(chunk.text)
+    terms = " ".join(analyze(chunk.text))  # what the engine's BM25 function reads
     if len(terms.encode("utf-8", "surrogatepass")) > _MAX_TERMS or len(chunk.metadata) > _MAX_TAGS:
         raise errors.InvalidArgumentError(
             f"chunk {chunk.id!r} is too large for Milvus: at most {_MAX_TERMS} bytes of "
@@ -130,9 +111,8 @@ def _chunk_row(
 
 
 def _hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
-    """The ``n`` best of a reply, ties by chunk id (as ``application.fusion``); cosines capped
-    at 1; BM25 positive (milvus-lite reports them negated, a server as similarities). The
-    embedder a hit was written under (if one was) is told to the caller's identity probe."""
+    """The ``n`` best of a reply, ties by chunk id; cosines capped at 1, BM25 positive (lite
+    reports it negated); the hits' embedder is told to the caller's identity probe."""
     hits, stamp = [], ""
     for hit in found:
         score = float(hit["distance"])
@@ -157,17 +137,16 @@ def _lite(folder: str, opening: bool) -> str:
         if uri is None:
             _LITE[folder] -= 1
             raise errors.StoreBusyError(
-                f"milvus-lite could not open {folder!r}: another process holds it (milvus-lite "
-                "serves one folder to one process). For several processes run a Milvus server "
-                "(or `milvus-lite server --data-dir ...`) and give the store its url."
+                f"milvus-lite could not open {folder!r}: another process holds it. For several "
+                "processes run a Milvus server (or `milvus-lite server --data-dir ...`) and give "
+                "the store its url."
             )
         return str(uri)
 
 
 class MilvusVectorStore(versioned.VersionedDocuments):
-    """Cosine, BM25 and hybrid search in a Milvus collection; lexical search is Milvus's BM25
-    function (k1 1.2, b 0.75: fixed in the index) over the library's analysed text, and async
-    calls run their sync twin in the thread offload.
+    """Cosine, BM25 (Milvus's function over our analysed text; k1 1.2, b 0.75 fixed in the
+    index) and hybrid search in a Milvus collection; async calls offload their sync twin.
 
     Args:
         collection: the collection name (letters, digits, ``_``; not starting with a digit).
@@ -182,7 +161,6 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         StoreBusyError: another process holds the milvus-lite folder.
     """
 
-    #: ``db.system.name`` on this store's spans.
     db_system = "milvus"
     persistent = lexical = True
 
@@ -208,8 +186,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         self._secrets, self._folder, self._lite = [token, url], folder, folder is not None
         self._where = folder or redact(url or "")
         self._address = address(url, default_port=19530) if url else None
-        if folder is not None:
-            Path(folder).parent.mkdir(parents=True, exist_ok=True)
+        if folder is not None:  # milvus-lite makes the folder and its parents
             url = _lite(folder, opening=True)
         try:
             with self._writing():
@@ -249,8 +226,8 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._client.create_collection(self._records_of, **_RECORDS, **_STRONG)
 
     def _create(self, dim: int) -> None:
-        """Make the collections for ``dim`` vectors unless they exist, and check the
-        dimension they have (another process may have made them first)."""
+        """Make the collections for ``dim`` vectors unless they exist (another process may
+        have made them), and check their dimension."""
         if self._dim is None:
             self._ensure_records()  # made first (and dropped last): see _engine_dimension
             pm, fields = self._pm, {**_CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}
@@ -287,7 +264,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._lite  # milvus-lite: FLAT; a server: its AUTOINDEX
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
-        found = self._rows(self._collection, _visible(filter), ["count(*)"])
+        found = self._rows(self._collection, self._selector(filter), ["count(*)"])
         return int(found[0]["count(*)"]) if found else 0
 
     def __len__(self) -> int:
@@ -298,8 +275,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         with self._writing():
             dim = self._known_dim()
             for name in (self._collection, self._records_of):  # chunks first: see _create
-                if self._client.has_collection(name):
-                    self._client.drop_collection(name)
+                self._client.drop_collection(name)  # (a missing one: a no-op)
             self._dim = None
             if dim is not None:
                 self._create(dim)
@@ -320,8 +296,8 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     # ------------------------------------------------------------------ records
     def _record_bodies(self, keys: Sequence[str]) -> list[dict[str, Any]]:
-        """The records of ``keys``: only writes and manifests read them (searches do not)."""
-        return [r["body"] for r in self._rows(self._records_of, _is_in("pk", keys), ["body"])]
+        parts = _in_parts("pk", keys)
+        return [r["body"] for e in parts for r in self._rows(self._records_of, e, ["body"])]
 
     def _records(self, doc_ids: Sequence[str]) -> dict[str, DocRecord]:
         found = self._record_bodies(["d:" + d for d in doc_ids])
@@ -355,10 +331,8 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     def _copies(self, ids: Sequence[str], field: str = "key") -> list[StoredChunk]:
         """Every stored copy of these chunk ids (or every chunk of these documents)."""
-        found: list[dict[str, Any]] = []
-        for start in range(0, len(ids), _BATCH):
-            expr = _is_in(field, ids[start : start + _BATCH])
-            found += self._rows(self._collection, expr, ["body", "version"])
+        parts = _in_parts(field, ids)
+        found = [r for e in parts for r in self._rows(self._collection, e, ["body", "version"])]
         bodies = [(row["body"], str(row["version"])) for row in found]
         return [StoredChunk(engine_id(b["id"], v), b["id"], v, b["doc_id"]) for b, v in bodies]
 
@@ -381,19 +355,20 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._client.upsert(self._collection, found[start : start + _BATCH])
 
     def _delete_engine_ids(self, ids: Sequence[str], collection: str = "") -> None:
-        for start in range(0, len(ids), _BATCH):
-            expr = _is_in("pk", ids[start : start + _BATCH])
+        for expr in _in_parts("pk", ids):
             self._client.delete(collection or self._collection, filter=expr)
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
-        return _visible(filter)
+        """The expression of the shown chunks a metadata equality filter keeps."""
+        tags = [f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items()]
+        return " and ".join(["hidden == false", *tags])
 
     def _query_many(
         self, queries: Sequence[Any], n: int, expr: str, mode: str = "dense", low: float = -1.0
     ) -> list[list[Hit]]:
-        """One ``search`` of every query (vectors, or texts for BM25): the ``n`` best hits of
-        each, of a reply of twice as many."""
+        """One ``search`` of the queries (vectors, or texts for BM25): each one's ``n`` best of
+        twice as many."""
         field, params = _params(mode, low)
         side = {"anns_field": field, "search_params": params, "limit": min(2 * n, _TOP)}
         data = [list(map(float, q)) if mode == "dense" else q for q in queries]
@@ -407,13 +382,12 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One engine request, its filter keeping the shown chunks only (``rescored`` is
-        ``RRFRanker``: better than ``WeightedRanker`` on Cranfield)."""
+        """One engine request (``rescored`` is ``RRFRanker``: better on Cranfield)."""
         if query.mode != "dense" and (query.k1, query.b) != tuple(_BM25.values()):
             got = f"k1={query.k1}, b={query.b}"
             raise errors.InvalidArgumentError(f"Milvus fixes BM25 at {_BM25} in its index: {got}")
-        pm, k, expr, low = self._pm, query.k, _visible(query.filter), query.min_score
-        terms, vector = _terms_of(query.text or ""), [list(query.vector or [])]
+        pm, k, expr, low = self._pm, query.k, self._selector(query.filter), query.min_score
+        terms, vector = " ".join(analyze(query.text or "")), [list(query.vector or [])]
         sides: list[tuple[list[Any], str]] = [(vector, "dense")] * (query.mode != "lexical")
         sides += [([terms], "lexical")] * (query.mode != "dense" and bool(terms))
         with self._lock, self._errors():

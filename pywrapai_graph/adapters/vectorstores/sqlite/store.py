@@ -37,9 +37,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
-    """Run ``step``, retrying while another process opening the file holds it locked: two
-    processes opening one fresh file race to switch it to WAL, and SQLite answers the loser
-    ``database is locked`` at once (its busy handler is not used for that switch)."""
+    """Run ``step`` until another process opening the file lets it go: the loser of the race
+    to switch a fresh file to WAL gets ``database is locked`` at once (no busy handler)."""
     deadline, pause = time.monotonic() + patience_s, 0.005
     while True:
         try:
@@ -53,16 +52,13 @@ def _while_locked(step: Callable[[], object], patience_s: float = 30.0) -> None:
 
 
 class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
-    """Chunks and float32 vectors in a SQLite table (WAL); dense search served from memory,
-    lexical search by SQLite's full-text index (FTS5, see ``text``).
+    """Chunks and unit float32 vectors in a SQLite table (WAL); dense search from an
+    in-memory matrix, lexical by SQLite's full-text index (FTS5, see ``text``).
 
-    The vectors (stored L2-normalised as float32 BLOBs) are loaded into an in-memory matrix
-    at the first dense search or write (opening reads none, so manifest lookups and ``len``
-    stay cheap), kept in step with every write, and reloaded when ``PRAGMA data_version``
-    says another connection committed. The full-text tables change in each write's
-    transaction: nothing to load, fresh across processes. A retrieval is the in-memory
-    dense search and one SQL statement. ``replace_document`` is one transaction (chunks,
-    then the manifest in ``<table>__docs``); the matrix changes only after the commit.
+    The matrix is loaded at the first dense search or write (manifest lookups and ``len``
+    read no vectors), changed after each commit, and reloaded when ``PRAGMA data_version``
+    says another connection committed; the full-text tables change in each write's
+    transaction. ``replace_document`` is one transaction (chunks, then the manifest).
 
     Args:
         db_path: the database file (created if missing).
@@ -75,7 +71,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         StorageFullError: the disk is full (on any write).
     """
 
-    #: ``db.system.name`` on this store's spans.
     db_system = "sqlite"
 
     #: lexical: FTS5's ``bm25()``, k1 1.2 and b 0.75 only
@@ -124,21 +119,17 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
                     f"cannot open SQLite store at {self._path!r}: {exc}"
                 ) from exc
             raise local_files.sqlite_failure(self._path, exc) from exc
-        # -1: the matrix is not loaded; the first search or write loads it, so an open that
-        # only looks up manifests (a re-ingest of unchanged files) never reads the vectors
-        self._version = -1
+        self._version = -1  # the matrix is not loaded yet
 
     # ------------------------------------------------------------------ sync
     def _sync(self) -> None:
-        """Reload the matrix when another connection has committed since we last looked: ids
-        and vectors only (texts and metadata stay in the file until a search returns them)."""
+        """Reload the matrix (ids and vectors only) if another connection has committed since."""
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._version:  # read inside a transaction: the count and rows agree
             self._index, self._version = self._load(), version
 
     def _load(self) -> ExactIndex:
         index = ExactIndex(metadata_source=self._all_metadata)
-        # count(*) walks the small doc_id index; the one table scan is the copy below.
         t = f'"{self._table}"'
         count, dim = self._conn.execute(
             f"SELECT count(*), (SELECT dim FROM {t} LIMIT 1) FROM {t}"
@@ -147,8 +138,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             return index
         matrix = np.empty((count, max(dim, 0)), dtype=np.float32)
         flat, step, ids = matrix.data.cast("B"), 4 * dim, []
-        # Row by row straight into the matrix: measured faster than fetchmany batches joined
-        # and copied (no intermediate buffer, no batch lists) — this loop is most of an open.
+        # row by row straight into the matrix: no intermediate buffer (most of an open)
         for at, (chunk_id, blob) in enumerate(self._conn.execute(f"SELECT id, embedding FROM {t}")):
             if dim < 1 or len(blob) != step or at == count:
                 raise VectorStoreError(
@@ -193,8 +183,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     @contextmanager
     def _reading_index(self) -> Iterator[None]:
-        """:meth:`_reading` in one read transaction (the matrix and the rows read agree),
-        with the matrix up to date."""
+        """:meth:`_reading` in one read transaction, the matrix up to date (they agree)."""
         with self._reading():
             self._conn.execute("BEGIN")
             try:
@@ -206,9 +195,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     @contextmanager
     def _write(self) -> Iterator[list[Callable[[], object]]]:
-        """One transaction, ending in :meth:`_changed`; the callbacks appended to the yielded
-        list run after COMMIT. The in-memory matrix is changed only by those callbacks, so a
-        failed write (a full disk, say) leaves it equal to the file."""
+        """One transaction, ending in :meth:`_changed`; the matrix changes only in the callbacks
+        appended to the yielded list, run after COMMIT (a failed write leaves it as the file)."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -235,7 +223,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
     # ------------------------------------------------------------------ port
     @property
     def dimension(self) -> int | None:
-        """Vector dimension of the table, or None while it is empty."""
         with self._reading_index():
             return self._index.dimension
 
@@ -257,8 +244,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         return batch
 
     def _changed(self, conn: sqlite3.Connection) -> None:
-        """Drop the manifests of the documents this write changed and rebuild their full-text
-        rows (a ``replace_document`` writes its manifest after this)."""
+        """Drop the changed documents' manifests, rebuild their full-text rows."""
         conn.execute(f'DELETE FROM "{self._docs}" WHERE doc_id IN {self._text.touched}')
         self._text.refresh(conn)
 
@@ -338,9 +324,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """Dense: the in-memory search; lexical: one statement; hybrid: the in-memory dense
-        candidates, then one statement for the lexical ones, the BM25 scores of the dense
-        ones and every candidate's chunk, fused here."""
+        """Dense: the in-memory search; lexical: one statement; hybrid: the dense candidates,
+        then one statement for the lexical ones, the dense ones' BM25 and the chunks, fused."""
         if query.mode != "dense":
             check_fts5_bm25(query.k1, query.b)
         if query.mode == "lexical":
@@ -363,10 +348,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             hits = [ScoredChunk(chunks[i], min(s, 1.0)) for i, s in dense.items() if i in chunks]
             one_sided = [h.chunk.id for h in lexical if h.chunk.id not in dense]
             cos = self._index.similarities(vector, one_sided) if query.fusion == "rescored" else {}
-            weights, rrf_k = query.weights, query.rrf_k
-            return fuse(
-                query.fusion, hits, lexical, cos, bm25, weights=weights, rrf_k=rrf_k, k=query.k
-            )
+            fusion, weights, rrf_k = query.fusion, query.weights, query.rrf_k
+            return fuse(fusion, hits, lexical, cos, bm25, weights=weights, rrf_k=rrf_k, k=query.k)
 
     def __len__(self) -> int:
         with self._reading():  # count(*) walks the small doc_id index, loads no vectors

@@ -1,16 +1,13 @@
-"""Lexical (BM25) search of the SQLite store, answered by SQLite's full-text index (FTS5).
+"""Lexical (BM25) search of the SQLite store by SQLite's full-text index (FTS5).
 
-FTS5 tables beside the chunk table ``T`` hold our analyzer's terms (``analyze``), space-joined
-for FTS5's ``ascii`` tokenizer, so the engine's BM25 sees exactly our terms: ``T__terms`` a row
-per chunk (rowid = its rowid in ``T``; its document part, ``document_parts``, unindexed),
-``T__doc_terms`` a row per document (rowid = its key in ``T__doc_keys``: its chunks' parts),
-``T__chunk_docs`` each chunk's document key (a query scores and cuts chunks without reading the
-wide chunk table). A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``: FTS5's
-``bm25()`` (k1 1.2, b 0.75) per query term, times Lucene's idf over FTS5's (``df`` from an
-``fts5vocab`` table), so the ranking is the other stores' (FTS5's own idf measured Cranfield
-nDCG@10 0.3639 whole, 0.3677 chunked, against 0.3661 and 0.3681, and lost the contract's
-document-field case). Each write changes these rows in its own transaction, so another
-process's next query sees them.
+FTS5 tables beside the chunk table ``T`` hold our analyzer's terms, space-joined for the
+``ascii`` tokenizer: ``T__terms`` a row per chunk (its rowid in ``T``; its document part
+unindexed), ``T__doc_terms`` a row per document (its key in ``T__doc_keys``), ``T__chunk_docs``
+each chunk's document key (a query never reads the wide chunk table to score). A chunk scores
+``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``: FTS5's ``bm25()`` per query term times
+Lucene's idf over FTS5's, so the ranking is the other stores' (FTS5's own idf ranked Cranfield
+lower and lost the contract's document-field case). Writes change these rows in their own
+transaction: another process's next query sees them.
 """
 
 from __future__ import annotations
@@ -70,10 +67,9 @@ class TextTables:
 
     # ------------------------------------------------------------------ schema
     def open(self, conn: sqlite3.Connection) -> None:
-        """Ready ``conn``: the functions the queries call, the tables (each made if missing,
-        so processes opening a fresh file at once make each once), and this connection's
-        triggers: a chunk row inserted is filed under its document's key, a deleted one
-        drops its terms, and either notes its document (:meth:`refresh`)."""
+        """Ready ``conn``: the queries' functions, the tables (made if missing), and this
+        connection's triggers: a chunk row inserted is filed under its document's key, a
+        deleted one drops its terms, and either notes its document (:meth:`refresh`)."""
         conn.create_function("pywrapai_idf_ratio", 2, _idf_ratio, deterministic=True)
         conn.create_function("pywrapai_keeps", 2, _keeps, deterministic=True)
         fts5, vocab = "USING fts5(terms, {}tokenize='ascii')", "USING fts5vocab({}, 'row')"
@@ -103,14 +99,12 @@ class TextTables:
 
     # ------------------------------------------------------------------ writes
     def clear(self, conn: sqlite3.Connection) -> None:
-        """Forget every chunk and document (before ``T`` is emptied: faster than the
-        triggers' row by row)."""
+        """Forget every chunk and document (before ``T`` is emptied: faster than triggers)."""
         for table in (self._terms, self._docs, self._keys, self._of):
             conn.execute(f"DELETE FROM {table}")
 
     def index(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
-        """Index chunks just inserted into ``T``, each with its document part within this
-        batch."""
+        """Index chunks just inserted into ``T``, each with its document part in this batch."""
         ids = json.dumps([c.id for c in chunks])
         rowids = dict(conn.execute(f"SELECT id, rowid FROM {self._t} WHERE id IN {_EACH}", (ids,)))
         parts = document_parts([c.text for c in chunks], [c.doc_id for c in chunks])
@@ -122,9 +116,8 @@ class TextTables:
         conn.executemany(f"INSERT INTO {self._terms} (rowid, terms, part) VALUES (?, ?, ?)", values)
 
     def refresh(self, conn: sqlite3.Connection) -> None:
-        """Rebuild the rows of the documents whose chunks changed in this transaction (after
-        :meth:`index`: those in :attr:`touched`); a document left without chunks loses its
-        row and its key."""
+        """Rebuild the rows of the documents in :attr:`touched` (after :meth:`index`); one
+        left without chunks loses its row and key."""
         which = self.touched
         keys = f"(SELECT key FROM {self._keys} WHERE doc_id IN {which})"
         conn.execute(f"DELETE FROM {self._docs} WHERE rowid IN {keys}")
@@ -149,10 +142,9 @@ class TextTables:
         filter: Mapping[str, Any] | None,
         ids: Sequence[str] = (),
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, Chunk]]:
-        """One statement: the ``k`` best chunks by BM25 for ``text`` among those ``filter``
-        keeps, best first; the scores of the chunks of ``ids`` not among them (those holding
-        a query term); and the chunks of both, by id. A query term counts each time it is
-        repeated (BM25's query term frequency)."""
+        """One statement: the ``k`` best chunks by BM25 for ``text`` that ``filter`` keeps;
+        the scores of the chunks of ``ids`` not among them (those holding a query term);
+        the chunks of both, by id. A repeated query term counts each time."""
         params = {
             "terms": json.dumps(Counter(analyze(text))),
             "filter": json.dumps(filter) if filter else None,
@@ -168,9 +160,8 @@ class TextTables:
         return [ScoredChunk(chunks[r[0]], r[4]) for r in top], scores, chunks
 
     def _statement(self, filtered: bool) -> str:
-        """:meth:`query`'s statement. Chunks are scored and cut to the ``k`` best (with the
-        ties at the cut) through the narrow ``chunk_docs`` table; the chunk table is read for
-        the filter (when there is one) and for the rows returned only."""
+        """:meth:`query`'s statement: chunks scored and cut to the ``k`` best (ties at the cut
+        kept) through ``chunk_docs``; ``T`` read only to filter and for the rows returned."""
         kept, source = "", "scored"
         if filtered:
             kept, source = (
@@ -198,10 +189,9 @@ SELECT t.id, t.doc_id, t.text, t.metadata, s.score, 0 FROM asked a
 
     @staticmethod
     def _field(name: str, key: str, fts: str, vocab: str, units: str) -> str:
-        """CTEs scoring one field: ``name`` (``key``, ``s``), the BM25 with Lucene's idf of
-        each unit of ``fts`` holding a query term (``units`` counts them). ``CROSS JOIN``
-        keeps the query's terms the outer loop: the vocabulary is looked up by term, never
-        scanned whole."""
+        """CTEs scoring one field: ``name`` (``key``, ``s``), the BM25 with Lucene's idf of each
+        unit of ``fts`` holding a query term (``units`` counts them); ``CROSS JOIN`` looks the
+        vocabulary up by term, never scanning it."""
         return f"""{name}_w AS MATERIALIZED (SELECT '"' || q.term || '"' AS phrase,
     q.n * pywrapai_idf_ratio((SELECT count(*) FROM {units}), v.doc) AS w
     FROM q CROSS JOIN {vocab} v ON v.term = q.term),
