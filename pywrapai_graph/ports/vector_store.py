@@ -259,8 +259,11 @@ class BaseVectorStore(ABC):
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """:meth:`lexical_search`'s work (checked arguments)."""
-        raise NotImplementedError
+        """:meth:`lexical_search`'s work (checked arguments); this default asks
+        :meth:`_retrieve` of a store with ``native_retrieval``."""
+        if not self.native_retrieval:
+            raise NotImplementedError
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def count(self, filter: MetadataFilter | None = None) -> int:
         """How many chunks match ``filter`` (all of them without one).

@@ -294,14 +294,6 @@ class InProcessRetrieval:
     def _before_lexical(self) -> None:
         """Hook run under the lock before a lexical search."""
 
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        with self._lock:
-            self._before_lexical()
-            index = self._lexical.index()
-            return index.top(*index.scored(query, k1, b), k, filter)
-
     def _reading(self) -> AbstractContextManager[Any]:
         """Hold what one read of the store holds (by default its lock)."""
         return self._lock

@@ -316,11 +316,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """Lexical (BM25) search is available, computed by PostgreSQL."""
         return True
 
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
-
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement read in autocommit (no BEGIN/COMMIT): for
         hybrid both candidate lists, both scores of their union, the fusion, the filter and
