@@ -9,8 +9,8 @@ v and hide the other versions in one engine request (:meth:`_show`), then delete
 (5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
 old version or the new one; the store's open or the document's next replace removes an
 interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
-once a repair has seen it pending for ``older_than_s`` (by the engine's clock), each record
-changed by compare-and-set; a writer whose version a repair took over refuses to commit.
+once a repair has seen it pending for ``older_than_s``, each record changed by
+compare-and-set; a writer whose version a repair took over refuses to commit.
 """
 
 from __future__ import annotations
@@ -190,10 +190,6 @@ class VersionedDocuments(BaseVectorStore):
             self._dim = self._engine_dimension()
         return self._dim
 
-    def _now_ns(self) -> int:
-        """The clock :meth:`repair` ages versions by: the engine's where it has one."""
-        return time.time_ns()
-
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """Write ``record`` only if the stored one is still ``expected``; True if written
         (this default reads and compares just before writing)."""
@@ -288,7 +284,7 @@ class VersionedDocuments(BaseVectorStore):
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
-            now = self._now_ns()
+            now = time.time_ns()
             pending = self._pending_records()
             marks = self._records([REPAIR_MARK + r.doc_id for r in pending]) if pending else {}
             for record in pending:
