@@ -267,13 +267,9 @@ def same_value(stored: Any, wanted: Any) -> bool:
     """JSON equality: ``True`` never equals ``1``; lists (or tuples) compare item by item."""
     if isinstance(stored, bool) or isinstance(wanted, bool):
         return type(stored) is type(wanted) and stored == wanted
-    if isinstance(stored, list | tuple) or isinstance(wanted, list | tuple):
-        return (
-            isinstance(stored, list | tuple)
-            and isinstance(wanted, list | tuple)
-            and len(stored) == len(wanted)
-            and all(same_value(a, b) for a, b in zip(stored, wanted, strict=True))
-        )
+    lists = isinstance(stored, list | tuple), isinstance(wanted, list | tuple)
+    if any(lists):
+        return all(lists) and len(stored) == len(wanted) and all(map(same_value, stored, wanted))
     return bool(stored == wanted)
 
 

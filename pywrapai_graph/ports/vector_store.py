@@ -74,10 +74,11 @@ class BaseVectorStore(ABC):
             primitive, method = f"_{public}", cls.__dict__.get(public)
             if method is None or getattr(cls, primitive) is not getattr(BaseVectorStore, primitive):
                 continue
-            setattr(cls, primitive, method)
-            delattr(cls, public)
             if public == "search" and "filter" not in inspect.signature(method).parameters:
                 cls._search_filters = False
+                method = _ignoring_filter(method)
+            setattr(cls, primitive, method)
+            delattr(cls, public)
 
     @property
     def persistent(self) -> bool:
@@ -178,7 +179,7 @@ class BaseVectorStore(ABC):
         check_query_vector(query_vector, "search")
         k, filter, asked = self._first_page(k, filter)
         pages = paged(k, filter, asked)
-        return drive(pages, lambda n: self._search_page(query_vector, n, filter))
+        return drive(pages, lambda n: self._search(query_vector, n, filter))
 
     def _search(
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
@@ -190,14 +191,6 @@ class BaseVectorStore(ABC):
         # reference-style store (public add/search) supplies them
         _add = abstractmethod(_add)
         _search = abstractmethod(_search)
-
-    def _search_page(
-        self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None
-    ) -> list[ScoredChunk]:
-        """:meth:`_search`, given the filter only if it takes one."""
-        if self._search_filters:
-            return self._search(query_vector, k, filter)
-        return self._search(query_vector, k)
 
     def _first_page(
         self, k: int, filter: MetadataFilter | None
@@ -231,7 +224,7 @@ class BaseVectorStore(ABC):
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
         """:meth:`search_many`'s work; this default searches each query in turn."""
-        return [self._search_page(q, k, filter) for q in query_vectors]
+        return [self._search(q, k, filter) for q in query_vectors]
 
     def lexical_search(
         self,
@@ -259,8 +252,11 @@ class BaseVectorStore(ABC):
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """:meth:`lexical_search`'s work (checked arguments)."""
-        raise NotImplementedError
+        """:meth:`lexical_search`'s work (checked arguments); this default asks
+        :meth:`_retrieve` of a store with ``native_retrieval``."""
+        if not self.native_retrieval:
+            raise NotImplementedError
+        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def count(self, filter: MetadataFilter | None = None) -> int:
         """How many chunks match ``filter`` (all of them without one).
@@ -407,7 +403,7 @@ class BaseVectorStore(ABC):
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None
     ) -> list[ScoredChunk]:
         """:meth:`asearch`'s work; this default runs :meth:`_search` in the thread pool."""
-        return await offload(self._search_page, query_vector, k, filter)
+        return await offload(self._search, query_vector, k, filter)
 
     async def asearch_many(
         self,
@@ -470,6 +466,12 @@ class BaseVectorStore(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _ignoring_filter(search: Any) -> Any:
+    """A reference-style ``search(query_vector, k)`` as a primitive taking the filter it
+    ignores (the base filters its hits)."""
+    return lambda self, query_vector, k, filter=None: search(self, query_vector, k)
 
 
 # Each public call notes when it was made, where its one deadline starts (call_clock); not

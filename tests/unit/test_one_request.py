@@ -69,10 +69,17 @@ def test_the_identity_read_in_the_request_is_checked() -> None:
 
 
 class _Composed(InMemoryVectorStore):
-    """An in-memory store without its one-pass ``retrieve``."""
+    """An in-memory store without its one-pass ``retrieve`` (its BM25 kept for
+    ``lexical_search``)."""
 
     _retrieve = BaseVectorStore._retrieve
     _aretrieve = BaseVectorStore._aretrieve
+
+    def _lexical_search(
+        self, query: str, k: int, filter: Any, *, k1: float, b: float
+    ) -> list[ScoredChunk]:
+        asked = StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b)
+        return InMemoryVectorStore._retrieve(self, asked)
 
 
 def test_a_store_without_it_serves_each_side_and_the_retriever_fuses() -> None:

@@ -292,10 +292,6 @@ class ChromaVectorStore(VersionedDocuments):
         return [h for h in hits if h.score >= query.min_score]
 
     # ------------------------------------------------------------------ native async (server)
-    @property
-    def _native_async(self) -> bool:
-        return self._aclients is not None
-
     async def _acall(self, call: Callable[[AsyncCollection], Awaitable[T]]) -> T:
         """An async request on the chunks, repeated once as a ``FollowingHandle`` does."""
         sides = cast("PerLoop[chroma.AsyncSide]", self._aclients)  # callers check _native_async
@@ -324,12 +320,6 @@ class ChromaVectorStore(VersionedDocuments):
         if filter or not self._native_async:
             return await super()._acount(filter)
         return int(await self._acall(lambda c: c.count()))
-
-    async def aclose(self) -> None:
-        """Close this loop's async client (server mode)."""
-        if self._aclients is not None:
-            await self._aclients.aclose()
-        await super().aclose()
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""

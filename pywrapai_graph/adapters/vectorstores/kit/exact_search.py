@@ -1,10 +1,8 @@
 """Exact cosine search in one float32 matrix, for the in-memory and SQLite stores.
 
 Rows are L2-normalised; the matrix grows by an eighth through ``realloc`` (remapped, never
-copied). A search is one matrix product and an ``argpartition``; a filter first selects rows
-through :class:`MetadataColumns`. With records (in-memory) each row keeps its text, document
-and metadata; without (SQLite) a ``metadata_source`` gives a new filter column's metadata.
-Not thread-safe: the stores hold a lock.
+copied). A search is one matrix product and an ``argpartition``, a filter first selecting
+rows through :class:`MetadataColumns`. Not thread-safe: the stores hold a lock.
 """
 
 from __future__ import annotations
@@ -267,8 +265,6 @@ class ExactIndex:
         """The top ``k`` rows by cosine to the normalised ``query`` among those ``filter``
         selects, best first."""
         n = self._n
-        if n == 0:
-            return _NO_HITS
         if not filter:
             return _top(self._matrix[:n] @ query, k)
         return _masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
@@ -285,8 +281,6 @@ class ExactIndex:
         """The cosine similarity of the normalised ``query`` to each stored row of ``ids``."""
         rows = self._rows
         found = [i for i in ids if i in rows]
-        if not found:
-            return {}
         scores = self._matrix[[rows[i] for i in found]] @ query
         return {i: min(float(s), 1.0) for i, s in zip(found, scores, strict=True)}
 

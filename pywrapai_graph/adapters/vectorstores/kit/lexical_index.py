@@ -23,7 +23,7 @@ import numpy.typing as npt
 from pywrapai_graph.application.fusion import fuse, one_sided
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
-from pywrapai_graph.ports import MetadataFilter
+from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.store_inputs import checked_filter, matches_filter
 from pywrapai_graph.ports.store_query import StoreQuery
 
@@ -45,9 +45,6 @@ class _Field:
         self.total = 0
         self._postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[Slots, Floats]] = {}
-
-    def __len__(self) -> int:
-        return len(self.slots)
 
     def open(self, key: str) -> int:
         """The slot of ``key``, allocated (empty) if it has none."""
@@ -130,9 +127,6 @@ class LexicalIndex:
         self._entries: list[tuple[Chunk, Counter[str], Counter[str]] | None] = []
         self._doc_of = np.zeros(64, dtype=np.intp)  # chunk slot -> document slot
         self._members: Counter[str] = Counter()  # chunks per document
-
-    def __len__(self) -> int:
-        return len(self._field)
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
         """Index chunks (an id already present is replaced); each adds to its document the
@@ -263,7 +257,7 @@ class LexicalMirror:
         return self._index
 
 
-class InProcessRetrieval:
+class InProcessRetrieval(BaseVectorStore):
     """``lexical_search`` and ``retrieve`` of a store over its own structures (in-memory, FAISS).
 
     The store sets ``_lexical`` and ``_lock`` (the lock of its writes) and may override
@@ -276,11 +270,7 @@ class InProcessRetrieval:
     _lexical: LexicalMirror
     _lock: AbstractContextManager[Any]
 
-    if TYPE_CHECKING:  # the store's
-
-        def search(
-            self, query_vector: Sequence[float], k: int = 4, filter: MetadataFilter | None = None
-        ) -> list[ScoredChunk]: ...
+    if TYPE_CHECKING:  # the store's (an abstract method here would hide ExactSearch's)
 
         def _similarities(
             self, query_vector: Sequence[float], ids: list[str]
@@ -293,14 +283,6 @@ class InProcessRetrieval:
 
     def _before_lexical(self) -> None:
         """Hook run under the lock before a lexical search."""
-
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        with self._lock:
-            self._before_lexical()
-            index = self._lexical.index()
-            return index.top(*index.scored(query, k1, b), k, filter)
 
     def _reading(self) -> AbstractContextManager[Any]:
         """Hold what one read of the store holds (by default its lock)."""

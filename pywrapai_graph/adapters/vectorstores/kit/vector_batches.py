@@ -3,7 +3,7 @@ searches: the float32 rows every store keeps."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,18 +57,22 @@ def prepare_batch(
             )
         # One copy: the caller's buffer is never normalised in place.
         matrix = np.array(vectors if len(rows) == len(chunks) else vectors[rows], np.float32)
+    _normalise(matrix, lambda row: f"the embedding of chunk {unique[row].id!r}")
+    return PreparedBatch([c.id for c in unique], matrix, unique)
+
+
+def _normalise(matrix: Matrix, whose: Callable[[int], str]) -> None:
+    """Scale each row to unit length, in place; ``whose(row)`` names a row refused for NaN,
+    infinite values or zero norm (:class:`InvalidArgumentError`)."""
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
-        bad = unique[int(np.argmin(finite))]
-        raise InvalidArgumentError(f"chunk {bad.id!r} has NaN or infinite values in its embedding")
+        raise InvalidArgumentError(f"{whose(int(np.argmin(finite)))} has NaN or infinite values")
     norms = np.linalg.norm(matrix, axis=1)
     if not (norms > 0).all():
-        bad = unique[int(np.argmin(norms > 0))]
         raise InvalidArgumentError(
-            f"chunk {bad.id!r} has a zero-norm embedding; cosine is undefined"
+            f"{whose(int(np.argmin(norms > 0)))} has zero norm; cosine is undefined"
         )
     matrix /= norms[:, None]
-    return PreparedBatch([c.id for c in unique], matrix, unique)
 
 
 def _embedding_dimension(chunks: list[Chunk], dimension: int | None) -> int:
@@ -117,7 +121,7 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     """
     try:
         with np.errstate(over="ignore"):
-            q = np.asarray(vector, dtype=np.float32)
+            q = np.array(vector, dtype=np.float32)  # a copy: normalised in place
     except (TypeError, ValueError):
         raise InvalidArgumentError(
             f"a query vector is a flat list of numbers; this {type(vector).__name__} holds "
@@ -127,9 +131,5 @@ def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
         raise InvalidArgumentError(
             f"query has dimension {q.shape[0]}, but the store holds {dimension}"
         )
-    if not np.isfinite(q).all():
-        raise InvalidArgumentError("query vector has NaN or infinite values")
-    norm = float(np.linalg.norm(q))
-    if norm == 0.0:
-        raise InvalidArgumentError("query vector has zero norm; cosine similarity is undefined")
-    return q / np.float32(norm)
+    _normalise(q[None], lambda _: "the query vector")
+    return q

@@ -9,8 +9,8 @@ v and hide the other versions in one engine request (:meth:`_show`), then delete
 (5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
 old version or the new one; the store's open or the document's next replace removes an
 interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
-once a repair has seen it pending for ``older_than_s`` (by the engine's clock), each record
-changed by compare-and-set; a writer whose version a repair took over refuses to commit.
+once a repair has seen it pending for ``older_than_s``, each record changed by
+compare-and-set; a writer whose version a repair took over refuses to commit.
 """
 
 from __future__ import annotations
@@ -20,25 +20,15 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from pywrapai_graph.adapters._per_loop import PerLoop
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
     Matrix,
     PreparedBatch,
     prepare_batch,
     prepare_query,
-)
-from pywrapai_graph.adapters.vectorstores.kit.version_records import (
-    ID_KEY,
-    REPAIR_MARK,
-    VERSION_KEY,
-    DocRecord,
-    Hit,
-    StoredChunk,
-    engine_id,
-    seen_ns,
-    stale,
 )
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import DocumentManifest, EmbedderIdentity, manifests_from_json
@@ -56,6 +46,63 @@ __all__ = [
     "VersionedDocuments",
     "engine_id",
 ]
+
+#: metadata/payload keys on each chunk
+VERSION_KEY = "pywrapai_version"
+ID_KEY = "pywrapai_id"
+
+
+def engine_id(chunk_id: str, version: str) -> str:
+    """The id a chunk of ``version`` is stored under (its own id when unversioned)."""
+    return f"{chunk_id}@{version}" if version else chunk_id
+
+
+#: One engine hit: the chunk with its score, and the version it was written under.
+Hit = tuple[ScoredChunk, str]
+
+
+@dataclass(frozen=True, slots=True)
+class DocRecord:
+    """What the store knows of one document's versions."""
+
+    doc_id: str
+    version: str = ""
+    manifest: str = ""
+    pending: str = ""
+
+
+#: Record ids of repair marks (``manifest`` = ``<ns, hex>:<version>``: when a repair first
+#: saw it pending), records of their own: marking never writes a record being committed.
+REPAIR_MARK = "\u2063pywrapai-repair-seen:"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk as the engine holds it: engine id, the caller's id, its version."""
+
+    engine_id: str
+    chunk_id: str
+    version: str
+    doc_id: str
+
+
+def seen_ns(mark: DocRecord | None, pending: str) -> int | None:
+    """When a repair first saw ``pending`` pending, if one did."""
+    when, colon, version = mark.manifest.partition(":") if mark else ("", "", "")
+    if not colon or version != pending:
+        return None
+    try:
+        return int(when, 16)
+    except ValueError:
+        return None
+
+
+def stale(record: DocRecord, stored: list[StoredChunk]) -> list[str]:
+    """The engine ids of the chunks ``record`` makes stale."""
+    if record.pending == record.version:  # committed: the other versions are stale
+        return [c.engine_id for c in stored if c.version != record.version]
+    return [c.engine_id for c in stored if c.version == record.pending]  # never committed
+
 
 #: document ids per record request of :meth:`VersionedDocuments.document_manifests`
 _RECORDS_BATCH = 500
@@ -143,10 +190,6 @@ class VersionedDocuments(BaseVectorStore):
             self._dim = self._engine_dimension()
         return self._dim
 
-    def _now_ns(self) -> int:
-        """The clock :meth:`repair` ages versions by: the engine's where it has one."""
-        return time.time_ns()
-
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
         """Write ``record`` only if the stored one is still ``expected``; True if written
         (this default reads and compares just before writing)."""
@@ -156,10 +199,13 @@ class VersionedDocuments(BaseVectorStore):
         return True
 
     # ------------------------------------------------------------------ native async reads
+    #: a server store's async clients, one per event loop (None: async reads are offloaded)
+    _aclients: PerLoop[Any] | None = None
+
     @property
     def _native_async(self) -> bool:
         """The async reads below run on the engine's async client (else: the thread offload)."""
-        return False
+        return self._aclients is not None
 
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
@@ -238,7 +284,7 @@ class VersionedDocuments(BaseVectorStore):
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
-            now = self._now_ns()
+            now = time.time_ns()
             pending = self._pending_records()
             marks = self._records([REPAIR_MARK + r.doc_id for r in pending]) if pending else {}
             for record in pending:
@@ -378,3 +424,9 @@ class VersionedDocuments(BaseVectorStore):
             return [[] for _ in query_vectors]
         batches = await self._aquery_many(queries, k, self._selector(filter))
         return [[h for h, _ in hits[:k]] for hits in batches]
+
+    async def aclose(self) -> None:
+        """Close this loop's async client (a server store), then the store as :meth:`close`."""
+        if self._aclients is not None:
+            await self._aclients.aclose()
+        await super().aclose()

@@ -27,8 +27,7 @@ from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import address, cannot_reach
 from pywrapai_graph.adapters.vectorstores.kit import versioned
 from pywrapai_graph.adapters.vectorstores.kit.vector_batches import PreparedBatch
-from pywrapai_graph.adapters.vectorstores.kit.version_records import engine_id
-from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, Hit, StoredChunk
+from pywrapai_graph.adapters.vectorstores.kit.versioned import DocRecord, StoredChunk, engine_id
 from pywrapai_graph.application.text_analysis import STOP_WORDS, analyze
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.domain.manifest import EmbedderIdentity
@@ -110,7 +109,7 @@ def _chunk_row(
     }
 
 
-def _hits_of(found: Sequence[Any], mode: str, n: int) -> list[Hit]:
+def _hits_of(found: Sequence[Any], mode: str, n: int) -> list[versioned.Hit]:
     """The ``n`` best of a reply, ties by chunk id; cosines capped at 1, BM25 positive (lite
     reports it negated); the hits' embedder is told to the caller's identity probe."""
     hits, stamp = [], ""
@@ -366,7 +365,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     def _query_many(
         self, queries: Sequence[Any], n: int, expr: str, mode: str = "dense", low: float = -1.0
-    ) -> list[list[Hit]]:
+    ) -> list[list[versioned.Hit]]:
         """One ``search`` of the queries (vectors, or texts for BM25): each one's ``n`` best of
         twice as many."""
         field, params = _params(mode, low)
@@ -375,11 +374,6 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         with self._errors():
             got = self._client.search(self._collection, data, filter=expr, **side, **_READ)
         return [_hits_of(found, mode, n) for found in got]
-
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """One engine request (``rescored`` is ``RRFRanker``: better on Cranfield)."""

@@ -282,11 +282,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """Lexical (BM25) search is available, computed by PostgreSQL."""
         return True
 
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
-
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement in autocommit (``bm25.statement``)."""
         keep, given = rows.metadata_predicate(self._sql, query.filter)

@@ -44,7 +44,6 @@ from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
 from pywrapai_graph.errors import InvalidArgumentError
-from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.store_query import StoreQuery
 
@@ -186,11 +185,6 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         return {g: sorted(found, key=lambda p: str(p.payload["id"])) for g, found in out.items()}
 
     # ------------------------------------------------------------------ reads
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
-
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """One ``query_points``; its filter keeps the shown chunks only."""
         with self._lock:

@@ -82,10 +82,6 @@ class QdrantRecords:
             return False
         return True
 
-    @property
-    def _native_async(self) -> bool:
-        return self._aclients is not None
-
     def _aclient(self) -> AsyncQdrantClient:
         """This loop's client (callers check :attr:`_native_async`: a server store)."""
         return cast("PerLoop[AsyncQdrantClient]", self._aclients).get()

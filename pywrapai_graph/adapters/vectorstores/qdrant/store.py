@@ -41,7 +41,7 @@ from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact
 
 if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store is built
-    from qdrant_client import AsyncQdrantClient, QdrantClient
+    from qdrant_client import QdrantClient
 
 __all__ = ["QdrantVectorStore"]
 
@@ -113,7 +113,6 @@ class QdrantVectorStore(QdrantLexical):
         #: what every read asks of a cluster
         self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
-        self._aclients: PerLoop[AsyncQdrantClient] | None = None
         self._failures: tuple[type[Exception], ...] = ()
         if url is not None:
             errors = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
@@ -377,12 +376,6 @@ class QdrantVectorStore(QdrantLexical):
         with self._errors():
             got = await self._aclient().count(self._collection, **self._counting(filter))
         return int(got.count)
-
-    async def aclose(self) -> None:
-        """Close this loop's async client, then the store (as :meth:`close`)."""
-        if self._aclients is not None:
-            await self._aclients.aclose()
-        await super().aclose()
 
     def clear(self) -> None:
         """Remove every chunk, every manifest and the recorded embedder."""

@@ -318,11 +318,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             after.append(self._index.clear)
 
     # ------------------------------------------------------------------ lexical, retrieve
-    def _lexical_search(
-        self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
-    ) -> list[ScoredChunk]:
-        return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
-
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """Dense: the in-memory search; lexical: one statement; hybrid: the dense candidates,
         then one statement for the lexical ones, the dense ones' BM25 and the chunks, fused."""
