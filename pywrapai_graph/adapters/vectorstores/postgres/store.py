@@ -97,8 +97,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
                 ),
                 "CREATE" if create_schema else "SELECT",
             )
-            if self._created:
-                self._register(conn)  # the extension may be new: adapt vectors on this one too
+            # the extension may be newer than this connection (made by us or by another
+            # process racing us): adapt vectors on it too
+            self._register(conn)
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
