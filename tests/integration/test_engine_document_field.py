@@ -25,7 +25,7 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
 )
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT
 from pywrapai_graph.domain import Chunk
-from pywrapai_graph.errors import InvalidStateError, UnsupportedOperationError
+from pywrapai_graph.errors import UnsupportedOperationError, VectorStoreError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.testing.contracts.lexical_search import (
     QUERIES,
@@ -141,11 +141,12 @@ def _carriers(store: BaseVectorStore) -> int:
 # ---------------------------------------------------------------------- written before
 
 
-def test_a_server_collection_without_the_field_serves_dense_and_says_what_to_do(
+def test_a_server_collection_without_the_field_is_refused_at_open_and_left_as_is(
     qdrant_rest_url: str, tmp_path: Path
 ) -> None:
-    """Qdrant cannot add a sparse vector to a collection: one made before the document field
-    keeps serving dense search; lexical and hybrid say how to re-create it."""
+    """Qdrant cannot add a sparse vector to a collection, and no release wrote one without the
+    document field (it predates 0.1.0): such a collection is refused when the store opens,
+    with what to do, and nothing is written to it."""
     from qdrant_client import QdrantClient, models
 
     name = name_for(tmp_path, "old")
@@ -155,15 +156,11 @@ def test_a_server_collection_without_the_field_serves_dense_and_says_what_to_do(
         vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE),
         sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
-    corpus = lexical_corpus(dim=8)
-    store = QdrantVectorStore(name, url=qdrant_rest_url)
-    try:
-        store.add(corpus)
-        assert store.search(corpus[0].embedding or [], k=1)[0].chunk.id == corpus[0].id
-        with pytest.raises(InvalidStateError, match="store clear --yes"):
-            store.lexical_search(QUERIES[0], 10)
-    finally:
-        store.close()
+    with pytest.raises(VectorStoreError, match="delete it or use another collection name"):
+        QdrantVectorStore(name, url=qdrant_rest_url)
+    assert raw.count(name).count == 0
+    assert set(raw.get_collection(name).config.params.sparse_vectors or {}) == {SPARSE}
+    raw.close()
 
 
 # ---------------------------------------------------------------------- other processes
