@@ -58,12 +58,8 @@ def local_location(
     path: str | os.PathLike[str] | None,
     url: str | None,
 ) -> str | os.PathLike[str] | None:
-    """The local location (``":memory:"`` by default; None with a url), the arguments checked.
-
-    Raises:
-        ConfigurationError: both location= and path=, a location and a url, a url with an
-            unencoded userinfo, or no collection name.
-    """
+    """The local location (``":memory:"`` by default; None with a url), the arguments
+    checked (``ConfigurationError``)."""
     if path is not None and location is not None:
         raise ConfigurationError("pass either location= or path=, not both")
     where = location if location is not None else path
@@ -103,15 +99,12 @@ def _point_bytes(point: Any) -> int:
 
 
 class EdgeFolder:
-    """The collections of a folder as Qdrant Edge shards, through qdrant-client's calls.
-
-    Args:
-        root: the folder; None for a temporary one, removed by :meth:`close`.
+    """The collections of a folder (``root``; None: a temporary one, removed by
+    :meth:`close`) as Qdrant Edge shards, through qdrant-client's calls.
 
     Raises:
         StoreBusyError: another store, in this process or another, holds the folder.
-        StoreDamagedError: a shard has fewer points than recorded, is missing, or does
-            not load.
+        StoreDamagedError: a damaged folder (:meth:`_check`).
         InvalidStateError: a folder of an earlier release (qdrant-client's local mode).
         VectorStoreError: a symbolic link in the folder.
     """
@@ -287,9 +280,8 @@ class EdgeFolder:
         )
 
     def _scoring(self, query: Any, using: str | None, params: Any) -> tuple[Any, Any]:
-        """The engine's query and search parameters of qdrant-client's. A sparse vector's IDF
-        counts the live points having it (left to itself the engine counts deleted points too,
-        until it compacts their segment), within the corpus ``params`` name."""
+        """The engine's query and search parameters of qdrant-client's; a sparse vector's IDF
+        counts live points only (the engine counts deleted ones until it compacts them)."""
         e, m = self._edge, self._models
         if isinstance(query, m.RrfQuery):
             return e.Fusion.Rrf(k=query.rrf.k, weights=query.rrf.weights), None
@@ -337,7 +329,7 @@ class EdgeFolder:
         return name in self._open or (self._path(name) / _CONFIG).is_file()
 
     def get_collection(self, name: str) -> SimpleNamespace:
-        """The collection's vectors, as qdrant-client describes them (from the engine's JSON)."""
+        """The collection's vectors, as qdrant-client describes them."""
         with self._failures():
             config = json.loads((self._path(name) / _CONFIG).read_bytes())
         dense = (config.get("vectors") or {}).get("")
@@ -411,13 +403,7 @@ class EdgeFolder:
             self.set_payload(name, op.set_payload.payload, op.set_payload.filter)
 
     def scroll(
-        self,
-        name: str,
-        scroll_filter: Any = None,
-        limit: int = 10,
-        offset: Any = None,
-        with_vectors: bool = False,
-        **_: Any,
+        self, name: str, scroll_filter: Any, limit: int, offset: Any, with_vectors: bool, **_: Any
     ) -> tuple[list[Any], Any]:
         filter = self._filter(scroll_filter)
         request = self._edge.ScrollRequest(offset, limit, filter, True, with_vectors)

@@ -23,8 +23,8 @@ __all__ = [
     "TERMS",
     "chunk_of",
     "hits_of",
+    "metadata_conditions",
     "metadata_fields",
-    "metadata_filter",
     "point_id",
     "version_of",
 ]
@@ -86,11 +86,9 @@ def version_of(payload: dict[str, Any] | None) -> str:
     return str((payload or {}).get("version", ""))
 
 
-def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None = None) -> Any:
-    """The Qdrant filter (``m``: ``qdrant_client.models``) of a metadata filter and a document."""
+def metadata_conditions(m: Any, filter: Mapping[str, Any] | None) -> list[Any]:
+    """The Qdrant conditions (``m``: ``qdrant_client.models``) of a metadata filter."""
     conditions = []
-    if doc_id is not None:
-        conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
     for key, value in (filter or {}).items():
         field = _field(key, value)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -99,7 +97,7 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
         else:  # a scalar, or a list/None as the canonical JSON text written next to it
             wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
             conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
-    return m.Filter(must=conditions) if conditions else None
+    return conditions
 
 
 def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:

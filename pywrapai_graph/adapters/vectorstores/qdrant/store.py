@@ -30,8 +30,8 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     SPARSE,
     TERMS,
     hits_of,
+    metadata_conditions,
     metadata_fields,
-    metadata_filter,
     point_id,
     version_of,
 )
@@ -108,7 +108,6 @@ class QdrantVectorStore(QdrantLexical):
             read_consistency=read_consistency,
         )
         read = self._cluster.pop("read_consistency", None)
-        #: what every read asks of a cluster
         self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._aclients: PerLoop[AsyncQdrantClient] | None = None
@@ -160,8 +159,7 @@ class QdrantVectorStore(QdrantLexical):
         return size
 
     def _create(self, dim: int) -> None:
-        """Create the collection unless it exists (here or made by another process); it must
-        be of ``dim``."""
+        """Create the collection unless it exists (made here or elsewhere), of ``dim``."""
         m = self._models
         made = self._dim is None and self._create_collection(
             self._collection,
@@ -196,7 +194,7 @@ class QdrantVectorStore(QdrantLexical):
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
-        return self._stored([metadata_filter(self._models, None, doc_id)])
+        return self._stored([self._models.Filter(must=[self._match("doc_id", doc_id)])])
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         pages = (list(chunk_ids[i : i + 500]) for i in range(0, len(chunk_ids), 500))
@@ -207,16 +205,9 @@ class QdrantVectorStore(QdrantLexical):
         with self._errors():
             if self._known_dim() is None:
                 return []
-            points = [p for s in selectors for p in self._scroll(self._collection, s)]
-        return [
-            StoredChunk(
-                engine_id(p.payload["id"], version_of(p.payload)),
-                p.payload["id"],
-                version_of(p.payload),
-                p.payload["doc_id"],
-            )
-            for p in points
-        ]
+            payloads = [p.payload for s in selectors for p in self._scroll(self._collection, s)]
+        tagged = [(p["id"], version_of(p), p["doc_id"]) for p in payloads]
+        return [StoredChunk(engine_id(i, v), i, v, doc) for i, v, doc in tagged]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
         """Write the chunks, and their document versions' stored chunks again (``lexical``)."""
@@ -319,9 +310,8 @@ class QdrantVectorStore(QdrantLexical):
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         """The engine filter of the shown chunks ``filter`` keeps."""
-        given = metadata_filter(self._models, filter)
-        hidden = self._match(HIDDEN, True)
-        return self._models.Filter(must=given.must if given else None, must_not=[hidden])
+        given = metadata_conditions(self._models, filter) or None
+        return self._models.Filter(must=given, must_not=[self._match(HIDDEN, True)])
 
     def _batch(self, queries: Sequence[Matrix], n: int, selector: Any) -> dict[str, Any]:
         """``query_batch_points``' arguments: one request for every query."""
