@@ -403,7 +403,13 @@ class EdgeFolder:
             self.set_payload(name, op.set_payload.payload, op.set_payload.filter)
 
     def scroll(
-        self, name: str, scroll_filter: Any, limit: int, offset: Any, with_vectors: bool, **_: Any
+        self,
+        name: str,
+        scroll_filter: Any = None,
+        limit: int = 10,
+        offset: Any = None,
+        with_vectors: bool = False,
+        **_: Any,
     ) -> tuple[list[Any], Any]:
         filter = self._filter(scroll_filter)
         request = self._edge.ScrollRequest(offset, limit, filter, True, with_vectors)
