@@ -1,17 +1,11 @@
-"""Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls that
-:class:`QdrantVectorStore` makes, so the store is written once for a server and a folder.
+"""Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls the
+store makes, so :class:`QdrantVectorStore` is written once for a server and a folder.
 
-:class:`EdgeFolder` holds a folder (a temporary one for ``":memory:"``): one Edge shard per
-collection under ``<folder>/edge/<name>`` (the engine's write-ahead log, binary segments and
-JSON: nothing is unpickled), searched exhaustively. One store holds a folder at a time
-(``flock`` on ``.pywrapai.lock``); a symbolic link in it is refused, and so is a write the
-disk may not hold (a full disk under a page the engine mapped ends the process).
-
-Damage: the engine loads some damaged files with fewer points and no error, so each shard's
-point count is recorded in ``.pywrapai-points.json`` (after each write; before a delete, the
-count it may fall to), and the folder's open loads and counts every shard and reads one point
-whole: fewer points than recorded, a recorded shard missing, a point without its payload, or
-a shard the engine cannot load is a :class:`StoreDamagedError`.
+A folder (a temporary one for ``":memory:"``) holds one Edge shard per collection under
+``edge/<name>``, searched exhaustively, and serves one store at a time (``flock``). Symbolic
+links, and writes the disk may not hold, are refused. The engine loads some damaged files with
+fewer points and no error, so each shard's point count is recorded in ``.pywrapai-points.json``
+and checked, with one point read whole, when the folder opens (:class:`StoreDamagedError`).
 """
 
 from __future__ import annotations
@@ -64,12 +58,8 @@ def local_location(
     path: str | os.PathLike[str] | None,
     url: str | None,
 ) -> str | os.PathLike[str] | None:
-    """The local location (``":memory:"`` by default; None with a url), the arguments checked.
-
-    Raises:
-        ConfigurationError: both location= and path=, a location and a url, a url with an
-            unencoded userinfo, or no collection name.
-    """
+    """The local location (``":memory:"`` by default; None with a url), the arguments
+    checked (``ConfigurationError``)."""
     if path is not None and location is not None:
         raise ConfigurationError("pass either location= or path=, not both")
     where = location if location is not None else path
@@ -109,15 +99,12 @@ def _point_bytes(point: Any) -> int:
 
 
 class EdgeFolder:
-    """The collections of a folder as Qdrant Edge shards, through qdrant-client's calls.
-
-    Args:
-        root: the folder; None for a temporary one, removed by :meth:`close`.
+    """The collections of a folder (``root``; None: a temporary one, removed by
+    :meth:`close`) as Qdrant Edge shards, through qdrant-client's calls.
 
     Raises:
         StoreBusyError: another store, in this process or another, holds the folder.
-        StoreDamagedError: a shard has fewer points than recorded, is missing, or does
-            not load.
+        StoreDamagedError: a damaged folder (:meth:`_check`).
         InvalidStateError: a folder of an earlier release (qdrant-client's local mode).
         VectorStoreError: a symbolic link in the folder.
     """
@@ -158,7 +145,9 @@ class EdgeFolder:
         return weakref.finalize(self, os.close, fd)  # also for a store dropped unclosed
 
     def _check(self) -> None:
-        """Refuse an earlier release's folder; open and count every shard (module docstring)."""
+        """Refuse an earlier release's folder; load and count every shard and read one point
+        whole: a shard missing or unloadable, fewer points than recorded, or a point without
+        its payload is damage."""
         if not self._shards.exists() and any((self.root / n).exists() for n in _OLD):
             raise InvalidStateError(
                 f"{str(self.root)!r} is a Qdrant folder of an earlier release (qdrant-client's "
@@ -194,8 +183,8 @@ class EdgeFolder:
 
     @contextmanager
     def _failures(self) -> Iterator[None]:
-        """The engine's errors as ours (its exceptions carry a message alone; a panic, on a
-        damaged file, is pyo3's ``PanicException``, a ``BaseException``)."""
+        """The engine's errors as ours (a panic, on a damaged file, is pyo3's
+        ``PanicException``, a ``BaseException``)."""
         try:
             yield
         except PyWrapAIError:
@@ -242,8 +231,7 @@ class EdgeFolder:
         return int(self.count(name).count)
 
     def _note(self, name: str, points: int | None) -> None:
-        """Record ``name``'s point count (None: forget the shard), the record replaced whole
-        (a process killed mid-write leaves the old one)."""
+        """Record ``name``'s point count (None: forget the shard), replacing the file whole."""
         if self._counts is None:
             return
         self._counts.pop(name, None)
@@ -292,10 +280,8 @@ class EdgeFolder:
         )
 
     def _scoring(self, query: Any, using: str | None, params: Any) -> tuple[Any, Any]:
-        """The engine's scoring query and search parameters of qdrant-client's: a fusion, a
-        formula, or a vector's nearest (a sparse vector's IDF over the live points having it,
-        within the corpus ``params`` name: left to itself the engine counts deleted points
-        too, until it compacts their segment)."""
+        """The engine's query and search parameters of qdrant-client's; a sparse vector's IDF
+        counts live points only (the engine counts deleted ones until it compacts them)."""
         e, m = self._edge, self._models
         if isinstance(query, m.RrfQuery):
             return e.Fusion.Rrf(k=query.rrf.k, weights=query.rrf.weights), None
@@ -343,7 +329,7 @@ class EdgeFolder:
         return name in self._open or (self._path(name) / _CONFIG).is_file()
 
     def get_collection(self, name: str) -> SimpleNamespace:
-        """The collection's vectors, as qdrant-client describes them (from the engine's JSON)."""
+        """The collection's vectors, as qdrant-client describes them."""
         with self._failures():
             config = json.loads((self._path(name) / _CONFIG).read_bytes())
         dense = (config.get("vectors") or {}).get("")
@@ -380,37 +366,36 @@ class EdgeFolder:
                 shard.close()
             shutil.rmtree(self._path(name), ignore_errors=True)
 
+    def _update(self, name: str, kind: str, *args: Any, room: int | None = 0) -> None:
+        """One ``UpdateOperation.<kind>(*args)``, refused first if the disk may not hold
+        ``room`` bytes more than a shard's (None: a delete, never refused)."""
+        with self._failures():
+            if room is not None:
+                check_room(self.root, room + _SHARD_ROOM)
+            self._shard(name).update(getattr(self._edge.UpdateOperation, kind)(*args))
+
     def create_payload_index(
         self, name: str, field_name: str, field_schema: Any = None, **_: Any
     ) -> None:
         types = self._edge.PayloadSchemaType
         kind = types.Integer if field_schema == "integer" else types.Keyword
-        with self._failures():
-            check_room(self.root, _SHARD_ROOM)
-            self._shard(name).update(
-                self._edge.UpdateOperation.create_field_index(field_name, kind)
-            )
+        self._update(name, "create_field_index", field_name, kind)
 
     def upsert(self, name: str, points: Sequence[Any], **_: Any) -> None:
-        e = self._edge
-        with self._failures():
-            check_room(self.root, _SPREAD * sum(_point_bytes(p) for p in points) + _SHARD_ROOM)
-            moved = [e.Point(p.id, self._vector(p.vector), p.payload) for p in points]
-            self._shard(name).update(e.UpdateOperation.upsert_points(moved))
+        moved = [self._edge.Point(p.id, self._vector(p.vector), p.payload) for p in points]
+        room = _SPREAD * sum(_point_bytes(p) for p in points)
+        self._update(name, "upsert_points", moved, room=room)
         self._note(name, self._live(name))
 
     def delete(self, name: str, points_selector: Any, **_: Any) -> None:
         ids = list(points_selector.points)
         self._note(name, self._live(name) - len(ids))  # what a crash below may leave
-        with self._failures():
-            self._shard(name).update(self._edge.UpdateOperation.delete_points(ids))
+        self._update(name, "delete_points", ids, room=None)
         self._note(name, self._live(name))
 
     def set_payload(self, name: str, payload: dict[str, Any], points: Any, **_: Any) -> None:
-        operation = self._edge.UpdateOperation.set_payload_by_filter(self._filter(points), payload)
-        with self._failures():
-            check_room(self.root, _SPREAD * len(json.dumps(payload)) + _SHARD_ROOM)
-            self._shard(name).update(operation)
+        room = _SPREAD * len(json.dumps(payload))
+        self._update(name, "set_payload_by_filter", self._filter(points), payload, room=room)
 
     def batch_update_points(self, name: str, update_operations: Sequence[Any], **_: Any) -> None:
         """``set_payload`` operations (the only ones the store batches), in order."""
@@ -440,17 +425,14 @@ class EdgeFolder:
         with self._failures():
             return list(self._shard(name).retrieve(list(ids), True, False))
 
-    def query_points(
-        self, name: str, query: Any, limit: int = 10, query_filter: Any = None, **asked: Any
-    ) -> SimpleNamespace:
-        """One query: a vector's nearest, or a fusion or formula over ``prefetch`` queries
-        (``using``, ``prefetch``, ``search_params``, ``score_threshold`` as qdrant-client's)."""
+    def query_points(self, collection_name: str, query: Any, **asked: Any) -> SimpleNamespace:
+        """One query: a vector's nearest, or a fusion or formula over ``prefetch`` queries."""
         asked.update(
-            query=query, limit=limit, filter=query_filter, params=asked.get("search_params")
+            query=query, filter=asked.get("query_filter"), params=asked.get("search_params")
         )
         request = self._request(self._edge.QueryRequest, asked)
         with self._failures():
-            return SimpleNamespace(points=self._shard(name).query(request))
+            return SimpleNamespace(points=self._shard(collection_name).query(request))
 
     def query_batch_points(
         self, name: str, requests: Sequence[Any], **_: Any

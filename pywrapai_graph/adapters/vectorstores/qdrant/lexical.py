@@ -1,26 +1,21 @@
-"""Qdrant's lexical index and the one ``query_points`` of a retrieval: the parts of
-:class:`QdrantVectorStore` that write each chunk's sparse vectors and answer a
-:class:`StoreQuery`, on a server and on Qdrant Edge.
+"""Qdrant's BM25 sparse vectors and the one ``query_points`` of a retrieval, on a server and
+on Qdrant Edge.
 
-Each chunk point holds its own and its document version's BM25 term weights as sparse
-vectors (``SPARSE``, ``DOCUMENT_SPARSE``; the document is its chunks concatenated, each
-without the start it repeats), so one query scores ``BM25(chunk) + DOCUMENT_WEIGHT ·
-BM25(document)``. Terms come from ``text_analysis.analyze``, a term's index is the CRC-32 of
-its UTF-8 bytes, its weight ``tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))`` (k1
-1.2, b 0.75, fixed when written; ``avgdl`` from running totals in the records: concurrent
-writers may lose each other's increments, and an ``avgdl`` off by 0.5 to 1.25 times moves
-Cranfield nDCG@10 by under 0.005); the IDF modifier multiplies it by Lucene's idf at query
-time, and a query term weighs 1. One chunk per document version, its carrier (``CARRIER``),
-is the document IDF's corpus, so document frequencies count documents; a chunk ranks only if
-it holds a query term itself (``TERMS``). A write or delete of some chunks of a document
-writes its other chunks' document vectors again. Without the document field, Cranfield
-lexical nDCG@10 on ``Chunker(500, 50)`` chunks falls from 0.3695 to 0.3358.
+Each chunk point holds its own and its document version's BM25 term weights (``SPARSE``,
+``DOCUMENT_SPARSE``; the document is its chunks concatenated, overlaps removed), so a query
+scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. A term (``text_analysis.analyze``)
+is indexed by the CRC-32 of its UTF-8 bytes and weighs ``tf · (k1 + 1) / (tf + k1 · (1 − b +
+b · |d| / avgdl))``, fixed when written (``avgdl`` from running totals in the records, which
+concurrent writers may undercount: 0.5 to 1.25 times moves Cranfield nDCG@10 under 0.005); the
+engine's IDF modifier multiplies in Lucene's idf at query time. One chunk per document version
+(``CARRIER``) is the document IDF's corpus; a chunk ranks only if it holds a query term itself
+(``TERMS``); writing or deleting some chunks of a document rewrites the others' document
+vectors. Without the document field, Cranfield lexical nDCG@10 falls from 0.3695 to 0.3358.
 
-``dense`` is a nearest query (``min_score`` its threshold); ``lexical`` a formula adding the
-two sparse prefetches; ``hybrid`` both as prefetches of ``depth`` hits fused by the engine:
-``rrf`` by Qdrant's weighted RRF (``k + 1``: Qdrant counts ranks from 0, so the scores are
-``application.fusion``'s), ``rescored`` and ``weighted`` by its DBSF (chosen on Cranfield over
-RRF; their own formulas need both scores of every candidate, which one query cannot give).
+``dense`` is a nearest query; ``lexical`` a formula adding the two sparse prefetches; ``hybrid``
+both as prefetches of ``depth`` hits fused by the engine: ``rrf`` by Qdrant's weighted RRF
+(``k + 1``: it counts ranks from 0), ``rescored`` and ``weighted`` by DBSF (chosen over RRF on
+Cranfield: their own formulas need both scores of every candidate, which one query lacks).
 """
 
 from __future__ import annotations
@@ -54,8 +49,7 @@ _Group = tuple[str, str]
 _Fields = list[tuple[dict[str, Any], dict[str, Any]]]
 _PAGE = 500  # documents per lookup, points per write
 _K1, _B = 1.2, 0.75
-#: chunks each sparse prefetch ranks for a lexical query, at least (the formula adds the two
-#: scores of the chunks either ranks; a chunk one misses gets 0 there)
+#: chunks each sparse prefetch ranks for a lexical query, at least (one a side misses gets 0)
 _SHORTLIST = 1000
 #: a reply holds this many times the hits asked, so chunks tied at the cut go by chunk id
 _TIES = 2
@@ -71,8 +65,7 @@ def _query_indices(query: str) -> list[int]:
 
 
 def _weights(terms: Counter[str], avgdl: float) -> dict[str, Any]:
-    """A sparse vector's fields (empty: no terms). Terms hashing to one index (about one pair
-    in 10^5 for a 300-term vocabulary) share it: their weights add up."""
+    """A sparse vector's fields (empty: no terms); terms hashing to one index add up."""
     length = sum(terms.values())
     merged: dict[int, float] = {}
     for term, tf in terms.items():
@@ -93,13 +86,11 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
 
     @property
     def lexical(self) -> bool:
-        """Lexical (BM25) search is available."""
         return True
 
     # ------------------------------------------------------------------ writes
     def _fielded(self, texts: Sequence[str], groups: Sequence[_Group]) -> _Fields:
-        """Each chunk text's sparse vectors and payload fields, the texts of each document
-        version in its order (its first is its carrier)."""
+        """Each chunk text's sparse vectors and payload fields (a version's first: its carrier)."""
         grouped: dict[_Group, list[str]] = {}
         for text, group in zip(texts, groups, strict=True):
             grouped.setdefault(group, []).append(text)
@@ -125,8 +116,8 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
     def _rewrite(
         self, groups: Sequence[_Group], chunks: Sequence[Chunk] = (), versions: Sequence[str] = ()
     ) -> _Fields:
-        """Write the lexical fields of these document versions' stored chunks again (but
-        those of ``chunks``, about to be written); returns ``chunks``' fields."""
+        """Rewrite the lexical fields of these versions' stored chunks (not ``chunks``, about to
+        be written); returns ``chunks``' fields."""
         written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
         stored = [
             p
@@ -165,19 +156,14 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         return deleted
 
     def _group_points(self, groups: Sequence[_Group]) -> dict[_Group, list[Any]]:
-        """The stored points (with their vectors) of these document versions, each version's
-        in chunk-id order."""
+        """The stored points (with vectors) of these document versions, in chunk-id order."""
         m = self._models
         wanted = set(groups)
         docs = sorted({doc for doc, _ in wanted})
-        versions = m.FieldCondition(
-            key="version", match=m.MatchAny(any=sorted({v for _, v in wanted}))
-        )
+        versions = self._match("version", sorted({v for _, v in wanted}))
         out: dict[_Group, list[Any]] = {}
         for start in range(0, len(docs), _PAGE):
-            of_docs = m.FieldCondition(
-                key="doc_id", match=m.MatchAny(any=docs[start : start + _PAGE])
-            )
+            of_docs = self._match("doc_id", docs[start : start + _PAGE])
             for p in self._scroll(self._collection, m.Filter(must=[of_docs, versions]), True):
                 key = (chunk_of(p.payload).doc_id, version_of(p.payload))
                 if key in wanted:
@@ -198,9 +184,7 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         if selector is False:
             return []
         with self._errors():
-            got = await self._aclient().query_points(
-                self._collection, **self._request(query, query.k, selector)
-            )
+            got = await self._aclient().query_points(**self._request(query, selector))
         return [h for h, _ in _hits(query, got.points, query.k)]
 
     def _ready(self, query: StoreQuery) -> Any:
@@ -219,18 +203,16 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
 
     def _ranked(self, query: StoreQuery, selector: Any) -> list[Hit]:
         with self._errors():
-            got = self._client.query_points(
-                self._collection, **self._request(query, query.k, selector)
-            )
+            got = self._client.query_points(**self._request(query, selector))
         return _hits(query, got.points, query.k)
 
-    def _request(self, query: StoreQuery, n: int, selector: Any) -> dict[str, Any]:
-        """``query_points``' arguments for the ``n`` best hits of ``query``."""
-        m = self._models
+    def _request(self, query: StoreQuery, selector: Any) -> dict[str, Any]:
+        """``query_points``' arguments for ``query``."""
+        m, n = self._models, query.k
         threshold = query.min_score if query.min_score > -1.0 else None
         dense = {"query": list(query.vector or []), "score_threshold": threshold}
-        asked = {"limit": _TIES * n, "query_filter": selector, "with_payload": True}
-        asked.update(self._consistency)
+        asked = {"collection_name": self._collection, "limit": _TIES * n, "query_filter": selector}
+        asked.update(with_payload=True, **self._consistency)
         if query.mode == "dense":
             return {**dense, **asked}
         indices = _query_indices(query.text or "")
@@ -249,12 +231,11 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         return {"query": fused, "prefetch": sides, **asked}
 
     def _lexical(self, indices: list[int], n: int, selector: Any) -> Any:
-        """The lexical side as a prefetch of its ``n`` best chunks: a formula adding the
-        chunk's BM25 and ``DOCUMENT_WEIGHT`` times its document's (IDF over the carriers)."""
+        """The lexical side: a prefetch of the ``n`` best by the formula (module docstring)."""
         m = self._models
         terms = m.SparseVector(indices=indices, values=[1.0] * len(indices))
-        held = m.FieldCondition(key=TERMS, match=m.MatchAny(any=indices))
-        carriers = m.FieldCondition(key=CARRIER, match=m.MatchValue(value=True))
+        held = self._match(TERMS, indices)
+        carriers = self._match(CARRIER, True)
         wide = max(n, _SHORTLIST)
         sides = [
             m.Prefetch(query=terms, using=SPARSE, limit=wide, filter=selector),

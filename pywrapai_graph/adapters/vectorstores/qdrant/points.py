@@ -1,5 +1,4 @@
-"""How the Qdrant store lays chunks out as points: point ids, payload fields and their
-indexes, the BM25 sparse vectors' names, and the chunk a payload carries back."""
+"""How the Qdrant store lays chunks out as points: ids, payload fields, sparse vector names."""
 
 from __future__ import annotations
 
@@ -24,33 +23,28 @@ __all__ = [
     "TERMS",
     "chunk_of",
     "hits_of",
+    "metadata_conditions",
     "metadata_fields",
-    "metadata_filter",
     "point_id",
     "version_of",
 ]
 
 # Non-UUID chunk ids map to stable UUIDv5 point ids; the original id stays in the payload.
 _ID_NAMESPACE = uuid.UUID("2b9d0c7e-61c4-4a53-8e0f-5f0c3f7b1a44")
-#: the named sparse vectors of a chunk's BM25 term weights and its document's (the engine
-#: applies the idf)
+#: the sparse vectors of a chunk's BM25 term weights and its document's
 SPARSE = "pywrapai_bm25"
 DOCUMENT_SPARSE = "pywrapai_bm25_doc"
-#: the payload field of a chunk's own distinct term indices: a lexical query ranks only the
-#: chunks holding one of its terms (the document's vector is on every chunk of it)
+#: a chunk's own distinct term indices (a lexical query ranks only chunks holding a term)
 TERMS = "pywrapai_terms"
 #: the payload flag of one chunk per document version: the document IDF's corpus
 CARRIER = "pywrapai_carrier"
-#: the payload flag of a chunk hidden from searches (a version not committed, or replaced;
-#: absent on points written before it existed), and the embedder a chunk was written under
+#: a chunk hidden from searches (a version not committed, or replaced), and its embedder
 HIDDEN = "pywrapai_hidden"
 EMBEDDER = "pywrapai_embedder"
 
-# Metadata again under hex-encoded keys: Qdrant's key paths split on '.' and refuse quotes,
-# so a filter on any key string ("a.b", 'q"k') goes through these names. Scalars go under
-# ``k<hex>``; lists and None under ``j<hex>`` as canonical JSON text, because Qdrant matches
-# an array when *any* element matches and cannot match null, whereas a filter asks for an
-# equal value.
+# Metadata again under hex-encoded keys (Qdrant's key paths split on '.' and refuse quotes):
+# scalars under ``k<hex>``, lists and None under ``j<hex>`` as canonical JSON text (Qdrant
+# matches an array when *any* element matches, and cannot match null).
 FIELDS = "pywrapai_fields"
 
 
@@ -92,12 +86,9 @@ def version_of(payload: dict[str, Any] | None) -> str:
     return str((payload or {}).get("version", ""))
 
 
-def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None = None) -> Any:
-    """The Qdrant filter (``m`` is ``qdrant_client.models``) of a metadata filter, and of one
-    document; None for neither."""
+def metadata_conditions(m: Any, filter: Mapping[str, Any] | None) -> list[Any]:
+    """The Qdrant conditions (``m``: ``qdrant_client.models``) of a metadata filter."""
     conditions = []
-    if doc_id is not None:
-        conditions.append(m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id)))
     for key, value in (filter or {}).items():
         field = _field(key, value)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -106,13 +97,12 @@ def metadata_filter(m: Any, filter: Mapping[str, Any] | None, doc_id: str | None
         else:  # a scalar, or a list/None as the canonical JSON text written next to it
             wanted = value if isinstance(value, bool | int | str) else canonical_json(value)
             conditions.append(m.FieldCondition(key=field, match=m.MatchValue(value=wanted)))
-    return m.Filter(must=conditions) if conditions else None
+    return conditions
 
 
 def hits_of(points: Sequence[Any], cosine: bool = True) -> list[Hit]:
-    """Scored points as hits (a cosine score capped at 1), each with its chunk version; the
-    embedder one of them was written under is told to the caller's identity probe (none: the
-    retriever asks)."""
+    """Scored points as hits (a cosine capped at 1) with their versions; the embedder of one is
+    told to the caller's identity probe."""
     stamps = ((p.payload or {}).get(EMBEDDER) for p in points)
     stamp = next((str(s) for s in stamps if s), "")
     if stamp:

@@ -1,6 +1,6 @@
-"""The base of :class:`QdrantVectorStore`: its clients and their errors translated, and its
-records collection (``<collection>.docs``): each document's versions and manifest, the
-embedder and the BM25 length totals, as points with a one-value vector."""
+"""The base of :class:`QdrantVectorStore`: its client's errors translated, and the records
+collection ``<collection>.docs`` (document versions and manifests, the embedder, the BM25
+length totals) as points with a one-value vector."""
 
 from __future__ import annotations
 
@@ -38,11 +38,9 @@ class QdrantRecords:
     _collection: str
     #: the records collection was seen to exist (a record lookup is then one request)
     _docs_seen = False
-    #: a cluster's collection settings, and what each read asks of it
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
-    #: the client's failure types (the first: an HTTP reply), a server's address (None: a
-    #: folder), where the store is as shown, and what no error may show
+    #: the client's failure types (the first: an HTTP reply); the address None for a folder
     _failures: tuple[type[Exception], ...]
     _address: str | None
     _where: str
@@ -72,8 +70,7 @@ class QdrantRecords:
             raise VectorStoreError(message) from scrubbed(exc, self._secrets)
 
     def _create_collection(self, name: str, **config: Any) -> bool:
-        """Create ``name``; False when another process created it first (processes that
-        start together both see it missing, and all but one are told it exists)."""
+        """Create ``name``; False when another process created it first."""
         try:
             self._client.create_collection(name, **config)
         except Exception as exc:
@@ -95,8 +92,10 @@ class QdrantRecords:
         return self._docs_seen
 
     def _match(self, key: str, value: Any) -> Any:
+        """The condition that ``key`` is ``value``, or one of ``value`` (a list)."""
         m = self._models
-        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+        match = m.MatchAny(any=value) if isinstance(value, list) else m.MatchValue(value=value)
+        return m.FieldCondition(key=key, match=match)
 
     def _scroll(self, collection: str, selector: Any, vectors: bool = False) -> list[Any]:
         """Every point of ``collection`` matching ``selector``, with payloads (and vectors)."""
@@ -121,10 +120,9 @@ class QdrantRecords:
         return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` by point ids once the records collection was seen to exist (never
-        a failing request: a server logs those); its existence is asked again when the
-        retrieve fails (another process's ``clear`` drops it), and the retrieve repeated, so a
-        real failure raises its own error."""
+        """One ``retrieve`` once the records collection was seen to exist (a server logs failing
+        requests); if it fails (another process's ``clear`` drops the collection), existence is
+        asked again and the retrieve repeated, so a real failure raises its own error."""
         ids = [point_id(key) for key in keys]
         with self._errors():
             if self._docs_seen:
@@ -160,9 +158,8 @@ class QdrantRecords:
         self._put_point("d:" + record.doc_id, {"kind": "doc", **asdict(record)})
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
-        """One conditional ``set_payload``: Qdrant applies it only to the record point whose
-        versions are still ``expected``'s (never inserting one), serialised with every other
-        write of the collection; then read back to learn whether it applied."""
+        """One ``set_payload`` on the record point only while its versions are ``expected``'s
+        (serialised with the collection's other writes), read back to learn if it applied."""
         m = self._models
         condition = m.Filter(
             must=[
@@ -191,8 +188,7 @@ class QdrantRecords:
         self._put_point(_EMBEDDER, {"kind": "embedder", "embedder": identity.to_json()})
 
     def _add_lengths(self, lengths: list[int], documents: bool = False) -> float:
-        """The mean analysed length (of chunks, or of documents: ``avgdl``) once ``lengths``
-        are added to the running totals recorded here."""
+        """``avgdl`` (of chunks, or documents) once ``lengths`` join the recorded totals."""
         key = "e:document-lengths" if documents else "e:lengths"
         got = self._record_points([key])
         payload = (got[0].payload or {}) if got else {}

@@ -30,8 +30,8 @@ from pywrapai_graph.adapters.vectorstores.qdrant.points import (
     SPARSE,
     TERMS,
     hits_of,
+    metadata_conditions,
     metadata_fields,
-    metadata_filter,
     point_id,
     version_of,
 )
@@ -49,32 +49,30 @@ _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
 class QdrantVectorStore(QdrantLexical):
-    """Cosine search in a Qdrant collection.
+    """Cosine search in a Qdrant collection, on a server or in this process.
 
     Args:
         collection: the collection name.
-        location: ":memory:" (in-process, not persistent) or a directory (persistent):
-            Qdrant's own engine in this process (Qdrant Edge, see ``edge``), one store per
-            folder at a time (:meth:`close` lets it go); a damaged folder is refused when it
-            opens (``StoreDamagedError``).
+        location: ":memory:" (not persistent) or a folder, served by Qdrant's own engine in
+            this process (Qdrant Edge, see ``edge``) to one store at a time (:meth:`close`
+            lets it go); a damaged folder is refused (``StoreDamagedError``).
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
-        path: alias of ``location`` for a local directory.
+        path: alias of ``location``.
         timeout: seconds a server request may take (the client's default otherwise).
         shard_number, replication_factor, write_consistency_factor: a server: shards of a
             new collection, copies of each shard, copies that must take a write.
         read_consistency: a server: copies each read asks (a number, ``"majority"``,
-            ``"quorum"`` or ``"all"``). None (each default): Qdrant's own.
+            ``"quorum"`` or ``"all"``). None (each setting): Qdrant's default.
 
-    Async: with a server, reads go through ``AsyncQdrantClient``, one per event loop (closed
-    by :meth:`aclose` or with its loop); the rest runs its sync twin in the thread offload.
-    :meth:`retrieve` is one ``query_points`` (``lexical``); ``search_many`` one batch query.
+    With a server, async reads use an ``AsyncQdrantClient`` per event loop (closed by
+    :meth:`aclose` or with its loop). A retrieval is one ``query_points``.
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is missing.
-        ConfigurationError: both or neither of a location and a url; a cluster setting
-            without a url, or out of range.
+        ConfigurationError: both a location and a url; a cluster setting without a url, or
+            out of range.
         VectorStoreError: a collection this store did not make (no single unnamed vector,
             or without the sparse vectors of lexical search).
     """
@@ -110,7 +108,6 @@ class QdrantVectorStore(QdrantLexical):
             read_consistency=read_consistency,
         )
         read = self._cluster.pop("read_consistency", None)
-        #: what every read asks of a cluster
         self._consistency = {} if read is None else {"consistency": read}
         self._mode = "server" if url else ("memory" if str(where) == ":memory:" else "local")
         self._failures: tuple[type[Exception], ...] = ()
@@ -134,13 +131,9 @@ class QdrantVectorStore(QdrantLexical):
         if self._mode == "local" and self._pending_records():  # a writer that died
             with self._writing():
                 self._recover()
-        if self._dim is None and dimension is not None:
+        if dimension is not None:
             with self._writing():
                 self._create(dimension)
-        elif dimension is not None and self._dim != dimension:
-            raise InvalidArgumentError(
-                f"collection {collection!r} has dimension {self._dim}, not {dimension}"
-            )
 
     # ------------------------------------------------------------------ collection
     @contextmanager
@@ -165,9 +158,9 @@ class QdrantVectorStore(QdrantLexical):
         return size
 
     def _create(self, dim: int) -> None:
-        """Create the collection, or find it (made by another process) of ``dim``."""
+        """Create the collection unless it exists (made here or elsewhere), of ``dim``."""
         m = self._models
-        made = self._create_collection(
+        made = self._dim is None and self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
             sparse_vectors_config={
@@ -176,15 +169,13 @@ class QdrantVectorStore(QdrantLexical):
             },
             **self._cluster,
         )
-        if made:  # what lookups by chunk id and lexical queries filter on (else: a scan)
-            for field, schema in (
-                ("id", m.PayloadSchemaType.KEYWORD),
-                (TERMS, m.PayloadSchemaType.INTEGER),
-            ):
-                self._client.create_payload_index(
-                    self._collection, field_name=field, field_schema=schema, wait=True
-                )
-        found = dim if made else self._engine_dimension()
+        # what lookups by chunk id and lexical queries filter on (else: a scan)
+        indexes = {"id": m.PayloadSchemaType.KEYWORD, TERMS: m.PayloadSchemaType.INTEGER}
+        for field, schema in indexes.items() if made else ():
+            self._client.create_payload_index(
+                self._collection, field_name=field, field_schema=schema, wait=True
+            )
+        found = dim if made else self._dim or self._engine_dimension()
         if found != dim:
             raise InvalidArgumentError(
                 f"collection {self._collection!r} has dimension {found}, not {dim}"
@@ -202,38 +193,23 @@ class QdrantVectorStore(QdrantLexical):
 
     # ------------------------------------------------------------------ engine primitives
     def _stored_chunks(self, doc_id: str) -> list[StoredChunk]:
-        return self._stored([metadata_filter(self._models, None, doc_id)])
+        return self._stored([self._models.Filter(must=[self._match("doc_id", doc_id)])])
 
     def _copies(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
-        m = self._models
-        return self._stored(
-            m.Filter(
-                must=[
-                    m.FieldCondition(key="id", match=m.MatchAny(any=list(chunk_ids[i : i + 500])))
-                ]
-            )
-            for i in range(0, len(chunk_ids), 500)
-        )
+        pages = (list(chunk_ids[i : i + 500]) for i in range(0, len(chunk_ids), 500))
+        return self._stored(self._models.Filter(must=[self._match("id", p)]) for p in pages)
 
     def _stored(self, selectors: Iterable[Any]) -> list[StoredChunk]:
         """The stored copies (one per version) of the chunks each selector matches."""
         with self._errors():
             if self._known_dim() is None:
                 return []
-            points = [p for s in selectors for p in self._scroll(self._collection, s)]
-        return [
-            StoredChunk(
-                engine_id(p.payload["id"], version_of(p.payload)),
-                p.payload["id"],
-                version_of(p.payload),
-                p.payload["doc_id"],
-            )
-            for p in points
-        ]
+            payloads = [p.payload for s in selectors for p in self._scroll(self._collection, s)]
+        tagged = [(p["id"], version_of(p), p["doc_id"]) for p in payloads]
+        return [StoredChunk(engine_id(i, v), i, v, doc) for i, v, doc in tagged]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        """Write the chunks (with their sparse vectors), and their document versions' stored
-        chunks again (``lexical``)."""
+        """Write the chunks, and their document versions' stored chunks again (``lexical``)."""
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
@@ -291,11 +267,9 @@ class QdrantVectorStore(QdrantLexical):
             )
 
     def migrate(self) -> int:
-        """Bring a server collection written by release 0.1.0 up to this one, once
-        (``pywrapai-graph store migrate``): its points get the visibility flag (hidden: a
-        version that a pending record names and that is not committed) and the embedder
-        stamp, so that each retrieval is one ``query_points`` again. Returns how many
-        documents had an unfinished version hidden."""
+        """Flag and stamp the points of a collection of release 0.1.0 once (``pywrapai-graph
+        store migrate``; hidden: the versions pending records name, uncommitted); returns how
+        many documents had an unfinished version hidden."""
         m = self._models
         unflagged = m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN))
         with self._writing():
@@ -330,31 +304,29 @@ class QdrantVectorStore(QdrantLexical):
             return int(self._client.count(self._collection, **self._counting(filter)).count)
 
     def _counting(self, filter: MetadataFilter | None) -> dict[str, Any]:
-        """``count``'s arguments: every chunk, shown or not, without a filter (as Chroma's);
-        the shown ones a filter keeps with one."""
+        """``count``'s arguments: every chunk without a filter (as Chroma's), else the shown."""
         return {"count_filter": self._selector(filter) if filter else None, "exact": True}
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
         """The engine filter of the shown chunks ``filter`` keeps."""
-        given = metadata_filter(self._models, filter)
-        hidden = self._match(HIDDEN, True)
-        return self._models.Filter(must=given.must if given else None, must_not=[hidden])
+        given = metadata_conditions(self._models, filter) or None
+        return self._models.Filter(must=given, must_not=[self._match(HIDDEN, True)])
 
-    def _requests(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[Any]:
-        m = self._models
-        return [
-            m.QueryRequest(query=q.tolist(), limit=n, filter=selector, with_payload=True)
-            for q in queries
+    def _batch(self, queries: Sequence[Matrix], n: int, selector: Any) -> dict[str, Any]:
+        """``query_batch_points``' arguments: one request for every query."""
+        make = self._models.QueryRequest
+        asked = [
+            make(query=q.tolist(), limit=n, filter=selector, with_payload=True) for q in queries
         ]
+        return {"requests": asked, **self._consistency}
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         return self._ranked(StoreQuery("dense", n, vector=query.tolist()), selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
-        """One ``query_batch_points`` request for every query."""
         with self._errors():
             results = self._client.query_batch_points(
-                self._collection, self._requests(queries, n, selector), **self._consistency
+                self._collection, **self._batch(queries, n, selector)
             )
         return [hits_of(r.points) for r in results]
 
@@ -364,7 +336,7 @@ class QdrantVectorStore(QdrantLexical):
     ) -> list[list[Hit]]:
         with self._errors():
             results = await self._aclient().query_batch_points(
-                self._collection, self._requests(queries, n, selector), **self._consistency
+                self._collection, **self._batch(queries, n, selector)
             )
         return [hits_of(r.points) for r in results]
 
@@ -386,6 +358,7 @@ class QdrantVectorStore(QdrantLexical):
             if dim is None:
                 return
             self._client.delete_collection(self._collection)
+            self._dim = None
             self._create(dim)
 
     def __len__(self) -> int:
@@ -401,12 +374,7 @@ class QdrantVectorStore(QdrantLexical):
 
 
 def _cluster(url: str | None, **given: Any) -> dict[str, Any]:
-    """The cluster settings that were given (None: Qdrant's default), checked.
-
-    Raises:
-        ConfigurationError: a setting without a url, or one that is not a positive integer
-            (or, for the read consistency, one of Qdrant's levels).
-    """
+    """The cluster settings given (not None), checked (``ConfigurationError``)."""
     given = {k: v for k, v in given.items() if v is not None}
     for key, value in given.items():
         if url is None:
