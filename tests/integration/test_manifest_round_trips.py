@@ -130,8 +130,8 @@ def test_chroma_server_one_request_per_batch(chroma_proxy: CountingProxy, tmp_pa
 def test_qdrant_server_one_request_per_batch(qdrant_rest: QdrantRest, tmp_path: Path) -> None:
     collection = name_for(tmp_path, "m")
     _wire_test(QdrantVectorStore(collection, url=qdrant_rest.url), qdrant_rest.requests)
-    # opening a store learns that its records collection exists (it looks for unfinished
-    # replaces there): each lookup after that is one retrieve
+    # a store takes its records collection to exist (and learns otherwise from a failed
+    # lookup): each lookup is one retrieve
     store = QdrantVectorStore(collection, url=qdrant_rest.url)
     qdrant_rest.requests.clear()
     for _ in range(3):
