@@ -1,14 +1,11 @@
 """PGVectorStore's retrievals, one statement each, and their rows back into hits.
 
-A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)``, both
-Okapi BM25 with Lucene's idf over the whole table (``tf(t, D)`` and ``|D|`` summed over the
-shares of its chunks); a filter selects among the candidates. A statement reads the postings
-of the query's terms once per field: its cost follows those postings, not the tables' size.
-Sums over terms run in term order, so ties score the same to the last bit, ordered by id.
-
-A hybrid statement adds the HNSW side, gives the union both scores when the fusion asks, and
-fuses as :mod:`~pywrapai_graph.application.fusion` does (the same float operations). Every
-statement also reads the recorded embedder for the caller's identity probe.
+A chunk ``c`` of document ``D`` scores ``BM25(q, c) + DOCUMENT_WEIGHT · BM25(q, D)``, Okapi
+BM25 with Lucene's idf over the table (``D``'s counts summed over its chunks' shares); a filter
+selects among the candidates. The cost follows the query terms' postings, read once per field,
+not the table's size; sums run in term order, so ties score the same to the last bit, by id.
+A hybrid statement adds the HNSW side and fuses as :mod:`~pywrapai_graph.application.fusion`
+does (the same float operations). Every statement reads the recorded embedder too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""PGVectorStore's connections: the pool, one deadline per call, session settings, and the
-driver's errors turned into ours, never showing the DSN's password.
-
-A call's deadline counts from when it was made (:func:`call_made`), waits included; the
-server's ``statement_timeout`` bounds each statement, the watchdog (``pool.watch``) the call.
+"""PGVectorStore's connections: the pool, session settings, the driver's errors as ours
+(never showing the DSN's password), and one deadline per call from when it was made
+(:func:`call_made`): ``statement_timeout`` bounds each statement, ``pool.watch`` the call.
 """
 
 from __future__ import annotations
@@ -230,13 +228,6 @@ class PGConnection:
     def _ident(self, suffix: str = "") -> Any:
         return self._sql.Identifier(self._table + suffix)
 
-    def _guarded(self, work: Callable[[], T], operation: str) -> T:
-        """``work()``, with a missing right reported as the right and how to grant it."""
-        try:
-            return work()
-        except self._pg.Error as exc:
-            raise self._failure(exc, operation) from scrubbed(exc, self._secrets())
-
     def _rows(self, statement: Any, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
         """The rows of one statement, in autocommit: one round trip, no BEGIN and COMMIT."""
 
@@ -254,9 +245,8 @@ class PGConnection:
         transaction: bool = True,
         deadline: bool = True,
     ) -> T:
-        """``work(cursor)`` in a transaction (or not) on a pooled connection, within the call's
-        deadline; a dropped connection is replaced once. ``deadline=False``: maintenance (an
-        index build) that may outlast it."""
+        """``work(cursor)`` in a transaction (or not) on a pooled connection within the call's
+        deadline (``deadline=False``: none, for DDL); a dropped connection is replaced once."""
         due = math.inf
         if deadline and self._timeout_ms is not None:
             due = call_made() + self._timeout_ms / 1000

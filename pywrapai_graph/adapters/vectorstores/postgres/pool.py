@@ -1,10 +1,9 @@
 """PGVectorStore's fair pool of connections and the client deadline on each call.
 
-The pool hands a released slot to the oldest waiter (a ``threading.Semaphore`` lets a thread
-that releases and asks again overtake the woken waiter). A stopped or partitioned server
-cancels nothing and libpq waits on its socket without a timeout, so :func:`watch` arms a
-deadline over a call: past it, one watchdog thread shuts the socket down (through a duplicate
-descriptor) and the call fails at once; :func:`renew` re-arms it for each statement of a write.
+The pool hands a released slot to the oldest waiter (a ``threading.Semaphore`` would let a
+thread that releases and asks again overtake it). libpq waits on a stopped server's socket
+forever, so :func:`watch` arms a deadline over a call, past which a watchdog thread shuts the
+socket down and the call fails; :func:`renew` re-arms it for each statement of a write.
 """
 
 from __future__ import annotations

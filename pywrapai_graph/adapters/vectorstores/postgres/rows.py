@@ -1,9 +1,7 @@
-"""PGVectorStore's rows: chunks written in slices a :class:`Pacer` sizes, with their terms
-(:func:`~pywrapai_graph.application.text_analysis.analyze` of the chunk and of its share of
-its document), which the server turns into postings; deletes; metadata filters as SQL.
-
-PostgreSQL's ``text`` cannot hold NUL, yet a chunk's text is kept as given: the column holds
-NUL as ``U+FDD0 0`` and U+FDD0 (a noncharacter) as ``U+FDD0 e``.
+"""PGVectorStore's rows: chunks written in paced slices with their terms (of the chunk and of
+its share of its document) the server turns into postings; deletes; metadata filters as SQL.
+The text column holds NUL (which PostgreSQL's ``text`` cannot) as ``U+FDD0 0``, U+FDD0 as
+``U+FDD0 e``, so a chunk's text is kept as given.
 """
 
 from __future__ import annotations

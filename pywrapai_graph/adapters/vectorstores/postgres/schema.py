@@ -1,17 +1,11 @@
 """PGVectorStore's schema: creation, version check, rights-aware errors, grants for roles.
 
-:func:`open_schema` creates in one transaction the ``vector`` extension, the chunk table and
-its indexes (HNSW, ``doc_id``, GIN on the metadata), the manifest and info tables, the row in
-``pywrapai_schema``, and the lexical tables:
-
-- ``<table>__terms``: the postings keyed ``(term, doc_id, chunk_id)``, counts included (a
-  term's postings are one index range, by document);
-- ``<table>__doclen``: each document's chunks and length (the sum of its chunks' shares);
-- ``<table>__bm25``: the counts and total lengths as delta rows, one per
-  ``pg_backend_pid() % 64``, so concurrent writers rarely update the same row.
-
-Statement-level triggers on the chunk table keep these exact on every write path (documents
-in id order, so writers lock them in one order). A table of another layout is refused.
+Beside the chunk table ``T`` and its manifests, :func:`open_schema` creates the lexical tables:
+``T__terms`` the postings keyed ``(term, doc_id, chunk_id)`` with their counts (a term's are
+one index range); ``T__doclen`` each document's chunks and length; ``T__bm25`` the counts and
+total lengths as delta rows, one per ``pg_backend_pid() % 64`` (concurrent writers rarely
+share one). Statement-level triggers keep these exact on every write path, documents in id
+order (writers lock them in one order). A table of another layout is refused.
 """
 
 from __future__ import annotations
@@ -89,8 +83,7 @@ def _creation_right(text: str, table: str) -> str | None:
 
 
 def _found(cur: Any, sql: Any, table: str, dimension: int) -> bool:
-    """Whether ``table`` exists (with this dimension and schema version, else it raises as
-    :func:`open_schema`)."""
+    """Whether ``table`` exists; another dimension or version raises as :func:`open_schema`."""
     cur.execute(
         "SELECT atttypmod FROM pg_attribute "
         "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
@@ -134,8 +127,7 @@ SCHEMA_LOCK = 0x70_79_77_72_61_70_61_69  # "pywrapai"
 
 
 def open_schema(conn: Any, sql: Any, table: str, dimension: int, *, create: bool) -> bool:
-    """Check the table, or (``create``) create it in one transaction under
-    :data:`SCHEMA_LOCK` (processes starting at once take turns); True if it created it.
+    """Check the table, or create it under :data:`SCHEMA_LOCK`; True if it created it.
 
     Raises:
         ConfigurationError: another dimension, or a newer schema version (nothing changed).

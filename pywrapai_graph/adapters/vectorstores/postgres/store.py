@@ -34,11 +34,10 @@ DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 class PGVectorStore(PGConnection, BaseVectorStore):
     """Chunks in a PostgreSQL table with a ``vector(dimension)`` column.
 
-    On first use it creates the ``vector`` extension and the tables (``schema``): the chunks
-    with an HNSW index, and the postings and statistics PostgreSQL computes BM25 from. Each
-    retrieval is one statement (``bm25``); a write is one transaction of slices, each
-    statement well within ``statement_timeout_ms`` (``rows.Pacer``). A dropped connection is
-    re-established once before an error is raised.
+    It creates the ``vector`` extension and its tables when missing (``schema``): chunks with
+    an HNSW index, and the postings PostgreSQL computes BM25 from. A retrieval is one statement
+    (``bm25``); a write one transaction of paced slices (``rows.Pacer``). A dropped connection
+    is re-established once before an error is raised.
 
     Args:
         connection_string: a libpq URL or DSN; its password never appears in errors or reprs.
@@ -49,10 +48,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
             wait for one in arrival order.
         pool_timeout_ms: how long a call waits for a pooled connection before
             :class:`StoreBusyError` (None: as long as its deadline allows).
-        statement_timeout_ms: each call's deadline from the moment it is made, queueing
-            included (the server cancels a statement, the client closes a connection not
-            answering 2 s after it): :class:`StoreTimeoutError` says whether the write was
-            rolled back. Each statement of a large write has its own. None: no deadline.
+        statement_timeout_ms: each call's deadline from when it is made, queueing included
+            (and each statement's of a large write); :class:`StoreTimeoutError` says whether
+            the write was rolled back. None: no deadline.
         create_schema: create the extension, tables and indexes when missing (DDL rights).
             False for a DML-only role: run ``pywrapai-graph store init`` (or
             :meth:`init_schema`) once as the owner.
@@ -65,6 +63,9 @@ class PGVectorStore(PGConnection, BaseVectorStore):
 
     #: ``db.system.name`` on this store's spans.
     db_system = "postgresql"
+    #: lexical: BM25 computed by PostgreSQL; not exact: HNSW
+    persistent = atomic_documents = lexical = True
+    exact = False
 
     def __init__(
         self,
@@ -90,16 +91,19 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self._lock = threading.RLock()
         self._bulk = 0
         self._owns_schema = create_schema
-        with self._connection() as conn:  # no deadline: DDL may wait for another's lock
-            self._created = self._guarded(
-                lambda: schema.open_schema(
-                    conn, self._sql, table_name, dimension, create=create_schema
-                ),
-                "CREATE" if create_schema else "SELECT",
+
+        def opened(cur: Any) -> bool:
+            created = schema.open_schema(
+                cur.connection, self._sql, table_name, dimension, create=create_schema
             )
             # the extension may be newer than this connection (made by us or by another
             # process racing us): adapt vectors on it too
-            self._register(conn)
+            self._register(cur.connection)
+            return created
+
+        # no deadline: DDL may wait for another's lock
+        operation = "CREATE" if create_schema else "SELECT"
+        self._created = self._run(opened, operation, transaction=False, deadline=False)
 
     @classmethod
     def init_schema(cls, connection_string: str, table_name: str, dimension: int) -> bool:
@@ -119,14 +123,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
     def pool_size(self) -> int:
         """The most server connections this store opens at once."""
         return self._pool_size
-
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def exact(self) -> bool:
-        return False  # HNSW
 
     @property
     def dimension(self) -> int:
@@ -151,18 +147,16 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         """
         store = cls.__new__(cls)  # not opened: the dimension is the table's
         store._prepare(connection_string, table_name, 1, 1, None)
-        try:
-            with store._connection() as conn:  # an owner's one-off command, no deadline
-                return store._guarded(
-                    lambda: schema.grant_statements(conn, store._sql, table_name, reader, writer),
-                    "SELECT",
-                )
+        try:  # an owner's one-off command, no deadline
+            return store._run(
+                lambda cur: schema.grant_statements(
+                    cur.connection, store._sql, table_name, reader, writer
+                ),
+                transaction=False,
+                deadline=False,
+            )
         finally:
             store._pool.closeall()
-
-    @property
-    def atomic_documents(self) -> bool:
-        return True
 
     def _write(self, operation: str, work: Callable[[Any, Pacer], T]) -> T:
         """``work(cursor, pacer)`` as one transaction of paced statements (:class:`Pacer`)."""
@@ -277,11 +271,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         self, query_vector: Sequence[float], k: int, filter: MetadataFilter | None = None
     ) -> list[ScoredChunk]:
         return self._retrieve(StoreQuery("dense", k, vector=query_vector, filter=filter))
-
-    @property
-    def lexical(self) -> bool:
-        """Lexical (BM25) search is available, computed by PostgreSQL."""
-        return True
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
         """The whole retrieval in one statement in autocommit (``bm25.statement``)."""
