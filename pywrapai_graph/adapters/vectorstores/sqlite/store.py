@@ -174,7 +174,7 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """The lock; SQLite's errors as the store's."""
+        """The lock; SQLite's errors as the store's (a write's included)."""
         with self._lock:
             try:
                 yield
@@ -197,24 +197,19 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
     def _write(self) -> Iterator[list[Callable[[], object]]]:
         """One transaction, ending in :meth:`_changed`; the matrix changes only in the callbacks
         appended to the yielded list, run after COMMIT (a failed write leaves it as the file)."""
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise local_files.sqlite_failure(self._path, exc) from exc
+        with self._reading():
+            self._conn.execute("BEGIN IMMEDIATE")
             after: list[Callable[[], object]] = []
             try:
                 self._sync()
                 yield after
-                self._changed(self._conn)
+                self._changed()
                 self._conn.execute("COMMIT")
-            except BaseException as exc:
+            except BaseException:
                 if self._conn.in_transaction:  # SQLite may have rolled back already
                     with suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
                 self._version = -1
-                if isinstance(exc, sqlite3.Error):
-                    raise local_files.sqlite_failure(self._path, exc) from exc
                 raise
             self._identity.forget()
             for apply in after:
@@ -226,10 +221,9 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         with self._reading_index():
             return self._index.dimension
 
-    def _insert(
-        self, conn: sqlite3.Connection, chunks: Sequence[Chunk], vectors: Matrix | None = None
-    ) -> PreparedBatch:
+    def _insert(self, chunks: Sequence[Chunk], vectors: Matrix | None = None) -> PreparedBatch:
         """Write a batch (an id already stored is replaced) with its terms."""
+        conn = self._conn
         batch = vector_batches.prepare_batch(chunks, self._index.dimension, vectors)
         if batch.ids:
             local_files.rows_in(conn, f'DELETE FROM "{self._table}" WHERE id IN (?)', batch.ids)
@@ -243,14 +237,14 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             self._text.index(conn, batch.chunks)
         return batch
 
-    def _changed(self, conn: sqlite3.Connection) -> None:
+    def _changed(self) -> None:
         """Drop the changed documents' manifests, rebuild their full-text rows."""
-        conn.execute(f'DELETE FROM "{self._docs}" WHERE doc_id IN {self._text.touched}')
-        self._text.refresh(conn)
+        self._conn.execute(f'DELETE FROM "{self._docs}" WHERE doc_id IN {self._text.touched}')
+        self._text.refresh(self._conn)
 
     def _add(self, chunks: Sequence[Chunk]) -> None:
         with self._write() as after:
-            batch = self._insert(self._conn, chunks)
+            batch = self._insert(chunks)
             after.append(partial(self._index.upsert, batch))
 
     def _replace(
@@ -261,8 +255,8 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
             before = self._drop_doc(manifest.doc_id)
-            batch = self._insert(conn, chunks, vectors)
-            self._changed(conn)
+            batch = self._insert(chunks, vectors)
+            self._changed()
             conn.execute(
                 f'INSERT OR REPLACE INTO "{self._docs}" (doc_id, manifest) VALUES (?, ?)',
                 (manifest.doc_id, manifest.to_json()),

@@ -1,13 +1,11 @@
 """Lexical (BM25) search of the SQLite store by SQLite's full-text index (FTS5).
 
-FTS5 tables beside the chunk table ``T`` hold our analyzer's terms, space-joined for the
-``ascii`` tokenizer: ``T__terms`` a row per chunk (its rowid in ``T``; its document part
-unindexed), ``T__doc_terms`` a row per document (its key in ``T__doc_keys``), ``T__chunk_docs``
-each chunk's document key (a query never reads the wide chunk table to score). A chunk scores
-``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``: FTS5's ``bm25()`` per query term times
-Lucene's idf over FTS5's, so the ranking is the other stores' (FTS5's own idf ranked Cranfield
-lower and lost the contract's document-field case). Writes change these rows in their own
-transaction: another process's next query sees them.
+FTS5 tables of our analyzer's terms (``ascii`` tokenizer) beside the chunk table ``T``:
+``T__terms`` a row per chunk (its rowid in ``T``), ``T__doc_terms`` a row per document (key in
+``T__doc_keys``), ``T__chunk_docs`` each chunk's document key (scoring never reads ``T``). A
+chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``, FTS5's ``bm25()`` per
+term rescaled to Lucene's idf as the other stores rank (FTS5's own idf ranked Cranfield lower).
+A write changes these rows in its transaction: another process's next query sees them.
 """
 
 from __future__ import annotations
@@ -67,9 +65,8 @@ class TextTables:
 
     # ------------------------------------------------------------------ schema
     def open(self, conn: sqlite3.Connection) -> None:
-        """Ready ``conn``: the queries' functions, the tables (made if missing), and this
-        connection's triggers: a chunk row inserted is filed under its document's key, a
-        deleted one drops its terms, and either notes its document (:meth:`refresh`)."""
+        """Ready ``conn``: the SQL functions, the tables, and this connection's triggers
+        filing a chunk under its document's key and noting its document (:meth:`refresh`)."""
         conn.create_function("pywrapai_idf_ratio", 2, _idf_ratio, deterministic=True)
         conn.create_function("pywrapai_keeps", 2, _keeps, deterministic=True)
         fts5, vocab = "USING fts5(terms, {}tokenize='ascii')", "USING fts5vocab({}, 'row')"
