@@ -1,12 +1,11 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
-Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads at
-``Strong`` consistency): a new version is written hidden, then shown (the old one hidden) by
-one partial ``upsert``, which milvus-lite recovers whole or not at all. A search is one
-``search`` or an engine-fused ``hybrid_search``, the filter in every sub-request (pymilvus
-ignores ``hybrid_search(filter=...)``). Expressions compare SHA-256 digests only, never a
-caller's string: a filter is ``array_contains(tags, <digest>)`` per key, of the key and the
-value's canonical JSON (``True`` is not ``1``).
+Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads
+``Strong``): a version is written hidden, then shown by one partial ``upsert`` (recovered whole
+or not at all). A search is one ``search`` or ``hybrid_search`` (the filter in every
+sub-request: pymilvus ignores its ``filter=``). Expressions splice SHA-256 digests only, never
+a caller's string: a filter is ``array_contains(tags, <digest>)`` of each key and value's
+canonical JSON (``True`` is not ``1``).
 """
 
 from __future__ import annotations
