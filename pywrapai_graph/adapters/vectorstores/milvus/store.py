@@ -224,8 +224,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._client.create_collection(self._records_of, **_RECORDS, **_STRONG)
 
     def _create(self, dim: int) -> None:
-        """Make the collections for ``dim`` vectors unless they exist (another process may
-        have made them), and check their dimension."""
+        """Make the collections for ``dim`` unless they exist (maybe made elsewhere); check it."""
         if self._dim is None:
             self._ensure_records()  # made first (and dropped last): see _engine_dimension
             pm, fields = self._pm, {**_CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}

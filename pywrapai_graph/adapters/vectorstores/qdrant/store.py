@@ -126,11 +126,10 @@ class QdrantVectorStore(QdrantLexical):
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         self._dim = self._engine_dimension()
-        if self._mode == "local" and self._pending_records():  # a writer that died
-            with self._writing():
+        with self._writing():
+            if self._mode == "local" and self._pending_records():  # a writer that died
                 self._recover()
-        if dimension is not None:
-            with self._writing():
+            if dimension is not None:
                 self._create(dimension)
 
     # ------------------------------------------------------------------ collection
