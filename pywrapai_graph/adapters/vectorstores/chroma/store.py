@@ -37,7 +37,7 @@ from pywrapai_graph.errors import ConfigurationError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.identity_probe import report_identity
 from pywrapai_graph.ports.offload import offload
-from pywrapai_graph.ports.store_inputs import canonical_json, lexical_refusal
+from pywrapai_graph.ports.store_inputs import canonical_json
 from pywrapai_graph.ports.store_query import StoreQuery
 from pywrapai_graph.redaction import redact
 
@@ -238,10 +238,8 @@ class ChromaVectorStore(VersionedDocuments):
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
-        stamp = {
-            HIDDEN: self._replacing is not None,
-            EMBEDDER: embedder.to_json() if embedder else "",
-        }
+        hidden = self._replacing is not None
+        stamp = {HIDDEN: hidden, EMBEDDER: embedder.to_json() if embedder else ""}
         pairs = list(zip(batch.chunks, versions, strict=True))
         metadatas: list[Any] = [
             {META: metadata_json(c), DOC: c.doc_id, ID_KEY: c.id, VERSION_KEY: v, **stamp}
@@ -283,12 +281,14 @@ class ChromaVectorStore(VersionedDocuments):
             return hits_of(chroma.read_again(lambda: self._collection.query(**asked, include=HITS)))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """Dense retrieval: one ``query`` (:meth:`search`)."""
-        hits = self.search(_vector(query), query.k, query.filter)
-        return [h for h in hits if h.score >= query.min_score]
+        """The port's (dense: one ``query``; ``lexical_search`` refuses the other modes),
+        overridden so that hybrid comes here to be refused, not fused by the retriever."""
+        return super()._retrieve(query)
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        hits = await self.asearch(_vector(query), query.k, query.filter)
+        if query.mode != "dense":
+            return self._retrieve(query)  # refused before any request
+        hits = await self.asearch(query.vector or [], query.k, query.filter)
         return [h for h in hits if h.score >= query.min_score]
 
     # ------------------------------------------------------------------ native async (server)
@@ -345,10 +345,3 @@ class ChromaVectorStore(VersionedDocuments):
 
 def _record(meta: Any) -> DocRecord:
     return DocRecord(*(str(meta[f.name]) for f in fields(DocRecord)))
-
-
-def _vector(query: StoreQuery) -> Sequence[float]:
-    """The query vector of a dense retrieval (lexical and hybrid are refused)."""
-    if query.mode != "dense" or query.vector is None:
-        raise lexical_refusal("ChromaVectorStore", f"{query.mode} retrieval")
-    return query.vector

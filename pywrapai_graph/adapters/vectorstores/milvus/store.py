@@ -1,12 +1,11 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
-Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads at
-``Strong`` consistency): a new version is written hidden, then shown (the old one hidden) by
-one partial ``upsert``, which milvus-lite recovers whole or not at all. A search is one
-``search`` or an engine-fused ``hybrid_search``, the filter in every sub-request (pymilvus
-ignores ``hybrid_search(filter=...)``). Expressions compare SHA-256 digests only, never a
-caller's string: a filter is ``array_contains(tags, <digest>)`` per key, of the key and the
-value's canonical JSON (``True`` is not ``1``).
+Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads
+``Strong``): a version is written hidden, then shown by one partial ``upsert`` (recovered whole
+or not at all). A search is one ``search`` or ``hybrid_search`` (the filter in every
+sub-request: pymilvus ignores its ``filter=``). Expressions splice SHA-256 digests only, never
+a caller's string: a filter is ``array_contains(tags, <digest>)`` of each key and value's
+canonical JSON (``True`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -225,8 +224,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             self._client.create_collection(self._records_of, **_RECORDS, **_STRONG)
 
     def _create(self, dim: int) -> None:
-        """Make the collections for ``dim`` vectors unless they exist (another process may
-        have made them), and check their dimension."""
+        """Make the collections for ``dim`` unless they exist (maybe made elsewhere); check it."""
         if self._dim is None:
             self._ensure_records()  # made first (and dropped last): see _engine_dimension
             pm, fields = self._pm, {**_CHUNK_SCHEMA, "dense": ("FLOAT_VECTOR", {"dim": dim})}

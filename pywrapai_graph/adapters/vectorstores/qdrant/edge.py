@@ -145,9 +145,8 @@ class EdgeFolder:
         return weakref.finalize(self, os.close, fd)  # also for a store dropped unclosed
 
     def _check(self) -> None:
-        """Refuse an earlier release's folder; load and count every shard and read one point
-        whole: a shard missing or unloadable, fewer points than recorded, or a point without
-        its payload is damage."""
+        """Refuse an earlier release's folder, and damage: a shard missing or unloadable,
+        fewer points than recorded, or a point read whole without its payload."""
         if not self._shards.exists() and any((self.root / n).exists() for n in _OLD):
             raise InvalidStateError(
                 f"{str(self.root)!r} is a Qdrant folder of an earlier release (qdrant-client's "

@@ -1,21 +1,17 @@
-"""Qdrant's BM25 sparse vectors and the one ``query_points`` of a retrieval, on a server and
-on Qdrant Edge.
+"""Qdrant's BM25 sparse vectors and the one ``query_points`` of a retrieval (server and Edge).
 
-Each chunk point holds its own and its document version's BM25 term weights (``SPARSE``,
-``DOCUMENT_SPARSE``; the document is its chunks concatenated, overlaps removed), so a query
-scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. A term (``text_analysis.analyze``)
-is indexed by the CRC-32 of its UTF-8 bytes and weighs ``tf · (k1 + 1) / (tf + k1 · (1 − b +
-b · |d| / avgdl))``, fixed when written (``avgdl`` from running totals in the records, which
-concurrent writers may undercount: 0.5 to 1.25 times moves Cranfield nDCG@10 under 0.005); the
-engine's IDF modifier multiplies in Lucene's idf at query time. One chunk per document version
-(``CARRIER``) is the document IDF's corpus; a chunk ranks only if it holds a query term itself
-(``TERMS``); writing or deleting some chunks of a document rewrites the others' document
-vectors. Without the document field, Cranfield lexical nDCG@10 falls from 0.3695 to 0.3358.
+A chunk point holds its own and its document version's BM25 term weights (``SPARSE``,
+``DOCUMENT_SPARSE``; the document: its chunks, overlaps removed), so a query scores
+``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. A term is indexed by the CRC-32 of its UTF-8
+bytes; its ``tf`` part is fixed when written (``avgdl`` from running totals in the records),
+the engine's IDF modifier multiplies in Lucene's idf. One chunk per version (``CARRIER``) is
+the document IDF's corpus; a chunk ranks only if it holds a query term (``TERMS``); writing or
+deleting chunks of a document rewrites the others' document vectors.
 
 ``dense`` is a nearest query; ``lexical`` a formula adding the two sparse prefetches; ``hybrid``
-both as prefetches of ``depth`` hits fused by the engine: ``rrf`` by Qdrant's weighted RRF
-(``k + 1``: it counts ranks from 0), ``rescored`` and ``weighted`` by DBSF (chosen over RRF on
-Cranfield: their own formulas need both scores of every candidate, which one query lacks).
+both as prefetches fused by the engine: ``rrf`` by Qdrant's weighted RRF (``k + 1``: it counts
+ranks from 0), ``rescored`` and ``weighted`` by DBSF (their own formulas need both scores of
+every candidate, which one query lacks).
 """
 
 from __future__ import annotations

@@ -121,9 +121,8 @@ class QdrantRecords:
         return {r.doc_id: r for r in (_record(p.payload) for p in points)}
 
     def _record_points(self, keys: Sequence[str]) -> list[Any]:
-        """One ``retrieve`` once the records collection was seen to exist (a server logs failing
-        requests); if it fails (another process's ``clear`` drops the collection), existence is
-        asked again and the retrieve repeated, so a real failure raises its own error."""
+        """One ``retrieve`` while the records collection is taken to exist; if it fails (another
+        process's ``clear`` drops it), existence is asked and the retrieve repeated."""
         ids = [point_id(key) for key in keys]
         with self._errors():
             if self._docs_seen:

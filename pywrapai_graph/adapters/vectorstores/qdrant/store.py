@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -49,7 +48,9 @@ _READ_CONSISTENCY = ("majority", "quorum", "all")
 
 
 class QdrantVectorStore(QdrantLexical):
-    """Cosine search in a Qdrant collection, on a server or in this process.
+    """Cosine, BM25 and hybrid search in a Qdrant collection, on a server or in this process:
+    a retrieval is one ``query_points``; a server's async reads use an ``AsyncQdrantClient``
+    per event loop (closed by :meth:`aclose` or with its loop).
 
     Args:
         collection: the collection name.
@@ -65,9 +66,6 @@ class QdrantVectorStore(QdrantLexical):
             new collection, copies of each shard, copies that must take a write.
         read_consistency: a server: copies each read asks (a number, ``"majority"``,
             ``"quorum"`` or ``"all"``). None (each setting): Qdrant's default.
-
-    With a server, async reads use an ``AsyncQdrantClient`` per event loop (closed by
-    :meth:`aclose` or with its loop). A retrieval is one ``query_points``.
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is missing.
@@ -128,20 +126,13 @@ class QdrantVectorStore(QdrantLexical):
         self._address = address(url, default_port=6333) if url else None
         self._where = redact(url) if url else os.fspath(where)  # type: ignore[arg-type]
         self._dim = self._engine_dimension()
-        if self._mode == "local" and self._pending_records():  # a writer that died
-            with self._writing():
+        with self._writing():
+            if self._mode == "local" and self._pending_records():  # a writer that died
                 self._recover()
-        if dimension is not None:
-            with self._writing():
+            if dimension is not None:
                 self._create(dimension)
 
     # ------------------------------------------------------------------ collection
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Hold the store's lock, with the engine's errors translated."""
-        with self._lock, self._errors():
-            yield
-
     def _engine_dimension(self) -> int | None:
         with self._errors():
             if not self._client.collection_exists(self._collection):
@@ -213,10 +204,8 @@ class QdrantVectorStore(QdrantLexical):
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
-        stamp = {
-            HIDDEN: self._replacing is not None,
-            EMBEDDER: embedder.to_json() if embedder else "",
-        }
+        hidden = self._replacing is not None
+        stamp = {HIDDEN: hidden, EMBEDDER: embedder.to_json() if embedder else ""}
         tagged = list(zip(batch.chunks, versions, strict=True))
         with self._errors():
             if self._known_dim() is None:
