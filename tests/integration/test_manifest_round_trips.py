@@ -130,9 +130,12 @@ def test_chroma_server_one_request_per_batch(chroma_proxy: CountingProxy, tmp_pa
 def test_qdrant_server_one_request_per_batch(qdrant_rest: QdrantRest, tmp_path: Path) -> None:
     collection = name_for(tmp_path, "m")
     _wire_test(QdrantVectorStore(collection, url=qdrant_rest.url), qdrant_rest.requests)
-    # a store takes its records collection to exist (and learns otherwise from a failed
-    # lookup): each lookup is one retrieve
+    # the first lookup after an open checks that the records collection exists (a store
+    # sends no request that fails); each lookup after that is one retrieve
     store = QdrantVectorStore(collection, url=qdrant_rest.url)
+    qdrant_rest.requests.clear()
+    assert len(store.document_manifests(batch())) == STORED
+    assert [p.rsplit("/", 1)[-1] for _, p in qdrant_rest.requests] == ["exists", "points"]
     qdrant_rest.requests.clear()
     for _ in range(3):
         assert len(store.document_manifests(batch())) == STORED

@@ -36,9 +36,8 @@ class QdrantRecords:
     _aclients: PerLoop[AsyncQdrantClient] | None
     _models: Any
     _collection: str
-    #: the records collection is taken to exist until a lookup finds otherwise (a lookup is
-    #: then one request; while it does not exist, one existence check)
-    _docs_seen = True
+    #: the records collection was seen to exist (a record lookup is then one request)
+    _docs_seen = False
     _cluster: dict[str, Any]
     _consistency: dict[str, Any]
     #: the client's failure types (the first: an HTTP reply); the address None for a folder
