@@ -322,10 +322,13 @@ class BaseVectorStore(ABC):
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         """The manifest of the complete stored version of ``doc_id``, or None (also for a
         version a crash left incomplete, so the next ingest writes it again)."""
-        return None
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
-        """:meth:`document_manifest` of many documents: those that have one, by id."""
+        """:meth:`document_manifest` of many documents: those that have one, by id. A store
+        keeps manifests by overriding either method."""
+        if not keeps_manifests(self):
+            return {}
         found = {doc_id: self.document_manifest(doc_id) for doc_id in doc_ids}
         return {doc_id: m for doc_id, m in found.items() if m is not None}
 
@@ -481,3 +484,11 @@ for _name in (
     *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),
 ):
     setattr(BaseVectorStore, _name, timed(getattr(BaseVectorStore, _name)))
+
+
+def keeps_manifests(store: BaseVectorStore) -> bool:
+    """Whether ``store`` overrides :meth:`~BaseVectorStore.document_manifest` or its batch."""
+    kind, base = type(store), BaseVectorStore
+    return kind.document_manifest is not base.document_manifest or (
+        kind.document_manifests is not base.document_manifests
+    )

@@ -316,9 +316,6 @@ class VersionedDocuments(BaseVectorStore):
         self._drop_stale(record, stored)
         return True
 
-    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        return self.document_manifests([doc_id]).get(doc_id)
-
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one: one record request per 500 ids."""
         unique = list(dict.fromkeys(doc_ids))  # engines refuse repeated ids in one request
