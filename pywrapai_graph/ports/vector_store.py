@@ -62,13 +62,12 @@ class BaseVectorStore(ABC):
 
     db_system: str = "other"
 
-    #: False for a store whose search primitive takes no ``filter`` (the reference's
-    #: ``search(query_vector, k)``): the base then asks it for more hits and filters alone.
+    #: False for a reference-style ``search(query_vector, k)``: the base filters its hits.
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A public method (``search``) a store defines while its bases have no primitive
-        for it becomes that primitive (``_search``), so the checks stay this class's."""
+        """A public method (``search``) a store defines without a primitive in its bases
+        becomes that primitive (``_search``), so the checks stay this class's."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -195,8 +194,8 @@ class BaseVectorStore(ABC):
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page to ask for (``4 * k`` for a
-        filter a search primitive does not take)."""
+        """``k`` and the filter checked, and the first page (``4 * k`` if the primitive
+        cannot filter)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -472,13 +471,11 @@ class BaseVectorStore(ABC):
 
 
 def _ignoring_filter(search: Any) -> Any:
-    """A reference-style ``search(query_vector, k)`` as a primitive taking the filter it
-    ignores (the base filters its hits)."""
+    """A reference-style ``search(query_vector, k)`` as a primitive ignoring the filter."""
     return lambda self, query_vector, k, filter=None: search(self, query_vector, k)
 
 
-# Each public call notes when it was made, where its one deadline starts (call_clock); not
-# the maintenance ``repair``.
+# Each public call but ``repair`` notes when it was made: its deadline starts (call_clock).
 for _name in (
     *(name for name in TEMPLATE_METHODS if name != "repair"),
     *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),

@@ -1,6 +1,5 @@
-"""Metadata values as object columns aligned with the vector matrix, one per filtered key
-(built when the key is first filtered on, kept in step by every write): a filter is one
-C-level comparison per key."""
+"""Metadata as object columns aligned with the vector matrix, one per key filtered on (built
+then, kept in step by every write): a filter is one C-level comparison per key."""
 
 from __future__ import annotations
 

@@ -65,11 +65,7 @@ def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
 
 
 def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any]:
-    """A stored row's metadata JSON as a dict.
-
-    Raises:
-        VectorStoreError: the row holds something else (changed outside this library).
-    """
+    """A stored row's metadata JSON as a dict (else VectorStoreError: changed outside us)."""
     try:
         value = json.loads(text)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -84,8 +80,7 @@ def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any
 
 
 def stored_chunk(row: Sequence[Any], where: str) -> Chunk:
-    """The chunk of a row of ``(id, doc_id, text, metadata JSON)``, its metadata as
-    :func:`stored_metadata` reads it."""
+    """The chunk of an ``(id, doc_id, text, metadata JSON)`` row (:func:`stored_metadata`)."""
     chunk_id, doc_id, text, metadata = row
     return Chunk(text, doc_id, stored_metadata(metadata, chunk_id, where), chunk_id)
 

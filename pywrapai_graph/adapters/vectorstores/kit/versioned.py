@@ -1,16 +1,13 @@
-"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant,
-Milvus).
+"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant, Milvus).
 
-Each document has a record beside its chunks: the *committed* version, its manifest, and a
-*pending* version. ``replace_document``: (1) record.pending = v, a new random version;
-(2) upsert the chunks tagged v, flagged hidden, under engine ids of their own
-(``<chunk id>@v``); (3) record.version = v with the manifest: **the commit point**; (4) show
-v and hide the other versions in one engine request (:meth:`_show`), then delete them;
-(5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
-old version or the new one; the store's open or the document's next replace removes an
-interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
-once a repair has seen it pending for ``older_than_s``, each record changed by
-compare-and-set; a writer whose version a repair took over refuses to commit.
+Each document has a record: its *committed* version, manifest and *pending* version.
+``replace_document``: (1) pending = v, a new random version; (2) upsert the chunks tagged v,
+hidden, under ids ``<chunk id>@v``; (3) version = v with the manifest: **the commit point**;
+(4) show v and hide the others in one request (:meth:`_show`), then delete them; (5) pending
+= "". A search filters on the flag. A crash leaves the old version or the new; the next open
+or replace removes an interrupted one, and :meth:`repair` does it beside live writers (an
+uncommitted version once seen pending for ``older_than_s``; records changed by
+compare-and-set; a writer whose version a repair took over refuses to commit).
 """
 
 from __future__ import annotations
