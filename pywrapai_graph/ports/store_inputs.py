@@ -1,5 +1,4 @@
-"""The input rules every vector store shares, checked by ``BaseVectorStore`` before any backend
-runs (a user's store follows them without writing a check).
+"""The input rules every store shares, checked by ``BaseVectorStore`` before any backend runs.
 
 Metadata values are JSON scalars or flat lists of them; a filter keeps chunks whose metadata
 holds an *equal* value (``True`` never equals ``1``; lists compare item by item). Text, ids

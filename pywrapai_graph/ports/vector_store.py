@@ -186,8 +186,7 @@ class BaseVectorStore(ABC):
         """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None)."""
         raise NotImplementedError
 
-    if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
-        # reference-style store (public add/search) supplies them
+    if not TYPE_CHECKING:  # required; hidden from mypy (a store's public add/search may be them)
         _add = abstractmethod(_add)
         _search = abstractmethod(_search)
 
@@ -314,8 +313,7 @@ class BaseVectorStore(ABC):
         return self._replace_document(manifest, chunks)
 
     def bulk_load(self) -> AbstractContextManager[None]:
-        """A context for writing many chunks at once (ingest runs inside one; pgvector
-        loads by binary COPY in it)."""
+        """A context for writing many chunks at once (ingest's; pgvector loads by COPY in it)."""
         return nullcontext()
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
@@ -366,8 +364,7 @@ class BaseVectorStore(ABC):
         return self._retrieve(query)
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """:meth:`retrieve`'s work (the query checked); this default serves ``dense`` from
-        ``search`` and ``lexical`` from ``lexical_search``."""
+        """:meth:`retrieve`'s work; this default asks ``search`` or ``lexical_search``."""
         if query.mode == "dense":
             hits = self.search(query.vector or [], query.k, query.filter)
             return [h for h in hits if h.score >= query.min_score]

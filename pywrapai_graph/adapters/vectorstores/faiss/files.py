@@ -128,8 +128,7 @@ def _vectors_of(rows: list[Any], dim: int, where: str) -> tuple[Labels, npt.NDAr
 
 
 class StoreFile:
-    """The file half of :class:`FAISSVectorStore`: reads of one committed generation
-    (:meth:`_snapshot`), writes in one transaction (:meth:`_transaction`)."""
+    """:class:`FAISSVectorStore`'s file: :meth:`_snapshot` reads, :meth:`_transaction` writes."""
 
     _in_snapshot: bool = False  # this thread (holding _lock) is inside _snapshot
     _columns: MetadataColumns  # the store's metadata columns and lexical index, reset

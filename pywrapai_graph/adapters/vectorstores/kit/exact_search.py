@@ -43,8 +43,7 @@ class ExactIndex:
 
     Args:
         dimension: fix the dimension up front (otherwise the first insert decides).
-        metadata_source: given, the index keeps no records; it gives every row's metadata
-            when a filter needs a new column.
+        metadata_source: every row's metadata for a new filter column (then no records kept).
         watcher: the store's lexical index, told each change (``reset`` if one failed).
     """
 

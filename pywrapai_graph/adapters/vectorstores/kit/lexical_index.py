@@ -32,8 +32,7 @@ Floats = npt.NDArray[np.float64]
 
 
 class _Field:
-    """One BM25 field: units (chunks, or documents) keyed by id, each in a slot with its term
-    frequencies (postings) and length, kept current as terms are added and taken away."""
+    """One BM25 field: units (chunks, or documents) by id, each a slot: postings and length."""
 
     def __init__(self) -> None:
         self.slots: dict[str, int] = {}
@@ -110,8 +109,8 @@ class _Field:
 
 
 class LexicalIndex:
-    """Chunk and document postings ranked by BM25 with the document field (module docstring),
-    ``document_weight`` being ``W`` (0: chunks alone); not thread-safe on its own."""
+    """Chunk and document postings ranked by BM25, ``document_weight`` being ``W`` (0: chunks
+    alone; module docstring); not thread-safe on its own."""
 
     def __init__(self, document_weight: float = DOCUMENT_WEIGHT) -> None:
         self._weight = document_weight
@@ -127,8 +126,7 @@ class LexicalIndex:
         self._members: Counter[str] = Counter()  # chunks per document
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
-        """Index chunks (an id already present is replaced); each adds to its document the
-        part :func:`document_parts` gives it within this batch (its overlap counted once)."""
+        """Index (or replace) chunks, each adding its :func:`document_parts` part to its doc."""
         batch = list(chunks)
         parts = document_parts([c.text for c in batch], [c.doc_id for c in batch])
         for chunk, part in zip(batch, parts, strict=True):

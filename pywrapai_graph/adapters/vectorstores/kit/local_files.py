@@ -107,9 +107,8 @@ def check_room(folder: Path, needed: int) -> None:
 
 
 class WriteLock:
-    """An exclusive ``flock`` on ``path`` shared by every process using the store (dropped by
-    the kernel when its holder dies); a second writer waits up to ``timeout`` seconds, then
-    gets :class:`StoreBusyError`. A symbolic link at ``path`` is refused."""
+    """An exclusive ``flock`` on ``path`` (never a link) for every process using the store, dropped
+    if its holder dies; a second writer waits ``timeout`` s, then gets :class:`StoreBusyError`."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path = path

@@ -57,8 +57,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
 
 
 def refuse_links(*paths: Path | str) -> None:
-    """Raises VectorStoreError naming the first of ``paths`` that exists as other than a
-    regular file (a symbolic link among them)."""
+    """Raises VectorStoreError for the first of ``paths`` that is a link or not a regular file."""
     for path in paths:
         try:
             mode = os.lstat(path).st_mode
