@@ -28,6 +28,7 @@ from typing import Any
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
 from pywrapai_graph.ports.store_inputs import canonical_json, same_value
+from pywrapai_graph.ports.vector_store import keeps_manifests
 
 __all__ = ["LegacyIds", "legacy_prefix", "legacy_readings", "scoped_prefix"]
 
@@ -141,7 +142,7 @@ class LegacyIds:
         ``always`` and the store keeps no manifests: then every one this scope owns.
         """
         wanted = {self._prefix + d: d for d in doc_ids}
-        blind = always and type(self._store).document_manifest is BaseVectorStore.document_manifest
+        blind = always and not keeps_manifests(self._store)
         present = wanted if blind else self._store.document_manifests(list(wanted))
         deleted = 0
         for old_id in present:

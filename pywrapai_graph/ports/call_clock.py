@@ -1,9 +1,8 @@
-"""When a store call was made: where its one deadline starts (queueing for an offload
-thread, the store's locks, a pooled connection and the statement all count against it).
+"""When a store call was made: where its one deadline starts (the offload queue, locks, a
+pooled connection and the statement all count against it).
 
-The port's public methods are wrapped in :func:`timed`, which notes the moment in a context
-variable (the offload pool carries it into its thread; a call made inside another keeps the
-outer moment); a store reads it with :func:`call_made`.
+The port's public methods are :func:`timed`: the moment goes in a context variable (carried
+into the offload pool; a call inside another keeps the outer one), read by :func:`call_made`.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ def call_made() -> float:
 
 @contextlib.contextmanager
 def call_clock() -> Iterator[float]:
-    """The moment (``time.monotonic()``) the store call being served was made; a call not
-    made through a :func:`timed` method starts now, for the block."""
+    """:func:`call_made` for the block, which starts the clock now outside a :func:`timed` call."""
     made = _made.get()
     token = None if made is not None else _made.set(time.monotonic())
     try:

@@ -1,10 +1,9 @@
 """The embedder identity a search read, in its own request, handed back to its caller.
 
-A retriever checks at every query that the store still holds its embedder's vectors (another
-process may have refilled it with another model). Asking ``embedder_identity()`` would cost a
-round trip, so the built-in stores read it in the search itself and :func:`report_identity`
-hands it to the caller's :func:`identity_probe`: a context variable, so it reaches a search
-run in the offload pool and stays private to each thread and task.
+A retriever checks at every query that the store still holds its embedder's vectors. Rather
+than a round trip to ``embedder_identity()``, the built-in stores read it in the search and
+:func:`report_identity` hands it to the caller's :func:`identity_probe` (a context variable:
+it reaches the offload pool and stays private to each thread and task).
 """
 
 from __future__ import annotations

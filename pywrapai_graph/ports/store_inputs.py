@@ -1,5 +1,4 @@
-"""The input rules every vector store shares, checked by ``BaseVectorStore`` before any
-backend's method runs (so a user's store follows them without writing a check).
+"""The input rules every store shares, checked by ``BaseVectorStore`` before any backend runs.
 
 Metadata values are JSON scalars or flat lists of them; a filter keeps chunks whose metadata
 holds an *equal* value (``True`` never equals ``1``; lists compare item by item). Text, ids
@@ -59,11 +58,7 @@ _RULE = "metadata values are JSON scalars (str, int, float, bool, None) or flat 
 
 
 def check_name(value: str, what: str) -> None:
-    """:func:`check_unicode`, and no NUL (a chunk's text may hold one, ids and metadata not).
-
-    Raises:
-        InvalidArgumentError: a lone surrogate or a NUL character.
-    """
+    """:func:`check_unicode` and no NUL (which a chunk's text may hold, ids and metadata not)."""
     check_unicode(value, what)
     if "\x00" in value:
         raise InvalidArgumentError(
@@ -86,11 +81,7 @@ def check_value(value: Any, what: str) -> None:
 
 
 def check_chunk(chunk: Chunk) -> None:
-    """The same rules on every backend: valid Unicode text and ids, JSON metadata values.
-
-    Raises:
-        InvalidArgumentError: naming the chunk and the offending field.
-    """
+    """Valid Unicode text and ids, JSON metadata values; errors name the chunk and field."""
     ids: tuple[object, object] = (chunk.id, chunk.doc_id)  # untyped callers pass anything
     if not all(isinstance(i, str) for i in ids):
         raise ArgumentTypeError(f"chunk ids and doc_ids are str; got {chunk.id!r}/{chunk.doc_id!r}")
@@ -116,8 +107,7 @@ def _check_mapping(values: Mapping[Any, Any], what: str) -> None:
 
 
 def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chunk]:
-    """``chunks`` as a sequence (a generator is read once, here), every item a
-    :class:`Chunk` following :func:`check_chunk` (a bare Chunk refused)."""
+    """``chunks`` as a sequence (a generator read once), each a :func:`check_chunk` Chunk."""
     given: object = chunks
     if not isinstance(given, Sequence | Chunk):
         if not isinstance(given, Iterable):
@@ -211,12 +201,8 @@ def check_delete_ids(ids: Sequence[str]) -> list[str]:
 
 
 def check_query_vector(vector: object, method: str = "search") -> None:
-    """Raises unless ``vector`` looks like one flat vector (the store checks its numbers).
-
-    Raises:
-        ArgumentTypeError: a str or bytes (a text, not its embedding), a dict, a set...
-        InvalidArgumentError: a nested sequence or an array that is not 1-D.
-    """
+    """Raises ArgumentTypeError (a text, a dict, a set...) or InvalidArgumentError (nested,
+    not 1-D) unless ``vector`` looks like one flat vector (the store checks its numbers)."""
     if isinstance(vector, str | bytes | bytearray | Mapping) or not isinstance(vector, Sized):
         raise ArgumentTypeError(
             f"{method}() takes a query vector (a flat list of floats), got a "
@@ -233,8 +219,7 @@ def check_query_vector(vector: object, method: str = "search") -> None:
 
 
 def checked_query_vectors(query_vectors: object) -> list[Any]:
-    """The query vectors of ``search_many`` as a list (an iterator is read once), each one
-    following :func:`check_query_vector`."""
+    """``search_many``'s query vectors as a list (an iterator read once), each checked."""
     if isinstance(query_vectors, str | bytes | Mapping) or not isinstance(query_vectors, Iterable):
         raise ArgumentTypeError(
             f"search_many() takes a list of query vectors, got a {type(query_vectors).__name__}"
@@ -289,14 +274,12 @@ def _canonical(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """One text per JSON value under :func:`same_value` (equal values, and only those, give
-    equal texts), for engines that can only match strings."""
+    """One text per JSON value under :func:`same_value`, for engines that match only strings."""
     return json.dumps(_canonical(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def lexical_refusal(store: str, asked: str) -> UnsupportedOperationError:
-    """The error of ``asked`` (``lexical_search``, ``mode='hybrid'``...) on ``store``, a
-    store without lexical search: it names the built-in stores that have one."""
+    """The error of ``asked`` on a ``store`` without lexical search, naming those with one."""
     return UnsupportedOperationError(
         f"{store} has no lexical search, which {asked} needs: lexical and hybrid retrieval "
         "run on the PostgreSQL (pgvector), SQLite, Qdrant, in-memory and FAISS stores; use "
@@ -333,8 +316,7 @@ def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
 def check_embedder(
     recorded: EmbedderIdentity | None, given: EmbedderIdentity
 ) -> EmbedderIdentity | None:
-    """The identity a store should hold after a write by ``given`` (a dimension of 0, a
-    document without chunks, is never recorded).
+    """The identity a store holds after a write by ``given`` (dimension 0 is never recorded).
 
     Raises:
         EmbedderMismatchError: a store filled by ``recorded`` meets another embedder.

@@ -1,6 +1,5 @@
 """One retrieval, whole (:class:`StoreQuery`), answered by a store in one engine request
-(``native_retrieval``); a store without its own ``_retrieve`` answers ``dense`` with
-``search`` and ``lexical`` with ``lexical_search``, and the retriever fuses them for hybrid.
+(``native_retrieval``); without its own ``_retrieve`` the retriever fuses dense and lexical.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ class StoreQuery:
     """The whole of one retrieval, checked by the retriever that built it.
 
     Attributes:
-        mode: ``dense`` (cosine of ``vector``), ``lexical`` (BM25 of ``text``) or
-            ``hybrid`` (both, fused).
+        mode: see :data:`RetrievalMode`.
         k: how many hits to return, best first.
         vector: the query's embedding (``dense`` and ``hybrid``), else None.
         text: the query's text (``lexical`` and ``hybrid``), else None.

@@ -62,13 +62,12 @@ class BaseVectorStore(ABC):
 
     db_system: str = "other"
 
-    #: False for a store whose search primitive takes no ``filter`` (the reference's
-    #: ``search(query_vector, k)``): the base then asks it for more hits and filters alone.
+    #: False for a reference-style ``search(query_vector, k)``: the base filters its hits.
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A public method (``search``) a store defines while its bases have no primitive
-        for it becomes that primitive (``_search``), so the checks stay this class's."""
+        """A public method (``search``) a store defines without a primitive in its bases
+        becomes that primitive (``_search``), so the checks stay this class's."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -187,16 +186,15 @@ class BaseVectorStore(ABC):
         """:meth:`search`'s work: ``k`` is a plain int, the filter checked (or None)."""
         raise NotImplementedError
 
-    if not TYPE_CHECKING:  # required; hidden from type checkers, which cannot see that a
-        # reference-style store (public add/search) supplies them
+    if not TYPE_CHECKING:  # required; hidden from mypy (a store's public add/search may be them)
         _add = abstractmethod(_add)
         _search = abstractmethod(_search)
 
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page to ask for (``4 * k`` for a
-        filter a search primitive does not take)."""
+        """``k`` and the filter checked, and the first page (``4 * k`` if the primitive
+        cannot filter)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -315,17 +313,19 @@ class BaseVectorStore(ABC):
         return self._replace_document(manifest, chunks)
 
     def bulk_load(self) -> AbstractContextManager[None]:
-        """A context for writing many chunks at once (ingest runs inside one; pgvector
-        loads by binary COPY in it)."""
+        """A context for writing many chunks at once (ingest's; pgvector loads by COPY in it)."""
         return nullcontext()
 
     def document_manifest(self, doc_id: str) -> DocumentManifest | None:
         """The manifest of the complete stored version of ``doc_id``, or None (also for a
         version a crash left incomplete, so the next ingest writes it again)."""
-        return None
+        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
-        """:meth:`document_manifest` of many documents: those that have one, by id."""
+        """:meth:`document_manifest` of many documents: those that have one, by id. A store
+        keeps manifests by overriding either method."""
+        if not keeps_manifests(self):
+            return {}
         found = {doc_id: self.document_manifest(doc_id) for doc_id in doc_ids}
         return {doc_id: m for doc_id, m in found.items() if m is not None}
 
@@ -364,8 +364,7 @@ class BaseVectorStore(ABC):
         return self._retrieve(query)
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """:meth:`retrieve`'s work (the query checked); this default serves ``dense`` from
-        ``search`` and ``lexical`` from ``lexical_search``."""
+        """:meth:`retrieve`'s work; this default asks ``search`` or ``lexical_search``."""
         if query.mode == "dense":
             hits = self.search(query.vector or [], query.k, query.filter)
             return [h for h in hits if h.score >= query.min_score]
@@ -469,15 +468,21 @@ class BaseVectorStore(ABC):
 
 
 def _ignoring_filter(search: Any) -> Any:
-    """A reference-style ``search(query_vector, k)`` as a primitive taking the filter it
-    ignores (the base filters its hits)."""
+    """A reference-style ``search(query_vector, k)`` as a primitive ignoring the filter."""
     return lambda self, query_vector, k, filter=None: search(self, query_vector, k)
 
 
-# Each public call notes when it was made, where its one deadline starts (call_clock); not
-# the maintenance ``repair``.
+# Each public call but ``repair`` notes when it was made: its deadline starts (call_clock).
 for _name in (
     *(name for name in TEMPLATE_METHODS if name != "repair"),
     *("aadd", "adelete", "adelete_by_doc", "areplace_document", "aclear"),
 ):
     setattr(BaseVectorStore, _name, timed(getattr(BaseVectorStore, _name)))
+
+
+def keeps_manifests(store: BaseVectorStore) -> bool:
+    """Whether ``store`` overrides :meth:`~BaseVectorStore.document_manifest` or its batch."""
+    kind, base = type(store), BaseVectorStore
+    return kind.document_manifest is not base.document_manifest or (
+        kind.document_manifests is not base.document_manifests
+    )

@@ -24,6 +24,7 @@ from pywrapai_graph.application.vector_retriever import VectorRetriever
 from pywrapai_graph.domain import Document
 from pywrapai_graph.errors import UnsupportedOperationError
 from pywrapai_graph.ports import BaseVectorStore
+from pywrapai_graph.ports.vector_store import keeps_manifests
 
 __all__ = ["ScopedViewContract", "write_first_scheme"]
 
@@ -49,7 +50,7 @@ def write_first_scheme(
 
 
 def _manifests(store: BaseVectorStore) -> bool:
-    return type(store).document_manifest is not BaseVectorStore.document_manifest
+    return keeps_manifests(store)
 
 
 class ScopedViewContract:

@@ -1,7 +1,7 @@
-"""The one file of :class:`FAISSVectorStore`: SQLite rows of chunks, their vectors (float32,
-CRC-32) and the manifests; a write is one transaction under ``<index>.lock``. The FAISS index
-is each process's cache: labels are never reused, so following a commit is dropping labels
-gone and adding rows above the top one."""
+"""The one file of :class:`FAISSVectorStore`: SQLite rows of chunks, vectors (float32, CRC-32)
+and manifests, written in one transaction under ``<index>.lock``. The FAISS index is each
+process's cache; labels are never reused, so following a commit drops gone labels and adds
+rows above the top one."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def _create_or_check(conn: sqlite3.Connection, meta_path: Path, index_path: Path
 
 
 def _vectors_of(rows: list[Any], dim: int, where: str) -> tuple[Labels, npt.NDArray[np.float32]]:
-    """The labels and vectors of ``(int_id, vector, crc)`` rows; a vector that is not ``dim``
-    float32 values with its CRC-32 (changed outside this library) is a StoreDamagedError."""
+    """The labels and vectors of ``(int_id, vector, crc)`` rows (a vector failing its size or
+    CRC-32: StoreDamagedError)."""
     if not all(isinstance(b, bytes) and len(b) == 4 * dim and crc32(b) == c for _, b, c in rows):
         raise StoreDamagedError(
             f"the FAISS store {where} is damaged: a row's vector is not {dim} float32 values "
@@ -128,8 +128,7 @@ def _vectors_of(rows: list[Any], dim: int, where: str) -> tuple[Labels, npt.NDAr
 
 
 class StoreFile:
-    """The file half of :class:`FAISSVectorStore`: reads of one committed generation
-    (:meth:`_snapshot`), writes in one transaction (:meth:`_transaction`)."""
+    """:class:`FAISSVectorStore`'s file: :meth:`_snapshot` reads, :meth:`_transaction` writes."""
 
     _in_snapshot: bool = False  # this thread (holding _lock) is inside _snapshot
     _columns: MetadataColumns  # the store's metadata columns and lexical index, reset

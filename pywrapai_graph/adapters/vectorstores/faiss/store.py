@@ -1,7 +1,5 @@
-"""FAISSVectorStore: a FAISS flat inner-product index over a safe SQLite file (:mod:`.files`).
-
-Security override of the reference: chunk metadata is never pickled. ``meta_path`` holds a
-SQLite database whatever its name; a file in any other format is refused, never executed.
+"""FAISSVectorStore: a FAISS flat inner-product index over a SQLite file (:mod:`.files`);
+unlike the reference, metadata is never pickled (another format is refused, never executed).
 """
 
 from __future__ import annotations
@@ -95,8 +93,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
             return self._dim
 
     def _upsert(self, batch: PreparedBatch) -> None:
-        """Store a validated batch in the index and the rows, dropping the manifests of its
-        documents (inside a transaction)."""
+        """Store a validated batch (in a transaction), dropping its documents' manifests."""
         if not batch.ids:
             return
         if self._index is None:
@@ -194,9 +191,6 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
 
         return self._transaction(work)
 
-    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        return self.document_manifests([doc_id]).get(doc_id)
-
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
         with self._snapshot():
@@ -218,8 +212,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     def _search_many(
         self, query_vectors: Sequence[Sequence[float]], k: int, filter: MetadataFilter | None
     ) -> list[list[ScoredChunk]]:
-        """Top ``k`` by cosine, the batch in one FAISS search of the flat index. A filter is a
-        bitmap of rows (from the metadata columns) FAISS skips before their dot product."""
+        """Top ``k`` by cosine in one FAISS search; a filter is a bitmap of rows FAISS skips."""
         with self._snapshot():
             queries = [prepare_query(q, self._dim) for q in query_vectors]
             n = 0 if self._index is None else int(self._index.ntotal)

@@ -1,8 +1,6 @@
-"""Exact cosine search in one float32 matrix, for the in-memory and SQLite stores.
-
-Rows are L2-normalised; the matrix grows by an eighth through ``realloc`` (remapped, never
-copied). A search is one matrix product and an ``argpartition``, a filter first selecting
-rows through :class:`MetadataColumns`. Not thread-safe: the stores hold a lock.
+"""Exact cosine search in one float32 matrix of L2-normalised rows (in-memory and SQLite
+stores): one matrix product and an ``argpartition``, a filter first selecting rows through
+:class:`MetadataColumns`. Not thread-safe: the stores hold a lock.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ class ExactIndex:
 
     Args:
         dimension: fix the dimension up front (otherwise the first insert decides).
-        metadata_source: given, the index keeps no records; it gives every row's metadata
-            when a filter needs a new column.
+        metadata_source: every row's metadata for a new filter column (then no records kept).
         watcher: the store's lexical index, told each change (``reset`` if one failed).
     """
 
@@ -118,8 +115,7 @@ class ExactIndex:
             return
         capacity = max(needed, self._matrix.shape[0] + self._matrix.shape[0] // 8, 64)
         if self._matrix.flags.owndata and self._matrix.base is None:
-            # realloc: a large matrix is moved by remapping its pages, never copied.
-            # Safe: the index hands out no views that outlive a call.
+            # realloc remaps a large matrix, never copies it (no view outlives a call)
             self._matrix.resize((capacity, self._dim or 0), refcheck=False)
         else:
             grown = np.empty((capacity, self._dim or 0), dtype=np.float32)
@@ -187,8 +183,8 @@ class ExactIndex:
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def load(self, ids: list[str], vectors: Matrix) -> None:
-        """Fill an empty index without records: normalised ``vectors`` and unique ``ids``,
-        adopted without a copy (the caller must not keep using them)."""
+        """Fill an empty index without records, adopting (not copying) normalised ``vectors``
+        and unique ``ids``."""
         if self._n:
             raise InvalidStateError("load() needs an empty index")
         self._dim = int(vectors.shape[1])
@@ -262,8 +258,7 @@ class ExactIndex:
 
     # ------------------------------------------------------------------ search
     def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:
-        """The top ``k`` rows by cosine to the normalised ``query`` among those ``filter``
-        selects, best first."""
+        """The top ``k`` rows by cosine to the normalised ``query`` that ``filter`` selects."""
         n = self._n
         if not filter:
             return _top(self._matrix[:n] @ query, k)

@@ -1,6 +1,5 @@
-"""A file store's copy of its recorded embedder identity, read again only when the store's
-change counter moved (SQLite's ``data_version``, the FAISS generation): a search reports it
-at no extra query, fresh after any process's write."""
+"""A file store's recorded embedder identity, read again only when the store changed: a
+search reports it at no extra query, fresh after any process's write."""
 
 from __future__ import annotations
 
@@ -12,9 +11,9 @@ __all__ = ["IdentityCopy"]
 
 
 class IdentityCopy:
-    """The identity as of one counter value: :meth:`at` is called under the store's lock in
-    the snapshot whose counter it passes, :meth:`forget` after the store's own commits
-    (which do not move SQLite's ``data_version`` for their connection)."""
+    """The identity as of one change counter (SQLite's ``data_version``, the FAISS generation):
+    :meth:`at` is called under the store's lock in the snapshot whose counter it passes,
+    :meth:`forget` after the store's own commits (which do not move ``data_version``)."""
 
     __slots__ = ("_counter", "_identity", "_read")
 

@@ -1,12 +1,10 @@
 """BM25 computed in the process, for the in-memory and FAISS stores.
 
-A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W`` is
-``text_analysis.DOCUMENT_WEIGHT``; docs/retrieval.md writes the formula out): Okapi BM25 with
-Lucene's non-negative idf over the terms of ``analyze``, once over the chunks and once over
-the documents, each chunk adding to its document the part ``document_parts`` gives it (an
-overlap counts once). Both fields keep their postings current on every write: a query reads
-only its terms' postings. :class:`LexicalMirror` derives the index from the store on the
-first lexical search and then follows the store's writes.
+A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W``:
+``text_analysis.DOCUMENT_WEIGHT``; docs/retrieval.md): Okapi BM25, Lucene's non-negative idf,
+over ``analyze``'s terms of the chunks and of the documents (each chunk adds the part
+``document_parts`` gives it). Postings stay current on every write; a query reads only its
+terms'. :class:`LexicalMirror` builds the index on the first lexical search, then follows writes.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ Floats = npt.NDArray[np.float64]
 
 
 class _Field:
-    """One BM25 field: units (chunks, or documents) keyed by id, each in a slot with its term
-    frequencies (postings) and length, kept current as terms are added and taken away."""
+    """One BM25 field: units (chunks, or documents) by id, each a slot: postings and length."""
 
     def __init__(self) -> None:
         self.slots: dict[str, int] = {}
@@ -112,8 +109,8 @@ class _Field:
 
 
 class LexicalIndex:
-    """Chunk and document postings ranked by BM25 with the document field (module docstring),
-    ``document_weight`` being ``W`` (0: chunks alone); not thread-safe on its own."""
+    """Chunk and document postings ranked by BM25, ``document_weight`` being ``W`` (0: chunks
+    alone; module docstring); not thread-safe on its own."""
 
     def __init__(self, document_weight: float = DOCUMENT_WEIGHT) -> None:
         self._weight = document_weight
@@ -129,8 +126,7 @@ class LexicalIndex:
         self._members: Counter[str] = Counter()  # chunks per document
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
-        """Index chunks (an id already present is replaced); each adds to its document the
-        part :func:`document_parts` gives it within this batch (its overlap counted once)."""
+        """Index (or replace) chunks, each adding its :func:`document_parts` part to its doc."""
         batch = list(chunks)
         parts = document_parts([c.text for c in batch], [c.doc_id for c in batch])
         for chunk, part in zip(batch, parts, strict=True):
@@ -219,11 +215,9 @@ def _copied(c: Chunk) -> Chunk:
 
 
 class LexicalMirror:
-    """A store's BM25 index, built from ``load()`` (every chunk the store holds) on the first
-    lexical search, then told each committed write (by the in-memory store's
-    :class:`ExactIndex`, by FAISS's transaction); a failed write or another process's change
-    resets it. Told under the store's write lock; until the first search writes cost nothing.
-    """
+    """A store's BM25 index, built from ``load()`` (every chunk) on the first lexical search,
+    then told each committed write under the store's write lock (nothing before that); a
+    failed write or another process's change resets it."""
 
     def __init__(self, load: Callable[[], Iterable[Chunk]]) -> None:
         self._load = load
@@ -260,11 +254,9 @@ class LexicalMirror:
 class InProcessRetrieval(BaseVectorStore):
     """``lexical_search`` and ``retrieve`` of a store over its own structures (in-memory, FAISS).
 
-    The store sets ``_lexical`` and ``_lock`` (the lock of its writes) and may override
-    :meth:`_before_lexical` (notice other processes' changes) and :meth:`_reading` (what one
-    read holds). A retrieval is one pass in one read: dense candidates from the matrix,
-    lexical ones from the index (the query scored once), each side's missing scores, fused
-    by :mod:`pywrapai_graph.application.fusion`.
+    The store sets ``_lexical`` and ``_lock`` and may override :meth:`_before_lexical` and
+    :meth:`_reading`. A retrieval is one pass in one read: dense and lexical candidates, each
+    side's missing scores, fused by :mod:`pywrapai_graph.application.fusion`.
     """
 
     _lexical: LexicalMirror

@@ -50,8 +50,7 @@ IN_BATCH = 500
 
 
 def rows_in(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> list[Any]:
-    """The rows of ``statement`` run per :data:`IN_BATCH` of ``values``, its ``IN (?)``
-    given a mark per value."""
+    """``statement`` run per :data:`IN_BATCH` of ``values`` (one ``IN (?)`` mark each): its rows."""
     rows: list[Any] = []
     for start in range(0, len(values), IN_BATCH):
         part = list(values[start : start + IN_BATCH])
@@ -95,13 +94,8 @@ def nearly_full(folder: Path) -> bool:
 
 
 def check_room(folder: Path, needed: int) -> None:
-    """Refuse, before anything is written, a write of up to ``needed`` bytes the disk
-    holding ``folder`` cannot hold with :data:`ROOM_MARGIN` to spare (for engines a full
-    disk damages).
-
-    Raises:
-        StorageFullError: less room than that.
-    """
+    """Raises StorageFullError, before anything is written, unless the disk holding ``folder``
+    has ``needed`` bytes and :data:`ROOM_MARGIN` free (for engines a full disk damages)."""
     free = shutil.disk_usage(folder).free
     if free < needed + ROOM_MARGIN:
         raise StorageFullError(
@@ -113,9 +107,8 @@ def check_room(folder: Path, needed: int) -> None:
 
 
 class WriteLock:
-    """An exclusive ``flock`` on ``path`` shared by every process using the store (dropped by
-    the kernel when its holder dies); a second writer waits up to ``timeout`` seconds, then
-    gets :class:`StoreBusyError`. A symbolic link at ``path`` is refused."""
+    """An exclusive ``flock`` on ``path`` (never a link) for every process using the store, dropped
+    if its holder dies; a second writer waits ``timeout`` s, then gets :class:`StoreBusyError`."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path = path

@@ -1,6 +1,5 @@
-"""Metadata values as object columns aligned with the vector matrix, one per filtered key
-(built when the key is first filtered on, kept in step by every write): a filter is one
-C-level comparison per key."""
+"""Metadata as object columns aligned with the vector matrix, one per key filtered on (built
+then, kept in step by every write): a filter is one C-level comparison per key."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ _MISSING = object()  # an absent key: equal to no filter value
 
 
 class _JSONBool:
-    """A bool that equals only the same bool (JSON's ``true`` is not ``1``), so one C-level
-    ``column == value`` gives JSON equality for every scalar."""
+    """A bool equal only to the same bool: one C-level ``column == value`` is JSON equality."""
 
     __slots__ = ("value",)
 
@@ -58,8 +56,7 @@ def _objects(values: Iterable[object], count: int) -> Objects:
 
 
 class MetadataColumns:
-    """Object columns of the keys filters use; ``source`` gives every row's metadata when a
-    new key's column is first needed."""
+    """Object columns of the keys filters use, built from ``source`` when first needed."""
 
     def __init__(self, source: MetadataSource) -> None:
         self._source = source

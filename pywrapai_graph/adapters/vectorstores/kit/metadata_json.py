@@ -1,5 +1,4 @@
-"""Chunk metadata as JSON text, for the stores that persist it (one encoder, the same bytes
-on every store), and stored JSON read back."""
+"""Chunk metadata as JSON text (one encoder, the same bytes on every store), and read back."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ _METADATA_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_k
 
 
 def _row_encoder() -> Callable[[Any], str]:
-    """``_METADATA_ENCODER.encode`` without its per-call set-up: the same C encoder (the
-    same bytes), made once, without circular-reference checks (checked metadata is flat)."""
+    """``_METADATA_ENCODER.encode``'s C encoder made once, without circular checks (flat data)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # no C accelerator: the encoder itself
         return _METADATA_ENCODER.encode
@@ -44,9 +42,8 @@ _SAME_TEXT = frozenset({str, int, bool, type(None)})
 
 
 def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
-    """Each chunk's metadata as :func:`metadata_json` writes it; a run of equal metadata
-    (a document's chunks: same keys in order, equal values of the same plain types) is
-    encoded once."""
+    """Each chunk's :func:`metadata_json`; a run of equal metadata (same keys in order, equal
+    values of the same plain types: a document's chunks) is encoded once."""
     out: list[str] = []
     last: object = None
     last_types: tuple[type, ...] = ()
@@ -65,11 +62,7 @@ def metadata_jsons(chunks: Sequence[Chunk]) -> list[str]:
 
 
 def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any]:
-    """A stored row's metadata JSON as a dict.
-
-    Raises:
-        VectorStoreError: the row holds something else (changed outside this library).
-    """
+    """A stored row's metadata JSON as a dict (else VectorStoreError: changed outside us)."""
     try:
         value = json.loads(text)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -84,8 +77,7 @@ def stored_metadata(text: object, chunk_id: object, where: str) -> dict[str, Any
 
 
 def stored_chunk(row: Sequence[Any], where: str) -> Chunk:
-    """The chunk of a row of ``(id, doc_id, text, metadata JSON)``, its metadata as
-    :func:`stored_metadata` reads it."""
+    """The chunk of an ``(id, doc_id, text, metadata JSON)`` row (:func:`stored_metadata`)."""
     chunk_id, doc_id, text, metadata = row
     return Chunk(text, doc_id, stored_metadata(metadata, chunk_id, where), chunk_id)
 

@@ -1,7 +1,6 @@
-"""Store files are never reached through a symbolic link (one planted at ``<index>.lock``
-or SQLite's ``-wal`` would make the store overwrite the link's target): a store opens its
-files with :func:`open_file`, and checks those an engine opens by name (SQLite's) with
-:func:`refuse_links` just before, under the store's lock.
+"""Store files are never reached through a symbolic link (one planted at ``<index>.lock`` or
+SQLite's ``-wal`` would make the store overwrite its target): a store opens its files with
+:func:`open_file` and checks those SQLite opens by name with :func:`refuse_links`, under its lock.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ def _not_regular(path: Path | str) -> VectorStoreError:
 
 
 def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` (``O_NOFOLLOW`` added to ``flags``) that refuses a symbolic link at
-    ``path`` and anything but a regular file; the caller closes the descriptor.
+    """``os.open`` with ``O_NOFOLLOW``, refusing anything but a regular file; the caller closes it.
 
     Raises:
         VectorStoreError: a link at ``path``, or the opened file is not a regular file.
@@ -50,22 +48,16 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
             raise _not_regular(path) from None
         raise
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_regular(path)
     except BaseException:
         os.close(fd)
         raise
-    if not regular:
-        os.close(fd)
-        raise _not_regular(path)
     return fd
 
 
 def refuse_links(*paths: Path | str) -> None:
-    """Refuse any of ``paths`` that is a symbolic link or exists as other than a regular file.
-
-    Raises:
-        VectorStoreError: naming the first such path.
-    """
+    """Raises VectorStoreError for the first of ``paths`` that is a link or not a regular file."""
     for path in paths:
         try:
             mode = os.lstat(path).st_mode

@@ -1,5 +1,5 @@
-"""A batch's vectors and a query, validated and normalised before any store writes or
-searches: the float32 rows every store keeps."""
+"""A batch's vectors and a query as the normalised float32 rows every store keeps, checked
+before any write or search."""
 
 from __future__ import annotations
 
@@ -29,15 +29,13 @@ class PreparedBatch:
 def prepare_batch(
     chunks: Sequence[Chunk], dimension: int | None, vectors: Matrix | None = None
 ) -> PreparedBatch:
-    """Validate and normalise a batch's vectors (``vectors``, row ``i`` for ``chunks[i]``,
-    or else their embeddings) before anything is written; the chunks themselves were
-    checked by ``BaseVectorStore``.
+    """Validate and normalise a batch's vectors (``vectors``, row ``i`` for ``chunks[i]``, or
+    else their embeddings) before anything is written.
 
     Raises:
         ValueError: naming the first bad chunk: embedding missing, wrong dimension,
             NaN/inf (also after float32 conversion), or zero norm.
     """
-    # An id repeated in one batch: the last one wins (upsert).
     latest = {c.id: i for i, c in enumerate(chunks)}
     if len(latest) == len(chunks):
         rows, unique = list(range(len(chunks))), list(chunks)

@@ -1,16 +1,13 @@
-"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant,
-Milvus).
+"""All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant, Milvus).
 
-Each document has a record beside its chunks: the *committed* version, its manifest, and a
-*pending* version. ``replace_document``: (1) record.pending = v, a new random version;
-(2) upsert the chunks tagged v, flagged hidden, under engine ids of their own
-(``<chunk id>@v``); (3) record.version = v with the manifest: **the commit point**; (4) show
-v and hide the other versions in one engine request (:meth:`_show`), then delete them;
-(5) record.pending = "". A search is one request filtering on the flag. A crash leaves the
-old version or the new one; the store's open or the document's next replace removes an
-interrupted version, and :meth:`repair` does it beside live writers: an uncommitted version
-once a repair has seen it pending for ``older_than_s``, each record changed by
-compare-and-set; a writer whose version a repair took over refuses to commit.
+Each document has a record: its *committed* version, manifest and *pending* version.
+``replace_document``: (1) pending = v, a new random version; (2) upsert the chunks tagged v,
+hidden, under ids ``<chunk id>@v``; (3) version = v with the manifest: **the commit point**;
+(4) show v and hide the others in one request (:meth:`_show`), then delete them; (5) pending
+= "". A search filters on the flag. A crash leaves the old version or the new; the next open
+or replace removes an interrupted one, and :meth:`repair` does it beside live writers (an
+uncommitted version once seen pending for ``older_than_s``; records changed by
+compare-and-set; a writer whose version a repair took over refuses to commit).
 """
 
 from __future__ import annotations
@@ -119,8 +116,7 @@ class VersionedDocuments(BaseVectorStore):
     # ------------------------------------------------------------------ engine primitives
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """Hold this store's write locks (a store whose engine needs a process lock adds
-        it), with the engine's errors translated."""
+        """Hold this store's write locks (an engine may add a process lock), errors translated."""
         with self._lock, self._errors():
             yield
 
@@ -184,15 +180,13 @@ class VersionedDocuments(BaseVectorStore):
         return self._dim
 
     def _known_dim(self) -> int | None:
-        """The dimension, asked of the engine again while unknown (another process may have
-        written the first vectors)."""
+        """The dimension, asked of the engine while unknown (another process may write first)."""
         if self._dim is None:
             self._dim = self._engine_dimension()
         return self._dim
 
     def _put_record_if(self, record: DocRecord, expected: DocRecord) -> bool:
-        """Write ``record`` only if the stored one is still ``expected``; True if written
-        (this default reads and compares just before writing)."""
+        """Write ``record`` if the stored one is still ``expected`` (this default reads first)."""
         if self._records([record.doc_id]).get(record.doc_id) != expected:
             return False
         self._put_record(record)
@@ -244,8 +238,7 @@ class VersionedDocuments(BaseVectorStore):
             return before
 
     def _check_still_pending(self, doc_id: str, version: str) -> None:
-        """Refuse to commit a version a repair (or another writer) took over, after removing
-        its chunks (no record names them any more)."""
+        """Refuse to commit a version a repair or another writer took over; remove its chunks."""
         current = self._records([doc_id]).get(doc_id)
         if current is None or current.pending != version:
             mine = [c.engine_id for c in self._stored_chunks(doc_id) if c.version == version]
@@ -270,8 +263,7 @@ class VersionedDocuments(BaseVectorStore):
 
     @abstractmethod
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """Show a committed version and hide the others in one engine request, before they
-        are deleted (nothing for a record not committed)."""
+        """Show a committed version and hide the others in one engine request (else nothing)."""
 
     def _recover(self) -> None:
         """Clean what crashed writers left (call with the store's write lock held)."""
@@ -279,8 +271,7 @@ class VersionedDocuments(BaseVectorStore):
             self._clean(record)
 
     def _repair(self, *, older_than_s: float = 600.0) -> int:
-        """Finish committed versions' clean-up at once, remove uncommitted ones a repair has
-        seen pending for ``older_than_s`` (module docstring); how many documents it repaired."""
+        """Finish committed clean-ups; drop uncommitted versions seen pending ``older_than_s``."""
         guard = int(older_than_s * 1e9)
         repaired = 0
         with self._writing():
@@ -315,9 +306,6 @@ class VersionedDocuments(BaseVectorStore):
             return False
         self._drop_stale(record, stored)
         return True
-
-    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        return self.document_manifests([doc_id]).get(doc_id)
 
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one: one record request per 500 ids."""

@@ -252,9 +252,6 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         value = cur.fetchone()[0]
         return None if value is None else EmbedderIdentity.from_json(value)
 
-    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        return self.document_manifests([doc_id]).get(doc_id)
-
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one query (``doc_id = ANY(...)``)."""
         if not doc_ids:

@@ -275,9 +275,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         ).fetchone()
         return None if row is None else EmbedderIdentity.from_json(row[0])
 
-    def document_manifest(self, doc_id: str) -> DocumentManifest | None:
-        return self.document_manifests([doc_id]).get(doc_id)
-
     def document_manifests(self, doc_ids: Sequence[str]) -> dict[str, DocumentManifest]:
         """The manifests of ``doc_ids`` that have one, in one indexed query per 500 ids."""
         with self._reading():
