@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,13 +92,27 @@ class ForkServer:
         self.proc.stdout.close()
 
 
+def run_time(forks: ForkServer, backend: tuple[str, str]) -> float:
+    """How long one whole run takes on this machine now, fork to exit (the fastest of three:
+    the first also makes the store's tables): the span the kills are drawn over (a fixed
+    span missed most runs on a fast machine, which ended first)."""
+    times = []
+    for n in range(3):
+        start = time.monotonic()
+        code, lines, err = forks.run([*backend, "multi", f"calibration{n}"], None)
+        assert code == 0 and lines[1] == "done", err
+        times.append(time.monotonic() - start)
+    return min(times)
+
+
 def run_with_kills(
-    forks: ForkServer, backend: tuple[str, str], run_id: str, rng: random.Random
+    forks: ForkServer, backend: tuple[str, str], run_id: str, rng: random.Random, span: float
 ) -> int:
-    """Workers on ``run_id`` until one finishes it; returns how many were killed."""
+    """Workers on ``run_id`` until one finishes it, killed at a random instant of ``span``
+    seconds after "ready" (up to MAX_KILLS times); returns how many were killed."""
     kills = 0
     while True:
-        kill_after = rng.uniform(0.0, 0.25) if kills < MAX_KILLS else None
+        kill_after = rng.uniform(0.0, span) if kills < MAX_KILLS else None
         code, lines, err = forks.run([*backend, "multi", run_id], kill_after)
         assert code in (0, -signal.SIGKILL), err
         assert "Traceback" not in err, err
@@ -128,10 +143,11 @@ def test_sigkill_at_random_instants_every_call_has_its_effect_once(
     rng = random.Random(zlib.crc32(backend[0].encode()))
     effects = Effects(*backend)
     store = open_store(*backend)
+    span = run_time(forks, backend)
     kills = reruns = 0
     for n in range(RUNS):
         run_id = f"run{n}"
-        killed = run_with_kills(forks, backend, run_id, rng)
+        killed = run_with_kills(forks, backend, run_id, rng, span)
         saved = store.load(run_id)
         assert saved is not None and saved.answer == "done"
         assert effects.rows("effects", run_id) == expected(run_id)  # each effect exactly once
@@ -140,7 +156,7 @@ def test_sigkill_at_random_instants_every_call_has_its_effect_once(
         assert TURNS * CALLS <= attempts <= TURNS * CALLS + killed
         kills += killed
         reruns += attempts - TURNS * CALLS
-    print(f"{backend[0]}: {kills} kills, {reruns} calls run again, over {RUNS} runs")
+    print(f"{backend[0]}: {kills} kills, {reruns} calls run again, over {RUNS} runs ({span:.3f} s)")
     assert kills >= RUNS  # the kills happened...
     assert reruns >= 3, (kills, reruns)  # ...and some landed in the middle of a tool call
 
