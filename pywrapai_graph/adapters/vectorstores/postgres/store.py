@@ -274,10 +274,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         keep, given = rows.metadata_predicate(self._sql, query.filter)
         shape = keep.as_string(None) if given else None  # the predicate's text: SQL alone
         sql = bm25.statement(self._sql, self._table, query.mode, query.fusion, shape)
-        vector = None  # one SQL literal, adapted once however often the statement names it
+        vector = None  # one SQL literal, written once however often the statement names it
         if query.vector is not None:
-            quoted = self._pg.extensions.adapt(prepare_query(query.vector, self._dim))
-            vector = self._pg.extensions.AsIs(quoted.getquoted().decode())
+            literal = rows.vector_literal(prepare_query(query.vector, self._dim))
+            vector = self._pg.extensions.AsIs(literal)
         found = self._rows(sql, bm25.statement_params(query, given, vector))
         if query.mode != "dense":
             return bm25.search_hits(found, clamp=False)
