@@ -87,7 +87,7 @@ class BodyRecorder:
     error without headers in the SDK (Ollama) still yields ``Retry-After``."""
 
     def __init__(self) -> None:
-        self._last: ContextVar[tuple[str, Any] | None] = ContextVar(
+        self._last: ContextVar[tuple[Any, Any] | None] = ContextVar(
             f"pywrapai-body-{id(self)}", default=None
         )
 
@@ -101,8 +101,8 @@ class BodyRecorder:
         if self._streamed(response):
             self._last.set(("", response.headers))
             return
-        response.read()
-        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+        response.read()  # decoded only if a failure asks for it: most replies never are
+        self._last.set((response, response.headers))
 
     async def ahook(self, response: Any) -> None:
         """httpx ``response`` event hook (async clients)."""
@@ -110,7 +110,7 @@ class BodyRecorder:
             self._last.set(("", response.headers))
             return
         await response.aread()
-        self._last.set((response.text[:_RAW_LIMIT], response.headers))
+        self._last.set((response, response.headers))
 
     def reset(self) -> None:
         """Forget the previous response before a new call."""
@@ -119,7 +119,9 @@ class BodyRecorder:
     def body(self) -> str | None:
         """The last body, or None when no response was recorded."""
         last = self._last.get()
-        return last[0] if last is not None else None
+        if last is None:
+            return None
+        return "" if isinstance(last[0], str) else str(last[0].text[:_RAW_LIMIT])
 
     def headers(self) -> Any:
         """The last response headers, or None."""

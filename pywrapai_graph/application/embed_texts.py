@@ -20,11 +20,7 @@ from pywrapai_graph.application.token_tracker import TokenTracker
 from pywrapai_graph.domain import TokenUsage
 from pywrapai_graph.domain.checks import check_unicode
 from pywrapai_graph.errors import ArgumentTypeError, InvalidArgumentError, ProviderError
-from pywrapai_graph.ports.embedding_provider import (
-    AsyncEmbeddingProvider,
-    EmbeddingBatch,
-    EmbeddingProvider,
-)
+from pywrapai_graph.ports.embedding_provider import EmbeddingBatch, EmbeddingProvider
 from pywrapai_graph.ports.hooks import Hooks
 from pywrapai_graph.ports.offload import offload
 from pywrapai_graph.ports.sync_async import Core, adrive, drive
@@ -39,8 +35,9 @@ def estimate_tokens(texts: Sequence[str]) -> int:
 
 async def abatch(provider: EmbeddingProvider, texts: Sequence[str], model: str) -> EmbeddingBatch:
     """One batch through ``provider``'s async client, or its sync call in the offload pool."""
-    if isinstance(provider, AsyncEmbeddingProvider):
-        return await provider.aembed_batch(texts, model)
+    native = getattr(provider, "aembed_batch", None)  # not isinstance: a Protocol check a call
+    if native is not None:
+        return cast(EmbeddingBatch, await native(texts, model))
     return await offload(provider.embed_batch, texts, model)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from pywrapai_graph.ports.offload import offload
 
@@ -50,15 +50,17 @@ class AsyncEmbeddingModel(EmbeddingModel, Protocol):
 
 async def aembed(embedder: EmbeddingModel, texts: Sequence[str]) -> list[list[float]]:
     """``embedder.aembed(texts)`` when it has one, else ``embed`` in the offload pool."""
-    if isinstance(embedder, AsyncEmbeddingModel):
-        return await embedder.aembed(texts)
+    native = getattr(embedder, "aembed", None)  # not isinstance: a Protocol check per query
+    if native is not None:
+        return cast(list[list[float]], await native(texts))
     return await offload(embedder.embed, texts)
 
 
 async def aembed_one(embedder: EmbeddingModel, text: str) -> list[float]:
     """``embedder.aembed_one(text)`` when it has one, else ``embed_one`` in the offload pool."""
-    if isinstance(embedder, AsyncEmbeddingModel):
-        return await embedder.aembed_one(text)
+    native = getattr(embedder, "aembed_one", None)
+    if native is not None:
+        return cast(list[float], await native(text))
     return await offload(embedder.embed_one, text)
 
 

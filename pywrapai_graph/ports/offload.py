@@ -4,7 +4,8 @@ Every default ``a*`` method of the ports (``BaseVectorStore.asearch``,
 ``BaseRetriever.aretrieve``, ...) runs its sync twin here. The pool is bounded so a burst of
 requests cannot start an unbounded number of threads; its size is
 ``PYWRAPAI_OFFLOAD_THREADS`` or, by default, ``min(32, cpu count + 4)`` (the standard
-library's own default for I/O-bound pools). It is created on first use, never at import.
+library's own default for I/O-bound pools). It is created on first use, never at import, and
+both settings are read then.
 
 Its queue is bounded too: when ``PYWRAPAI_OFFLOAD_QUEUE`` calls (default 64 per thread)
 are already waiting for a thread, a new call raises :class:`OverloadedError` at once.
@@ -20,6 +21,7 @@ import contextvars
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
@@ -35,6 +37,8 @@ _pools: dict[str, ThreadPoolExecutor] = {}  # explicit cache: one pool per proce
 _pool_lock = threading.Lock()
 #: calls handed to the pool and not yet finished (running or waiting)
 _pending = [0]
+#: threads + waiting calls each pool admits (its environment, read when first used)
+_capacity: weakref.WeakKeyDictionary[ThreadPoolExecutor, int] = weakref.WeakKeyDictionary()
 #: waiting calls per worker thread, unless PYWRAPAI_OFFLOAD_QUEUE says otherwise
 QUEUE_PER_THREAD = 64
 
@@ -61,10 +65,13 @@ def offload_queue_size() -> int:
     return _positive("PYWRAPAI_OFFLOAD_QUEUE") or QUEUE_PER_THREAD * offload_pool_size()
 
 
-def _admit() -> None:
-    threads = offload_pool_size()
+def _admit(pool: ThreadPoolExecutor) -> None:
     with _pool_lock:
-        if _pending[0] >= threads + offload_queue_size():
+        capacity = _capacity.get(pool)
+        if capacity is None:  # read once per pool: the environment costs a request 0.1 ms
+            capacity = _capacity[pool] = offload_pool_size() + offload_queue_size()
+        if _pending[0] >= capacity:
+            threads = offload_pool_size()
             raise OverloadedError(
                 f"{_pending[0] - threads} calls are already waiting for the "
                 f"{threads} offload threads (PYWRAPAI_OFFLOAD_QUEUE = {offload_queue_size()}): "
@@ -102,7 +109,7 @@ async def offload(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     executor = _executor()
-    _admit()
+    _admit(executor)
     try:
         running = executor.submit(call)
     except BaseException:
