@@ -66,8 +66,7 @@ class BaseVectorStore(ABC):
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A public method (``search``) a store defines without a primitive in its bases
-        becomes that primitive (``_search``), so the checks stay this class's."""
+        """A public method (``search``) defined without a primitive becomes it (``_search``)."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -193,8 +192,7 @@ class BaseVectorStore(ABC):
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page (``4 * k`` if the primitive
-        cannot filter)."""
+        """Checked ``k`` and filter, and the first page (``4 * k``: the primitive cannot filter)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -250,8 +248,7 @@ class BaseVectorStore(ABC):
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """:meth:`lexical_search`'s work (checked arguments); this default asks
-        :meth:`_retrieve` of a store with ``native_retrieval``."""
+        """:meth:`lexical_search`'s work; by default :meth:`_retrieve` (``native_retrieval``)."""
         if not self.native_retrieval:
             raise NotImplementedError
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
@@ -284,8 +281,7 @@ class BaseVectorStore(ABC):
         return self._replace_document(manifest, checked_document(manifest, chunks))
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """:meth:`replace_document`'s work; this default deletes the document (if the store
-        can), then adds the chunks: not atomic, and no manifest kept."""
+        """:meth:`replace_document`'s work; by default delete, then add: not atomic, no manifest."""
         removed = self._delete_by_doc(manifest.doc_id) if self.supports_delete else 0
         self._add(chunks)
         return removed
