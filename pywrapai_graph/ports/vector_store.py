@@ -52,11 +52,10 @@ class BaseVectorStore(ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector; every backend
     behaves the same (docs/writing-a-store.md); capability flags say what it promises.
 
-    Each public method checks its inputs, then calls the store's *primitive*, its name with
-    a leading underscore (``search`` calls ``_search``); searches keep only hits equal to the
-    filter, asking for more when a full page lost some. A store implements ``_add``,
-    ``_search``, ``clear`` and ``__len__``, and any optional primitive; one written as the
-    reference's example defines ``add`` and ``search``, which become its primitives.
+    Each public method checks its inputs, then calls the store's *primitive* (``search``
+    calls ``_search``); searches keep only hits equal to the filter, asking for more when a
+    full page lost some. A store implements ``_add``, ``_search``, ``clear``, ``__len__``
+    and any optional primitive (a reference-style ``add``/``search`` becomes its primitive);
     ``db_system`` names the engine on tracing spans.
     """
 
@@ -101,11 +100,8 @@ class BaseVectorStore(ABC):
     @property
     def supports_delete(self) -> bool:
         """``delete``/``delete_by_doc`` work (a store that implements them says so itself)."""
-        cls = type(self)
-        return (
-            cls._delete is not BaseVectorStore._delete
-            and cls._delete_by_doc is not BaseVectorStore._delete_by_doc
-        )
+        names = ("_delete", "_delete_by_doc")
+        return all(getattr(type(self), n) is not getattr(BaseVectorStore, n) for n in names)
 
     @property
     def dimension(self) -> int | None:
@@ -478,7 +474,5 @@ for _name in (
 
 def keeps_manifests(store: BaseVectorStore) -> bool:
     """Whether ``store`` overrides :meth:`~BaseVectorStore.document_manifest` or its batch."""
-    kind, base = type(store), BaseVectorStore
-    return kind.document_manifest is not base.document_manifest or (
-        kind.document_manifests is not base.document_manifests
-    )
+    names = ("document_manifest", "document_manifests")
+    return any(getattr(type(store), n) is not getattr(BaseVectorStore, n) for n in names)

@@ -56,9 +56,10 @@ class ExactIndex:
         self._keeps_records = metadata_source is None
         self._columns = MetadataColumns(metadata_source or self._record_metadata)
         self._watcher = watcher or LexicalMirror(list)  # never built: told changes cost nothing
-        self._reset()
+        self.clear()
 
-    def _reset(self) -> None:
+    def clear(self) -> None:
+        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
         dimension = self._dim = self._fixed_dim
         self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
         self._n = 0
@@ -67,6 +68,7 @@ class ExactIndex:
         self._row_map: dict[str, int] | None = {}  # None: built when first needed
         self._by_doc: dict[str, set[str]] = {}
         self._columns.clear()
+        self._watcher.clear()
 
     @property
     def _rows(self) -> dict[str, int]:
@@ -239,11 +241,6 @@ class ExactIndex:
         if not filter:
             return self._n
         return int(np.count_nonzero(self._columns.mask(filter, self._n, self.capacity)))
-
-    def clear(self) -> None:
-        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
-        self._reset()
-        self._watcher.clear()
 
     # ------------------------------------------------------------------ search
     def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:

@@ -41,11 +41,8 @@ _TRUE, _FALSE = _JSONBool(True), _JSONBool(False)
 
 
 def _stored(value: object) -> object:
-    if value is True:
-        return _TRUE
-    if value is False:
-        return _FALSE
-    return value
+    """A bool as its :class:`_JSONBool`, any other value as itself."""
+    return (_FALSE, _TRUE)[value] if isinstance(value, bool) else value
 
 
 def _objects(values: Iterable[object], count: int) -> Objects:

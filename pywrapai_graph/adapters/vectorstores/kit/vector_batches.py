@@ -42,11 +42,10 @@ def prepare_batch(
     if vectors is None:
         matrix = _as_matrix(unique, dimension)
     else:  # one row per chunk: ``BaseVectorStore`` checked the matrix's shape
-        expected = dimension if dimension is not None else int(vectors.shape[1])
-        if vectors.shape[1] != expected or expected == 0:
+        if not vectors.shape[1] or vectors.shape[1] != (dimension or vectors.shape[1]):
             raise InvalidArgumentError(
                 f"chunk {unique[0].id!r} has dimension {vectors.shape[1]}, "
-                f"but the store expects {expected}"
+                f"but the store expects {dimension or vectors.shape[1]}"
             )
         # One copy: the caller's buffer is never normalised in place.
         matrix = np.array(vectors if len(rows) == len(chunks) else vectors[rows], np.float32)
