@@ -1,9 +1,6 @@
-"""When a store call was made: where its one deadline starts (the offload queue, locks, a
-pooled connection and the statement all count against it).
-
-The port's public methods are :func:`timed`: the moment goes in a context variable (carried
-into the offload pool; a call inside another keeps the outer one), read by :func:`call_made`.
-"""
+"""When a store call was made, where its one deadline starts (offload queue, locks, pool and
+statement count against it): :func:`timed` port methods note it in a context variable (into
+the offload pool; a nested call keeps the outer one's) that :func:`call_made` reads."""
 
 from __future__ import annotations
 

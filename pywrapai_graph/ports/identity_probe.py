@@ -1,10 +1,6 @@
-"""The embedder identity a search read, in its own request, handed back to its caller.
-
-A retriever checks at every query that the store still holds its embedder's vectors. Rather
-than a round trip to ``embedder_identity()``, the built-in stores read it in the search and
-:func:`report_identity` hands it to the caller's :func:`identity_probe` (a context variable:
-it reaches the offload pool and stays private to each thread and task).
-"""
+"""The embedder identity a search read in its own request, for the retriever's check at every
+query without a round trip to ``embedder_identity()``: :func:`report_identity` hands it to the
+caller's :func:`identity_probe`, a context variable (it reaches the offload pool)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The input rules every store shares, checked by ``BaseVectorStore`` before any backend runs.
-
-Metadata values are JSON scalars or flat lists of them; a filter keeps chunks whose metadata
-holds an *equal* value (``True`` never equals ``1``; lists compare item by item). Text, ids
-and keys are valid Unicode; ``k`` is an integer >= 1 (numpy's too), clamped to :data:`MAX_K`.
-"""
+"""The input rules every store shares, checked by ``BaseVectorStore`` before any backend runs:
+valid Unicode, JSON metadata values, filters of *equal* values (``True`` never equals ``1``)."""
 
 from __future__ import annotations
 
@@ -109,14 +105,10 @@ def _check_mapping(values: Mapping[Any, Any], what: str) -> None:
 def checked_chunks(chunks: Sequence[Chunk], method: str = "add") -> Sequence[Chunk]:
     """``chunks`` as a sequence (a generator read once), each a :func:`check_chunk` Chunk."""
     given: object = chunks
-    if not isinstance(given, Sequence | Chunk):
-        if not isinstance(given, Iterable):
-            raise ArgumentTypeError(
-                f"{method}() takes a list of chunks, got {type(given).__name__}"
-            )
+    if not isinstance(given, Iterable):  # a single Chunk too
+        raise ArgumentTypeError(f"{method}() takes a list of chunks, got a {type(given).__name__}")
+    if not isinstance(given, Sequence):
         chunks = list(given)
-    if isinstance(chunks, Chunk):
-        raise ArgumentTypeError(f"{method}() takes a list of chunks, not a single Chunk")
     for c in chunks:
         if not isinstance(c, Chunk):
             raise ArgumentTypeError(f"expected Chunk objects, got {type(c).__name__}")
@@ -308,8 +300,7 @@ def check_vectors(chunks: Sequence[Chunk], vectors: memoryview) -> None:
     given: object = vectors  # callers outside mypy may pass an array
     if not isinstance(given, memoryview) or given.ndim != 2 or given.format != "f":
         raise InvalidArgumentError("vectors must be a 2-D float32 memoryview, one row per chunk")
-    if vectors.shape is None or vectors.shape[0] != len(chunks):
-        rows = vectors.shape[0] if vectors.shape else 0
+    if (rows := (vectors.shape or (0,))[0]) != len(chunks):
         raise InvalidArgumentError(f"{rows} vectors were given for {len(chunks)} chunks")
 
 

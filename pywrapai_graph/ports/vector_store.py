@@ -52,11 +52,10 @@ class BaseVectorStore(ABC):
     """Stores embedded chunks and finds the nearest ones to a query vector; every backend
     behaves the same (docs/writing-a-store.md); capability flags say what it promises.
 
-    Each public method checks its inputs, then calls the store's *primitive*, its name with
-    a leading underscore (``search`` calls ``_search``); searches keep only hits equal to the
-    filter, asking for more when a full page lost some. A store implements ``_add``,
-    ``_search``, ``clear`` and ``__len__``, and any optional primitive; one written as the
-    reference's example defines ``add`` and ``search``, which become its primitives.
+    Each public method checks its inputs, then calls the store's *primitive* (``search``
+    calls ``_search``); searches keep only hits equal to the filter, asking for more when a
+    full page lost some. A store implements ``_add``, ``_search``, ``clear``, ``__len__``
+    and any optional primitive (a reference-style ``add``/``search`` becomes its primitive);
     ``db_system`` names the engine on tracing spans.
     """
 
@@ -66,8 +65,7 @@ class BaseVectorStore(ABC):
     _search_filters: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A public method (``search``) a store defines without a primitive in its bases
-        becomes that primitive (``_search``), so the checks stay this class's."""
+        """A public method (``search``) defined without a primitive becomes it (``_search``)."""
         super().__init_subclass__(**kwargs)
         for public in TEMPLATE_METHODS:
             primitive, method = f"_{public}", cls.__dict__.get(public)
@@ -102,11 +100,8 @@ class BaseVectorStore(ABC):
     @property
     def supports_delete(self) -> bool:
         """``delete``/``delete_by_doc`` work (a store that implements them says so itself)."""
-        cls = type(self)
-        return (
-            cls._delete is not BaseVectorStore._delete
-            and cls._delete_by_doc is not BaseVectorStore._delete_by_doc
-        )
+        names = ("_delete", "_delete_by_doc")
+        return all(getattr(type(self), n) is not getattr(BaseVectorStore, n) for n in names)
 
     @property
     def dimension(self) -> int | None:
@@ -193,8 +188,7 @@ class BaseVectorStore(ABC):
     def _first_page(
         self, k: int, filter: MetadataFilter | None
     ) -> tuple[int, MetadataFilter | None, int]:
-        """``k`` and the filter checked, and the first page (``4 * k`` if the primitive
-        cannot filter)."""
+        """Checked ``k`` and filter, and the first page (``4 * k``: the primitive cannot filter)."""
         k, filter = check_k(k), checked_filter(filter)
         return k, filter, k if self._search_filters or not filter else min(4 * k, MAX_K)
 
@@ -250,8 +244,7 @@ class BaseVectorStore(ABC):
     def _lexical_search(
         self, query: str, k: int, filter: MetadataFilter | None, *, k1: float, b: float
     ) -> list[ScoredChunk]:
-        """:meth:`lexical_search`'s work (checked arguments); this default asks
-        :meth:`_retrieve` of a store with ``native_retrieval``."""
+        """:meth:`lexical_search`'s work; by default :meth:`_retrieve` (``native_retrieval``)."""
         if not self.native_retrieval:
             raise NotImplementedError
         return self._retrieve(StoreQuery("lexical", k, text=query, filter=filter, k1=k1, b=b))
@@ -284,8 +277,7 @@ class BaseVectorStore(ABC):
         return self._replace_document(manifest, checked_document(manifest, chunks))
 
     def _replace_document(self, manifest: DocumentManifest, chunks: Sequence[Chunk]) -> int:
-        """:meth:`replace_document`'s work; this default deletes the document (if the store
-        can), then adds the chunks: not atomic, and no manifest kept."""
+        """:meth:`replace_document`'s work; by default delete, then add: not atomic, no manifest."""
         removed = self._delete_by_doc(manifest.doc_id) if self.supports_delete else 0
         self._add(chunks)
         return removed
@@ -482,7 +474,5 @@ for _name in (
 
 def keeps_manifests(store: BaseVectorStore) -> bool:
     """Whether ``store`` overrides :meth:`~BaseVectorStore.document_manifest` or its batch."""
-    kind, base = type(store), BaseVectorStore
-    return kind.document_manifest is not base.document_manifest or (
-        kind.document_manifests is not base.document_manifests
-    )
+    names = ("document_manifest", "document_manifests")
+    return any(getattr(type(store), n) is not getattr(BaseVectorStore, n) for n in names)

@@ -1,7 +1,5 @@
-"""Exact cosine search in one float32 matrix of L2-normalised rows (in-memory and SQLite
-stores): one matrix product and an ``argpartition``, a filter first selecting rows through
-:class:`MetadataColumns`. Not thread-safe: the stores hold a lock.
-"""
+"""Exact cosine search over one float32 matrix of normalised rows (in-memory and SQLite stores):
+a matrix product and an ``argpartition``; :class:`MetadataColumns` select a filter's rows."""
 
 from __future__ import annotations
 
@@ -39,7 +37,7 @@ Record = tuple[str, str, dict[str, Any]]
 
 
 class ExactIndex:
-    """Normalised rows, id ↔ row maps, exact top-k cosine search.
+    """Normalised rows, id ↔ row maps, exact top-k cosine search (not thread-safe).
 
     Args:
         dimension: fix the dimension up front (otherwise the first insert decides).
@@ -58,9 +56,10 @@ class ExactIndex:
         self._keeps_records = metadata_source is None
         self._columns = MetadataColumns(metadata_source or self._record_metadata)
         self._watcher = watcher or LexicalMirror(list)  # never built: told changes cost nothing
-        self._reset()
+        self.clear()
 
-    def _reset(self) -> None:
+    def clear(self) -> None:
+        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
         dimension = self._dim = self._fixed_dim
         self._matrix: Matrix = np.empty((0, dimension or 0), dtype=np.float32)
         self._n = 0
@@ -69,6 +68,7 @@ class ExactIndex:
         self._row_map: dict[str, int] | None = {}  # None: built when first needed
         self._by_doc: dict[str, set[str]] = {}
         self._columns.clear()
+        self._watcher.clear()
 
     @property
     def _rows(self) -> dict[str, int]:
@@ -148,9 +148,8 @@ class ExactIndex:
         for i, (chunk_id, chunk) in enumerate(zip(batch.ids, batch.chunks, strict=True)):
             row = rows_of.get(chunk_id)
             if row is None:
-                row = self._n
+                row = rows_of[chunk_id] = self._n
                 self._n += 1
-                rows_of[chunk_id] = row
                 self._ids.append(chunk_id)
                 if keep:
                     self._records.append(_record(chunk))
@@ -183,8 +182,7 @@ class ExactIndex:
         self._columns.assign(slice(start, start + count), [c.metadata for c in batch.chunks])
 
     def load(self, ids: list[str], vectors: Matrix) -> None:
-        """Fill an empty index without records, adopting (not copying) normalised ``vectors``
-        and unique ``ids``."""
+        """Fill an empty index without records, adopting normalised ``vectors`` (not a copy)."""
         if self._n:
             raise InvalidStateError("load() needs an empty index")
         self._dim = int(vectors.shape[1])
@@ -203,38 +201,31 @@ class ExactIndex:
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete by id (swap with the last row: O(1) each); returns how many were removed."""
+        before, keep = self._n, self._keeps_records
         try:
-            removed = self._remove(ids)
+            for chunk_id in ids:
+                row = self._rows.pop(chunk_id, None)
+                if row is None:
+                    continue
+                if keep:
+                    self._forget_doc(row)
+                last = self._n - 1
+                if row != last:
+                    self._matrix[row] = self._matrix[last]
+                    self._ids[row] = self._ids[last]
+                    if keep:
+                        self._records[row] = self._records[last]
+                    self._rows[self._ids[row]] = row
+                    self._columns.move(row, last)
+                self._ids.pop()
+                if keep:
+                    self._records.pop()
+                self._n -= 1
         except BaseException:
             self._watcher.reset()
             raise
         self._watcher.remove(ids)
-        return removed
-
-    def _remove(self, ids: Sequence[str]) -> int:
-        removed = 0
-        keep = self._keeps_records
-        for chunk_id in ids:
-            row = self._rows.get(chunk_id)
-            if row is None:
-                continue
-            if keep:
-                self._forget_doc(row)
-            del self._rows[chunk_id]
-            last = self._n - 1
-            if row != last:
-                self._matrix[row] = self._matrix[last]
-                self._ids[row] = self._ids[last]
-                if keep:
-                    self._records[row] = self._records[last]
-                self._rows[self._ids[row]] = row
-                self._columns.move(row, last)
-            self._ids.pop()
-            if keep:
-                self._records.pop()
-            self._n -= 1
-            removed += 1
-        return removed
+        return before - self._n
 
     def chunk_at(self, row: int) -> Chunk:
         """A fresh Chunk (without embedding) for one row (records mode)."""
@@ -251,11 +242,6 @@ class ExactIndex:
             return self._n
         return int(np.count_nonzero(self._columns.mask(filter, self._n, self.capacity)))
 
-    def clear(self) -> None:
-        """Remove everything; an inferred dimension is forgotten, a fixed one kept."""
-        self._reset()
-        self._watcher.clear()
-
     # ------------------------------------------------------------------ search
     def search_rows(self, query: Matrix, k: int, filter: Mapping[str, Any] | None = None) -> Hits:
         """The top ``k`` rows by cosine to the normalised ``query`` that ``filter`` selects."""
@@ -265,8 +251,7 @@ class ExactIndex:
         return _masked_top(self._matrix[:n], query, self._columns.mask(filter, n, self.capacity), k)
 
     def search_many_rows(self, queries: Matrix, k: int) -> list[Hits]:
-        """Top ``k`` of each normalised query row: one matrix product, one ``argpartition``
-        per row (measured faster than one over the whole score matrix)."""
+        """Top ``k`` of each query row: one matrix product, one (faster) partition per row."""
         n = self._n
         if n == 0:
             return [_NO_HITS for _ in range(queries.shape[0])]
@@ -331,8 +316,6 @@ class ExactSearch(BaseVectorStore):
             return super()._search_many(query_vectors, k, filter)
         with self._reading_index():
             queries = [prepare_query(q, self._index.dimension) for q in query_vectors]
-            if not queries:
-                return []
             return [
                 self._scored_hits(hits)
                 for hits in self._index.search_many_rows(np.stack(queries), k)
@@ -346,8 +329,6 @@ def _masked_top(matrix: Matrix, query: Matrix, mask: npt.NDArray[np.bool_], k: i
     """The top ``k`` rows of ``matrix`` among those ``mask`` selects, best first: a broad
     mask (over a quarter of the rows) scores every row, which beats gathering the matches."""
     count = int(np.count_nonzero(mask))
-    if count == 0:
-        return _NO_HITS
     if 4 * count > matrix.shape[0]:
         masked = np.where(mask, matrix @ query, np.float32(-np.inf))
         return _top(masked.astype(np.float32, copy=False), min(k, count))

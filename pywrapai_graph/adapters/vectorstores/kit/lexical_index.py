@@ -1,10 +1,8 @@
-"""BM25 computed in the process, for the in-memory and FAISS stores.
+"""BM25 computed in the process, for the in-memory and FAISS stores (docs/retrieval.md).
 
 A chunk ``c`` of document ``D`` scores ``BM25(q, c) + W · BM25(q, D)`` (``W``:
-``text_analysis.DOCUMENT_WEIGHT``; docs/retrieval.md): Okapi BM25, Lucene's non-negative idf,
-over ``analyze``'s terms of the chunks and of the documents (each chunk adds the part
-``document_parts`` gives it). Postings stay current on every write; a query reads only its
-terms'. :class:`LexicalMirror` builds the index on the first lexical search, then follows writes.
+``text_analysis.DOCUMENT_WEIGHT``; Lucene's non-negative idf; each chunk adds its
+``document_parts`` part to ``D``). A query reads only its terms' postings.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -252,21 +250,13 @@ class LexicalMirror:
 
 
 class InProcessRetrieval(BaseVectorStore):
-    """``lexical_search`` and ``retrieve`` of a store over its own structures (in-memory, FAISS).
-
-    The store sets ``_lexical`` and ``_lock`` and may override :meth:`_before_lexical` and
-    :meth:`_reading`. A retrieval is one pass in one read: dense and lexical candidates, each
-    side's missing scores, fused by :mod:`pywrapai_graph.application.fusion`.
-    """
+    """``lexical_search`` and ``retrieve`` over a store's own structures (in-memory, FAISS): one
+    read for both sides' candidates and missing scores, fused. The store sets ``_lexical``."""
 
     _lexical: LexicalMirror
     _lock: AbstractContextManager[Any]
-
-    if TYPE_CHECKING:  # the store's (an abstract method here would hide ExactSearch's)
-
-        def _similarities(
-            self, query_vector: Sequence[float], ids: list[str]
-        ) -> dict[str, float]: ...
+    #: the store's cosines of a query to chunks by id (a method here would hide ExactSearch's)
+    _similarities: Callable[[Sequence[float], list[str]], dict[str, float]]
 
     @property
     def lexical(self) -> bool:
@@ -274,10 +264,10 @@ class InProcessRetrieval(BaseVectorStore):
         return True
 
     def _before_lexical(self) -> None:
-        """Hook run under the lock before a lexical search."""
+        """Hook run in the read before a lexical search."""
 
     def _reading(self) -> AbstractContextManager[Any]:
-        """Hold what one read of the store holds (by default its lock)."""
+        """What one read of the store holds (by default ``_lock``)."""
         return self._lock
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
@@ -296,12 +286,11 @@ class InProcessRetrieval(BaseVectorStore):
             lexical = index.top(slots, scores, query.depth, where)
             if query.mode == "lexical":
                 return lexical
-            cosines: dict[str, float] = {}
-            bm25: dict[str, float] = {}
-            if query.fusion == "rescored":
-                need_cosine, need_bm25 = one_sided(dense, lexical)
-                cosines = self._similarities(vector, need_cosine) if need_cosine else {}
-                bm25 = index.scores_in(slots, scores, need_bm25)
+            need_cos, need_bm = (
+                one_sided(dense, lexical) if query.fusion == "rescored" else ([], [])
+            )
+            cosines = self._similarities(vector, need_cos) if need_cos else {}
+            bm25 = index.scores_in(slots, scores, need_bm)
         return fuse(
             query.fusion,
             dense,

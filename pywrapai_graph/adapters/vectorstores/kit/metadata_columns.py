@@ -19,8 +19,6 @@ Mask = npt.NDArray[np.bool_]
 MetadataSource = Callable[[int], Sequence[Mapping[str, Any]]]
 
 _SCALARS = (str, int, float, bool, type(None))
-
-
 _MISSING = object()  # an absent key: equal to no filter value
 
 
@@ -43,11 +41,8 @@ _TRUE, _FALSE = _JSONBool(True), _JSONBool(False)
 
 
 def _stored(value: object) -> object:
-    if value is True:
-        return _TRUE
-    if value is False:
-        return _FALSE
-    return value
+    """A bool as its :class:`_JSONBool`, any other value as itself."""
+    return (_FALSE, _TRUE)[value] if isinstance(value, bool) else value
 
 
 def _objects(values: Iterable[object], count: int) -> Objects:
@@ -111,8 +106,6 @@ class MetadataColumns:
     def _column(self, key: str, rows: int, capacity: int) -> Objects:
         column = self._columns.get(key)
         if column is None:
-            metadata = self._source(rows)
-            column = np.empty(capacity, dtype=object)
-            column[:rows] = _objects((m.get(key, _MISSING) for m in metadata), rows)
-            self._columns[key] = column
+            column = self._columns[key] = np.empty(capacity, dtype=object)
+            column[:rows] = _objects((m.get(key, _MISSING) for m in self._source(rows)), rows)
         return column

@@ -1,7 +1,6 @@
 """Store files are never reached through a symbolic link (one planted at ``<index>.lock`` or
-SQLite's ``-wal`` would make the store overwrite its target): a store opens its files with
-:func:`open_file` and checks those SQLite opens by name with :func:`refuse_links`, under its lock.
-"""
+``-wal`` would make the store overwrite its target): :func:`open_file` opens them, and
+:func:`refuse_links` checks, under the store's lock, those SQLite opens by name."""
 
 from __future__ import annotations
 

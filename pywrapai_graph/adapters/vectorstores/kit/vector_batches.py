@@ -1,5 +1,4 @@
-"""A batch's vectors and a query as the normalised float32 rows every store keeps, checked
-before any write or search."""
+"""Batches and queries as the normalised float32 rows every store keeps, checked first."""
 
 from __future__ import annotations
 
@@ -36,22 +35,17 @@ def prepare_batch(
         ValueError: naming the first bad chunk: embedding missing, wrong dimension,
             NaN/inf (also after float32 conversion), or zero norm.
     """
-    latest = {c.id: i for i, c in enumerate(chunks)}
-    if len(latest) == len(chunks):
-        rows, unique = list(range(len(chunks))), list(chunks)
-    else:
-        rows = list(latest.values())
-        unique = [chunks[i] for i in rows]
+    rows = list({c.id: i for i, c in enumerate(chunks)}.values())
+    unique = [chunks[i] for i in rows]
     if not unique:
         return PreparedBatch([], np.empty((0, dimension or 0), np.float32), [])
     if vectors is None:
-        matrix = _as_matrix(unique, _embedding_dimension(unique, dimension))
+        matrix = _as_matrix(unique, dimension)
     else:  # one row per chunk: ``BaseVectorStore`` checked the matrix's shape
-        expected = dimension if dimension is not None else int(vectors.shape[1])
-        if vectors.shape[1] != expected or expected == 0:
+        if not vectors.shape[1] or vectors.shape[1] != (dimension or vectors.shape[1]):
             raise InvalidArgumentError(
                 f"chunk {unique[0].id!r} has dimension {vectors.shape[1]}, "
-                f"but the store expects {expected}"
+                f"but the store expects {dimension or vectors.shape[1]}"
             )
         # One copy: the caller's buffer is never normalised in place.
         matrix = np.array(vectors if len(rows) == len(chunks) else vectors[rows], np.float32)
@@ -60,8 +54,7 @@ def prepare_batch(
 
 
 def _normalise(matrix: Matrix, whose: Callable[[int], str]) -> None:
-    """Scale each row to unit length, in place; ``whose(row)`` names a row refused for NaN,
-    infinite values or zero norm (:class:`InvalidArgumentError`)."""
+    """Scale each row to unit length in place; ``whose(row)`` names a NaN/inf or zero row."""
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         raise InvalidArgumentError(f"{whose(int(np.argmin(finite)))} has NaN or infinite values")
@@ -73,8 +66,17 @@ def _normalise(matrix: Matrix, whose: Callable[[int], str]) -> None:
     matrix /= norms[:, None]
 
 
-def _embedding_dimension(chunks: list[Chunk], dimension: int | None) -> int:
-    """The chunks' common embedding size (the store's when it has one)."""
+def _as_matrix(chunks: list[Chunk], dimension: int | None) -> Matrix:
+    """The embeddings as one (n, dim) float32 matrix, else the first bad chunk is named: no
+    embedding, a dimension other than the store's (or the first chunk's), not flat numbers."""
+    try:
+        with np.errstate(over="ignore"):  # values beyond float32 become inf, reported later
+            vectors = np.asarray([c.embedding for c in chunks], dtype=np.float32)
+    except (TypeError, ValueError):
+        vectors = np.empty(0, np.float32)  # the chunk at fault is found below
+    width = vectors.shape[1] if vectors.ndim == 2 else 0
+    if width and width == (dimension or width):
+        return vectors
     expected = dimension
     for c in chunks:
         if c.embedding is None:
@@ -87,28 +89,15 @@ def _embedding_dimension(chunks: list[Chunk], dimension: int | None) -> int:
             raise InvalidArgumentError(
                 f"chunk {c.id!r} has dimension {size}, but the store expects {expected}"
             )
-    return expected or 0
-
-
-def _as_matrix(chunks: list[Chunk], dim: int) -> Matrix:
-    """The embeddings as one (n, dim) float32 matrix; a nested or non-numeric one is refused."""
-    try:
-        with np.errstate(over="ignore"):  # values beyond float32 become inf, reported later
-            vectors = np.asarray([c.embedding for c in chunks], dtype=np.float32)
-    except (TypeError, ValueError):
-        vectors = None
-    if vectors is None or vectors.shape != (len(chunks), dim):
-        for c in chunks:
-            try:
-                row = np.asarray(c.embedding, dtype=np.float32)
-            except (TypeError, ValueError):
-                row = None
-            if row is None or row.shape != (dim,):
-                raise InvalidArgumentError(
-                    f"chunk {c.id!r} has an embedding that is not a flat list of {dim} numbers"
-                )
-        raise InvalidArgumentError(f"embeddings are not a flat list of {dim} numbers each")
-    return vectors
+        try:
+            row = np.asarray(c.embedding, dtype=np.float32)
+        except (TypeError, ValueError):
+            row = None
+        if row is None or row.shape != (size,):
+            raise InvalidArgumentError(
+                f"chunk {c.id!r} has an embedding that is not a flat list of {size} numbers"
+            )
+    raise InvalidArgumentError(f"embeddings are not a flat list of {expected} numbers each")
 
 
 def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:

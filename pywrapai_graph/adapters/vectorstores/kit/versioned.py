@@ -1,13 +1,10 @@
 """All-or-nothing documents for engines without multi-batch transactions (Chroma, Qdrant, Milvus).
 
-Each document has a record: its *committed* version, manifest and *pending* version.
-``replace_document``: (1) pending = v, a new random version; (2) upsert the chunks tagged v,
-hidden, under ids ``<chunk id>@v``; (3) version = v with the manifest: **the commit point**;
-(4) show v and hide the others in one request (:meth:`_show`), then delete them; (5) pending
-= "". A search filters on the flag. A crash leaves the old version or the new; the next open
-or replace removes an interrupted one, and :meth:`repair` does it beside live writers (an
-uncommitted version once seen pending for ``older_than_s``; records changed by
-compare-and-set; a writer whose version a repair took over refuses to commit).
+A document's record holds its *committed* version, manifest and *pending* version. A replace
+sets pending = v (new), upserts the chunks hidden as ``<chunk id>@v``, commits version = v with
+the manifest, shows v and hides the rest in one request (:meth:`_show`), deletes them and clears
+pending. A crash leaves the old version or the new: the next open or replace, or :meth:`repair`
+beside live writers (compare-and-set; a writer whose version it took refuses to commit), cleans.
 """
 
 from __future__ import annotations
@@ -92,13 +89,6 @@ def seen_ns(mark: DocRecord | None, pending: str) -> int | None:
         return int(when, 16)
     except ValueError:
         return None
-
-
-def stale(record: DocRecord, stored: list[StoredChunk]) -> list[str]:
-    """The engine ids of the chunks ``record`` makes stale."""
-    if record.pending == record.version:  # committed: the other versions are stale
-        return [c.engine_id for c in stored if c.version != record.version]
-    return [c.engine_id for c in stored if c.version == record.pending]  # never committed
 
 
 #: document ids per record request of :meth:`VersionedDocuments.document_manifests`
@@ -216,14 +206,10 @@ class VersionedDocuments(BaseVectorStore):
         with self._writing():
             recorded = self._recorded_embedder()
             identity = check_embedder(recorded, manifest.embedder)
-            old = self._records([manifest.doc_id]).get(manifest.doc_id)
-            committed_before = old.version if old else ""
-            before = sum(
-                c.version == committed_before for c in self._stored_chunks(manifest.doc_id)
-            )
+            old = self._records([manifest.doc_id]).get(manifest.doc_id, DocRecord(manifest.doc_id))
+            before = sum(c.version == old.version for c in self._stored_chunks(manifest.doc_id))
             version = f"{time.time_ns():x}-{uuid.uuid4().hex}"
-            record = old or DocRecord(manifest.doc_id)
-            self._put_record(replace(record, pending=version))
+            self._put_record(replace(old, pending=version))
             self._replacing = (identity,)
             try:
                 self._upsert(batch, [version] * len(batch.ids))
@@ -256,8 +242,10 @@ class VersionedDocuments(BaseVectorStore):
         self._put_record(replace(record, pending=""))
 
     def _drop_stale(self, record: DocRecord, stored: list[StoredChunk]) -> None:
+        """Show the committed version, then delete the others (or the uncommitted one)."""
         self._show(record, stored)
-        gone = stale(record, stored)
+        committed = record.pending == record.version
+        gone = [c.engine_id for c in stored if (c.version == record.pending) != committed]
         if gone:
             self._delete_engine_ids(gone)
 
@@ -299,8 +287,8 @@ class VersionedDocuments(BaseVectorStore):
         return now - seen >= guard
 
     def _repair_one(self, record: DocRecord) -> bool:
-        """Claim the record (compare-and-set), then delete the chunks it makes stale (listed
-        before the claim: a replace begun after it writes chunks this listing cannot hold)."""
+        """Claim the record (compare-and-set), then delete the stale chunks listed before it
+        (a replace begun after the claim writes chunks this listing cannot hold)."""
         stored = self._stored_chunks(record.doc_id)
         if not self._put_record_if(replace(record, pending=""), record):
             return False
@@ -321,21 +309,18 @@ class VersionedDocuments(BaseVectorStore):
 
     # ------------------------------------------------------------------ plain writes
     def _add(self, chunks: Sequence[Chunk]) -> None:
+        """Chunks join their document's committed version, whose manifest is dropped."""
         batch = prepare_batch(chunks, self._known_dim())
         if batch.ids:
             with self._writing():
-                self._add_versioned(batch)
-
-    def _add_versioned(self, batch: PreparedBatch) -> None:
-        """``add``: chunks join their document's committed version, whose manifest is dropped."""
-        records = self._records(sorted({c.doc_id for c in batch.chunks}))
-        self._drop_manifests(records.values())
-        versions = [records[c.doc_id].version if c.doc_id in records else "" for c in batch.chunks]
-        targets = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
-        others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in targets]
-        if others:
-            self._delete_engine_ids(others)
-        self._upsert(batch, versions)
+                records = self._records(sorted({c.doc_id for c in batch.chunks}))
+                self._drop_manifests(records.values())
+                versions = [records.get(c.doc_id, DocRecord("")).version for c in batch.chunks]
+                kept = {engine_id(i, v) for i, v in zip(batch.ids, versions, strict=True)}
+                others = [c.engine_id for c in self._copies(batch.ids) if c.engine_id not in kept]
+                if others:
+                    self._delete_engine_ids(others)
+                self._upsert(batch, versions)
 
     def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """``delete``: every copy of these ids; their documents lose their manifests."""
