@@ -67,9 +67,7 @@ def _hits(query: StoreQuery, found: Sequence[Any], n: int) -> list[Hit]:
 class QdrantLexical(QdrantRecords, VersionedDocuments):
     """The sparse vectors, ``retrieve`` and ``lexical_search`` of the store."""
 
-    @property
-    def lexical(self) -> bool:
-        return True
+    lexical = True
 
     # ------------------------------------------------------------------ writes
     def _fielded(self, texts: Sequence[str], groups: Sequence[_Group]) -> _Fields:
