@@ -49,10 +49,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-#: Pauses before a read is repeated after one of Chroma's transient internal errors: a read
-#: racing another request's write ("Error finding id": the local HNSW segment's id map does
-#: not yet hold a record the metadata already shows) or another process's new collection
-#: ("Nothing found on disk"). Reads only: a write is never repeated blindly.
+#: Pauses before a read is repeated after a transient internal error of Chroma's: a read racing
+#: a write ("Error finding id": the HNSW segment lags the metadata) or another process's new
+#: collection ("Nothing found on disk"). Reads only: a write is never repeated blindly.
 READ_PAUSES = (0.05, 0.2, 0.5)
 _TRANSIENT = ("Error finding id", "Nothing found on disk")
 

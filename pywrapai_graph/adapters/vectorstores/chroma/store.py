@@ -86,10 +86,10 @@ def _hit(text: str | None, meta: Any, distance: float) -> Hit:
 
 class ChromaVectorStore(VersionedDocuments):
     """A Chroma collection in cosine space, our embeddings, telemetry off. Dense only
-    (chromadb has no ranked text index outside its cloud): lexical or hybrid raise
-    UnsupportedOperationError. A retrieval is one ``query`` whose ``where`` holds the filter
-    and keeps the shown chunks. Documents are all or nothing (``kit.versioned``, records in
-    ``<collection>.docs``). Embedded mode serves one process; a server (``url=``) any number.
+    (chromadb has no ranked text index outside its cloud: lexical or hybrid raise
+    UnsupportedOperationError); a retrieval is one ``query``. Documents are all or nothing
+    (``kit.versioned``, records in ``<collection>.docs``). Embedded mode serves one process;
+    a server (``url=``) any number.
 
     Args:
         path: a directory for embedded mode (``PersistentClient``).
@@ -234,7 +234,6 @@ class ChromaVectorStore(VersionedDocuments):
                 )
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        """Write chunks stamped with the recorded embedder, hidden while a replace writes."""
         if not batch.ids:
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
@@ -269,7 +268,6 @@ class ChromaVectorStore(VersionedDocuments):
 
     # ------------------------------------------------------------------ reads
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        """The ``where`` of the shown chunks ``filter`` keeps."""
         clauses: list[Any] = [{HIDDEN: {"$ne": True}}]
         clauses += [dict([_field(k, v)]) for k, v in (filter or {}).items()]
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
@@ -281,8 +279,7 @@ class ChromaVectorStore(VersionedDocuments):
             return hits_of(chroma.read_again(lambda: self._collection.query(**asked, include=HITS)))
 
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """The port's (dense: one ``query``; ``lexical_search`` refuses the other modes),
-        overridden so that hybrid comes here to be refused, not fused by the retriever."""
+        """The port's (dense: one ``query``), here so that hybrid is refused, not fused."""
         return super()._retrieve(query)
 
     async def _aretrieve(self, query: StoreQuery) -> list[ScoredChunk]:
@@ -316,7 +313,6 @@ class ChromaVectorStore(VersionedDocuments):
         return hits_of(found)
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
-        """Native without a filter (a filtered count is offloaded)."""
         if filter or not self._native_async:
             return await super()._acount(filter)
         return int(await self._acall(lambda c: c.count()))

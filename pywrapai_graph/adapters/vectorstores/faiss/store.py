@@ -1,6 +1,5 @@
 """FAISSVectorStore: a FAISS flat inner-product index over a SQLite file (:mod:`.files`);
-unlike the reference, metadata is never pickled (another format is refused, never executed).
-"""
+unlike the reference, metadata is never pickled (another format is refused, never executed)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
     """
 
     db_system = "faiss"
-    persistent = True
-    atomic_documents = True
+    persistent = atomic_documents = True
 
     def __init__(
         self,
@@ -247,7 +245,6 @@ class FAISSVectorStore(InProcessRetrieval, MatrixBulkStore, StoreFile):
         return {i: min(float(x), 1.0) for i, x in zip(labels, scores, strict=True)}
 
     def _hits(self, scores: np.ndarray, labels: np.ndarray) -> list[ScoredChunk]:
-        """The chunks of labels the snapshot holds, with their scores."""
         statement = "SELECT int_id, id, doc_id, text, metadata FROM chunks WHERE int_id IN (?)"
         rows = {r[0]: r[1:] for r in rows_in(self._meta, statement, labels.tolist())}
         pairs = zip(labels.tolist(), scores.tolist(), strict=True)

@@ -1,11 +1,9 @@
 """MilvusVectorStore: a Milvus server by URL, or milvus-lite in a local ``.db`` folder.
 
 Documents are all-or-nothing (``kit.versioned``, records in ``<collection>__records``, reads
-``Strong``): a version is written hidden, then shown by one partial ``upsert`` (recovered whole
-or not at all). A search is one ``search`` or ``hybrid_search`` (the filter in every
-sub-request: pymilvus ignores its ``filter=``). Expressions splice SHA-256 digests only, never
-a caller's string: a filter is ``array_contains(tags, <digest>)`` of each key and value's
-canonical JSON (``True`` is not ``1``).
+``Strong``). A search is one ``search`` or ``hybrid_search`` (the filter in every sub-request:
+pymilvus ignores its ``filter=``). Expressions splice SHA-256 digests only, never a caller's
+string: a filter is ``array_contains(tags, <digest>)`` of each item's canonical JSON.
 """
 
 from __future__ import annotations
@@ -109,8 +107,8 @@ def _chunk_row(
 
 
 def _hits_of(found: Sequence[Any], mode: str, n: int) -> list[versioned.Hit]:
-    """The ``n`` best of a reply, ties by chunk id; cosines capped at 1, BM25 positive (lite
-    reports it negated); the hits' embedder is told to the caller's identity probe."""
+    """The ``n`` best of a reply, ties by chunk id; BM25 positive (lite reports it negated);
+    the hits' embedder is told to the caller's identity probe."""
     hits, stamp = [], ""
     for hit in found:
         score = float(hit["distance"])
@@ -249,7 +247,7 @@ class MilvusVectorStore(versioned.VersionedDocuments):
             )
 
     def _rows(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
-        """Every row ``expr`` selects (a filter without a limit: all of them)."""
+        """Every row ``expr`` selects (no limit)."""
         with self._errors():
             found = self._client.has_collection(collection)
             ask = {"filter": expr, "output_fields": fields, **_STRONG}
@@ -334,14 +332,13 @@ class MilvusVectorStore(versioned.VersionedDocuments):
         return [StoredChunk(engine_id(b["id"], v), b["id"], v, b["doc_id"]) for b, v in bodies]
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """Show a committed version and hide the others: one partial ``upsert``."""
+        """One partial ``upsert`` (recovered whole or not at all)."""
         shown = record.version
         if record.pending == shown and stored:
             flags = [{"pk": _digest(c.engine_id), "hidden": c.version != shown} for c in stored]
             self._client.upsert(self._collection, flags, partial_update=True)
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
-        """Write chunks stamped with the embedder: shown (``add``) or hidden (a replace)."""
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
         stamp, hide = embedder.to_json() if embedder else "", self._replacing is not None
         made = zip(batch.chunks, batch.vectors.tolist(), versions, strict=True)
@@ -357,15 +354,13 @@ class MilvusVectorStore(versioned.VersionedDocuments):
 
     # ------------------------------------------------------------------ search
     def _selector(self, filter: MetadataFilter | None) -> str:
-        """The expression of the shown chunks a metadata equality filter keeps."""
         tags = [f'array_contains(tags, "{_tag(k, v)}")' for k, v in (filter or {}).items()]
         return " and ".join(["hidden == false", *tags])
 
     def _query_many(
         self, queries: Sequence[Any], n: int, expr: str, mode: str = "dense", low: float = -1.0
     ) -> list[list[versioned.Hit]]:
-        """One ``search`` of the queries (vectors, or texts for BM25): each one's ``n`` best of
-        twice as many."""
+        """One ``search`` of the queries (vectors, or texts for BM25): the ``n`` best of 2n."""
         field, params = _params(mode, low)
         side = {"anns_field": field, "search_params": params, "limit": min(2 * n, _TOP)}
         data = [list(map(float, q)) if mode == "dense" else q for q in queries]

@@ -1,11 +1,10 @@
 """Qdrant's own engine in this process (qdrant-edge-py) behind the qdrant-client calls the
 store makes, so :class:`QdrantVectorStore` is written once for a server and a folder.
 
-A folder (a temporary one for ``":memory:"``) holds one Edge shard per collection under
-``edge/<name>``, searched exhaustively, and serves one store at a time (``flock``). Symbolic
-links, and writes the disk may not hold, are refused. The engine loads some damaged files with
-fewer points and no error, so each shard's point count is recorded in ``.pywrapai-points.json``
-and checked, with one point read whole, when the folder opens (:class:`StoreDamagedError`).
+A folder (temporary for ``":memory:"``) holds an exhaustively searched Edge shard per collection
+(``edge/<name>``) and serves one store at a time (``flock``). The engine loads some damaged
+files with fewer points and no error: each shard's point count is recorded and checked, with
+one point read whole, when the folder opens.
 """
 
 from __future__ import annotations
@@ -24,19 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from pywrapai_graph import errors
 from pywrapai_graph.adapters._optional import require
 from pywrapai_graph.adapters._unreachable import refuse_unencoded_userinfo
 from pywrapai_graph.adapters.vectorstores.kit.local_files import check_room, os_failure
 from pywrapai_graph.adapters.vectorstores.kit.no_follow import open_file
-from pywrapai_graph.errors import (
-    ConfigurationError,
-    InvalidStateError,
-    PyWrapAIError,
-    StorageFullError,
-    StoreBusyError,
-    StoreDamagedError,
-    VectorStoreError,
-)
 
 __all__ = ["EdgeFolder", "local_location"]
 
@@ -61,14 +52,14 @@ def local_location(
     """The local location (``":memory:"`` by default; None with a url), the arguments
     checked (``ConfigurationError``)."""
     if path is not None and location is not None:
-        raise ConfigurationError("pass either location= or path=, not both")
+        raise errors.ConfigurationError("pass either location= or path=, not both")
     where = location if location is not None else path
     if url is not None and where is not None:
-        raise ConfigurationError("pass either a location (':memory:' or a path) or url=")
+        raise errors.ConfigurationError("pass either a location (':memory:' or a path) or url=")
     if url is not None:
         refuse_unencoded_userinfo(url, "Qdrant url")
     if not collection or not isinstance(collection, str):
-        raise ConfigurationError("collection must be a non-empty string")
+        raise errors.ConfigurationError("collection must be a non-empty string")
     return ":memory:" if url is None and where is None else where
 
 
@@ -76,7 +67,7 @@ def _refuse_links_in(root: Path) -> None:
     links = [Path(d, n) for d, ds, ns in os.walk(root) for n in ds + ns if Path(d, n).is_symlink()]
     if root.is_symlink() or links:
         inside = f" ({os.path.relpath(links[0], root)!r})" if links else ""
-        raise VectorStoreError(
+        raise errors.VectorStoreError(
             f"the storage folder {str(root)!r} is or holds a symbolic link{inside}"
         )
 
@@ -137,7 +128,7 @@ class EdgeFolder:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StoreBusyError(
+            raise errors.StoreBusyError(
                 f"the Qdrant folder {str(self.root)!r} is open in another store (in this "
                 "process or another), and a folder serves one store at a time: close that "
                 "store first, or use a Qdrant server for concurrent access"
@@ -148,7 +139,7 @@ class EdgeFolder:
         """Refuse an earlier release's folder, and damage: a shard missing or unloadable,
         fewer points than recorded, or a point read whole without its payload."""
         if not self._shards.exists() and any((self.root / n).exists() for n in _OLD):
-            raise InvalidStateError(
+            raise errors.InvalidStateError(
                 f"{str(self.root)!r} is a Qdrant folder of an earlier release (qdrant-client's "
                 "local mode, which this release no longer reads): ingest into a new folder"
             )
@@ -173,8 +164,8 @@ class EdgeFolder:
                 raise self._damaged(name, f"{live} points of the {recorded[name]} written")
             self._note(name, live)
 
-    def _damaged(self, name: str, what: str) -> StoreDamagedError:
-        return StoreDamagedError(
+    def _damaged(self, name: str, what: str) -> errors.StoreDamagedError:
+        return errors.StoreDamagedError(
             f"the Qdrant folder {str(self.root)!r} is damaged ({name!r}: {what}); nothing was "
             "served from it. Restore the folder from a backup, or move it aside and ingest "
             "into a new folder."
@@ -186,15 +177,15 @@ class EdgeFolder:
         ``PanicException``, a ``BaseException``)."""
         try:
             yield
-        except PyWrapAIError:
+        except errors.PyWrapAIError:
             raise
         except BaseException as exc:
             if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
                 raise
             full = os_failure(str(self.root), exc)
-            if isinstance(full, StorageFullError):
+            if isinstance(full, errors.StorageFullError):
                 raise full from exc
-            raise VectorStoreError(
+            raise errors.VectorStoreError(
                 f"Qdrant Edge failed on the folder {str(self.root)!r}: {exc}"
             ) from exc
 
@@ -204,14 +195,14 @@ class EdgeFolder:
         try:
             with self._failures():
                 yield
-        except (StorageFullError, StoreDamagedError):
+        except (errors.StorageFullError, errors.StoreDamagedError):
             raise
-        except VectorStoreError as exc:
+        except errors.VectorStoreError as exc:
             raise self._damaged(name, f"the engine cannot read it: {exc}") from exc
 
     def _path(self, name: str) -> Path:
         if not name or Path(name).name != name or name in (".", ".."):
-            raise VectorStoreError(f"{name!r} cannot name a collection in a folder")
+            raise errors.VectorStoreError(f"{name!r} cannot name a collection in a folder")
         return self._shards / name
 
     def _shard(self, name: str) -> Any:
@@ -434,12 +425,13 @@ class EdgeFolder:
             return SimpleNamespace(points=self._shard(collection_name).query(request))
 
     def query_batch_points(
-        self, name: str, requests: Sequence[Any], **_: Any
+        self, collection_name: str, requests: Sequence[Any], **_: Any
     ) -> list[SimpleNamespace]:
         e = self._edge
         batch = e.QueryBatchRequest([self._request(e.QueryRequest, dict(r)) for r in requests])
         with self._failures():
-            return [SimpleNamespace(points=found) for found in self._shard(name).query_batch(batch)]
+            found = self._shard(collection_name).query_batch(batch)
+        return [SimpleNamespace(points=points) for points in found]
 
     def close(self) -> None:
         """Close every shard (their logs flushed), then let the folder go (idempotent)."""

@@ -1,17 +1,12 @@
 """Qdrant's BM25 sparse vectors and the one ``query_points`` of a retrieval (server and Edge).
 
-A chunk point holds its own and its document version's BM25 term weights (``SPARSE``,
-``DOCUMENT_SPARSE``; the document: its chunks, overlaps removed), so a query scores
-``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. A term is indexed by the CRC-32 of its UTF-8
-bytes; its ``tf`` part is fixed when written (``avgdl`` from running totals in the records),
-the engine's IDF modifier multiplies in Lucene's idf. One chunk per version (``CARRIER``) is
-the document IDF's corpus; a chunk ranks only if it holds a query term (``TERMS``); writing or
-deleting chunks of a document rewrites the others' document vectors.
-
-``dense`` is a nearest query; ``lexical`` a formula adding the two sparse prefetches; ``hybrid``
-both as prefetches fused by the engine: ``rrf`` by Qdrant's weighted RRF (``k + 1``: it counts
-ranks from 0), ``rescored`` and ``weighted`` by DBSF (their own formulas need both scores of
-every candidate, which one query lacks).
+A chunk point holds its own and its document version's BM25 weights (``SPARSE``,
+``DOCUMENT_SPARSE``): a query scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(document)``. Terms
+are indexed by CRC-32, ``tf`` is fixed when written (``avgdl`` from totals in the records) and
+the engine's IDF modifier multiplies in Lucene's idf; a write rewrites the document vectors of
+its documents' other chunks. ``hybrid`` fuses the dense and lexical prefetches in the engine:
+``rrf`` by Qdrant's weighted RRF (``k + 1``: it counts ranks from 0), ``rescored`` and
+``weighted`` by DBSF (their formulas need both scores of every candidate, which one query lacks).
 """
 
 from __future__ import annotations
@@ -22,15 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pywrapai_graph.adapters.vectorstores.kit.versioned import Hit, VersionedDocuments, engine_id
-from pywrapai_graph.adapters.vectorstores.qdrant.points import (
-    CARRIER,
-    DOCUMENT_SPARSE,
-    SPARSE,
-    TERMS,
-    chunk_of,
-    hits_of,
-    version_of,
-)
+from pywrapai_graph.adapters.vectorstores.qdrant import points
 from pywrapai_graph.adapters.vectorstores.qdrant.records import QdrantRecords
 from pywrapai_graph.application.text_analysis import DOCUMENT_WEIGHT, analyze, document_parts
 from pywrapai_graph.domain import Chunk, ScoredChunk
@@ -71,22 +58,21 @@ def _weights(terms: Counter[str], avgdl: float) -> dict[str, Any]:
     return {"indices": indices, "values": [merged[i] for i in indices]} if indices else {}
 
 
-def _hits(query: StoreQuery, points: Sequence[Any], n: int) -> list[Hit]:
+def _hits(query: StoreQuery, found: Sequence[Any], n: int) -> list[Hit]:
     """The ``n`` best of a reply of up to ``_TIES · n``, ties by chunk id (as the other stores)."""
-    hits = hits_of(points, cosine=query.mode == "dense")
+    hits = points.hits_of(found, cosine=query.mode == "dense")
     return sorted(hits, key=lambda h: (-h[0].score, h[0].chunk.id))[:n]
 
 
 class QdrantLexical(QdrantRecords, VersionedDocuments):
     """The sparse vectors, ``retrieve`` and ``lexical_search`` of the store."""
 
-    @property
-    def lexical(self) -> bool:
-        return True
+    lexical = True
 
     # ------------------------------------------------------------------ writes
     def _fielded(self, texts: Sequence[str], groups: Sequence[_Group]) -> _Fields:
-        """Each chunk text's sparse vectors and payload fields (a version's first: its carrier)."""
+        """Each text's sparse vectors and payload fields (a version's first: the IDF carrier;
+        a document: its chunks, overlaps removed)."""
         grouped: dict[_Group, list[str]] = {}
         for text, group in zip(texts, groups, strict=True):
             grouped.setdefault(group, []).append(text)
@@ -101,8 +87,9 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         seen: set[_Group] = set()
         out = []
         for text, counts, group in zip(texts, terms, groups, strict=True):
-            vectors = {SPARSE: _weights(counts, avgdl), DOCUMENT_SPARSE: fields[group]}
-            payload = {TERMS: _query_indices(text), CARRIER: group not in seen}
+            sparse = _weights(counts, avgdl)
+            vectors = {points.SPARSE: sparse, points.DOCUMENT_SPARSE: fields[group]}
+            payload = {points.TERMS: _query_indices(text), points.CARRIER: group not in seen}
             seen.add(group)
             out.append(
                 ({k: self._models.SparseVector(**v) for k, v in vectors.items() if v}, payload)
@@ -117,13 +104,13 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         written = {engine_id(c.id, v) for c, v in zip(chunks, versions, strict=True)}
         stored = [
             p
-            for g, points in self._group_points(groups).items()
-            for p in points
-            if engine_id(chunk_of(p.payload).id, g[1]) not in written
+            for g, group in self._group_points(groups).items()
+            for p in group
+            if engine_id(points.chunk_of(p.payload).id, g[1]) not in written
         ]
         fields = self._fielded(
-            [chunk_of(p.payload).text for p in stored] + [c.text for c in chunks],
-            [(chunk_of(p.payload).doc_id, version_of(p.payload)) for p in stored]
+            [points.chunk_of(p.payload).text for p in stored] + [c.text for c in chunks],
+            [(points.chunk_of(p.payload).doc_id, points.version_of(p.payload)) for p in stored]
             + [(c.doc_id, v) for c, v in zip(chunks, versions, strict=True)],
         )
         self._write(
@@ -138,10 +125,9 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         )
         return fields[len(stored) :]
 
-    def _write(self, points: Sequence[Any]) -> None:
-        """Upsert ``points``, ``_PAGE`` a request."""
-        for start in range(0, len(points), _PAGE):
-            self._client.upsert(self._collection, points[start : start + _PAGE], wait=True)
+    def _write(self, made: Sequence[Any]) -> None:
+        for start in range(0, len(made), _PAGE):
+            self._client.upsert(self._collection, made[start : start + _PAGE], wait=True)
 
     def _delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """``delete``, and the fields of the documents that lost chunks written again."""
@@ -161,14 +147,13 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         for start in range(0, len(docs), _PAGE):
             of_docs = self._match("doc_id", docs[start : start + _PAGE])
             for p in self._scroll(self._collection, m.Filter(must=[of_docs, versions]), True):
-                key = (chunk_of(p.payload).doc_id, version_of(p.payload))
+                key = (points.chunk_of(p.payload).doc_id, points.version_of(p.payload))
                 if key in wanted:
                     out.setdefault(key, []).append(p)
         return {g: sorted(found, key=lambda p: str(p.payload["id"])) for g, found in out.items()}
 
     # ------------------------------------------------------------------ reads
     def _retrieve(self, query: StoreQuery) -> list[ScoredChunk]:
-        """One ``query_points``; its filter keeps the shown chunks only."""
         with self._lock:
             selector = self._ready(query)
             return [] if selector is False else [h for h, _ in self._ranked(query, selector)]
@@ -203,7 +188,7 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         return _hits(query, got.points, query.k)
 
     def _request(self, query: StoreQuery, selector: Any) -> dict[str, Any]:
-        """``query_points``' arguments for ``query``."""
+        """``query_points``' arguments: a nearest query, a lexical formula, or both fused."""
         m, n = self._models, query.k
         threshold = query.min_score if query.min_score > -1.0 else None
         dense = {"query": list(query.vector or []), "score_threshold": threshold}
@@ -227,17 +212,18 @@ class QdrantLexical(QdrantRecords, VersionedDocuments):
         return {"query": fused, "prefetch": sides, **asked}
 
     def _lexical(self, indices: list[int], n: int, selector: Any) -> Any:
-        """The lexical side: a prefetch of the ``n`` best by the formula (module docstring)."""
+        """A prefetch of the ``n`` best by the formula (module docstring) among the chunks
+        holding a query term (``TERMS``)."""
         m = self._models
         terms = m.SparseVector(indices=indices, values=[1.0] * len(indices))
-        held = self._match(TERMS, indices)
-        carriers = self._match(CARRIER, True)
+        held = self._match(points.TERMS, indices)
+        carriers = self._match(points.CARRIER, True)
         wide = max(n, _SHORTLIST)
         sides = [
-            m.Prefetch(query=terms, using=SPARSE, limit=wide, filter=selector),
+            m.Prefetch(query=terms, using=points.SPARSE, limit=wide, filter=selector),
             m.Prefetch(
                 query=terms,
-                using=DOCUMENT_SPARSE,
+                using=points.DOCUMENT_SPARSE,
                 limit=wide,
                 filter=m.Filter(must=[held] if selector is None else [selector, held]),
                 params=m.SearchParams(idf=m.IdfCorpusParams(corpus=m.Filter(must=[carriers]))),

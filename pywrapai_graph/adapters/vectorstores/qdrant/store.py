@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,21 +20,9 @@ from pywrapai_graph.adapters.vectorstores.kit.versioned import (
     StoredChunk,
     engine_id,
 )
+from pywrapai_graph.adapters.vectorstores.qdrant import points
 from pywrapai_graph.adapters.vectorstores.qdrant.edge import EdgeFolder, local_location
 from pywrapai_graph.adapters.vectorstores.qdrant.lexical import QdrantLexical
-from pywrapai_graph.adapters.vectorstores.qdrant.points import (
-    DOCUMENT_SPARSE,
-    EMBEDDER,
-    FIELDS,
-    HIDDEN,
-    SPARSE,
-    TERMS,
-    hits_of,
-    metadata_conditions,
-    metadata_fields,
-    point_id,
-    version_of,
-)
 from pywrapai_graph.errors import ConfigurationError, InvalidArgumentError, VectorStoreError
 from pywrapai_graph.ports import MetadataFilter
 from pywrapai_graph.ports.store_query import StoreQuery
@@ -44,8 +33,6 @@ if TYPE_CHECKING:  # the SDK's own types; imported at run time only when a store
 
 __all__ = ["QdrantVectorStore"]
 
-_READ_CONSISTENCY = ("majority", "quorum", "all")
-
 
 class QdrantVectorStore(QdrantLexical):
     """Cosine, BM25 and hybrid search in a Qdrant collection, on a server or in this process:
@@ -54,25 +41,22 @@ class QdrantVectorStore(QdrantLexical):
 
     Args:
         collection: the collection name.
-        location: ":memory:" (not persistent) or a folder, served by Qdrant's own engine in
-            this process (Qdrant Edge, see ``edge``) to one store at a time (:meth:`close`
-            lets it go); a damaged folder is refused (``StoreDamagedError``).
+        location: ":memory:" (not persistent) or a folder, served by Qdrant Edge in this
+            process (``edge``) to one store at a time; a damaged folder is refused.
         url: a Qdrant server or Cloud URL (instead of ``location``).
         api_key: for Qdrant Cloud; never shown in reprs or errors.
         dimension: create the collection up front; otherwise the first add decides.
         path: alias of ``location``.
         timeout: seconds a server request may take (the client's default otherwise).
-        shard_number, replication_factor, write_consistency_factor: a server: shards of a
-            new collection, copies of each shard, copies that must take a write.
-        read_consistency: a server: copies each read asks (a number, ``"majority"``,
-            ``"quorum"`` or ``"all"``). None (each setting): Qdrant's default.
+        shard_number, replication_factor, write_consistency_factor, read_consistency: a
+            server's cluster settings for a new collection and its reads (a number, or for
+            reads ``"majority"``, ``"quorum"`` or ``"all"``); None: Qdrant's default.
 
     Raises:
         MissingExtraError: ``qdrant-client`` (or, in process, ``qdrant-edge-py``) is missing.
         ConfigurationError: both a location and a url; a cluster setting without a url, or
             out of range.
-        VectorStoreError: a collection this store did not make (no single unnamed vector,
-            or without the sparse vectors of lexical search).
+        VectorStoreError: a collection this store did not make.
     """
 
     #: ``db.system.name`` on this store's spans.
@@ -140,7 +124,7 @@ class QdrantVectorStore(QdrantLexical):
             info = self._client.get_collection(self._collection)
         size = getattr(info.config.params.vectors, "size", None)
         sparse = set(info.config.params.sparse_vectors or ())
-        if not isinstance(size, int) or not {SPARSE, DOCUMENT_SPARSE} <= sparse:
+        if not isinstance(size, int) or not {points.SPARSE, points.DOCUMENT_SPARSE} <= sparse:
             raise VectorStoreError(
                 f"Qdrant collection {self._collection!r} has no single unnamed vector or "
                 "lacks the sparse vectors of lexical search: not a collection QdrantVectorStore "
@@ -149,19 +133,19 @@ class QdrantVectorStore(QdrantLexical):
         return size
 
     def _create(self, dim: int) -> None:
-        """Create the collection unless it exists (made here or elsewhere), of ``dim``."""
+        """Create the collection of ``dim`` unless it exists (made here or elsewhere)."""
         m = self._models
         made = self._dim is None and self._create_collection(
             self._collection,
             vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE),
             sparse_vectors_config={
                 name: m.SparseVectorParams(modifier=m.Modifier.IDF)
-                for name in (SPARSE, DOCUMENT_SPARSE)
+                for name in (points.SPARSE, points.DOCUMENT_SPARSE)
             },
             **self._cluster,
         )
         # what lookups by chunk id and lexical queries filter on (else: a scan)
-        indexes = {"id": m.PayloadSchemaType.KEYWORD, TERMS: m.PayloadSchemaType.INTEGER}
+        indexes = {"id": m.PayloadSchemaType.KEYWORD, points.TERMS: m.PayloadSchemaType.INTEGER}
         for field, schema in indexes.items() if made else ():
             self._client.create_payload_index(
                 self._collection, field_name=field, field_schema=schema, wait=True
@@ -191,12 +175,11 @@ class QdrantVectorStore(QdrantLexical):
         return self._stored(self._models.Filter(must=[self._match("id", p)]) for p in pages)
 
     def _stored(self, selectors: Iterable[Any]) -> list[StoredChunk]:
-        """The stored copies (one per version) of the chunks each selector matches."""
         with self._errors():
             if self._known_dim() is None:
                 return []
             payloads = [p.payload for s in selectors for p in self._scroll(self._collection, s)]
-        tagged = [(p["id"], version_of(p), p["doc_id"]) for p in payloads]
+        tagged = [(p["id"], points.version_of(p), p["doc_id"]) for p in payloads]
         return [StoredChunk(engine_id(i, v), i, v, doc) for i, v, doc in tagged]
 
     def _upsert(self, batch: PreparedBatch, versions: Sequence[str]) -> None:
@@ -205,16 +188,16 @@ class QdrantVectorStore(QdrantLexical):
             return
         embedder = self._replacing[0] if self._replacing else self._recorded_embedder()
         hidden = self._replacing is not None
-        stamp = {HIDDEN: hidden, EMBEDDER: embedder.to_json() if embedder else ""}
+        stamp = {points.HIDDEN: hidden, points.EMBEDDER: embedder.to_json() if embedder else ""}
         tagged = list(zip(batch.chunks, versions, strict=True))
         with self._errors():
             if self._known_dim() is None:
                 self._create(int(batch.vectors.shape[1]))
             groups = sorted({(c.doc_id, v) for c, v in tagged})
             fields = self._rewrite(groups, batch.chunks, versions)
-            points = [
+            made = [
                 self._models.PointStruct(
-                    id=point_id(engine_id(c.id, version)),
+                    id=points.point_id(engine_id(c.id, version)),
                     vector={"": dense, **sparse},
                     payload={
                         "id": c.id,
@@ -222,7 +205,7 @@ class QdrantVectorStore(QdrantLexical):
                         "text": c.text,
                         "metadata": dict(c.metadata),
                         "version": version,
-                        FIELDS: metadata_fields(c.metadata),
+                        points.FIELDS: points.metadata_fields(c.metadata),
                         **stamp,
                         **lexical,
                     },
@@ -231,11 +214,10 @@ class QdrantVectorStore(QdrantLexical):
                     tagged, batch.vectors.tolist(), fields, strict=True
                 )
             ]
-            self._write(points)
+            self._write(made)
 
     def _show(self, record: DocRecord, stored: list[StoredChunk]) -> None:
-        """Hide the other versions of a committed document and show its own: one request
-        (on Qdrant Edge two updates; a crash between them is finished when the folder opens)."""
+        """One request (Edge: two updates, a crash between them finished at the next open)."""
         if record.pending != record.version:
             return
         m = self._models
@@ -245,22 +227,16 @@ class QdrantVectorStore(QdrantLexical):
             (True, m.Filter(must=[of_doc], must_not=[this])),
             (False, m.Filter(must=[of_doc, this])),
         ]
+        made = [m.SetPayload(payload={points.HIDDEN: h}, filter=f) for h, f in flags]
+        operations = [m.SetPayloadOperation(set_payload=p) for p in made]
         with self._errors():
-            self._client.batch_update_points(
-                self._collection,
-                [
-                    m.SetPayloadOperation(set_payload=m.SetPayload(payload={HIDDEN: h}, filter=f))
-                    for h, f in flags
-                ],
-                wait=True,
-            )
+            self._client.batch_update_points(self._collection, operations, wait=True)
 
     def migrate(self) -> int:
-        """Flag and stamp the points of a collection of release 0.1.0 once (``pywrapai-graph
-        store migrate``; hidden: the versions pending records name, uncommitted); returns how
-        many documents had an unfinished version hidden."""
+        """Flag and stamp a release 0.1.0 collection's points once (``pywrapai-graph store
+        migrate``), hiding versions pending records name; returns how many documents had one."""
         m = self._models
-        unflagged = m.IsEmptyCondition(is_empty=m.PayloadField(key=HIDDEN))
+        unflagged = m.IsEmptyCondition(is_empty=m.PayloadField(key=points.HIDDEN))
         with self._writing():
             if self._known_dim() is None:
                 return 0
@@ -271,10 +247,10 @@ class QdrantVectorStore(QdrantLexical):
                     must=[of_doc, unflagged], must_not=[self._match("version", record.version)]
                 )
                 self._client.set_payload(
-                    self._collection, {HIDDEN: True}, points=selector, wait=True
+                    self._collection, {points.HIDDEN: True}, points=selector, wait=True
                 )
             embedder = self._recorded_embedder()
-            stamp = {HIDDEN: False, EMBEDDER: embedder.to_json() if embedder else ""}
+            stamp = {points.HIDDEN: False, points.EMBEDDER: embedder.to_json() if embedder else ""}
             rest = m.Filter(must=[unflagged])
             self._client.set_payload(self._collection, stamp, points=rest, wait=True)
         return len(pending)
@@ -283,7 +259,7 @@ class QdrantVectorStore(QdrantLexical):
         m = self._models
         with self._errors():
             for start in range(0, len(ids), 500):
-                part = [point_id(i) for i in ids[start : start + 500]]
+                part = [points.point_id(i) for i in ids[start : start + 500]]
                 self._client.delete(self._collection, m.PointIdsList(points=part), wait=True)
 
     def _count(self, filter: MetadataFilter | None = None) -> int:
@@ -297,37 +273,30 @@ class QdrantVectorStore(QdrantLexical):
         return {"count_filter": self._selector(filter) if filter else None, "exact": True}
 
     def _selector(self, filter: MetadataFilter | None) -> Any:
-        """The engine filter of the shown chunks ``filter`` keeps."""
-        given = metadata_conditions(self._models, filter) or None
-        return self._models.Filter(must=given, must_not=[self._match(HIDDEN, True)])
+        given = points.metadata_conditions(self._models, filter) or None
+        return self._models.Filter(must=given, must_not=[self._match(points.HIDDEN, True)])
 
     def _batch(self, queries: Sequence[Matrix], n: int, selector: Any) -> dict[str, Any]:
-        """``query_batch_points``' arguments: one request for every query."""
-        make = self._models.QueryRequest
-        asked = [
-            make(query=q.tolist(), limit=n, filter=selector, with_payload=True) for q in queries
-        ]
-        return {"requests": asked, **self._consistency}
+        """``query_batch_points``' arguments: one request for all queries."""
+        ask = partial(self._models.QueryRequest, limit=n, filter=selector, with_payload=True)
+        asked = [ask(query=q.tolist()) for q in queries]
+        return {"collection_name": self._collection, "requests": asked, **self._consistency}
 
     def _query(self, query: Matrix, n: int, selector: Any) -> list[Hit]:
         return self._ranked(StoreQuery("dense", n, vector=query.tolist()), selector)
 
     def _query_many(self, queries: Sequence[Matrix], n: int, selector: Any) -> list[list[Hit]]:
         with self._errors():
-            results = self._client.query_batch_points(
-                self._collection, **self._batch(queries, n, selector)
-            )
-        return [hits_of(r.points) for r in results]
+            results = self._client.query_batch_points(**self._batch(queries, n, selector))
+        return [points.hits_of(r.points) for r in results]
 
     # ------------------------------------------------------------------ async (server)
     async def _aquery_many(
         self, queries: Sequence[Matrix], n: int, selector: Any
     ) -> list[list[Hit]]:
         with self._errors():
-            results = await self._aclient().query_batch_points(
-                self._collection, **self._batch(queries, n, selector)
-            )
-        return [hits_of(r.points) for r in results]
+            results = await self._aclient().query_batch_points(**self._batch(queries, n, selector))
+        return [points.hits_of(r.points) for r in results]
 
     async def _acount(self, filter: MetadataFilter | None = None) -> int:
         if not self._native_async:
@@ -368,7 +337,7 @@ def _cluster(url: str | None, **given: Any) -> dict[str, Any]:
     for key, value in given.items():
         if url is None:
             raise ConfigurationError(f"{key} needs a Qdrant server (url=)")
-        level = key == "read_consistency" and value in _READ_CONSISTENCY
+        level = key == "read_consistency" and value in ("majority", "quorum", "all")
         if not level and (type(value) is not int or value < 1):
             raise ConfigurationError(f"{key} must be a positive integer, not {value!r}")
     return given

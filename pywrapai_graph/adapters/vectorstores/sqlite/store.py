@@ -55,14 +55,13 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
     """Chunks and unit float32 vectors in a SQLite table (WAL); dense search from an
     in-memory matrix, lexical by SQLite's full-text index (FTS5, see ``text``).
 
-    The matrix is loaded at the first dense search or write (manifest lookups and ``len``
-    read no vectors), changed after each commit, and reloaded when ``PRAGMA data_version``
-    says another connection committed; the full-text tables change in each write's
-    transaction. ``replace_document`` is one transaction (chunks, then the manifest).
+    The matrix is loaded at the first dense search or write, changed after each commit, and
+    reloaded when ``PRAGMA data_version`` says another connection committed. Each write (its
+    full-text rows, a replaced document's manifest) is one transaction.
 
     Args:
         db_path: the database file (created if missing).
-        table_name: a plain SQL identifier; anything else raises ValueError.
+        table_name: a plain SQL identifier.
 
     Raises:
         ValueError: invalid table name.
@@ -168,7 +167,6 @@ class SQLiteVectorStore(ExactSearch, MatrixBulkStore):
         return [ScoredChunk(chunks[i], min(s, 1.0)) for i, s in scored if i in chunks]
 
     def _drop_doc(self, doc_id: str) -> list[str]:
-        """Delete the chunks of ``doc_id``; returns their ids."""
         statement = f'DELETE FROM "{self._table}" WHERE doc_id = ? RETURNING id'
         return sorted(r[0] for r in self._conn.execute(statement, (doc_id,)).fetchall())
 

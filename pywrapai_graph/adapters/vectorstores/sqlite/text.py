@@ -1,11 +1,10 @@
 """Lexical (BM25) search of the SQLite store by SQLite's full-text index (FTS5).
 
-FTS5 tables of our analyzer's terms (``ascii`` tokenizer) beside the chunk table ``T``:
-``T__terms`` a row per chunk (its rowid in ``T``), ``T__doc_terms`` a row per document (key in
-``T__doc_keys``), ``T__chunk_docs`` each chunk's document key (scoring never reads ``T``). A
-chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT · BM25(its document)``, FTS5's ``bm25()`` per
-term rescaled to Lucene's idf as the other stores rank (FTS5's own idf ranked Cranfield lower).
-A write changes these rows in its transaction: another process's next query sees them.
+FTS5 tables of our analyzer's terms beside the chunk table ``T``: ``T__terms`` a row per chunk
+(its rowid in ``T``), ``T__doc_terms`` a row per document (key in ``T__doc_keys``),
+``T__chunk_docs`` each chunk's document key. A chunk scores ``BM25(chunk) + DOCUMENT_WEIGHT ·
+BM25(its document)``, FTS5's ``bm25()`` per term rescaled to Lucene's idf (FTS5's own ranked
+Cranfield lower). Each write changes these rows in its transaction.
 """
 
 from __future__ import annotations
