@@ -17,7 +17,9 @@ Two services, each run by uvicorn in its own process on 127.0.0.1, one after the
 Both answer ``POST /ask`` for four tenants over the same table (ingested once, through ours).
 For each number of concurrent clients (httpx async clients in this process, each sending
 its share of a fixed number of requests one after another) the table gives throughput, p50
-and p99 latency and the server's CPU time per request, ours as a ratio of the floor's.
+and p99 latency and the server's CPU time per request, ours as a ratio of the floor's: of the
+fastest run of each, and the median of the rounds' paired ratios (the two services run one
+after the other in each round, in alternating order), steadier on two shared cores.
 Bounded: it stops by itself. Not part of the test suite.
 
 ``--freeze SECONDS``: the freeze scenario instead. Ours alone, 4 uvicorn workers, over a
@@ -36,6 +38,7 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import threading
@@ -272,6 +275,11 @@ class Run:
     cpu: float  # the service's CPU seconds
     busy: float  # the load generator's CPU time over the run's wall time
 
+    @property
+    def per_request(self) -> float:
+        """The service's CPU seconds per request."""
+        return self.cpu / self.requests
+
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -337,40 +345,53 @@ def run(dsn: str, levels: list[int], total: int, embedder: str, rounds: int, mod
     config = service_config(dsn, wire.url, embedder, mode)
     services = [Service.start(kind, config) for kind in ("floor", "ours")]
     results: dict[tuple[str, int], Run] = {}
+    pairs: dict[int, list[float]] = {}  # per level: each round's CPU/req, ours over the floor's
     try:
         ingest(services[1].url)
-        for clients in levels:  # floor, ours, floor, ours...: the best run of each counts
-            for _ in range(rounds):
-                for service in services:
-                    run = measure(service, clients, total)
+        for clients in levels:  # the best run of each counts; the order alternates by round
+            for i in range(rounds):
+                runs: dict[str, Run] = {}
+                for service in services if i % 2 == 0 else services[::-1]:
+                    run = runs[service.kind] = measure(service, clients, total)
                     best = results.get((service.kind, clients))
                     if best is None or run.seconds < best.seconds:
                         results[service.kind, clients] = run
+                pairs.setdefault(clients, []).append(
+                    runs["ours"].per_request / runs["floor"].per_request
+                )
     finally:
         for service in [*services, wire]:
             service.stop()
-    report(results, levels, total, f"{mode} retrieval, {embedder}")
+    report(results, pairs, levels, total, f"{mode} retrieval, {embedder}")
 
 
-def report(results: dict[tuple[str, int], Run], levels: list[int], total: int, emb: str) -> None:
+def report(
+    results: dict[tuple[str, int], Run],
+    pairs: dict[int, list[float]],
+    levels: list[int],
+    total: int,
+    emb: str,
+) -> None:
     print(f"\nFastAPI example over PostgreSQL ({emb} embedder, wire-server LLM), {total} /ask")
     print("per run; ours as a ratio of the floor (raw psycopg2 + AsyncOpenAI, same work)")
     head = f"{'clients':>7} {'floor req/s':>12} {'ours req/s':>11} {'ratio':>6}"
     head += f" {'p50 ms f/o':>14} {'ratio':>6} {'p99 ms f/o':>16} {'ratio':>6} {'CPU/req':>8}"
-    print(head + f" {'errors':>7} {'load gen busy':>14}")
+    print(head + f" {'median':>7} {'errors':>7} {'load gen busy':>14}")
     for c in levels:
         f, o = results["floor", c], results["ours", c]
         rate_f, rate_o = f.requests / f.seconds, o.requests / o.seconds
         p50 = (f.percentile(0.5) * 1e3, o.percentile(0.5) * 1e3)
         p99 = (f.percentile(0.99) * 1e3, o.percentile(0.99) * 1e3)
-        cpu = (o.cpu / o.requests) / (f.cpu / f.requests)
+        cpu = o.per_request / f.per_request
         print(
             f"{c:>7} {rate_f:>12.1f} {rate_o:>11.1f} {rate_o / rate_f:>5.2f}x"
             f" {p50[0]:>6.0f}/{p50[1]:<7.0f} {p50[1] / p50[0]:>5.2f}x"
             f" {p99[0]:>7.0f}/{p99[1]:<8.0f} {p99[1] / p99[0]:>5.2f}x {cpu:>7.2f}x"
+            f" {statistics.median(pairs[c]):>6.2f}x"
             f" {f.errors:>3}/{o.errors:<3} {f.busy:>6.0%}/{o.busy:<6.0%}"
         )
-    print("(errors: floor/ours; load gen busy: this process's CPU over the run, near 100% means")
+    print("(CPU/req: of the best runs; median: of each round's pair, ours over the floor's;")
+    print(" errors: floor/ours; load gen busy: this process's CPU over the run, near 100% means")
     print(" the clients, not the services, set the pace)")
 
 
