@@ -3,6 +3,7 @@ raw, and the hooks we hang on their clients (retry logs, the last body and heade
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Callable
@@ -16,6 +17,7 @@ _RAW_LIMIT = 64 * 1024  # characters of a bad body kept for inspection
 _STREAMED = ("text/event-stream", "ndjson", "eventstream")  # SSE, NDJSON, AWS event streams
 
 
+@functools.cache  # a call per provider request: the imports are looked up once
 def http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
     """(timeout exception types, transport exception types) of the HTTP stacks installed.
 
