@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -11,9 +12,10 @@ import numpy.typing as npt
 from pywrapai_graph.domain import Chunk
 from pywrapai_graph.errors import InvalidArgumentError
 
-__all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query"]
+__all__ = ["Matrix", "PreparedBatch", "prepare_batch", "prepare_query", "query_norm"]
 
 Matrix = npt.NDArray[np.float32]
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(slots=True, eq=False)
@@ -100,23 +102,40 @@ def _as_matrix(chunks: list[Chunk], dimension: int | None) -> Matrix:
     raise InvalidArgumentError(f"embeddings are not a flat list of {expected} numbers each")
 
 
+def query_norm(vector: Sequence[float], dimension: int | None) -> float:
+    """The query's Euclidean norm, once it is checked: ``dimension`` numbers, each finite in
+    float32, not all zero (``math.hypot`` in C: no array is built to check a query).
+
+    Raises:
+        InvalidArgumentError: not numbers, wrong dimension, NaN/inf or zero norm.
+    """
+    if dimension is not None and len(vector) != dimension:
+        raise InvalidArgumentError(
+            f"query has dimension {len(vector)}, but the store holds {dimension}"
+        )
+    try:
+        norm = math.hypot(*vector)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"a query vector is a flat list of numbers; this {type(vector).__name__} holds "
+            "something else"
+        ) from None
+    if norm == 0.0:
+        raise InvalidArgumentError("the query vector has zero norm; cosine is undefined")
+    # NaN and infinities fail the first test; a finite norm past float32's range, the second
+    # unless every value is within it
+    if not norm <= _FLOAT32_MAX and not (norm < math.inf and max(map(abs, vector)) <= _FLOAT32_MAX):
+        raise InvalidArgumentError("the query vector has NaN or infinite values")
+    return norm
+
+
 def prepare_query(vector: Sequence[float], dimension: int | None) -> Matrix:
     """The normalised float32 query (its shape checked by ``BaseVectorStore``).
 
     Raises:
         InvalidArgumentError: not numbers, wrong dimension, NaN/inf or zero norm.
     """
-    try:
-        with np.errstate(over="ignore"):
-            q = np.array(vector, dtype=np.float32)  # a copy: normalised in place
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(
-            f"a query vector is a flat list of numbers; this {type(vector).__name__} holds "
-            "something else"
-        ) from None
-    if dimension is not None and q.shape[0] != dimension:
-        raise InvalidArgumentError(
-            f"query has dimension {q.shape[0]}, but the store holds {dimension}"
-        )
-    _normalise(q[None], lambda _: "the query vector")
-    return q
+    norm = query_norm(vector, dimension)
+    q = np.array(vector, dtype=np.float64)
+    q /= norm
+    return q.astype(np.float32)

@@ -62,10 +62,10 @@ def _vector_format(dimension: int) -> str:
     return "'[" + ",".join(["%.9g"] * dimension) + "]'"
 
 
-def vector_literal(vector: Any) -> str:
-    """A float32 query vector as a quoted SQL literal, 9 significant digits a value (exact for
+def vector_literal(vector: Sequence[float]) -> str:
+    """A query vector as a quoted SQL literal, 9 significant digits a value (exact for
     float32; a third shorter than pgvector's adapter writes, and five times faster)."""
-    return _vector_format(len(vector)) % tuple(vector.tolist())
+    return _vector_format(len(vector)) % tuple(vector)
 
 
 def store_tables(table: str) -> list[str]:

@@ -8,7 +8,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pywrapai_graph.adapters.vectorstores.kit.vector_batches import prepare_batch, prepare_query
+from pywrapai_graph.adapters.vectorstores.kit.vector_batches import (
+    prepare_batch,
+    prepare_query,
+    query_norm,
+)
 from pywrapai_graph.adapters.vectorstores.postgres import bm25, rows, schema
 from pywrapai_graph.adapters.vectorstores.postgres.connection import (
     DEFAULT_EF_SEARCH,
@@ -276,8 +280,10 @@ class PGVectorStore(PGConnection, BaseVectorStore):
         sql = bm25.statement(self._sql, self._table, query.mode, query.fusion, shape)
         vector = None  # one SQL literal, written once however often the statement names it
         if query.vector is not None:
-            literal = rows.vector_literal(prepare_query(query.vector, self._dim))
-            vector = self._pg.extensions.AsIs(literal)
+            asked: Any = query.vector  # pgvector's cosine scales it, unless its
+            if not 1e-6 < query_norm(asked, self._dim) < 1e6:  # float32 sums would overflow
+                asked = prepare_query(asked, self._dim)
+            vector = self._pg.extensions.AsIs(rows.vector_literal(asked))
         found = self._rows(sql, bm25.statement_params(query, given, vector))
         if query.mode != "dense":
             return bm25.search_hits(found, clamp=False)
